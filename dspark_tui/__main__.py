@@ -1,0 +1,3 @@
+from dspark_tui.cli import main
+
+raise SystemExit(main())

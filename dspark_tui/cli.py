@@ -1,0 +1,113 @@
+"""Entry points. Parsing and dispatch only: each command's work lives in its layer."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from dspark_tui import __version__
+from dspark_tui.model import UserError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dspark-tui",
+        description="Compare speculative-decoding settings of a vLLM server, live, from one terminal.",
+    )
+    parser.add_argument("--version", action="version", version=f"dspark-tui {__version__}")
+    parser.add_argument("--config", type=Path, help="config file (default: platformdirs config folder)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def run_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--headless", action="store_true", help="no TUI: print progress to the terminal")
+        p.add_argument("--results", type=Path, help="results root folder (default from config)")
+        p.add_argument("--arms", help="comma-separated arm names to include (default: all)")
+        p.add_argument("--scenarios", help="comma-separated scenario names to include (default: all)")
+        p.add_argument("--detach", action="store_true", help="run in the background; attach later")
+        p.add_argument("--lang", choices=["zh", "en"], help="report language (default from config)")
+
+    p_run = sub.add_parser("run", help="run a plan (shipped name or TOML file)")
+    p_run.add_argument("plan", nargs="?", help="plan name or file (omit with --resume)")
+    p_run.add_argument("--resume", type=Path, metavar="RUN_DIR", help="resume an interrupted run")
+    run_options(p_run)
+
+    p_demo = sub.add_parser("demo", help="run the demo plan against the built-in simulator")
+    run_options(p_demo)
+
+    p_attach = sub.add_parser("attach", help="watch a run started elsewhere (default: newest running)")
+    p_attach.add_argument("run_dir", nargs="?", type=Path)
+    p_attach.add_argument("--headless", action="store_true", help="print events instead of the TUI")
+
+    p_ctl = sub.add_parser("ctl", help="control a running run: pause, resume, skip, abort, retry")
+    p_ctl.add_argument("run_dir", type=Path)
+    p_ctl.add_argument("action", choices=["pause", "resume", "skip", "abort", "retry"])
+
+    p_report = sub.add_parser("report", help="write (or print) the Markdown report of a run")
+    p_report.add_argument("run_dir", type=Path)
+    p_report.add_argument("--lang", choices=["zh", "en"], default="zh")
+    p_report.add_argument("--stdout", action="store_true", help="print instead of writing report.md")
+
+    p_runs = sub.add_parser("runs", help="list past runs in the results folders")
+    p_runs.add_argument("--results", type=Path, action="append", help="extra folder to scan")
+
+    p_plan = sub.add_parser("plan", help="list, show or check plans")
+    plan_sub = p_plan.add_subparsers(dest="plan_command", metavar="ACTION", required=True)
+    plan_sub.add_parser("list", help="shipped plans and the user's plans folder")
+    p_show = plan_sub.add_parser("show", help="print a plan's TOML (to copy and edit)")
+    p_show.add_argument("name")
+    p_check = plan_sub.add_parser("check", help="validate a plan and print its grid")
+    p_check.add_argument("name")
+
+    sub.add_parser("sim", help="the simulated vllm-dspark server (see `dspark-tui sim --help`)",
+                   add_help=False)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "sim":
+        from dspark_tui.sim.cli import main as sim_main
+
+        return sim_main(argv[1:])
+    args = build_parser().parse_args(argv)
+    try:
+        return _dispatch(args)
+    except UserError as exc:
+        print(f"dspark-tui: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("dspark-tui: interrupted", file=sys.stderr)
+        return 130
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    command = args.command
+    if command == "plan":
+        from dspark_tui.commands import plan_command
+
+        return plan_command(args)
+    if command == "report":
+        from dspark_tui.commands import report_command
+
+        return report_command(args)
+    if command == "runs":
+        from dspark_tui.commands import runs_command
+
+        return runs_command(args)
+    if command in ("run", "demo") and (args.headless or args.detach):
+        from dspark_tui.engine.headless import run_command
+
+        return run_command(args)
+    if command == "ctl":
+        from dspark_tui.engine.control import ctl_command
+
+        return ctl_command(args)
+    if command == "attach" and args.headless:
+        from dspark_tui.engine.headless import attach_command
+
+        return attach_command(args)
+    from dspark_tui.tui.launch import tui_command
+
+    return tui_command(args)

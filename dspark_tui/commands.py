@@ -1,0 +1,89 @@
+"""The small non-interactive commands: plan list/show/check, report, runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from dspark_tui.config import load_settings
+from dspark_tui.model import UserError
+
+
+def _settings(args: argparse.Namespace):  # noqa: ANN202 - Settings, imported lazily above
+    settings, warning = load_settings(getattr(args, "config", None))
+    if warning:
+        print(f"dspark-tui: warning: {warning}", file=sys.stderr)
+    return settings
+
+
+def plan_command(args: argparse.Namespace) -> int:
+    from dspark_tui.plans import resolve_plan, shipped_plan_names, shipped_plan_text
+
+    settings = _settings(args)
+    if args.plan_command == "list":
+        for name in shipped_plan_names():
+            print(f"{name:<24} shipped")
+        if settings.plans_dir.is_dir():
+            for path in sorted(settings.plans_dir.glob("*.toml")):
+                print(f"{path.stem:<24} {path}")
+        return 0
+    if args.plan_command == "show":
+        path = Path(args.name).expanduser()
+        if path.is_file():
+            sys.stdout.write(path.read_text(encoding="utf-8"))
+            return 0
+        user = settings.plans_dir / f"{args.name}.toml"
+        sys.stdout.write(user.read_text(encoding="utf-8") if user.is_file() else shipped_plan_text(args.name))
+        return 0
+    plan, source = resolve_plan(args.name, settings.plans_dir)
+    cells = plan.cells()
+    print(f"{source}: ok — plan {plan.name!r}, {len(plan.arms)} arms, {len(plan.scenarios)} scenarios")
+    print(f"driver {plan.bench.driver}, warmup {plan.bench.warmup_requests} requests")
+    for arm in plan.arms:
+        print(f"arm {arm.name}: {' '.join(plan.server_argv(arm))}")
+    print(f"{'arm':<10} {'scenario':<22} {'conc':>5} {'in':>6} {'out':>6} {'prompts':>8}")
+    for cell in cells:
+        key = cell.key
+        print(f"{key.arm:<10} {key.scenario:<22} {key.concurrency:>5} {cell.input_len:>6} "
+              f"{cell.output_len:>6} {cell.num_prompts:>8}")
+    print(f"{len(cells)} cells")
+    return 0
+
+
+def report_command(args: argparse.Namespace) -> int:
+    from dspark_tui.report import render_report
+    from dspark_tui.results import RunStore, load_run
+
+    run = load_run(args.run_dir)
+    for problem in run.problems:
+        print(f"dspark-tui: warning: {run.path / problem.path}: {problem.reason}", file=sys.stderr)
+    if not run.cells:
+        raise UserError(f"{run.path}: no readable cells to report on")
+    text = render_report(run, lang=args.lang)
+    if args.stdout:
+        sys.stdout.write(text)
+        return 0
+    try:
+        path = RunStore(run.path).write_report(text, lang=args.lang)
+    except OSError as exc:
+        raise UserError(f"{run.path}: cannot write the report ({exc.strerror})") from None
+    print(path)
+    return 0
+
+
+def runs_command(args: argparse.Namespace) -> int:
+    from dspark_tui.results import scan_runs
+
+    settings = _settings(args)
+    roots = [*(args.results or []), *settings.history_roots()]
+    runs = scan_runs(roots)
+    if not runs:
+        print("no runs found in " + ", ".join(str(r) for r in roots))
+        return 0
+    for run in runs:
+        state = f"problem: {run.problem}" if run.problem else run.status
+        arms = ",".join(run.arms)
+        print(f"{run.started_at[:19]:<19}  {run.name:<28} {arms:<12} "
+              f"{run.cells_done:>4}/{run.cells_total:<4} {state:<12} {run.path}")
+    return 0

@@ -1,0 +1,45 @@
+"""Plain data shared by every layer: the plan, cells and their results, events."""
+
+from dspark_tui.model.cell import (
+    CellKey,
+    CellResult,
+    CellStatus,
+    ClientMetrics,
+    Provenance,
+    ServerSummary,
+)
+from dspark_tui.model.errors import UserError
+from dspark_tui.model.naming import safe_name
+from dspark_tui.model.plan import (
+    Arm,
+    BenchConfig,
+    CellSpec,
+    NumPromptsRule,
+    Plan,
+    PlanError,
+    Scenario,
+    ServerConfig,
+    load_plan,
+    parse_plan,
+)
+
+__all__ = [
+    "Arm",
+    "BenchConfig",
+    "CellKey",
+    "CellResult",
+    "CellSpec",
+    "CellStatus",
+    "ClientMetrics",
+    "NumPromptsRule",
+    "Plan",
+    "PlanError",
+    "Provenance",
+    "Scenario",
+    "ServerConfig",
+    "ServerSummary",
+    "UserError",
+    "load_plan",
+    "parse_plan",
+    "safe_name",
+]

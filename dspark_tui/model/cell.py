@@ -1,0 +1,192 @@
+"""A cell's identity and its result: the unit of progress, persistence and resume."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from dspark_tui.model.naming import safe_name
+
+CELL_SCHEMA_VERSION = 1
+
+
+class CellKey(BaseModel):
+    """(arm, scenario, concurrency): what a cell is, independent of how it went."""
+
+    model_config = ConfigDict(frozen=True)
+
+    arm: str
+    scenario: str
+    concurrency: int
+
+    @property
+    def id(self) -> str:
+        return f"{self.arm}/{self.scenario}/c{self.concurrency}"
+
+    @property
+    def file_stem(self) -> str:
+        return f"{safe_name(self.scenario)}__c{self.concurrency}"
+
+    def relpath(self, folder: str, suffix: str) -> str:
+        """`cells/st_3/chat_short__c8.json` for folder `cells`, suffix `.json`."""
+        return f"{folder}/{safe_name(self.arm)}/{self.file_stem}{suffix}"
+
+
+class CellStatus(StrEnum):
+    OK = "ok"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+_PCT = ("mean", "median", "std", "p90", "p95", "p99")
+
+
+class ClientMetrics(BaseModel):
+    """What the benchmark client measured, named as sglang.bench_serving names it.
+
+    Every field is optional: an imported or hand-made run may not have them all, and a
+    missing number is shown as missing, never invented.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    duration: float | None = None
+    completed: int | None = None
+    failed: int | None = None
+    total_input_tokens: int | None = None
+    total_output_tokens: int | None = None
+    request_throughput: float | None = None
+    input_throughput: float | None = None
+    output_throughput: float | None = None
+    total_throughput: float | None = None
+    concurrency: float | None = None
+
+    mean_e2e_latency_ms: float | None = None
+    median_e2e_latency_ms: float | None = None
+    std_e2e_latency_ms: float | None = None
+    p90_e2e_latency_ms: float | None = None
+    p95_e2e_latency_ms: float | None = None
+    p99_e2e_latency_ms: float | None = None
+
+    mean_ttft_ms: float | None = None
+    median_ttft_ms: float | None = None
+    std_ttft_ms: float | None = None
+    p90_ttft_ms: float | None = None
+    p95_ttft_ms: float | None = None
+    p99_ttft_ms: float | None = None
+
+    mean_tpot_ms: float | None = None
+    median_tpot_ms: float | None = None
+    std_tpot_ms: float | None = None
+    p90_tpot_ms: float | None = None
+    p95_tpot_ms: float | None = None
+    p99_tpot_ms: float | None = None
+
+    mean_itl_ms: float | None = None
+    median_itl_ms: float | None = None
+    std_itl_ms: float | None = None
+    p90_itl_ms: float | None = None
+    p95_itl_ms: float | None = None
+    p99_itl_ms: float | None = None
+
+    # Reported by clients that read the server's spec-decode counters (vllm bench serve).
+    accept_length: float | None = None
+
+    @classmethod
+    def field_names(cls) -> list[str]:
+        return list(cls.model_fields)
+
+
+class ServerSummary(BaseModel):
+    """What /metrics said over the cell's window (counter deltas, gauge statistics)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    samples: int = 0
+    scrape_gaps: int = 0
+    counter_resets: int = 0
+    draft_tokens: float | None = None
+    accepted_tokens: float | None = None
+    drafts: float | None = None
+    acceptance_rate: float | None = None
+    mean_acceptance_length: float | None = None
+    per_position_acceptance: list[float] = Field(default_factory=list)
+    kv_usage_mean: float | None = None
+    kv_usage_peak: float | None = None
+    running_mean: float | None = None
+    running_peak: float | None = None
+    waiting_mean: float | None = None
+    waiting_peak: float | None = None
+    preemptions: float | None = None
+    prompt_tokens: float | None = None
+    generation_tokens: float | None = None
+    gpu_util_mean: float | None = None
+    gpu_memory_peak_mib: float | None = None
+    gpu_power_mean_w: float | None = None
+
+
+class Provenance(BaseModel):
+    """Where a number came from, so a reader can trust or redo it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    driver: str = "unknown"
+    command: list[str] = Field(default_factory=list)
+    client_version: str | None = None
+    raw_output: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    input_len: int | None = None
+    output_len: int | None = None
+    range_ratio: float | None = None
+    num_prompts: int | None = None
+    source: str | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
+class CellResult(BaseModel):
+    """One finished (or failed) cell, exactly as saved in `cells/{arm}/{scenario}__c{N}.json`."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    schema_version: int = CELL_SCHEMA_VERSION
+    arm: str
+    scenario: str
+    concurrency: int
+    status: CellStatus = CellStatus.OK
+    error: str | None = None
+    metrics: ClientMetrics = Field(default_factory=ClientMetrics)
+    server: ServerSummary | None = None
+    provenance: Provenance = Field(default_factory=Provenance)
+
+    @property
+    def key(self) -> CellKey:
+        return CellKey(arm=self.arm, scenario=self.scenario, concurrency=self.concurrency)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == CellStatus.OK
+
+    @property
+    def total_throughput(self) -> float | None:
+        return self.metrics.total_throughput
+
+    def flat_row(self) -> dict[str, Any]:
+        """One row of results.csv: identity, client metrics, server summary scalars."""
+        row: dict[str, Any] = {
+            "arm": self.arm,
+            "scenario": self.scenario,
+            "concurrency": self.concurrency,
+            "status": self.status.value,
+            "error": self.error or "",
+        }
+        row.update(self.metrics.model_dump())
+        if self.server is not None:
+            for name, value in self.server.model_dump().items():
+                if name == "per_position_acceptance":
+                    value = ";".join(f"{v:.4f}" for v in value)
+                row[f"server_{name}"] = value
+        row["driver"] = self.provenance.driver
+        return row

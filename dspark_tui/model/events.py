@@ -1,0 +1,155 @@
+"""The one event stream: the runner emits these; the TUI, the headless printer and
+`events.jsonl` consume them. Each is one JSON object on one line, told apart by `kind`."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from dspark_tui.model.cell import CellKey, CellResult
+
+ServerState = Literal[
+    "starting", "loading", "warming_up", "ready", "stopping", "stopped", "failed", "restarting"
+]
+RunStatus = Literal["running", "completed", "failed", "aborted", "interrupted"]
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    t: float = Field(default_factory=time.time)
+
+
+class RunStarted(_Event):
+    kind: Literal["run_started"] = "run_started"
+    run_dir: str
+    name: str
+    arms: list[str]
+    total_cells: int
+    resumed_cells: int = 0
+
+
+class RunFinished(_Event):
+    kind: Literal["run_finished"] = "run_finished"
+    status: RunStatus
+    done: int
+    failed: int
+    total: int
+    message: str = ""
+
+
+class ServerStateChanged(_Event):
+    kind: Literal["server_state"] = "server_state"
+    arm: str
+    state: ServerState
+    message: str = ""
+    pid: int | None = None
+
+
+class ServerLog(_Event):
+    kind: Literal["server_log"] = "server_log"
+    arm: str
+    line: str
+
+
+class CellStarted(_Event):
+    kind: Literal["cell_started"] = "cell_started"
+    key: CellKey
+    num_prompts: int
+    index: int
+    total: int
+
+
+class CellProgress(_Event):
+    """Live client-side numbers for the running cell; a newer one supersedes an older one."""
+
+    kind: Literal["cell_progress"] = "cell_progress"
+    key: CellKey
+    completed: int
+    total: int
+    failed: int = 0
+    output_tok_s: float | None = None
+    ttft_p50_ms: float | None = None
+    ttft_p99_ms: float | None = None
+    tpot_p50_ms: float | None = None
+    tpot_p99_ms: float | None = None
+
+
+class MetricsSample(_Event):
+    """One /metrics scrape turned into rates and gauges (None: not exported, or a gap)."""
+
+    kind: Literal["metrics_sample"] = "metrics_sample"
+    arm: str
+    key: CellKey | None = None
+    running: float | None = None
+    waiting: float | None = None
+    kv_usage: float | None = None
+    generation_tok_s: float | None = None
+    prompt_tok_s: float | None = None
+    preemptions: float | None = None
+    acceptance_length: float | None = None
+    acceptance_rate: float | None = None
+    gpu_util: float | None = None
+    gpu_memory_mib: float | None = None
+    gpu_power_w: float | None = None
+    gap: bool = False
+
+
+class CellFinished(_Event):
+    kind: Literal["cell_finished"] = "cell_finished"
+    result: CellResult
+
+
+class CellFailed(_Event):
+    kind: Literal["cell_failed"] = "cell_failed"
+    key: CellKey
+    reason: str
+
+
+class CellSkipped(_Event):
+    kind: Literal["cell_skipped"] = "cell_skipped"
+    key: CellKey
+    reason: str
+
+
+class RunControl(_Event):
+    """The runner acknowledging a control request (pause, resume, skip, abort, retry)."""
+
+    kind: Literal["run_control"] = "run_control"
+    action: str
+    message: str = ""
+
+
+class Notice(_Event):
+    kind: Literal["notice"] = "notice"
+    level: Literal["info", "warning", "error"] = "info"
+    message: str
+
+
+Event = Annotated[
+    RunStarted
+    | RunFinished
+    | ServerStateChanged
+    | ServerLog
+    | CellStarted
+    | CellProgress
+    | MetricsSample
+    | CellFinished
+    | CellFailed
+    | CellSkipped
+    | RunControl
+    | Notice,
+    Field(discriminator="kind"),
+]
+
+_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+def parse_event(line: str | bytes) -> Event:
+    return _ADAPTER.validate_json(line)
+
+
+def event_json(event: Event) -> str:
+    return event.model_dump_json(exclude_none=True)

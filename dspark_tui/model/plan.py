@@ -1,0 +1,366 @@
+"""The plan file: what to compare (arms), on which workloads (scenarios), with which client.
+
+Loaded from TOML and validated by pydantic; every mistake becomes one line that names the
+file, the line, the key and what was expected.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from dspark_tui.model.cell import CellKey
+from dspark_tui.model.errors import UserError
+from dspark_tui.model.naming import safe_name
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+BUILTIN_VARS = ("model", "port", "host", "served_model_name", "arm", "python")
+
+Scalar = str | int | float | bool
+
+
+class PlanError(UserError):
+    """A plan that cannot be used; the message is one line."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class NumPromptsRule(_Strict):
+    """`per_concurrency * c`, clamped to [min, max]: enough requests to fill the batch a few times."""
+
+    per_concurrency: int = Field(gt=0)
+    min: int = Field(default=1, gt=0)
+    max: int | None = Field(default=None, gt=0)
+
+    def for_concurrency(self, concurrency: int) -> int:
+        n = max(self.min, self.per_concurrency * concurrency)
+        return min(n, self.max) if self.max is not None else n
+
+
+class ServerConfig(_Strict):
+    command: list[str] = Field(min_length=1)
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, gt=0, lt=65536)
+    startup_timeout_s: float = Field(default=1800, gt=0)
+    stop_timeout_s: float = Field(default=30, gt=0)
+    env: dict[str, str] = Field(default_factory=dict)
+    served_model_name: str | None = None
+
+
+class Arm(_Strict):
+    name: str = Field(min_length=1)
+    vars: dict[str, Scalar] = Field(default_factory=dict)
+    description: str = ""
+
+    @property
+    def dirname(self) -> str:
+        return safe_name(self.name)
+
+
+class BenchConfig(_Strict):
+    driver: Literal["native", "sglang", "vllm"] = "native"
+    warmup_requests: int = Field(default=100, ge=0)
+    range_ratio: float = Field(default=0.0, ge=0.0, le=1.0)
+    cell_timeout_s: float = Field(default=1800, gt=0)
+    seed: int = 1
+    python: str = "python"
+    vllm_executable: str = "vllm"
+    extra_args: list[str] = Field(default_factory=list)
+    scrape_interval_s: float = Field(default=1.0, gt=0)
+    api_key: str | None = None
+
+
+class Scenario(_Strict):
+    name: str = Field(min_length=1)
+    input_len: int = Field(gt=0)
+    output_len: int = Field(gt=0)
+    range_ratio: float | None = Field(default=None, ge=0.0, le=1.0)
+    concurrencies: list[int] = Field(min_length=1)
+    num_prompts: int | list[int] | NumPromptsRule = 32
+    dataset: Literal["random"] = "random"
+
+    @field_validator("concurrencies")
+    @classmethod
+    def _positive_unique(cls, value: list[int]) -> list[int]:
+        if any(c <= 0 for c in value):
+            raise ValueError("every concurrency must be a positive integer")
+        if len(set(value)) != len(value):
+            raise ValueError("concurrencies repeat a value")
+        return value
+
+    @model_validator(mode="after")
+    def _prompts_fit(self) -> Scenario:
+        counts = self.num_prompts
+        if isinstance(counts, int) and counts <= 0:
+            raise ValueError("num_prompts must be positive")
+        if isinstance(counts, list):
+            if len(counts) != len(self.concurrencies):
+                raise ValueError(
+                    f"num_prompts lists {len(counts)} counts for {len(self.concurrencies)} concurrencies"
+                )
+            if any(n <= 0 for n in counts):
+                raise ValueError("every num_prompts count must be positive")
+        return self
+
+    def prompts_for(self, concurrency: int) -> int:
+        counts = self.num_prompts
+        if isinstance(counts, int):
+            return counts
+        if isinstance(counts, list):
+            return counts[self.concurrencies.index(concurrency)]
+        return counts.for_concurrency(concurrency)
+
+
+class CellSpec(BaseModel):
+    """Everything needed to run one cell, resolved from the plan."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: CellKey
+    input_len: int
+    output_len: int
+    range_ratio: float
+    num_prompts: int
+
+
+class Plan(_Strict):
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$")
+    model: str = Field(min_length=1)
+    backend_label: str = ""
+    description: str = ""
+    server: ServerConfig
+    arms: list[Arm] = Field(min_length=1)
+    bench: BenchConfig = Field(default_factory=BenchConfig)
+    scenarios: list[Scenario] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Plan:
+        _unique("arms", [a.name for a in self.arms])
+        _unique("arms (as directory names)", [a.dirname for a in self.arms])
+        _unique("scenarios", [s.name for s in self.scenarios])
+        _unique("scenarios (as file names)", [safe_name(s.name) for s in self.scenarios])
+        for arm in self.arms:
+            missing = sorted(self.placeholders() - set(arm.vars) - set(BUILTIN_VARS))
+            if missing:
+                raise ValueError(
+                    f"server.command uses {{{missing[0]}}} but arm {arm.name!r} sets no "
+                    f"vars.{missing[0]}"
+                )
+        return self
+
+    def placeholders(self) -> set[str]:
+        return {m for part in self.server.command for m in _PLACEHOLDER.findall(part)}
+
+    def arm(self, name: str) -> Arm:
+        for arm in self.arms:
+            if arm.name == name:
+                return arm
+        raise KeyError(name)
+
+    def scenario(self, name: str) -> Scenario:
+        for scenario in self.scenarios:
+            if scenario.name == name:
+                return scenario
+        raise KeyError(name)
+
+    def cells(self) -> list[CellSpec]:
+        """Arm-major: the server is started once per arm, so all of an arm's cells run together."""
+        return list(self._iter_cells())
+
+    def _iter_cells(self) -> Iterator[CellSpec]:
+        for arm in self.arms:
+            for scenario in self.scenarios:
+                ratio = self.bench.range_ratio if scenario.range_ratio is None else scenario.range_ratio
+                for concurrency in scenario.concurrencies:
+                    yield CellSpec(
+                        key=CellKey(arm=arm.name, scenario=scenario.name, concurrency=concurrency),
+                        input_len=scenario.input_len,
+                        output_len=scenario.output_len,
+                        range_ratio=ratio,
+                        num_prompts=scenario.prompts_for(concurrency),
+                    )
+
+    def template_vars(self, arm: Arm) -> dict[str, str]:
+        values: dict[str, str] = {
+            "model": self.model,
+            "port": str(self.server.port),
+            "host": self.server.host,
+            "served_model_name": self.served_model_name,
+            "arm": arm.name,
+            "python": sys.executable,
+        }
+        values.update({k: _scalar_text(v) for k, v in arm.vars.items()})
+        return values
+
+    def server_argv(self, arm: Arm) -> list[str]:
+        """The arm's server command; `{name}` placeholders only, so JSON braces pass through."""
+        values = self.template_vars(arm)
+        return [_PLACEHOLDER.sub(lambda m: values[m.group(1)], part) for part in self.server.command]
+
+    @property
+    def served_model_name(self) -> str:
+        return self.server.served_model_name or self.model
+
+    def compared_vars(self) -> list[str]:
+        """Arm variables whose values differ between arms: what the run compares."""
+        names: list[str] = []
+        for arm in self.arms:
+            for name in arm.vars:
+                if name not in names and len({_scalar_text(a.vars.get(name, "")) for a in self.arms}) > 1:
+                    names.append(name)
+        return names
+
+    def flag_for(self, var: str) -> str | None:
+        """`--spec-tokens` for `spec_tokens` when the command reads `--spec-tokens {spec_tokens}`."""
+        command = self.server.command
+        for i, part in enumerate(command):
+            if part == f"{{{var}}}" and i > 0 and command[i - 1].startswith("-"):
+                return command[i - 1]
+        return None
+
+
+def _scalar_text(value: Scalar) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _unique(what: str, names: list[str]) -> None:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise ValueError(f"{what}: the name {name!r} is used twice")
+        seen.add(name)
+
+
+def load_plan(path: str | Path) -> Plan:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PlanError(f"{path}: no such plan file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PlanError(f"{path}: cannot read the plan ({exc})") from None
+    return parse_plan(text, str(path))
+
+
+def parse_plan(text: str, source: str = "<plan>") -> Plan:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PlanError(f"{source}: not valid TOML: {exc}") from None
+    try:
+        return Plan.model_validate(data)
+    except ValidationError as exc:
+        raise PlanError(_describe(exc, text, source)) from None
+
+
+def _describe(exc: ValidationError, text: str, source: str) -> str:
+    """The first error as `file:line: key: message`; the count of others after it."""
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    loc = _readable_loc(first["loc"])
+    line = _find_line(text, first["loc"])
+    where = f"{source}:{line}" if line else source
+    message = _readable_message(first)
+    more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+    key = f"{loc}: " if loc else ""
+    return f"{where}: {key}{message}{more}"
+
+
+def _readable_loc(loc: tuple[Any, ...]) -> str:
+    parts: list[str] = []
+    for item in loc:
+        if isinstance(item, int):
+            parts.append(f"[{item}]")
+        elif item in ("int", "list[int]", "NumPromptsRule", "str", "float", "bool"):
+            continue
+        elif isinstance(item, str) and item.startswith(("function-", "union[", "is-instance")):
+            continue
+        else:
+            parts.append(("." if parts else "") + str(item))
+    return "".join(parts)
+
+
+def _readable_message(error: Any) -> str:
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        return "unknown key (check its spelling; see `dspark-tui plan show demo`)"
+    if kind == "missing":
+        return "required key is missing"
+    msg = str(error["msg"])
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, ") :]
+    if kind in ("int_type", "int_parsing", "float_type", "float_parsing", "string_type", "bool_type",
+                "list_type", "dict_type", "model_type", "literal_error", "int_from_float"):
+        msg = f"{msg}, got {error.get('input')!r}"
+    return msg
+
+
+def _find_line(text: str, loc: tuple[Any, ...]) -> int | None:
+    """Best-effort source line for a pydantic location: tomllib keeps no positions."""
+    lines = text.splitlines()
+    start = 0
+    end = len(lines)
+    table: list[str] = []
+    i = 0
+    keys = [k for k in loc if isinstance(k, (str, int))]
+    found: int | None = None
+    while i < len(keys):
+        key = keys[i]
+        nxt = keys[i + 1] if i + 1 < len(keys) else None
+        if isinstance(key, str) and isinstance(nxt, int):
+            header = re.compile(r"^\s*\[\[\s*" + re.escape(".".join([*table, key])) + r"\s*\]\]")
+            hits = [n for n in range(start, end) if header.match(lines[n])]
+            if nxt < len(hits):
+                start = hits[nxt]
+                end = hits[nxt + 1] if nxt + 1 < len(hits) else _next_table(lines, start + 1, end)
+                found = start + 1
+                table = [*table, key]
+                i += 2
+                continue
+            inline = _key_line(lines, start, end, key)
+            return inline if inline is not None else found
+        if isinstance(key, str):
+            header = re.compile(r"^\s*\[\s*" + re.escape(".".join([*table, key])) + r"\s*\]")
+            hits = [n for n in range(start, end) if header.match(lines[n])]
+            if hits and nxt is not None:
+                start = hits[0]
+                end = _next_table(lines, start + 1, len(lines))
+                found = start + 1
+                table = [*table, key]
+                i += 1
+                continue
+            line = _key_line(lines, start, end, key)
+            if line is not None:
+                return line
+            return hits[0] + 1 if hits else found
+        i += 1
+    return found
+
+
+def _key_line(lines: list[str], start: int, end: int, key: str) -> int | None:
+    pattern = re.compile(r"^\s*" + re.escape(key) + r"\s*=|[{,]\s*" + re.escape(key) + r"\s*=")
+    for n in range(start, end):
+        if n == start and lines[n].lstrip().startswith("["):
+            continue
+        if lines[n].lstrip().startswith("[") and n > start:
+            break
+        if pattern.search(lines[n]):
+            return n + 1
+    return None
+
+
+def _next_table(lines: list[str], start: int, end: int) -> int:
+    for n in range(start, end):
+        if lines[n].lstrip().startswith("["):
+            return n
+    return end

@@ -1,0 +1,101 @@
+"""run.json: the plan snapshot and the facts a report header needs."""
+
+from __future__ import annotations
+
+import datetime as dt
+import platform
+import socket
+import sys
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from dspark_tui import __version__
+from dspark_tui.model import Plan
+
+MANIFEST_SCHEMA_VERSION = 1
+
+CLIENT_LABELS = {
+    "sglang": "sglang.bench_serving --backend vllm",
+    "vllm": "vllm bench serve",
+    "native": "dspark-tui native client (httpx)",
+}
+
+
+class ArmInfo(BaseModel):
+    name: str
+    vars: dict[str, Any] = Field(default_factory=dict)
+
+
+class ComparedParameter(BaseModel):
+    var: str
+    flag: str | None = None
+    values: list[str] = Field(default_factory=list)
+
+
+class RunManifest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    schema_version: int = MANIFEST_SCHEMA_VERSION
+    name: str
+    model: str = ""
+    backend_label: str = ""
+    arms: list[ArmInfo] = Field(default_factory=list)
+    compared: list[ComparedParameter] = Field(default_factory=list)
+    scenarios: list[str] = Field(default_factory=list)
+    warmup_requests: int | None = None
+    driver: str = ""
+    client: str = ""
+    total_cells: int = 0
+    status: str = "running"
+    started_at: str | None = None
+    finished_at: str | None = None
+    host: str = ""
+    versions: dict[str, str] = Field(default_factory=dict)
+    runner_pid: int | None = None
+    original_dir: str | None = None
+    plan_source: str | None = None
+    plan: dict[str, Any] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)
+
+    def arm_names(self) -> list[str]:
+        return [arm.name for arm in self.arms]
+
+
+def now_iso() -> str:
+    return dt.datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+def manifest_for_plan(plan: Plan, plan_source: str | None = None) -> RunManifest:
+    compared = [
+        ComparedParameter(
+            var=var,
+            flag=plan.flag_for(var),
+            values=[str(arm.vars.get(var, "")) for arm in plan.arms],
+        )
+        for var in plan.compared_vars()
+    ]
+    snapshot = plan.model_dump(mode="json")
+    if snapshot.get("bench", {}).get("api_key"):
+        snapshot["bench"]["api_key"] = "***"
+    return RunManifest(
+        name=plan.name,
+        model=plan.model,
+        backend_label=plan.backend_label,
+        arms=[ArmInfo(name=a.name, vars=dict(a.vars)) for a in plan.arms],
+        compared=compared,
+        scenarios=[s.name for s in plan.scenarios],
+        warmup_requests=plan.bench.warmup_requests,
+        driver=plan.bench.driver,
+        client=CLIENT_LABELS.get(plan.bench.driver, plan.bench.driver),
+        total_cells=len(plan.cells()),
+        started_at=now_iso(),
+        host=socket.gethostname(),
+        versions={
+            "dspark_tui": __version__,
+            "python": platform.python_version(),
+            "platform": sys.platform,
+        },
+        plan_source=plan_source,
+        plan=snapshot,
+    )

@@ -1,0 +1,114 @@
+"""Listing past runs for the history view: cheap (run.json plus a file count), never fatal."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dspark_tui.results.store import EVENTS, RUN_JSON
+
+HEARTBEAT_STALE_S = 30.0
+
+
+@dataclass
+class RunSummary:
+    path: Path
+    name: str
+    started_at: str = ""
+    model: str = ""
+    arms: list[str] = field(default_factory=list)
+    cells_done: int = 0
+    cells_total: int = 0
+    status: str = "unknown"
+    problem: str = ""
+
+    @property
+    def readable(self) -> bool:
+        return not self.problem
+
+
+def scan_runs(roots: Iterable[str | Path]) -> list[RunSummary]:
+    """Every run directory directly under each root, newest first; broken ones carry a reason."""
+    found: list[RunSummary] = []
+    seen: set[Path] = set()
+    for root in roots:
+        root = Path(root).expanduser()
+        try:
+            entries = list(os.scandir(root))
+        except OSError:
+            continue
+        for entry in entries:
+            if not entry.is_dir() or entry.name.startswith("."):
+                continue
+            path = Path(entry.path)
+            real = path.resolve()
+            if real in seen:
+                continue
+            if not (path / RUN_JSON).exists() and not (path / "cells").is_dir():
+                continue
+            seen.add(real)
+            found.append(summarize_run(path))
+    found.sort(key=lambda s: (s.started_at or "", s.name), reverse=True)
+    return found
+
+
+def summarize_run(path: Path) -> RunSummary:
+    summary = RunSummary(path=path, name=path.name)
+    summary.cells_done = _count_cells(path)
+    try:
+        data = json.loads((path / RUN_JSON).read_bytes())
+        if not isinstance(data, dict):
+            raise ValueError("not an object")
+    except FileNotFoundError:
+        summary.problem = "run.json is missing"
+        return summary
+    except (OSError, ValueError) as exc:
+        summary.problem = f"run.json is unreadable ({type(exc).__name__})"
+        return summary
+    summary.name = str(data.get("name") or path.name)
+    summary.started_at = str(data.get("started_at") or "")
+    summary.model = str(data.get("model") or "")
+    summary.arms = [str(a.get("name")) for a in data.get("arms", []) if isinstance(a, dict)]
+    summary.cells_total = int(data.get("total_cells") or 0)
+    summary.status = str(data.get("status") or "unknown")
+    if summary.status == "running" and not _runner_alive(path, data.get("runner_pid")):
+        summary.status = "interrupted"
+    return summary
+
+
+def _count_cells(path: Path) -> int:
+    cells = path / "cells"
+    try:
+        return sum(
+            1
+            for arm in os.scandir(cells)
+            if arm.is_dir()
+            for f in os.scandir(arm.path)
+            if f.name.endswith(".json") and not f.name.startswith(".")
+        )
+    except OSError:
+        return 0
+
+
+def _runner_alive(path: Path, pid: object) -> bool:
+    """A run marked running is live only if its runner process exists or wrote lately."""
+    if isinstance(pid, int) and pid > 0:
+        try:
+            os.kill(pid, 0)
+            return True
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+    import time
+
+    heartbeat = path / "heartbeat"
+    for candidate in (heartbeat, path / EVENTS):
+        try:
+            return time.time() - candidate.stat().st_mtime < HEARTBEAT_STALE_S
+        except OSError:
+            continue
+    return False

@@ -1,0 +1,250 @@
+"""Reading and writing one run directory (layout in docs/architecture.md).
+
+Writers make each file whole or not at all; readers skip what they cannot trust and say why,
+so one torn file never hides the rest of a run.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from dspark_tui.model import CellKey, CellResult, UserError, safe_name
+from dspark_tui.model.cell import CELL_SCHEMA_VERSION
+from dspark_tui.model.events import Event, event_json, parse_event
+from dspark_tui.results.atomic import atomic_write_text
+from dspark_tui.results.manifest import RunManifest
+
+RUN_JSON = "run.json"
+EVENTS = "events.jsonl"
+RESULTS_CSV = "results.csv"
+REPORT = "report.md"
+
+# Events worth an fsync: losing them would lose a state change, not just a sample.
+_DURABLE_KINDS = {"run_started", "run_finished", "cell_finished", "cell_failed", "server_state"}
+
+
+@dataclass
+class CellProblem:
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
+@dataclass
+class LoadedRun:
+    path: Path
+    manifest: RunManifest
+    cells: dict[CellKey, CellResult]
+    problems: list[CellProblem] = field(default_factory=list)
+
+    def ok_cells(self) -> list[CellResult]:
+        return [c for c in self.cells.values() if c.ok]
+
+
+class RunStore:
+    """One run directory. Safe to use from one writer and any number of readers."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    @classmethod
+    def create(cls, root: str | Path, manifest: RunManifest, when: dt.datetime | None = None) -> RunStore:
+        root = Path(root).expanduser()
+        stamp = (when or dt.datetime.now()).strftime("%Y%m%d-%H%M%S")
+        base = f"{safe_name(manifest.name)}_{stamp}"
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            for n in range(1000):
+                candidate = root / (base if n == 0 else f"{base}-{n}")
+                try:
+                    candidate.mkdir()
+                    break
+                except FileExistsError:
+                    continue
+            else:
+                raise UserError(f"{root}: cannot find a free run directory name for {base}")
+        except PermissionError:
+            raise UserError(f"{root}: no permission to create a run directory there") from None
+        store = cls(candidate)
+        store.write_manifest(manifest)
+        return store
+
+    # -- paths ---------------------------------------------------------------------------
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.path / RUN_JSON
+
+    @property
+    def events_path(self) -> Path:
+        return self.path / EVENTS
+
+    @property
+    def report_path(self) -> Path:
+        return self.path / REPORT
+
+    def cell_path(self, key: CellKey) -> Path:
+        return self.path / key.relpath("cells", ".json")
+
+    def series_path(self, key: CellKey) -> Path:
+        return self.path / key.relpath("series", ".csv")
+
+    def raw_dir(self, arm: str) -> Path:
+        return self.path / "raw" / safe_name(arm)
+
+    def server_log_path(self, arm: str) -> Path:
+        return self.path / "logs" / f"server-{safe_name(arm)}.log"
+
+    # -- writing -------------------------------------------------------------------------
+
+    def write_manifest(self, manifest: RunManifest) -> None:
+        atomic_write_text(self.manifest_path, manifest.model_dump_json(indent=2) + "\n")
+
+    def save_cell(self, result: CellResult) -> Path:
+        path = self.cell_path(result.key)
+        atomic_write_text(path, result.model_dump_json(indent=2) + "\n")
+        return path
+
+    def append_event(self, event: Event) -> None:
+        line = event_json(event) + "\n"
+        with open(self.events_path, "a", encoding="utf-8") as handle:
+            handle.write(line)
+            handle.flush()
+            if event.kind in _DURABLE_KINDS:
+                os.fsync(handle.fileno())
+
+    def write_results_csv(self, results: Iterable[CellResult]) -> Path:
+        rows = [r.flat_row() for r in sorted(results, key=_cell_order)]
+        buffer = io.StringIO()
+        if rows:
+            columns: list[str] = []
+            for row in rows:
+                columns.extend(k for k in row if k not in columns)
+            writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(rows)
+        path = self.path / RESULTS_CSV
+        atomic_write_text(path, buffer.getvalue())
+        return path
+
+    def write_report(self, text: str, lang: str = "zh") -> Path:
+        path = self.report_path if lang == "zh" else self.path / f"report.{lang}.md"
+        atomic_write_text(path, text)
+        return path
+
+    # -- reading -------------------------------------------------------------------------
+
+    def read_manifest(self) -> RunManifest:
+        try:
+            return RunManifest.model_validate_json(self.manifest_path.read_bytes())
+        except FileNotFoundError:
+            raise UserError(f"{self.manifest_path}: missing (is {self.path} a run directory?)") from None
+        except (ValidationError, ValueError) as exc:
+            first = str(exc).splitlines()[0]
+            raise UserError(f"{self.manifest_path}: not a valid run manifest ({first})") from None
+
+    def load_cells(self) -> tuple[dict[CellKey, CellResult], list[CellProblem]]:
+        cells: dict[CellKey, CellResult] = {}
+        problems: list[CellProblem] = []
+        for path in sorted((self.path / "cells").glob("*/*.json")):
+            rel = str(path.relative_to(self.path))
+            result, reason = read_cell_file(path)
+            if result is None:
+                problems.append(CellProblem(rel, reason))
+            else:
+                cells[result.key] = result
+        return cells, problems
+
+    def done_keys(self) -> set[CellKey]:
+        """Cells a resume must not redo: their file parses, validates and says ok."""
+        cells, _ = self.load_cells()
+        return {key for key, result in cells.items() if result.ok}
+
+    def read_events(self) -> list[Event]:
+        events, _ = read_events_from(self.events_path, 0)
+        return events
+
+
+def read_cell_file(path: Path) -> tuple[CellResult | None, str]:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        return None, f"unreadable ({exc.strerror})"
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None, "truncated or not JSON; skipped"
+    if not isinstance(data, dict):
+        return None, "not a cell object; skipped"
+    version = data.get("schema_version")
+    if version != CELL_SCHEMA_VERSION:
+        return None, f"cell schema version {version!r}, this tool reads {CELL_SCHEMA_VERSION}; skipped"
+    try:
+        return CellResult.model_validate(data), ""
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        return None, f"invalid cell ({loc}: {err['msg']}); skipped"
+
+
+def read_events_from(path: Path, offset: int) -> tuple[list[Event], int]:
+    """Events from byte `offset` on; a torn last line is left for the next read."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            data = handle.read()
+    except FileNotFoundError:
+        return [], offset
+    events: list[Event] = []
+    consumed = 0
+    for line in data.splitlines(keepends=True):
+        if not line.endswith(b"\n"):
+            break
+        consumed += len(line)
+        stripped = line.strip()
+        if not stripped:
+            continue
+        try:
+            events.append(parse_event(stripped))
+        except ValueError:
+            continue  # a line from a newer version, or garbage: not fatal to a reader
+    return events, offset + consumed
+
+
+def load_run(path: str | Path) -> LoadedRun:
+    """A run for reports and browsing: a missing or bad run.json is a problem, not a failure."""
+    store = RunStore(path)
+    if not store.path.is_dir():
+        raise UserError(f"{store.path}: no such run directory")
+    problems: list[CellProblem] = []
+    try:
+        manifest = store.read_manifest()
+    except UserError as exc:
+        problems.append(CellProblem(RUN_JSON, str(exc).split(": ", 1)[-1]))
+        manifest = RunManifest(name=store.path.name, status="unknown")
+    cells, cell_problems = store.load_cells()
+    problems.extend(cell_problems)
+    if not manifest.arms and cells:
+        names: list[str] = []
+        for key in cells:
+            if key.arm not in names:
+                names.append(key.arm)
+        from dspark_tui.results.manifest import ArmInfo
+
+        manifest.arms = [ArmInfo(name=n) for n in names]
+    return LoadedRun(path=store.path, manifest=manifest, cells=cells, problems=problems)
+
+
+def _cell_order(result: CellResult) -> tuple[str, int, str]:
+    return (result.scenario, result.concurrency, result.arm)
