@@ -1,0 +1,40 @@
+"""The contract every benchmark client fulfils: one cell in, one CellResult out."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from dspark_tui.model import BenchConfig, CellResult, CellSpec
+from dspark_tui.model.events import CellProgress
+
+
+class CellError(Exception):
+    """The cell could not produce a result; str() is the one-line reason saved with it."""
+
+
+ProgressCallback = Callable[[CellProgress], None]
+
+
+@dataclass
+class DriverContext:
+    """What a driver needs to know about the server under test and where to leave files."""
+
+    base_url: str  # http://127.0.0.1:8000, no trailing slash
+    host: str
+    port: int
+    served_model_name: str
+    model_path: str  # tokenizer path for the external clients
+    bench: BenchConfig
+    raw_dir: Path  # this arm's raw/ folder; drivers name their files after the cell
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+
+class BenchDriver(Protocol):
+    name: str
+
+    async def run(self, cell: CellSpec, ctx: DriverContext, on_progress: ProgressCallback) -> CellResult:
+        """Run one cell. Raise CellError on failure. On cancellation, stop every child process."""
+        ...

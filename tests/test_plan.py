@@ -1,0 +1,114 @@
+"""Plan files: the shipped plans expand to the expected grids; mistakes are one clear line."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dspark_tui.model import PlanError, parse_plan
+from dspark_tui.plans import resolve_plan, shipped_plan_names
+
+GOOD = """
+name = "t"
+model = "m"
+[server]
+command = ["vllm", "serve", "{model}", "--spec-tokens", "{spec_tokens}"]
+[[arms]]
+name = "st=3"
+vars = { spec_tokens = 3 }
+[[arms]]
+name = "st=5"
+vars = { spec_tokens = 5 }
+[[scenarios]]
+name = "a"
+input_len = 10
+output_len = 5
+concurrencies = [1, 8]
+num_prompts = { per_concurrency = 4, min = 8, max = 16 }
+"""
+
+
+def test_shipped_plans_are_valid():
+    assert {"demo", "dspark-st3-vs-st5"} <= set(shipped_plan_names())
+    for name in shipped_plan_names():
+        plan, _ = resolve_plan(name)
+        assert len(plan.arms) >= 2
+
+
+def test_seed_plan_has_the_seed_grid():
+    plan, _ = resolve_plan("dspark-st3-vs-st5")
+    cells = plan.cells()
+    assert len(cells) == 36
+    assert [c.key.arm for c in cells[:18]] == ["st=3"] * 18  # arm-major
+    prompts = {(c.key.scenario, c.key.concurrency): c.num_prompts for c in cells}
+    assert prompts[("chat_short", 1)] == 32
+    assert prompts[("chat_short", 64)] == 512
+    assert prompts[("long_context_probe", 4)] == 32
+    assert prompts[("stress_standard", 128)] == 1024
+    assert plan.server_argv(plan.arms[1])[-2:] == ["--spec-tokens", "5"]
+    assert plan.flag_for("spec_tokens") == "--spec-tokens"
+
+
+def test_num_prompts_rule_clamps():
+    plan = parse_plan(GOOD)
+    assert [c.num_prompts for c in plan.cells()] == [8, 16, 8, 16]
+
+
+def test_json_braces_in_command_pass_through():
+    text = GOOD.replace(
+        '"--spec-tokens", "{spec_tokens}"',
+        '"--speculative-config", \'{"num_speculative_tokens": {spec_tokens}}\'',
+    )
+    plan = parse_plan(text)
+    assert plan.server_argv(plan.arms[0])[-1] == '{"num_speculative_tokens": 3}'
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (("input_len = 10", 'input_len = "ten"'), "plan.toml:14: scenarios[0].input_len: "),
+        (("output_len = 5", "output_len = 5\nbogus = 1"), "plan.toml:16: scenarios[0].bogus: unknown key"),
+        (("output_len = 5\n", ""), "scenarios[0].output_len: required key is missing"),
+        (('name = "st=5"', 'name = "st=3"'), "arms: the name 'st=3' is used twice"),
+        (("vars = { spec_tokens = 5 }", "vars = { other = 5 }"), "arm 'st=5' sets no vars.spec_tokens"),
+        (("concurrencies = [1, 8]", "concurrencies = []"), "scenarios[0].concurrencies"),
+        (('name = "t"', 'name = "t"\narms = []'), "not valid TOML"),
+    ],
+)
+def test_bad_plans_give_one_line(change, expected):
+    old, new = change
+    assert old in GOOD
+    with pytest.raises(PlanError) as info:
+        parse_plan(GOOD.replace(old, new, 1), "plan.toml")
+    message = str(info.value)
+    assert "\n" not in message
+    assert expected in message
+
+
+def test_empty_arms_is_an_error():
+    text = GOOD.split("[[arms]]")[0] + GOOD.split("vars = { spec_tokens = 5 }")[1]
+    text = text.replace('[server]', 'arms = []\n[server]')
+    with pytest.raises(PlanError, match="arms"):
+        parse_plan(text, "p.toml")
+
+
+def test_cli_plan_check_prints_cell_count():
+    out = subprocess.run(
+        [sys.executable, "-m", "dspark_tui", "plan", "check", "dspark-st3-vs-st5"],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    assert out.rstrip().endswith("36 cells")
+
+
+def test_cli_bad_plan_is_one_line_no_traceback(tmp_path: Path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(GOOD.replace("input_len = 10", "input_len = -1"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "dspark_tui", "plan", "check", str(bad)],
+        capture_output=True, text=True,
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.count("\n") == 1
+    assert f"{bad}:14: scenarios[0].input_len" in proc.stderr
