@@ -10,7 +10,7 @@ from dspark_tui.config import load_settings
 from dspark_tui.model import UserError
 
 
-def _settings(args: argparse.Namespace):  # noqa: ANN202 - Settings, imported lazily above
+def _settings(args: argparse.Namespace):
     settings, warning = load_settings(getattr(args, "config", None))
     if warning:
         print(f"dspark-tui: warning: {warning}", file=sys.stderr)

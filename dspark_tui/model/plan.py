@@ -281,13 +281,18 @@ def _readable_loc(loc: tuple[Any, ...]) -> str:
     for item in loc:
         if isinstance(item, int):
             parts.append(f"[{item}]")
-        elif item in ("int", "list[int]", "NumPromptsRule", "str", "float", "bool"):
-            continue
-        elif isinstance(item, str) and item.startswith(("function-", "union[", "is-instance")):
+        elif _is_union_branch(item):
             continue
         else:
             parts.append(("." if parts else "") + str(item))
     return "".join(parts)
+
+
+def _is_union_branch(item: Any) -> bool:
+    """pydantic names the union member it tried (`int`, `NumPromptsRule`); users never wrote it."""
+    return item in ("int", "list[int]", "NumPromptsRule", "str", "float", "bool") or (
+        isinstance(item, str) and item.startswith(("function-", "union[", "is-instance"))
+    )
 
 
 def _readable_message(error: Any) -> str:

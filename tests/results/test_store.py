@@ -1,0 +1,157 @@
+"""The result directory on disk: atomic cells, defensive reading, scanning broken runs."""
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from dspark_tui.model import CellKey, CellResult, ClientMetrics, UserError
+from dspark_tui.model.cell import CellStatus
+from dspark_tui.model.events import CellFinished, Notice, RunStarted
+from dspark_tui.plans import resolve_plan
+from dspark_tui.results import RunStore, load_run, manifest_for_plan, scan_runs
+from dspark_tui.results.atomic import atomic_write_text
+from dspark_tui.results.follow import EventFollower
+
+
+def _result(arm="st=3", scenario="chat_short", c=8, tok=1000.0, status=CellStatus.OK):
+    return CellResult(arm=arm, scenario=scenario, concurrency=c, status=status,
+                      metrics=ClientMetrics(total_throughput=tok, completed=32))
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> RunStore:
+    plan, source = resolve_plan("demo")
+    return RunStore.create(tmp_path, manifest_for_plan(plan, source))
+
+
+def test_create_names_the_directory_and_writes_manifest(store: RunStore, tmp_path: Path):
+    assert store.path.parent == tmp_path
+    assert store.path.name.startswith("demo_")
+    manifest = store.read_manifest()
+    assert manifest.arm_names() == ["st=3", "st=5"]
+    assert manifest.compared[0].flag == "--spec-tokens"
+    assert manifest.total_cells == 10
+
+
+def test_two_runs_in_the_same_second_get_distinct_dirs(tmp_path: Path):
+    plan, _ = resolve_plan("demo")
+    a = RunStore.create(tmp_path, manifest_for_plan(plan))
+    b = RunStore.create(tmp_path, manifest_for_plan(plan), when=None)
+    assert a.path != b.path
+
+
+def test_cell_roundtrip_uses_safe_paths(store: RunStore):
+    path = store.save_cell(_result())
+    assert path == store.path / "cells" / "st_3" / "chat_short__c8.json"
+    cells, problems = store.load_cells()
+    assert problems == []
+    assert cells[CellKey(arm="st=3", scenario="chat_short", concurrency=8)].total_throughput == 1000.0
+    assert not list(path.parent.glob(".*tmp")), "no temp files left behind"
+
+
+def test_done_keys_skip_failed_and_broken_cells(store: RunStore):
+    store.save_cell(_result(c=1))
+    store.save_cell(_result(c=16, status=CellStatus.FAILED))
+    broken = store.cell_path(CellKey(arm="st=5", scenario="chat_short", concurrency=1))
+    broken.parent.mkdir(parents=True)
+    broken.write_text('{"schema_version": 1, "arm": "st=5", "scen')
+    assert store.done_keys() == {CellKey(arm="st=3", scenario="chat_short", concurrency=1)}
+
+
+def test_load_run_reports_problems_and_keeps_the_rest(store: RunStore):
+    store.save_cell(_result(c=1))
+    store.save_cell(_result(c=16))
+    truncated = store.cell_path(CellKey(arm="st=5", scenario="chat_short", concurrency=1))
+    truncated.parent.mkdir(parents=True)
+    truncated.write_text('{"schema_version": 1, "ar')
+    old = store.cell_path(CellKey(arm="st=5", scenario="chat_short", concurrency=16))
+    old.write_text(json.dumps({"schema_version": 0, "arm": "st=5", "scenario": "chat_short",
+                               "concurrency": 16}))
+    store.manifest_path.unlink()
+    run = load_run(store.path)
+    assert len(run.cells) == 2
+    reasons = {p.path: p.reason for p in run.problems}
+    assert "run.json" in reasons and "missing" in reasons["run.json"]
+    assert "truncated" in reasons["cells/st_5/chat_short__c1.json"]
+    assert "schema version 0" in reasons["cells/st_5/chat_short__c16.json"]
+    assert run.manifest.arm_names() == ["st=3"]
+
+
+def test_load_run_of_missing_dir_is_a_user_error(tmp_path: Path):
+    with pytest.raises(UserError, match="no such run directory"):
+        load_run(tmp_path / "nope")
+
+
+def test_full_disk_keeps_old_file_and_leaves_no_temp(tmp_path: Path):
+    """/dev/full fails every write with ENOSPC; simulate by writing into a tiny tmpfs-less path."""
+    target = tmp_path / "cell.json"
+    atomic_write_text(target, "old")
+
+    class Exploding(str):
+        def encode(self, *args, **kwargs):
+            raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError):
+        atomic_write_text(target, Exploding("new"))
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["cell.json"]
+
+
+def test_events_follow_ignores_torn_last_line(store: RunStore):
+    follower = EventFollower(store.path)
+    store.append_event(RunStarted(run_dir=str(store.path), name="demo", arms=["st=3"], total_cells=1))
+    assert [e.kind for e in follower.poll()] == ["run_started"]
+    with open(store.events_path, "a") as handle:
+        handle.write('{"kind": "notice", "message": "half')
+    assert follower.poll() == []
+    with open(store.events_path, "a") as handle:
+        handle.write(' done"}\n')
+    assert [e.kind for e in follower.poll()] == ["notice"]
+    store.append_event(CellFinished(result=_result()))
+    store.append_event(Notice(message="x"))
+    assert [e.kind for e in follower.poll()] == ["cell_finished", "notice"]
+
+
+def test_results_csv_has_one_row_per_cell(store: RunStore):
+    results = [_result(c=1), _result(arm="st=5", c=1, tok=1200.0)]
+    path = store.write_results_csv(results)
+    lines = path.read_text().splitlines()
+    assert len(lines) == 3
+    assert lines[0].startswith("arm,scenario,concurrency,status")
+
+
+def test_scan_lists_broken_runs_with_reasons(tmp_path: Path, store: RunStore):
+    (tmp_path / "no_manifest").mkdir()
+    (tmp_path / "no_manifest" / "cells").mkdir()
+    garbled = tmp_path / "garbled"
+    garbled.mkdir()
+    (garbled / "run.json").write_text("{not json")
+    (tmp_path / "not_a_run").mkdir()
+    store.save_cell(_result())
+    runs = {r.path.name: r for r in scan_runs([tmp_path, tmp_path / "missing-root"])}
+    assert set(runs) == {"no_manifest", "garbled", store.path.name}
+    assert runs["no_manifest"].problem == "run.json is missing"
+    assert "unreadable" in runs["garbled"].problem
+    ours = runs[store.path.name]
+    assert ours.cells_done == 1 and ours.cells_total == 10
+    # run.json says running, but no runner pid is recorded and no heartbeat or event was written.
+    assert ours.status == "interrupted"
+
+
+def test_scan_trusts_a_fresh_heartbeat(tmp_path: Path, store: RunStore):
+    (store.path / "heartbeat").touch()
+    assert scan_runs([tmp_path])[0].status == "running"
+    old = time.time() - 3600
+    os.utime(store.path / "heartbeat", (old, old))
+    assert scan_runs([tmp_path])[0].status == "interrupted"
+
+
+def test_scan_marks_a_dead_runner_interrupted(tmp_path: Path, store: RunStore):
+    manifest = store.read_manifest()
+    manifest.runner_pid = 2**22 + 12345  # above pid_max defaults: never a live process
+    store.write_manifest(manifest)
+    [summary] = scan_runs([tmp_path])
+    assert summary.status == "interrupted"
