@@ -182,7 +182,10 @@ class CellResult(BaseModel):
             "status": self.status.value,
             "error": self.error or "",
         }
-        row.update(self.metrics.model_dump())
+        metrics = self.metrics.model_dump()
+        # The client's measured mean concurrency must not overwrite the cell's concurrency.
+        metrics["measured_concurrency"] = metrics.pop("concurrency")
+        row.update(metrics)
         if self.server is not None:
             for name, value in self.server.model_dump().items():
                 if name == "per_position_acceptance":

@@ -1,0 +1,169 @@
+"""The 优化建议 / recommendations section: a setting per load type, then next steps.
+
+Recommendations follow the verdicts of the analysis (bands, workload groups); adjacent bands
+with the same verdict are merged into one row, as the seed's "c ≤ 32" row does.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from dspark_tui.report import frames as fr
+from dspark_tui.report.analysis import RunAnalysis
+from dspark_tui.report.findings import band_label
+from dspark_tui.report.phrases import (
+    counts,
+    decisive_wins,
+    exceptions,
+    lower_p99_count,
+    tie_percent,
+    where,
+    win_range,
+)
+from dspark_tui.report.tables import markdown_table
+from dspark_tui.report.texts import Texts
+
+
+def advice_section(analysis: RunAnalysis, t: Texts) -> list[str]:
+    lines = [t("advice_heading"), ""]
+    rows = _recommendation_rows(analysis, t)
+    if rows:
+        layout = analysis.layout
+        if layout.compared_flag:
+            setting = f"`{layout.compared_flag}`"
+        elif layout.compared_var:
+            setting = f"`{layout.compared_var}`"
+        else:
+            setting = "arm"
+        header = t("recommend_header", setting=setting).strip("| ").split(" | ")
+        lines.extend([t("recommend_heading"), "", *markdown_table(header, rows, left=3), ""])
+    lines.extend([t("next_heading"), ""])
+    steps = _next_steps(analysis, t)
+    lines.extend(f"{i}. {step}" for i, step in enumerate(steps, start=1))
+    return lines
+
+
+def _setting_cell(analysis: RunAnalysis, t: Texts, verdict: str) -> str:
+    layout = analysis.layout
+    if verdict in layout.arms:
+        return f"**{layout.spec_label(verdict)}**"
+    if verdict == fr.EVEN:
+        sep = " 或 " if t.lang == "zh" else " / "
+        return t("rec_even", values=sep.join(layout.spec_label(a) for a in layout.arms))
+    return t("rec_mixed")
+
+
+def _note(analysis: RunAnalysis, t: Texts, group: pd.DataFrame, verdict: str) -> str:
+    arms = analysis.arms
+    ties = int(group["tie"].sum())
+    if verdict in arms:
+        won = decisive_wins(group, verdict)
+        better, compared = lower_p99_count(analysis, won)
+        return t(
+            "rec_note_arm",
+            wins=len(won),
+            cells=len(group),
+            range=win_range(t, won),
+            latency=t("rec_latency", n=better, m=compared) if compared else "",
+            exceptions=exceptions(t, group, verdict),
+        )
+    if verdict == fr.EVEN:
+        return t(
+            "rec_note_even",
+            ties=ties,
+            cells=len(group),
+            tie=tie_percent(),
+            exceptions=exceptions(t, group, None),
+        )
+    tally = pd.Series(
+        {"ties": ties, **{f"wins:{a}": int((decisive_wins(group, a)).shape[0]) for a in arms}}
+    )
+    return t("rec_note_mixed", counts=counts(t, tally, arms))
+
+
+def _merged_bands(analysis: RunAnalysis) -> list[tuple[list[str], list[int], str]]:
+    """Consecutive bands with one verdict become one row: (band ids, concurrencies, verdict)."""
+    merged: list[tuple[list[str], list[int], str]] = []
+    for _, band in analysis.bands.iterrows():
+        if merged and merged[-1][2] == band["verdict"]:
+            merged[-1][0].append(band["band"])
+            merged[-1][1].extend(band["concurrencies"])
+        else:
+            merged.append(([band["band"]], list(band["concurrencies"]), band["verdict"]))
+    return merged
+
+
+def _merged_label(band_ids: list[str], concurrencies: list[int]) -> str:
+    if len(band_ids) == 1:
+        return band_label(band_ids[0], concurrencies)
+    if band_ids[-1] == "high":
+        return f"c ≥ {min(concurrencies)}"
+    if band_ids[0] == "single":
+        return f"c ≤ {max(concurrencies)}"
+    return f"c = {min(concurrencies)}~{max(concurrencies)}"
+
+
+def _recommendation_rows(analysis: RunAnalysis, t: Texts) -> list[list[str]]:
+    winners = analysis.winners
+    if winners.empty:
+        return []
+    rows: list[list[str]] = []
+    separator = "、" if t.lang == "zh" else " / "
+    for band_ids, concurrencies, verdict in _merged_bands(analysis):
+        group = winners[winners["band"].isin(band_ids)]
+        names = separator.join(t(f"band.{b}") for b in band_ids)
+        label = _merged_label(band_ids, concurrencies)
+        rows.append(
+            [
+                t("rec_band", names=names, label=label),
+                _setting_cell(analysis, t, verdict),
+                _note(analysis, t, group, verdict),
+            ]
+        )
+    thresholds = {"rec_long_input": 4096, "rec_long_output": 1024, "rec_short": 0}
+    for key, scenarios in analysis.workload_groups():
+        group = winners[winners["scenario"].isin(scenarios)]
+        ties = int(group["tie"].sum())
+        wins = {a: len(decisive_wins(group, a)) for a in analysis.arms}
+        verdict = fr.verdict(len(group), ties, wins)
+        label_n = f"{thresholds[key] // 1024}K" if thresholds[key] else ""
+        rows.append(
+            [
+                t(key, n=label_n, scenarios=t.join(scenarios)),
+                _setting_cell(analysis, t, verdict),
+                _note(analysis, t, group, verdict),
+            ]
+        )
+    return rows
+
+
+def _next_steps(analysis: RunAnalysis, t: Texts) -> list[str]:
+    layout = analysis.layout
+    steps: list[str] = []
+    merged = _merged_bands(analysis)
+    arm_verdicts = [v for _, _, v in merged if v in layout.arms]
+    if merged and len(merged) == 1 and arm_verdicts:
+        steps.append(t("next_uniform", setting=f"`{layout.setting(arm_verdicts[0])}`"))
+    elif len(set(arm_verdicts)) > 1 or (arm_verdicts and len(merged) > 1):
+        band_ids, concurrencies, verdict = merged[-1]
+        others = {v for _, _, v in merged[:-1] if v in layout.arms}
+        if band_ids[-1] == "high" and verdict in layout.arms and others - {verdict}:
+            steps.append(
+                t(
+                    "next_high",
+                    label=_merged_label(band_ids, concurrencies),
+                    setting=f"`{layout.setting(verdict)}`",
+                )
+            )
+        steps.append(t("next_route"))
+    if not analysis.outliers.empty:
+        cells = t.join(
+            f"`{where(r.scenario, r.concurrency)}`" for r in analysis.outliers.itertuples(index=False)
+        )
+        steps.append(t("next_outlier", cells=cells))
+    if not analysis.has_server_metrics:
+        steps.append(t("next_server"))
+    broken = len(analysis.failed) + len(analysis.missing)
+    if broken:
+        steps.append(t("next_resume", n=broken, path=analysis.run.path))
+    return steps or [t("next_none")]

@@ -1,0 +1,157 @@
+"""Everything a report says, computed once from a loaded run (the sections only format it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from dspark_tui.model import CellKey
+from dspark_tui.report import frames as fr
+from dspark_tui.report.layout import RunLayout, layout_of
+from dspark_tui.results.store import LoadedRun
+
+LONG_INPUT = 4096
+LONG_OUTPUT = 1024
+
+
+@dataclass
+class GapStory:
+    """The pair and scenario whose gap moves most with concurrency, with all pairs' trends."""
+
+    base: str
+    other: str
+    trend: pd.Series
+    gaps: pd.DataFrame
+    other_trends: pd.DataFrame
+
+
+@dataclass
+class RunAnalysis:
+    run: LoadedRun
+    layout: RunLayout
+    cells: pd.DataFrame
+    winners: pd.DataFrame
+    bands: pd.DataFrame
+    best: pd.DataFrame
+    gap_story: GapStory | None
+    outliers: pd.DataFrame
+    failed: pd.DataFrame
+    missing: list[CellKey]
+    metric_lookup: dict[tuple[str, int, str], dict[str, float]] = field(default_factory=dict)
+    _by_scenario: dict[str, pd.DataFrame] | None = None
+
+    @property
+    def arms(self) -> list[str]:
+        return self.layout.arms
+
+    @property
+    def has_server_metrics(self) -> bool:
+        return bool(self.cells["has_server"].any())
+
+    def metric(self, scenario: str, concurrency: int, arm: str, name: str) -> float | None:
+        value = self.metric_lookup.get((scenario, concurrency, arm), {}).get(name)
+        return None if value is None or value != value else value
+
+    def scenario_winners(self, scenario: str) -> pd.DataFrame:
+        if self._by_scenario is None:
+            self._by_scenario = dict(tuple(self.winners.groupby("scenario", sort=False)))
+        return self._by_scenario.get(scenario, self.winners.iloc[0:0])
+
+    def evidence(
+        self, keys: list[tuple[str, int]], arms: list[str] | None = None
+    ) -> dict[str, dict[str, float]] | None:
+        """Per arm over the given cells: mean acceptance length, KV peak, preemptions; None
+        when none of them carries server metrics (nothing to cite)."""
+        evidence: dict[str, dict[str, float]] = {}
+        for arm in arms or self.arms:
+            found: dict[str, list[float]] = {}
+            for scenario, concurrency in keys:
+                values = self.metric_lookup.get((scenario, int(concurrency), arm))
+                if not values:
+                    continue
+                for name in ("accept_length", "kv_usage_peak", "preemptions"):
+                    value = values.get(name)
+                    if value is not None and value == value:
+                        found.setdefault(name, []).append(value)
+            summary: dict[str, float] = {}
+            if "accept_length" in found:
+                summary["accept_length"] = sum(found["accept_length"]) / len(found["accept_length"])
+            if "kv_usage_peak" in found:
+                summary["kv_usage_peak"] = max(found["kv_usage_peak"])
+            if "preemptions" in found:
+                summary["preemptions"] = sum(found["preemptions"])
+            if summary:
+                evidence[arm] = summary
+        return evidence or None
+
+    def workload_groups(self) -> list[tuple[str, list[str]]]:
+        """Scenarios by shape (long input, long output, short), when the plan gives lengths."""
+        shapes = [s for s in self.layout.scenarios if s.input_len and s.output_len]
+        tested = set(self.winners["scenario"]) if not self.winners.empty else set()
+        shapes = [s for s in shapes if s.name in tested]
+        groups = [
+            ("rec_long_input", [s.name for s in shapes if (s.input_len or 0) >= LONG_INPUT]),
+            ("rec_long_output", [s.name for s in shapes if (s.output_len or 0) >= LONG_OUTPUT]),
+            (
+                "rec_short",
+                [
+                    s.name
+                    for s in shapes
+                    if (s.input_len or 0) < LONG_INPUT and (s.output_len or 0) < LONG_OUTPUT
+                ],
+            ),
+        ]
+        return [(key, names) for key, names in groups if names]
+
+
+def analyse(run: LoadedRun) -> RunAnalysis:
+    layout = layout_of(run)
+    arms = layout.arms
+    cells = fr.cells_frame(run.cells.values(), layout)
+    winners = fr.winner_frame(cells, arms)
+    bands = fr.band_frame(winners, arms)
+    best = fr.best_arm_frame(winners, arms, layout.scenario_names())
+
+    story: GapStory | None = None
+    outlier_parts = []
+    for base, other in fr.arm_pairs(arms):
+        gaps = fr.pair_gap_frame(cells, base, other)
+        if gaps.empty:
+            continue
+        outlier_parts.append(fr.outlier_frame(gaps))
+        trends = fr.gap_trend_frame(gaps)
+        top = fr.most_moving(trends)
+        if top is None:
+            continue
+        if story is None or abs(top["change"]) > abs(story.trend["change"]):
+            story = GapStory(base, other, top, gaps, trends)
+    outliers = pd.concat([o for o in outlier_parts if not o.empty], ignore_index=True) if any(
+        not o.empty for o in outlier_parts
+    ) else pd.DataFrame()
+
+    failed = cells[cells["status"] != "ok"][["arm", "scenario", "concurrency", "status", "error"]]
+    present = set(run.cells)
+    missing = [key for key in layout.expected if key not in present]
+
+    lookup: dict[tuple[str, int, str], dict[str, float]] = {}
+    ok = cells[cells["status"] == "ok"]
+    looked_up = ["p99_e2e_latency_ms", "mean_tpot_ms", "total_throughput", "accept_length",
+                 "kv_usage_peak", "preemptions"]
+    for scenario, concurrency, arm, *values in ok[
+        ["scenario", "concurrency", "arm", *looked_up]
+    ].itertuples(index=False):
+        lookup[(scenario, int(concurrency), arm)] = dict(zip(looked_up, values, strict=True))
+    return RunAnalysis(
+        run=run,
+        layout=layout,
+        cells=cells,
+        winners=winners,
+        bands=bands,
+        best=best,
+        gap_story=story,
+        outliers=outliers,
+        failed=failed.reset_index(drop=True),
+        missing=missing,
+        metric_lookup=lookup,
+    )

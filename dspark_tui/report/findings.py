@@ -1,0 +1,289 @@
+"""The 关键发现 / key findings section: bands, best arm per scenario, the moving gap, outliers.
+
+Every sentence is filled from the analysis; causes are stated only with server metrics behind
+them, otherwise the text says they were not measured.
+"""
+
+from __future__ import annotations
+
+from dspark_tui.report import frames as fr
+from dspark_tui.report.analysis import RunAnalysis
+from dspark_tui.report.phrases import (
+    counts,
+    decisive_wins,
+    evidence_text,
+    exceptions,
+    gap_text,
+    lower_p99_count,
+    tie_percent,
+    where,
+    win_range,
+)
+from dspark_tui.report.tables import markdown_table, num, pct, tokens
+from dspark_tui.report.texts import Texts
+
+
+def band_label(band: str, concurrencies: list[int]) -> str:
+    """`c=1`, `c=8~32`, `c≥96`: the tested concurrencies of a band, as the seed writes them."""
+    low, high = min(concurrencies), max(concurrencies)
+    if band == "high":
+        return f"c≥{low}"
+    return f"c={low}" if low == high else f"c={low}~{high}"
+
+
+def findings_section(analysis: RunAnalysis, t: Texts) -> list[str]:
+    lines = [t("findings_heading"), ""]
+    if analysis.winners.empty:
+        return [*lines, t("no_findings")]
+    blocks = [
+        _bands(analysis, t),
+        _best_per_scenario(analysis, t),
+        _gap_story(analysis, t),
+        _outliers(analysis, t),
+    ]
+    number = 0
+    for block in blocks:
+        if not block:
+            continue
+        number += 1
+        block[0] = block[0].replace("{n}", str(number))
+        lines.extend([*block, ""])
+    return lines[:-1]
+
+
+def _bands(analysis: RunAnalysis, t: Texts) -> list[str]:
+    bands = analysis.bands
+    arms = analysis.arms
+    verdicts = list(bands["verdict"])
+    arm_verdicts = {v for v in verdicts if v in arms}
+    if len(arm_verdicts) == 1 and all(v in arm_verdicts for v in verdicts) and len(verdicts) > 1:
+        heading = t("band_heading_uniform", n="{n}", arm=next(iter(arm_verdicts)))
+    elif len(set(verdicts)) > 1 and arm_verdicts:
+        heading = t("band_heading_decisive", n="{n}")
+    else:
+        heading = t("band_heading_plain", n="{n}")
+    lines = [heading, ""]
+    for _, band in bands.iterrows():
+        group = analysis.winners[analysis.winners["band"] == band.band]
+        name = t(f"band.{band.band}")
+        label = band_label(band.band, band.concurrencies)
+        tally = band
+        if band.verdict in arms:
+            won = decisive_wins(group, band.verdict)
+            better, compared = lower_p99_count(analysis, won)
+            lines.append(
+                t(
+                    "band_arm",
+                    name=name,
+                    label=label,
+                    arm=band.verdict,
+                    wins=len(won),
+                    cells=band.cells,
+                    range=win_range(t, won),
+                    ties=t("ties_note", n=band.ties) if band.ties else "",
+                    latency=t("latency_note", n=better, m=compared) if compared else "",
+                )
+            )
+        elif band.verdict == fr.EVEN:
+            lines.append(
+                t(
+                    "band_even",
+                    name=name,
+                    label=label,
+                    both=t("both.2") if len(arms) == 2 else t("both.n"),
+                    ties=band.ties,
+                    cells=band.cells,
+                    tie=tie_percent(),
+                    exceptions=exceptions(t, group, None),
+                )
+            )
+        else:
+            lines.append(t("band_mixed", name=name, label=label, counts=counts(t, tally, arms)))
+        keys = list(zip(group["scenario"], group["concurrency"].astype(int), strict=True))
+        evidence = analysis.evidence(keys)
+        if evidence:
+            lines.append("  " + t("evidence_prefix") + evidence_text(t, evidence, arms))
+    return lines
+
+
+def _scenario_label(analysis: RunAnalysis, name: str) -> str:
+    shape = analysis.layout.shape(name)
+    if shape.input_len and shape.output_len:
+        return f"{name} ({tokens(shape.input_len)} in / {tokens(shape.output_len)} out)"
+    return name
+
+
+def _best_per_scenario(analysis: RunAnalysis, t: Texts) -> list[str]:
+    best = analysis.best
+    arms = analysis.arms
+    if best.empty:
+        return []
+    lines = [t("best_heading", n="{n}"), ""]
+    for arm in arms:
+        unanimous = [
+            row["scenario"]
+            for _, row in best.iterrows()
+            if row["verdict"] == arm and row["cells"] >= 2 and row[f"wins:{arm}"] == row["cells"]
+        ]
+        if unanimous:
+            lines.append(t("best_lead_unanimous", arm=arm, scenarios=t.join(unanimous)))
+    if len(lines) > 2:
+        lines.append("")
+    spec = analysis.layout.spec_header()
+    rows = []
+    for _, row in best.iterrows():
+        tally = row
+        group = analysis.scenario_winners(row.scenario)
+        if row.verdict in arms:
+            shown = row.verdict
+            reason = t(
+                "best_reason_arm",
+                wins=int(tally[f"wins:{row.verdict}"]),
+                cells=row.cells,
+                range=win_range(t, decisive_wins(group, row.verdict), name_scenario=False),
+            )
+        elif row.verdict == fr.EVEN:
+            shown = t("best_even")
+            reason = t("best_reason_even", ties=row.ties, cells=row.cells, tie=tie_percent())
+        else:
+            shown = t("best_mixed")
+            reason = t("best_reason_mixed", counts=counts(t, tally, arms))
+        keys = list(zip(group["scenario"], group["concurrency"].astype(int), strict=True))
+        evidence = analysis.evidence(keys)
+        if evidence:
+            reason += t("clause_sep") + evidence_text(t, evidence, arms)
+        rows.append([_scenario_label(analysis, row.scenario), shown, reason])
+    header = t("best_table_header", spec=spec.lower()).strip("| ").split(" | ")
+    lines.extend(markdown_table(header, rows, left=3))
+    return lines
+
+
+def _gap_story(analysis: RunAnalysis, t: Texts) -> list[str]:
+    story = analysis.gap_story
+    if story is None:
+        return []
+    trend = story.trend
+    scenario = trend["scenario"]
+    gaps = story.gaps[story.gaps["scenario"] == scenario]
+    first, last = gaps.iloc[0], gaps.iloc[-1]
+    shape = trend["shape"]
+    anchor = last if shape == "widens" else first
+    leader = anchor["leader"]
+    trailer = story.other if leader == story.base else story.base
+    lines = [t("gap_heading", n="{n}", scenario=scenario), ""]
+    lines.append(
+        t(
+            f"gap_lead.{shape}",
+            scenario=scenario,
+            leader=leader,
+            trailer=trailer,
+            first=int(first["concurrency"]),
+            last=int(last["concurrency"]),
+            first_text=gap_text(t, first["leader"], first["lead_margin"]),
+            last_text=gap_text(t, last["leader"], last["lead_margin"]),
+        )
+    )
+    lines.append("")
+    header = [
+        t("gap_col_conc"),
+        f"{story.base} Total tok/s",
+        f"{story.other} Total tok/s",
+        t("gap_col_gap"),
+    ]
+    rows = [
+        [
+            str(int(g.concurrency)),
+            num(g.total_throughput_base),
+            num(g.total_throughput_other),
+            gap_text(t, g.leader, g.lead_margin),
+        ]
+        for g in gaps.itertuples(index=False)
+    ]
+    lines.extend(markdown_table(header, rows))
+    lines.append("")
+    c = int(last["concurrency"])
+    fast = last["leader"]
+    slow = story.other if fast == story.base else story.base
+    fast_tpot = analysis.metric(scenario, c, fast, "mean_tpot_ms")
+    slow_tpot = analysis.metric(scenario, c, slow, "mean_tpot_ms")
+    if fast_tpot is not None and slow_tpot is not None:
+        lines.append(
+            t(
+                "gap_latency",
+                c=c,
+                slow=slow,
+                fast=fast,
+                slow_tpot=num(slow_tpot),
+                fast_tpot=num(fast_tpot),
+                slow_e2e=num(analysis.metric(scenario, c, slow, "p99_e2e_latency_ms")),
+                fast_e2e=num(analysis.metric(scenario, c, fast, "p99_e2e_latency_ms")),
+            )
+        )
+    evidence = analysis.evidence([(scenario, c)], [story.base, story.other])
+    if evidence:
+        lines.append(t("evidence_prefix") + evidence_text(t, evidence, [story.base, story.other]))
+    else:
+        lines.append(t("gap_no_server"))
+    others = []
+    firsts = story.gaps.groupby("scenario", sort=False).first()
+    lasts = story.gaps.groupby("scenario", sort=False).last()
+    for row in story.other_trends.itertuples(index=False):
+        if row.scenario == scenario:
+            continue
+        a, b = firsts.loc[row.scenario], lasts.loc[row.scenario]
+        others.append(
+            t(
+                "gap_other_item",
+                scenario=row.scenario,
+                first_text=f"c={int(a['concurrency'])} "
+                + gap_text(t, a["leader"], a["lead_margin"]),
+                last_text=f"c={int(b['concurrency'])} "
+                + gap_text(t, b["leader"], b["lead_margin"]),
+            )
+        )
+    if others:
+        lines.extend(["", t("gap_others", items=t.join(others))])
+    return lines
+
+
+def _outliers(analysis: RunAnalysis, t: Texts) -> list[str]:
+    lines = [t("outlier_heading", n="{n}"), ""]
+    outliers = analysis.outliers
+    if outliers.empty:
+        return [*lines, t("no_outliers", threshold=f"{fr.OUTLIER_LOG_DEVIATION:.2f}")]
+    several_pairs = len(analysis.arms) > 2
+    for row in outliers.itertuples(index=False):
+        neighbours = t.join(
+            [
+                t("outlier_neighbour", c=c, text=gap_text(t, leader, margin))
+                for c, leader, margin in row.neighbours
+            ]
+        )
+        prefix = f"`{row.other}` vs `{row.base}`: " if several_pairs else ""
+        text = t(
+            "outlier_item",
+            scenario=row.scenario,
+            c=row.concurrency,
+            leader=row.leader,
+            margin=pct(row.lead_margin),
+            neighbours=neighbours,
+            deviation=f"{row.deviation:.2f}",
+        )
+        lines.append(text.replace("- ", "- " + prefix, 1))
+        pair = [row.base, row.other]
+        evidence = analysis.evidence([(row.scenario, row.concurrency)], pair)
+        around = analysis.evidence([(row.scenario, c) for c, _, _ in row.neighbours], pair)
+        if evidence and around:
+            lines.append(
+                t(
+                    "outlier_server",
+                    evidence=evidence_text(t, evidence, pair),
+                    neighbours=evidence_text(t, around, pair),
+                )
+            )
+        else:
+            lines.append(t("outlier_no_server"))
+    return lines
+
+
+__all__ = ["band_label", "findings_section", "where"]

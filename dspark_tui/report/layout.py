@@ -1,0 +1,144 @@
+"""The shape of a run as a report sees it: arm and scenario order, the expected grid, labels.
+
+A report must work on a run whose plan snapshot is gone or stale, so every fact here falls
+back to what the cell files themselves show.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from pydantic import ValidationError
+
+from dspark_tui.model import CellKey, CellResult, Plan
+from dspark_tui.results.store import LoadedRun
+
+
+@dataclass(frozen=True)
+class ScenarioShape:
+    name: str
+    input_len: int | None = None
+    output_len: int | None = None
+    concurrencies: tuple[int, ...] = ()
+
+
+@dataclass
+class RunLayout:
+    arms: list[str]
+    scenarios: list[ScenarioShape]
+    expected: list[CellKey]
+    compared_var: str | None = None
+    compared_flag: str | None = None
+    arm_values: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def baseline(self) -> str:
+        return self.arms[0]
+
+    def scenario_names(self) -> list[str]:
+        return [s.name for s in self.scenarios]
+
+    def shape(self, name: str) -> ScenarioShape:
+        for shape in self.scenarios:
+            if shape.name == name:
+                return shape
+        return ScenarioShape(name)
+
+    def spec_label(self, arm: str) -> str:
+        """The seed's "Spec" column: `3` for `st=3` when arms differ in exactly one variable."""
+        return self.arm_values.get(arm, arm)
+
+    def spec_header(self) -> str:
+        if self.compared_var is None:
+            return "Arm"
+        return "Spec" if "spec" in self.compared_var.lower() else self.compared_var
+
+    def setting(self, arm: str) -> str:
+        """`--spec-tokens 3`: how the arm differs, in the words of the server's command line."""
+        if self.compared_var is None or arm not in self.arm_values:
+            return arm
+        value = self.arm_values[arm]
+        return f"{self.compared_flag} {value}" if self.compared_flag else f"{self.compared_var}={value}"
+
+
+def layout_of(run: LoadedRun) -> RunLayout:
+    manifest = run.manifest
+    plan = _plan_snapshot(manifest.plan)
+    cells = list(run.cells.values())
+
+    arms = [a.name for a in manifest.arms] or (
+        [a.name for a in plan.arms] if plan is not None else []
+    )
+    for cell in cells:
+        if cell.arm not in arms:
+            arms.append(cell.arm)
+
+    shapes = _scenario_shapes(plan, manifest.scenarios, cells)
+    expected = [
+        CellKey(arm=arm, scenario=shape.name, concurrency=c)
+        for arm in arms
+        for shape in shapes
+        for c in shape.concurrencies
+    ]
+
+    compared_var: str | None = None
+    compared_flag: str | None = None
+    values: dict[str, str] = {}
+    if len(manifest.compared) == 1:
+        compared = manifest.compared[0]
+        arm_vars = {a.name: a.vars for a in manifest.arms}
+        values = {
+            arm: str(arm_vars[arm][compared.var])
+            for arm in arms
+            if arm in arm_vars and compared.var in arm_vars[arm]
+        }
+        if len(values) == len(arms) and len(set(values.values())) == len(values):
+            compared_var, compared_flag = compared.var, compared.flag
+        else:
+            values = {}
+    return RunLayout(
+        arms=arms,
+        scenarios=shapes,
+        expected=expected,
+        compared_var=compared_var,
+        compared_flag=compared_flag,
+        arm_values=values,
+    )
+
+
+def _plan_snapshot(snapshot: dict[str, object]) -> Plan | None:
+    if not snapshot:
+        return None
+    try:
+        return Plan.model_validate(snapshot)
+    except ValidationError:
+        return None
+
+
+def _scenario_shapes(
+    plan: Plan | None, listed: list[str], cells: Iterable[CellResult]
+) -> list[ScenarioShape]:
+    """Plan order first, then scenarios only the cells know, concurrencies ascending."""
+    seen: dict[str, set[int]] = {}
+    for cell in cells:
+        seen.setdefault(cell.scenario, set()).add(cell.concurrency)
+    shapes: list[ScenarioShape] = []
+    if plan is not None:
+        for scenario in plan.scenarios:
+            concurrencies = list(scenario.concurrencies)
+            extra = sorted(seen.get(scenario.name, set()) - set(concurrencies))
+            shapes.append(
+                ScenarioShape(
+                    name=scenario.name,
+                    input_len=scenario.input_len,
+                    output_len=scenario.output_len,
+                    concurrencies=tuple(concurrencies + extra),
+                )
+            )
+    known = {s.name for s in shapes}
+    for name in [*listed, *sorted(seen)]:
+        if name not in known:
+            known.add(name)
+            shapes.append(ScenarioShape(name=name, concurrencies=tuple(sorted(seen.get(name, ())))))
+    return shapes

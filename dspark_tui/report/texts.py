@@ -1,0 +1,255 @@
+"""Every sentence the report can say, in Chinese (the seed's language) and English.
+
+Templates take only computed values; nothing here states a fact on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from dspark_tui.model import UserError
+
+LANGS = ("zh", "en")
+
+_ZH: dict[str, str] = {
+    "title": "# {backend} {subject} 对比报告",
+    "result_dir": "- 结果目录：`{path}`",
+    "model": "- 模型：`{model}`",
+    "backend": "- 后端：{backend}",
+    "compared": "- 对比参数：{settings}",
+    "warmup": "- Warmup：{n} 条",
+    "client": "- 压测客户端：`{client}`",
+    "cells_line": "- 单元：{ok} 个完成，{failed} 个失败，{missing} 个缺失（共 {total} 个）",
+    "server_line_none": "- 服务端指标：无（本次运行没有采集 `/metrics`，下文不推断原因）",
+    "server_line_some": "- 服务端指标：{n} 个单元带有 `/metrics` 摘要（接受长度、KV cache、抢占）",
+    "source_line": "- 数据来源：{source}",
+    "pairs_line": "- 对比方式：共 {n} 个 arm；winner 表在全部 arm 中取 Total tok/s 最高者，"
+    "提升 = 第一 / 第二 − 1；趋势和异常按每个 arm 对基线 `{base}` 计算（{pairs}）",
+    "core_heading": "## 核心指标对比",
+    "server_heading": "## 服务端指标",
+    "winner_heading": "## 吞吐 winner 统计",
+    "margin_col": "提升",
+    "winner_col": "Winner (Total tok/s)",
+    "runner_up_col": "第二",
+    "findings_heading": "## 关键发现",
+    "no_findings": "可比较的单元不足（需要同一场景、同一并发下至少两个 arm 都成功）。",
+    "band_heading_decisive": "### {n}. 并发是决定性因素",
+    "band_heading_uniform": "### {n}. `{arm}` 在所有并发区间都更优",
+    "band_heading_plain": "### {n}. 按并发区间的胜负",
+    "band.single": "低并发",
+    "band.low": "中低并发",
+    "band.mid": "中并发",
+    "band.high": "高并发",
+    "band_arm": "- **{name}（{label}）**：`{arm}` 赢 {wins}/{cells} 个单元{range}{ties}{latency}。",
+    "band_even": "- **{name}（{label}）**：{both}基本持平，"
+    "{ties}/{cells} 个单元差异在 {tie}% 以内{exceptions}。",
+    "band_mixed": "- **{name}（{label}）**：没有一致的 winner（{counts}）。",
+    "win_range": "（提升 {low}–{high}，最大在 {where}）",
+    "win_single": "（提升 {high}，{where}）",
+    "win_same": "（每个都提升 {high}）",
+    "both.2": "两者",
+    "both.n": "各 arm ",
+    "clause_sep": "；",
+    "ties_note": "，另有 {n} 个持平",
+    "latency_note": "；其中 P99 E2E 也更低的有 {n}/{m}",
+    "exceptions": "；例外：{items}",
+    "exception_item": "{where} `{arm}` 高 {margin}",
+    "counts_item": "`{arm}` 赢 {n}",
+    "ties_item": "持平 {n}",
+    "best_heading": "### {n}. 各场景的最佳配置",
+    "best_lead_unanimous": "`{arm}` 在 {scenarios} 的每个并发下都胜出。",
+    "best_table_header": "| 场景 | 最佳 {spec} | 依据 |",
+    "best_even": "基本持平",
+    "best_mixed": "随并发变化",
+    "best_reason_arm": "赢 {wins}/{cells} 个并发{range}",
+    "best_reason_even": "{ties}/{cells} 个并发差异在 {tie}% 以内",
+    "best_reason_mixed": "{counts}",
+    "gap_heading": "### {n}. `{scenario}` 的差距随并发变化最大",
+    "gap_lead.widens": "`{scenario}` 随并发增加，`{leader}` 对 `{trailer}` 的领先拉大"
+    "（c={first} 时 {first_text}，c={last} 时 {last_text}）：",
+    "gap_lead.narrows": "`{scenario}` 随并发增加，`{leader}` 对 `{trailer}` 的领先缩小"
+    "（c={first} 时 {first_text}，c={last} 时 {last_text}）：",
+    "gap_lead.reverses": "`{scenario}` 随并发增加发生反转"
+    "（c={first} 时 {first_text}，c={last} 时 {last_text}）：",
+    "gap_col_conc": "并发",
+    "gap_col_gap": "差距",
+    "gap_even": "基本持平",
+    "gap_lead": "{arm} 高 {margin}",
+    "gap_latency": "c={c} 时，`{slow}` 的 Mean TPOT 为 {slow_tpot} ms、P99 E2E 为 {slow_e2e} ms，"
+    "`{fast}` 为 {fast_tpot} ms、{fast_e2e} ms。",
+    "gap_no_server": "本次运行没有服务端指标，无法判断差距来自验证开销还是 KV cache 压力（未测量）。",
+    "gap_others": "其他场景：{items}。",
+    "gap_other_item": "`{scenario}` {first_text} → {last_text}",
+    "outlier_heading": "### {n}. 异常单元",
+    "outlier_item": "- `{scenario} c={c}`：{leader} 高 {margin}，而相邻的 {neighbours}，"
+    "偏离邻居连线 {deviation}（ln 比值），是一个明显的 outlier。",
+    "outlier_neighbour": "c={c} 是 {text}",
+    "outlier_no_server": "  本次运行没有服务端指标，原因未测量；建议重复测量该单元以确认它不是噪声。",
+    "outlier_server": "  服务端证据：{evidence}（邻居：{neighbours}）。",
+    "no_outliers": "没有发现明显偏离相邻并发的单元（阈值：ln 比值偏离 {threshold}）。",
+    "evidence": "接受长度 {accept}；KV 峰值 {kv}；抢占 {preempt}",
+    "evidence_prefix": "服务端证据：",
+    "failed_heading": "## 失败与缺失的单元",
+    "failed_item": "- `{arm}` / `{scenario}` / c={c}：失败 — {reason}",
+    "missing_item": "- `{arm}` / `{scenario}` / c={c}：缺失（没有结果文件）",
+    "problem_item": "- `{path}`：{reason}",
+    "problems_lead": "读取时跳过的文件：",
+    "advice_heading": "## 优化建议",
+    "recommend_heading": "### 推荐配置",
+    "recommend_header": "| 负载特征 | 推荐 {setting} | 说明 |",
+    "rec_band": "{names}（{label}）",
+    "rec_long_input": "长输入（input ≥ {n}）：{scenarios}",
+    "rec_long_output": "长输出（output ≥ {n}）：{scenarios}",
+    "rec_short": "短输入短输出：{scenarios}",
+    "rec_even": "{values} 均可",
+    "rec_mixed": "看并发",
+    "rec_note_arm": "赢 {wins}/{cells} 个单元{range}{latency}{exceptions}",
+    "rec_note_even": "{ties}/{cells} 个单元差异在 {tie}% 以内{exceptions}",
+    "rec_note_mixed": "{counts}",
+    "rec_latency": "；P99 E2E 更低 {n}/{m}",
+    "next_heading": "### 下一步",
+    "next_high": "如果业务以高并发为主（{label}），将默认服务改为 {setting}。",
+    "next_uniform": "在所有测试的并发区间 {setting} 都更优：将默认服务改为 {setting}。",
+    "next_route": "如果业务混合，可考虑按并发度或输入长度把请求路由到不同配置的服务实例。",
+    "next_outlier": "重复测量 {cells}（至少 3 次），确认 outlier 是否可复现。",
+    "next_server": "用 dspark-tui 重跑并采集 `/metrics`（接受长度、KV cache 使用率、抢占），"
+    "为上面的结论补上服务端证据。",
+    "next_resume": "补跑 {n} 个失败或缺失的单元（`dspark-tui run --resume {path}`）。",
+    "next_none": "数据不足以给出建议。",
+    "list_sep": "、",
+    "and": "和",
+}
+
+_EN: dict[str, str] = {
+    "title": "# {backend} {subject} comparison report",
+    "result_dir": "- Result directory: `{path}`",
+    "model": "- Model: `{model}`",
+    "backend": "- Backend: {backend}",
+    "compared": "- Compared: {settings}",
+    "warmup": "- Warmup: {n} requests",
+    "client": "- Benchmark client: `{client}`",
+    "cells_line": "- Cells: {ok} finished, {failed} failed, {missing} missing (of {total})",
+    "server_line_none": "- Server metrics: none (this run did not scrape `/metrics`; "
+    "no causes are inferred below)",
+    "server_line_some": "- Server metrics: {n} cells carry a `/metrics` summary "
+    "(acceptance length, KV cache, preemptions)",
+    "source_line": "- Source: {source}",
+    "pairs_line": "- Pairs compared: {n} arms; the winner table takes the highest Total tok/s of all "
+    "arms, margin = first / second - 1; trends and outliers compare each arm with the "
+    "baseline `{base}` ({pairs})",
+    "core_heading": "## Core metrics",
+    "server_heading": "## Server metrics",
+    "winner_heading": "## Throughput winners",
+    "margin_col": "Margin",
+    "winner_col": "Winner (Total tok/s)",
+    "runner_up_col": "Runner-up",
+    "findings_heading": "## Key findings",
+    "no_findings": "Not enough comparable cells (two or more arms must succeed at the same "
+    "scenario and concurrency).",
+    "band_heading_decisive": "### {n}. Concurrency decides",
+    "band_heading_uniform": "### {n}. `{arm}` wins in every concurrency band",
+    "band_heading_plain": "### {n}. Wins by concurrency band",
+    "band.single": "Low concurrency",
+    "band.low": "Low-to-mid concurrency",
+    "band.mid": "Mid concurrency",
+    "band.high": "High concurrency",
+    "band_arm": "- **{name} ({label})**: `{arm}` wins {wins}/{cells} cells{range}{ties}{latency}.",
+    "band_even": "- **{name} ({label})**: about even, {ties}/{cells} cells within {tie}%{exceptions}.",
+    "band_mixed": "- **{name} ({label})**: no consistent winner ({counts}).",
+    "win_range": " (by {low}–{high}, most at {where})",
+    "win_single": " (by {high}, {where})",
+    "win_same": " (by {high} each)",
+    "both.2": "",
+    "both.n": "",
+    "clause_sep": "; ",
+    "ties_note": ", {n} more even",
+    "latency_note": "; with a lower P99 E2E in {n}/{m}",
+    "exceptions": "; exception: {items}",
+    "exception_item": "{where} `{arm}` +{margin}",
+    "counts_item": "`{arm}` wins {n}",
+    "ties_item": "{n} even",
+    "best_heading": "### {n}. Best setting per scenario",
+    "best_lead_unanimous": "`{arm}` wins at every concurrency of {scenarios}.",
+    "best_table_header": "| Scenario | Best {spec} | Evidence |",
+    "best_even": "about even",
+    "best_mixed": "depends on concurrency",
+    "best_reason_arm": "wins {wins}/{cells} concurrencies{range}",
+    "best_reason_even": "{ties}/{cells} concurrencies within {tie}%",
+    "best_reason_mixed": "{counts}",
+    "gap_heading": "### {n}. `{scenario}`: the gap moves most with concurrency",
+    "gap_lead.widens": "As concurrency grows in `{scenario}`, the lead of `{leader}` over "
+    "`{trailer}` widens ({first_text} at c={first}, {last_text} at c={last}):",
+    "gap_lead.narrows": "As concurrency grows in `{scenario}`, the lead of `{leader}` over "
+    "`{trailer}` narrows ({first_text} at c={first}, {last_text} at c={last}):",
+    "gap_lead.reverses": "As concurrency grows in `{scenario}`, the winner flips "
+    "({first_text} at c={first}, {last_text} at c={last}):",
+    "gap_col_conc": "Concurrency",
+    "gap_col_gap": "Gap",
+    "gap_even": "about even",
+    "gap_lead": "{arm} +{margin}",
+    "gap_latency": "At c={c}, `{slow}` has a mean TPOT of {slow_tpot} ms and a P99 E2E of "
+    "{slow_e2e} ms; `{fast}` has {fast_tpot} ms and {fast_e2e} ms.",
+    "gap_no_server": "This run has no server metrics, so whether the gap comes from verification "
+    "cost or KV-cache pressure was not measured.",
+    "gap_others": "Other scenarios: {items}.",
+    "gap_other_item": "`{scenario}` {first_text} → {last_text}",
+    "outlier_heading": "### {n}. Outlier cells",
+    "outlier_item": "- `{scenario} c={c}`: {leader} +{margin}, while {neighbours}; "
+    "{deviation} (ln ratio) off the line through its neighbours, a clear outlier.",
+    "outlier_neighbour": "c={c} is {text}",
+    "outlier_no_server": "  This run has no server metrics, so the cause was not measured; "
+    "repeat the cell to rule out noise.",
+    "outlier_server": "  Server evidence: {evidence} (neighbours: {neighbours}).",
+    "no_outliers": "No cell stands far from its neighbouring concurrencies "
+    "(threshold: {threshold} in ln ratio).",
+    "evidence": "acceptance length {accept}; KV peak {kv}; preemptions {preempt}",
+    "evidence_prefix": "Server evidence: ",
+    "failed_heading": "## Failed and missing cells",
+    "failed_item": "- `{arm}` / `{scenario}` / c={c}: failed — {reason}",
+    "missing_item": "- `{arm}` / `{scenario}` / c={c}: missing (no result file)",
+    "problem_item": "- `{path}`: {reason}",
+    "problems_lead": "Files skipped while reading:",
+    "advice_heading": "## Recommendations",
+    "recommend_heading": "### Recommended setting",
+    "recommend_header": "| Load | Recommended {setting} | Why |",
+    "rec_band": "{names} ({label})",
+    "rec_long_input": "Long input (input ≥ {n}): {scenarios}",
+    "rec_long_output": "Long output (output ≥ {n}): {scenarios}",
+    "rec_short": "Short input and output: {scenarios}",
+    "rec_even": "{values}: either",
+    "rec_mixed": "depends on concurrency",
+    "rec_note_arm": "wins {wins}/{cells} cells{range}{latency}{exceptions}",
+    "rec_note_even": "{ties}/{cells} cells within {tie}%{exceptions}",
+    "rec_note_mixed": "{counts}",
+    "rec_latency": "; lower P99 E2E in {n}/{m}",
+    "next_heading": "### Next steps",
+    "next_high": "If the traffic is mostly high-concurrency ({label}), make {setting} the default.",
+    "next_uniform": "{setting} wins in every tested concurrency band: make it the default.",
+    "next_route": "For mixed traffic, consider routing by concurrency or input length to "
+    "server instances with different settings.",
+    "next_outlier": "Repeat {cells} (at least 3 times) to see whether the outlier reproduces.",
+    "next_server": "Re-run with dspark-tui scraping `/metrics` (acceptance length, KV-cache usage, "
+    "preemptions) to back the findings above with server-side evidence.",
+    "next_resume": "Re-run the {n} failed or missing cells (`dspark-tui run --resume {path}`).",
+    "next_none": "Not enough data for a recommendation.",
+    "list_sep": ", ",
+    "and": "and",
+}
+
+_TEXTS = {"zh": _ZH, "en": _EN}
+
+
+class Texts:
+    """The sentence table of one language; `t("key", name=value)` fills a template."""
+
+    def __init__(self, lang: str) -> None:
+        if lang not in _TEXTS:
+            raise UserError(f"unknown report language {lang!r} (choose from {', '.join(LANGS)})")
+        self.lang = lang
+        self._table = _TEXTS[lang]
+
+    def __call__(self, key: str, **values: object) -> str:
+        return self._table[key].format(**values)
+
+    def join(self, items: Iterable[str]) -> str:
+        return self._table["list_sep"].join(items)

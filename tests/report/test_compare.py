@@ -1,0 +1,59 @@
+"""Two runs compared cell by cell (History's "compare two runs")."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from dspark_tui.report import render_comparison, run_comparison_frame
+from dspark_tui.results import load_run
+from tests.conftest import SAMPLE_RUN
+from tests.report.markdown_tables import cells_of, table_after
+
+
+def faster_copy(tmp_path: Path) -> Path:
+    """The sample run with st=5 10% faster everywhere and one cell gone."""
+    run_dir = tmp_path / "faster"
+    shutil.copytree(SAMPLE_RUN, run_dir)
+    for path in (run_dir / "cells" / "st_5").glob("*.json"):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["metrics"]["total_throughput"] = round(data["metrics"]["total_throughput"] * 1.1, 2)
+        data["metrics"]["mean_tpot_ms"] = data["metrics"]["mean_tpot_ms"] / 2
+        path.write_text(json.dumps(data), encoding="utf-8")
+    (run_dir / "cells/st_3/chat_short__c1.json").unlink()
+    return run_dir
+
+
+def test_frame_has_ratios_b_over_a(tmp_path: Path):
+    a, b = load_run(SAMPLE_RUN), load_run(faster_copy(tmp_path))
+    frame = run_comparison_frame(a, b)
+    assert len(frame) == 35
+    st5 = frame[frame["arm"] == "st=5"]
+    assert st5["total_ratio"].between(1.0999, 1.1001).all()
+    assert st5["mean_tpot_ratio"].round(6).eq(0.5).all()
+    assert frame[frame["arm"] == "st=3"]["total_ratio"].eq(1.0).all()
+    assert frame["p99_ttft_ratio"].eq(1.0).all()
+    assert list(frame[["scenario", "concurrency", "arm"]].iloc[0]) == ["chat_short", 1, "st=5"]
+
+
+def test_rendered_comparison_counts_and_lists_cells(tmp_path: Path):
+    a, b = load_run(SAMPLE_RUN), load_run(faster_copy(tmp_path))
+    text = render_comparison(a, b, lang="zh")
+    assert "- 匹配的单元：35；只在 A 中：1；只在 B 中：0" in text
+    assert "B 更快的单元：18/35" in text
+    table = table_after(text, lambda line: line.startswith("比值 = B / A"))
+    row = next(cells_of(r) for r in table if r.startswith("| stress_standard | 128 | st=5 |"))
+    assert row[3:6] == ["22700.92", "24971.01", "1.100"]
+    assert row[9:12] == ["25.74", "12.87", "0.500"]
+
+    english = render_comparison(a, b, lang="en")
+    assert "- Matched cells: 35; only in A: 1; only in B: 0" in english
+
+
+def test_runs_without_common_cells_say_so(tmp_path: Path):
+    empty = tmp_path / "empty"
+    shutil.copytree(SAMPLE_RUN, empty)
+    shutil.rmtree(empty / "cells")
+    text = render_comparison(load_run(SAMPLE_RUN), load_run(empty), lang="en")
+    assert "The two runs share no (arm, scenario, concurrency) cell." in text

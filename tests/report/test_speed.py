@@ -1,0 +1,34 @@
+"""The report stays fast on big grids (a later benchmark measures 36 / 360 / 3,600 cells)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from dspark_tui.report import render_report
+from dspark_tui.results.store import LoadedRun
+from tests.report.builders import manifest, model_cell
+
+ARMS = {"st=3": 3, "st=5": 5}
+CONCURRENCIES = [1, 4, 16, 64, 96, 128]
+
+
+def big_run(scenarios: int) -> LoadedRun:
+    grid = {f"s{i:03d}": (1024, 256, CONCURRENCIES) for i in range(scenarios)}
+    cells = {}
+    for arm, value in ARMS.items():
+        for name in grid:
+            for c in CONCURRENCIES:
+                cell = model_cell(arm, value, name, c, server=True, bias=1.0 + int(name[1:]) % 7 / 100)
+                cells[cell.key] = cell
+    return LoadedRun(path=Path("/tmp/big"), manifest=manifest(ARMS, grid), cells=cells)
+
+
+def test_3600_cells_render_in_well_under_a_few_seconds():
+    run = big_run(300)
+    assert len(run.cells) == 3600
+    start = time.perf_counter()
+    text = render_report(run)
+    elapsed = time.perf_counter() - start
+    assert text.count("\n| s") >= 3600 + 1800
+    assert elapsed < 3.0, f"3,600 cells took {elapsed:.2f} s"
