@@ -1,0 +1,350 @@
+"""The `native` driver: our own streaming client, measuring what sglang.bench_serving measures.
+
+Requests go to `/v1/completions` with token-id prompts (exact input lengths, no tokenizer),
+`ignore_eos`, streaming, and `stream_options.include_usage` so output token counts come from the
+server. Timing follows sglang's request function: TTFT at the first chunk whose text is not
+empty, one ITL per such chunk, E2E at the last line received.
+
+The client runs in the same process as the orchestrator, so each streamed line is handled
+cheaply: a byte search decides whether the chunk carries text, and only lines without a `text`
+key (the usage chunk, an error) are JSON-decoded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import ssl
+import time
+from collections import deque
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from dspark_tui.engine.drivers.base import CellError, DriverContext, ProgressCallback
+from dspark_tui.engine.drivers.cli_driver import now_iso, raw_relpath
+from dspark_tui.engine.drivers.http_stream import HttpError, StreamConnection
+from dspark_tui.engine.drivers.prompts import PromptSpec, random_id_prompts
+from dspark_tui.engine.drivers.stats import RequestRecord, client_metrics, percentile
+from dspark_tui.model import CellResult, CellSpec, Provenance
+from dspark_tui.model.events import CellProgress
+
+PROGRESS_INTERVAL_S = 0.25
+_RATE_WINDOW_S = 5.0
+_ROLLING_REQUESTS = 256
+_TEXT_KEY = b'"text":'
+
+
+class _StreamError(Exception):
+    """The server answered, but not with a usable stream; str() is the reason."""
+
+
+def _text_is_empty(line: bytes, key_at: int) -> bool:
+    """Whether the JSON string after `"text":` is empty (or null), without decoding the line."""
+    i = key_at + len(_TEXT_KEY)
+    n = len(line)
+    while i < n and line[i] in b" \t":
+        i += 1
+    if i >= n or line[i] != 0x22:  # not a string: null
+        return True
+    return i + 1 < n and line[i + 1] == 0x22
+
+
+def _find_text_key(line: bytes) -> int:
+    """Index of the real `"text":` key; an escaped one inside a string is preceded by `\\`."""
+    at = line.find(_TEXT_KEY)
+    while at > 0 and line[at - 1] == 0x5C:
+        at = line.find(_TEXT_KEY, at + 1)
+    return at
+
+
+class LiveStats:
+    """What the UI shows while the cell runs; cheap to update on every chunk."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.completed = 0
+        self.failed = 0
+        self.tokens_estimate = 0  # text chunks so far, corrected to usage counts at completion
+        self.ttfts: deque[float] = deque(maxlen=_ROLLING_REQUESTS)
+        self.tpots: deque[float] = deque(maxlen=_ROLLING_REQUESTS)
+        self._samples: deque[tuple[float, int]] = deque()
+
+    def finish(self, record: RequestRecord, chunks: int) -> None:
+        if record.ok:
+            self.completed += 1
+            self.tokens_estimate += record.output_tokens - chunks
+            self.ttfts.append(record.ttft)
+            tpot = record.tpot
+            if tpot is not None:
+                self.tpots.append(tpot)
+        else:
+            self.failed += 1
+            self.tokens_estimate -= chunks
+
+    def progress(self, cell: CellSpec) -> CellProgress:
+        now = time.perf_counter()
+        self._samples.append((now, self.tokens_estimate))
+        while len(self._samples) > 2 and now - self._samples[0][0] > _RATE_WINDOW_S:
+            self._samples.popleft()
+        first_t, first_tokens = self._samples[0]
+        rate = (self.tokens_estimate - first_tokens) / (now - first_t) if now > first_t else None
+        ttft = sorted(self.ttfts)
+        tpot = sorted(self.tpots)
+        return CellProgress(
+            key=cell.key,
+            completed=self.completed,
+            total=self.total,
+            failed=self.failed,
+            output_tok_s=rate,
+            ttft_p50_ms=percentile(ttft, 50) * 1000 if ttft else None,
+            ttft_p99_ms=percentile(ttft, 99) * 1000 if ttft else None,
+            tpot_p50_ms=percentile(tpot, 50) * 1000 if tpot else None,
+            tpot_p99_ms=percentile(tpot, 99) * 1000 if tpot else None,
+        )
+
+
+class NativeClient:
+    """One concurrency slot: one keep-alive connection, one request in flight at a time."""
+
+    def __init__(self, ctx: DriverContext, tls: ssl.SSLContext | None = None) -> None:
+        headers = {}
+        if ctx.bench.api_key:
+            headers["Authorization"] = f"Bearer {ctx.bench.api_key}"
+        self.model = ctx.served_model_name
+        self.connection = StreamConnection(ctx.base_url, headers, tls=tls)
+
+    async def aclose(self) -> None:
+        await self.connection.close()
+
+    def payload(self, prompt: PromptSpec) -> bytes:
+        return json.dumps(
+            {
+                "model": self.model,
+                "prompt": prompt.token_ids,
+                "max_tokens": prompt.output_len,
+                "temperature": 0.0,
+                "ignore_eos": True,
+                "stream": True,
+                "stream_options": {"include_usage": True},
+            },
+            separators=(",", ":"),
+        ).encode()
+
+    async def request(self, record: RequestRecord, prompt: PromptSpec, live: LiveStats | None) -> int:
+        """Fill `record` from one streamed completion; returns the text chunks seen."""
+        body = self.payload(prompt)
+        itl = record.itl
+        chunks = 0
+        ttft = 0.0
+        clock = time.perf_counter
+        start = clock()
+        last_token_at = start
+        last_line_at = start
+        usage_tokens: int | None = None
+        stream = self.connection.post_stream("/v1/completions", body)
+        try:
+            pending = b""
+            async for data in stream:
+                lines = (pending + data).split(b"\n")
+                pending = lines.pop()
+                for raw in lines:
+                    if not raw.startswith(b"data:"):
+                        continue
+                    line = raw[5:].strip()
+                    if not line:
+                        continue
+                    now = clock()
+                    last_line_at = now
+                    key_at = _find_text_key(line)
+                    if key_at >= 0:
+                        if _text_is_empty(line, key_at):
+                            continue
+                        if chunks == 0:
+                            ttft = now - start
+                        else:
+                            itl.append(now - last_token_at)
+                        last_token_at = now
+                        chunks += 1
+                        if live is not None:
+                            live.tokens_estimate += 1
+                    elif line != b"[DONE]":
+                        usage_tokens = _usage_or_raise(line, usage_tokens)
+        except (_StreamError, HttpError) as exc:
+            record.error = str(exc)
+        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as exc:
+            record.error = _transport_error(exc)
+        finally:
+            await stream.aclose()
+        record.e2e = last_line_at - start
+        record.ttft = ttft
+        if not record.error and chunks == 0:
+            record.error = "the stream carried no text"
+        if usage_tokens is not None:
+            record.output_tokens = usage_tokens
+            record.usage_reported = True
+        else:
+            record.output_tokens = prompt.output_len  # what sglang assumes without usage
+        return chunks
+
+
+def _transport_error(exc: BaseException) -> str:
+    """One line for a failed connection or a torn stream (a crashed server shows as these)."""
+    if isinstance(exc, ConnectionRefusedError):
+        return f"ConnectError: connection refused ({exc.strerror or exc})"
+    if isinstance(exc, asyncio.IncompleteReadError):
+        return "RemoteProtocolError: the server closed the stream early"
+    detail = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {detail}"
+
+
+def _usage_or_raise(line: bytes, previous: int | None) -> int | None:
+    """A chunk without text: the final usage chunk, or an error the server streamed."""
+    try:
+        obj: Any = json.loads(line)
+    except ValueError:
+        raise _StreamError(f"unreadable stream chunk: {line[:120]!r}") from None
+    if not isinstance(obj, dict):
+        return previous
+    error = obj.get("error")
+    if error:
+        message = error.get("message") if isinstance(error, dict) else error
+        raise _StreamError(f"server error in stream: {message}")
+    usage = obj.get("usage")
+    if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
+        return int(usage["completion_tokens"])
+    return previous
+
+
+async def _run_requests(
+    ctx: DriverContext,
+    prompts: Sequence[PromptSpec],
+    concurrency: int,
+    live: LiveStats | None,
+) -> tuple[list[RequestRecord], float]:
+    """All requests, at most `concurrency` in flight, sent in order as slots free up.
+
+    Like sglang's `--max-concurrency` semaphore: `concurrency` workers each take the next
+    prompt as soon as their previous request ends, so the server sees a closed loop.
+    """
+    records = [
+        RequestRecord(index=i, input_tokens=p.input_len, requested_output_tokens=p.output_len)
+        for i, p in enumerate(prompts)
+    ]
+    tls = ssl.create_default_context() if ctx.base_url.startswith("https") else None
+    clients = [NativeClient(ctx, tls) for _ in range(min(concurrency, len(prompts)))]
+    queue = iter(range(len(prompts)))
+    cell_start = time.perf_counter()
+
+    async def worker(client: NativeClient) -> None:
+        for i in queue:
+            record = records[i]
+            record.start = time.perf_counter() - cell_start
+            chunks = await client.request(record, prompts[i], live)
+            if live is not None:
+                live.finish(record, chunks)
+
+    tasks = [asyncio.create_task(worker(c)) for c in clients]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*(c.aclose() for c in clients), return_exceptions=True)
+    return records, time.perf_counter() - cell_start
+
+
+async def _report_progress(live: LiveStats, cell: CellSpec, on_progress: ProgressCallback) -> None:
+    last = (-1, -1, -1)
+    while True:
+        await asyncio.sleep(PROGRESS_INTERVAL_S)
+        state = (live.completed, live.failed, live.tokens_estimate)
+        if state != last:
+            last = state
+            on_progress(live.progress(cell))
+
+
+def _write_raw(path: Path, records: Sequence[RequestRecord]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as out:
+        for record in records:
+            out.write(json.dumps(record.as_json(), separators=(",", ":")))
+            out.write("\n")
+    tmp.replace(path)
+
+
+class NativeDriver:
+    name = "native"
+
+    async def run(self, cell: CellSpec, ctx: DriverContext, on_progress: ProgressCallback) -> CellResult:
+        prompts = random_id_prompts(
+            cell.input_len, cell.output_len, cell.range_ratio, cell.num_prompts, ctx.bench.seed
+        )
+        concurrency = cell.key.concurrency
+        live = LiveStats(total=len(prompts))
+        started_at = now_iso()
+        reporter = asyncio.create_task(_report_progress(live, cell, on_progress))
+        try:
+            async with asyncio.timeout(ctx.bench.cell_timeout_s):
+                records, duration = await _run_requests(ctx, prompts, concurrency, live)
+        except TimeoutError:
+            raise CellError(
+                f"native client timed out after {ctx.bench.cell_timeout_s:g}s (cell_timeout_s) "
+                f"with {live.completed} of {len(prompts)} requests done"
+            ) from None
+        finally:
+            reporter.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reporter
+        on_progress(live.progress(cell))
+        raw_path = ctx.raw_dir / f"{cell.key.file_stem}.jsonl"
+        _write_raw(raw_path, records)
+        failures = [r for r in records if not r.ok]
+        if len(failures) == len(records):
+            raise CellError(f"every request failed ({len(records)}); first: {failures[0].error}")
+        notes: list[str] = []
+        if failures:
+            notes.append(f"{len(failures)} of {len(records)} requests failed; first: {failures[0].error}")
+        missing_usage = sum(1 for r in records if r.ok and not r.usage_reported)
+        if missing_usage:
+            notes.append(f"{missing_usage} responses had no usage; their max_tokens was counted")
+        return CellResult(
+            arm=cell.key.arm,
+            scenario=cell.key.scenario,
+            concurrency=cell.key.concurrency,
+            metrics=client_metrics(records, duration),
+            provenance=Provenance(
+                driver=self.name,
+                command=[],
+                client_version="dspark-tui native (asyncio streams)",
+                raw_output=raw_relpath(ctx, raw_path),
+                started_at=started_at,
+                finished_at=now_iso(),
+                input_len=cell.input_len,
+                output_len=cell.output_len,
+                range_ratio=cell.range_ratio,
+                num_prompts=cell.num_prompts,
+                source="native",
+                notes=notes,
+            ),
+        )
+
+
+async def warmup(ctx: DriverContext, n_requests: int) -> None:
+    """Warm the server (graphs, caches) before any cell; any failed request fails the warmup."""
+    if n_requests <= 0:
+        return
+    prompts = random_id_prompts(32, 16, 1.0, n_requests, ctx.bench.seed + 1)
+    try:
+        async with asyncio.timeout(ctx.bench.cell_timeout_s):
+            records, _ = await _run_requests(ctx, prompts, min(n_requests, 16), None)
+    except TimeoutError:
+        raise CellError(f"warmup timed out after {ctx.bench.cell_timeout_s:g}s") from None
+    failures = [r for r in records if not r.ok]
+    if failures:
+        raise CellError(
+            f"warmup: {len(failures)} of {len(records)} requests failed; first: {failures[0].error}"
+        )

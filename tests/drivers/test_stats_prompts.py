@@ -1,0 +1,65 @@
+"""Our numpy-free statistics and prompt draws agree with numpy, as sglang uses it."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from dspark_tui.engine.drivers.prompts import LegacyNumpyRandom, random_id_prompts
+from dspark_tui.engine.drivers.stats import RequestRecord, client_metrics, summarize
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 10, 101, 1000])
+def test_summary_matches_numpy(n: int):
+    rng = random.Random(n)
+    values = [rng.expovariate(3.0) for _ in range(n)]
+    s = summarize(values)
+    assert s is not None
+    assert s.mean == pytest.approx(np.mean(values), rel=1e-12)
+    assert s.median == pytest.approx(np.median(values), rel=1e-12)
+    assert s.std == pytest.approx(np.std(values), rel=1e-9, abs=1e-15)  # population std
+    for q in (90, 95, 99):
+        assert getattr(s, f"p{q}") == pytest.approx(np.percentile(values, q), rel=1e-12)
+    assert summarize([]) is None
+
+
+@pytest.mark.parametrize("seed", [0, 1, 123, 2**32 - 1])
+def test_lengths_and_ids_match_numpy_legacy_draws(seed: int):
+    """sglang: np.random.seed(seed); input lens, output lens, then per-prompt id offsets."""
+    np.random.seed(seed)
+    in_lens = np.random.randint(max(int(512 * 0.25), 1), 513, size=40).tolist()
+    out_lens = np.random.randint(max(int(256 * 0.25), 1), 257, size=40).tolist()
+    offsets = np.random.randint(0, 32000, size=40).tolist()
+    prompts = random_id_prompts(512, 256, 0.25, 40, seed)
+    assert [p.input_len for p in prompts] == in_lens
+    assert [p.output_len for p in prompts] == out_lens
+    assert [p.token_ids[0] for p in prompts] == [(o + i) % 32000 for i, o in enumerate(offsets)]
+    assert all(128 <= p.input_len <= 512 for p in prompts)
+
+
+def test_wide_and_degenerate_ranges():
+    np.random.seed(7)
+    expected = np.random.randint(1, 2**31, size=5).tolist()
+    assert LegacyNumpyRandom(7).randint(1, 2**31, 5) == expected
+    assert [p.input_len for p in random_id_prompts(64, 8, 1.0, 3, 1)] == [64, 64, 64]
+
+
+def test_client_metrics_follow_sglang_definitions():
+    records = [
+        RequestRecord(index=0, input_tokens=10, requested_output_tokens=5, output_tokens=5,
+                      ttft=0.1, e2e=0.5, itl=[0.1, 0.1, 0.1, 0.1]),
+        RequestRecord(index=1, input_tokens=20, requested_output_tokens=3, output_tokens=3,
+                      ttft=0.2, e2e=0.4, itl=[0.1, 0.1]),
+        RequestRecord(index=2, input_tokens=99, requested_output_tokens=9, error="HTTP 500: boom"),
+    ]
+    m = client_metrics(records, duration_s=2.0)
+    assert (m.completed, m.failed) == (2, 1)
+    assert (m.total_input_tokens, m.total_output_tokens) == (30, 8)  # failed ones not counted
+    assert m.total_throughput == pytest.approx(38 / 2.0)
+    assert m.request_throughput == pytest.approx(1.0)
+    assert m.mean_tpot_ms == pytest.approx(((0.4 / 4) + (0.2 / 2)) / 2 * 1000)
+    assert m.mean_ttft_ms == pytest.approx(150.0)
+    assert m.mean_itl_ms == pytest.approx(100.0)
+    assert m.concurrency == pytest.approx(0.9 / 2.0)
