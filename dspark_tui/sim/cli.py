@@ -1,0 +1,241 @@
+"""`python -m dspark_tui.sim serve MODEL ...` / `dspark-tui sim ...`.
+
+Accepts the real server's flags so one command template serves both; the meaningful ones are
+applied (`--speculative-config`, `--max-num-seqs`, `--served-model-name` ...), the rest are
+accepted and ignored, and unknown ones are named in a startup warning instead of failing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from dspark_tui.sim.config import (
+    DEFAULT_ACCEPTANCE,
+    FaultConfig,
+    ModelConfig,
+    ServeConfig,
+    StepCosts,
+)
+
+MAX_SPEC_TOKENS = 16
+_SECRET_FLAGS = {"api_key"}
+_SECRET_WORDS = ("key", "token", "secret", "password")
+
+
+class SimUsageError(Exception):
+    """A bad command line: printed as one line, exit status 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dspark-tui sim", allow_abbrev=False,
+                                     description="Simulated vllm-dspark server (no GPU needed).")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    # No abbreviations: an unknown vLLM flag must never be taken for a prefix of one of ours.
+    serve = sub.add_parser("serve", help="serve a simulated model over vLLM's HTTP API",
+                           allow_abbrev=False)
+    serve.add_argument("model", help="model path or name (only echoed back)")
+    net = serve.add_argument_group("server")
+    net.add_argument("--host", default="127.0.0.1")
+    net.add_argument("--port", type=int, default=8000)
+    net.add_argument("--served-model-name", nargs="+", help="name(s) clients use; first wins")
+    net.add_argument("--access-log", action="store_true", help="log every HTTP request")
+
+    spec = serve.add_argument_group("speculative decoding")
+    spec.add_argument("--spec-tokens", type=int, help="draft tokens verified per step (K)")
+    spec.add_argument("--speculative-config", help="vLLM JSON, e.g. '{\"num_speculative_tokens\": 5}'")
+    spec.add_argument("--spec-method", help="accepted for compatibility (ignored)")
+    spec.add_argument("--acceptance", help="comma-separated conditional acceptance per position "
+                      f"(default {','.join(map(str, DEFAULT_ACCEPTANCE))})")
+
+    model = serve.add_argument_group("performance model (modelled GPU seconds)")
+    defaults = StepCosts()
+    for field_name in ("weight_read_s", "kv_read_s_per_token", "verify_s_per_token",
+                       "prefill_s_per_token", "draft_step_s", "draft_s_per_seq"):
+        model.add_argument("--" + field_name.replace("_", "-"), type=float,
+                           default=getattr(defaults, field_name))
+    engine_defaults = ModelConfig()
+    model.add_argument("--kv-capacity-tokens", type=int, default=engine_defaults.kv_capacity_tokens)
+    model.add_argument("--max-num-seqs", type=int, default=engine_defaults.max_num_seqs)
+    model.add_argument("--max-num-batched-tokens", type=int,
+                       default=engine_defaults.max_num_batched_tokens)
+    model.add_argument("--max-model-len", type=int, default=engine_defaults.max_model_len)
+    model.add_argument("--block-size", type=int, default=engine_defaults.block_size)
+    model.add_argument("--speed", type=float, default=1.0,
+                       help="run this many times faster than modelled time")
+    model.add_argument("--seed", type=int, default=0)
+    model.add_argument("--eos-mean-tokens", type=int, default=0,
+                       help="without ignore_eos, stop early at a random length of this mean "
+                       "(default 0: always generate max_tokens)")
+    model.add_argument("--max-chunk-rate", type=float, default=8000.0,
+                       help="SSE chunks per second, all streams together, before steps coalesce")
+
+    faults = serve.add_argument_group("fault switches")
+    faults.add_argument("--startup-delay", type=float, default=0.0, metavar="S",
+                        help="seconds (wall clock) of model loading before the port opens")
+    faults.add_argument("--fail-start", action="store_true")
+    faults.add_argument("--hang-startup", action="store_true")
+    faults.add_argument("--crash-after-requests", type=int, metavar="N")
+    faults.add_argument("--crash-exit-code", type=int, default=1, metavar="C")
+    faults.add_argument("--ignore-sigterm", action="store_true")
+    faults.add_argument("--spawn-workers", type=int, default=0, metavar="N")
+    faults.add_argument("--log-flood", type=int, default=0, metavar="BYTES_PER_S")
+    faults.add_argument("--stall-after-requests", type=int, metavar="N")
+
+    ignored = serve.add_argument_group("vLLM flags accepted for compatibility (ignored)")
+    for flag in ("--tensor-parallel-size", "-tp", "--pipeline-parallel-size", "-pp",
+                 "--data-parallel-size", "-dp", "--gpu-memory-utilization", "--dtype",
+                 "--kv-cache-dtype", "--quantization", "-q", "--api-key", "--uvicorn-log-level",
+                 "--tokenizer", "--load-format", "--swap-space", "--chat-template",
+                 "--distributed-executor-backend", "--max-seq-len-to-capture", "--revision",
+                 "--compilation-config", "-O"):
+        ignored.add_argument(flag, dest=flag.lstrip("-").replace("-", "_"))
+    for flag in ("--trust-remote-code", "--enforce-eager", "--enable-prefix-caching",
+                 "--no-enable-prefix-caching", "--enable-chunked-prefill",
+                 "--disable-log-requests", "--disable-log-stats", "--enable-expert-parallel",
+                 "--disable-custom-all-reduce", "--enable-log-requests"):
+        ignored.add_argument(flag, action="store_true")
+
+    worker = sub.add_parser("worker", help=argparse.SUPPRESS)
+    worker.add_argument("--rank", type=int, default=0)
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(list(argv))
+    if args.command == "worker":
+        from dspark_tui.sim.faults import run_worker
+
+        return run_worker(args.rank)
+    try:
+        config = serve_config(args, unknown, parser)
+    except SimUsageError as exc:
+        print(f"dspark-tui sim: error: {exc}", file=sys.stderr)
+        return 2
+    from dspark_tui.sim.serve import serve
+
+    try:
+        return serve(config)
+    except KeyboardInterrupt:
+        return 130
+
+
+def serve_config(args: argparse.Namespace, unknown: Sequence[str],
+                 parser: argparse.ArgumentParser) -> ServeConfig:
+    spec_tokens = _spec_tokens(args)
+    acceptance = _acceptance(args.acceptance) if args.acceptance else DEFAULT_ACCEPTANCE
+    if args.speed <= 0:
+        raise SimUsageError(f"--speed must be > 0, got {args.speed}")
+    if args.max_num_seqs < 1:
+        raise SimUsageError(f"--max-num-seqs must be >= 1, got {args.max_num_seqs}")
+    if args.kv_capacity_tokens < args.block_size:
+        raise SimUsageError("--kv-capacity-tokens must hold at least one block")
+    costs = StepCosts(
+        weight_read_s=args.weight_read_s,
+        kv_read_s_per_token=args.kv_read_s_per_token,
+        verify_s_per_token=args.verify_s_per_token,
+        prefill_s_per_token=args.prefill_s_per_token,
+        draft_step_s=args.draft_step_s,
+        draft_s_per_seq=args.draft_s_per_seq,
+    )
+    engine = ModelConfig(
+        spec_tokens=spec_tokens,
+        acceptance=acceptance,
+        costs=costs,
+        max_num_seqs=args.max_num_seqs,
+        max_num_batched_tokens=args.max_num_batched_tokens,
+        kv_capacity_tokens=args.kv_capacity_tokens,
+        block_size=args.block_size,
+        max_model_len=args.max_model_len,
+    )
+    faults = FaultConfig(
+        fail_start=args.fail_start,
+        hang_startup=args.hang_startup,
+        crash_after_requests=args.crash_after_requests,
+        crash_exit_code=args.crash_exit_code,
+        ignore_sigterm=args.ignore_sigterm,
+        spawn_workers=args.spawn_workers,
+        log_flood_bytes_per_s=args.log_flood,
+        stall_after_requests=args.stall_after_requests,
+    )
+    return ServeConfig(
+        model=args.model,
+        host=args.host,
+        port=args.port,
+        served_model_name=args.served_model_name[0] if args.served_model_name else None,
+        speed=args.speed,
+        seed=args.seed,
+        startup_delay_s=max(0.0, args.startup_delay),
+        max_chunk_rate=args.max_chunk_rate,
+        eos_mean_tokens=max(0, args.eos_mean_tokens),
+        access_log=args.access_log,
+        engine=engine,
+        faults=faults,
+        ignored_args=redact_unknown(unknown),
+        non_default_args=_non_default_args(args, parser),
+    )
+
+
+def _spec_tokens(args: argparse.Namespace) -> int:
+    spec_tokens = args.spec_tokens
+    if args.speculative_config:
+        try:
+            spec = json.loads(args.speculative_config)
+        except json.JSONDecodeError as exc:
+            raise SimUsageError(f"--speculative-config is not valid JSON: {exc}") from None
+        if not isinstance(spec, dict):
+            raise SimUsageError("--speculative-config must be a JSON object")
+        from_json = spec.get("num_speculative_tokens")
+        if from_json is not None:
+            if not isinstance(from_json, int):
+                raise SimUsageError("--speculative-config: num_speculative_tokens must be an integer")
+            if spec_tokens is not None and spec_tokens != from_json:
+                raise SimUsageError(f"--spec-tokens {spec_tokens} contradicts --speculative-config "
+                                    f"num_speculative_tokens={from_json}")
+            spec_tokens = from_json
+    if spec_tokens is None:
+        spec_tokens = 3
+    if not 0 <= spec_tokens <= MAX_SPEC_TOKENS:
+        raise SimUsageError(f"--spec-tokens must be in 0..{MAX_SPEC_TOKENS}, got {spec_tokens}")
+    return int(spec_tokens)
+
+
+def _acceptance(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise SimUsageError(f"--acceptance must be comma-separated numbers, got {text!r}") from None
+    if not values or not all(0.0 <= v <= 1.0 for v in values):
+        raise SimUsageError(f"--acceptance values must be in [0, 1], got {text!r}")
+    return values
+
+
+def redact_unknown(args: Sequence[str]) -> tuple[str, ...]:
+    """Unknown flags are echoed in the log; the value after a secret-looking one is not."""
+    shown: list[str] = []
+    hide_next = False
+    for arg in args:
+        if hide_next and not arg.startswith("-"):
+            shown.append("<redacted>")
+            hide_next = False
+            continue
+        name, has_value, _ = arg.partition("=")
+        secret = arg.startswith("-") and any(word in name.lower() for word in _SECRET_WORDS)
+        shown.append(f"{name}=<redacted>" if secret and has_value else arg)
+        hide_next = secret and not has_value
+    return tuple(shown)
+
+
+def _non_default_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[str, object]:
+    """Like vLLM's startup line: what differs from the defaults, secrets redacted."""
+    defaults = vars(parser.parse_known_args(["serve", args.model])[0])
+    changed: dict[str, object] = {}
+    for key, value in vars(args).items():
+        if key == "command":
+            continue
+        if value != defaults.get(key):
+            changed[key] = "<redacted>" if key in _SECRET_FLAGS else value
+    return changed

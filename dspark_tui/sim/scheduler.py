@@ -1,0 +1,287 @@
+"""The batched step model: what one engine step schedules, costs and produces.
+
+Pure and clock-free, so the same code drives the live server (coupled to the wall clock in
+`engine.py`) and offline virtual-time runs (calibration, `bench/sim_capacity.py`).
+"""
+
+from __future__ import annotations
+
+import random
+from bisect import bisect_right
+from collections import deque
+from dataclasses import dataclass, field
+from itertools import accumulate
+
+from dspark_tui.sim.config import ModelConfig
+
+
+class SimRequest:
+    """One generation request as the engine sees it; `unflushed` tokens await delivery."""
+
+    __slots__ = (
+        "arrival",
+        "computed",
+        "eos_at",
+        "finish_reason",
+        "first_token_time",
+        "generated",
+        "kv_tokens",
+        "last_token_time",
+        "max_tokens",
+        "num_preemptions",
+        "prompt_tokens",
+        "request_id",
+        "scheduled_time",
+        "sink",
+        "unflushed",
+    )
+
+    def __init__(self, request_id: str, prompt_tokens: int, max_tokens: int,
+                 arrival: float = 0.0, eos_at: int | None = None) -> None:
+        self.request_id = request_id
+        self.prompt_tokens = prompt_tokens
+        self.max_tokens = max_tokens
+        self.arrival = arrival
+        self.eos_at = eos_at
+        self.computed = 0
+        self.generated = 0
+        self.unflushed = 0
+        self.kv_tokens = 0
+        self.num_preemptions = 0
+        self.first_token_time: float | None = None
+        self.last_token_time: float | None = None
+        self.scheduled_time: float | None = None
+        self.finish_reason: str | None = None
+        self.sink: object | None = None
+
+    @property
+    def prefill_target(self) -> int:
+        """Tokens that must be in the KV cache before decoding (prompt, plus output after a preemption)."""
+        return self.prompt_tokens + self.generated
+
+    @property
+    def finished(self) -> bool:
+        return self.finish_reason is not None
+
+
+@dataclass
+class StepResult:
+    """What one step did: its modelled duration, who got tokens, and the counters it moved."""
+
+    duration: float
+    touched: list[SimRequest] = field(default_factory=list)
+    finished: list[SimRequest] = field(default_factory=list)
+    first_tokens: list[SimRequest] = field(default_factory=list)
+    num_decoding: int = 0
+    num_drafts: int = 0
+    draft_tokens: int = 0
+    accepted_per_pos: list[int] = field(default_factory=list)
+    prompt_tokens: int = 0
+    generation_tokens: int = 0
+    preemptions: int = 0
+    batch_tokens: int = 0
+
+    @property
+    def accepted_tokens(self) -> int:
+        return sum(self.accepted_per_pos)
+
+
+class Scheduler:
+    """A vLLM-like scheduler: decodes first, then chunked prefill under a token budget.
+
+    KV is counted in block-rounded token slots; a decoding sequence reserves room for its K+1
+    verified tokens. When a running sequence cannot grow, the latest admitted one is preempted
+    (recompute: its KV is dropped and it re-prefills prompt and output so far).
+    """
+
+    def __init__(self, config: ModelConfig, rng: random.Random | None = None) -> None:
+        self.config = config
+        self.k = config.spec_tokens
+        self.rng = rng or random.Random(0)
+        self.waiting: deque[SimRequest] = deque()
+        self.running: list[SimRequest] = []
+        self.kv_used = 0
+        self._accept_cdf = self._acceptance_cdf()
+
+    def _acceptance_cdf(self) -> list[float]:
+        """Cumulative distribution of the number of accepted drafts (0..K) in one verify."""
+        probs = self.config.acceptance_for(self.k)
+        point: list[float] = []
+        reach = 1.0
+        for p in probs:
+            point.append(reach * (1.0 - p))
+            reach *= p
+        point.append(reach)
+        return list(accumulate(point))[:-1]
+
+    def expected_accept_length(self) -> float:
+        """1 + E[accepted drafts]: tokens emitted per verify step, on average."""
+        length, reach = 1.0, 1.0
+        for p in self.config.acceptance_for(self.k):
+            reach *= p
+            length += reach
+        return length
+
+    # -- bookkeeping -------------------------------------------------------------------
+
+    def add(self, request: SimRequest) -> None:
+        self.waiting.append(request)
+
+    def abort(self, request: SimRequest) -> None:
+        if request in self.running:
+            self.running.remove(request)
+            self._free(request)
+        elif request in self.waiting:
+            self.waiting.remove(request)
+        if request.finish_reason is None:
+            request.finish_reason = "abort"
+
+    def has_work(self) -> bool:
+        return bool(self.running or self.waiting)
+
+    @property
+    def kv_usage(self) -> float:
+        return self.kv_used / self.config.kv_capacity_tokens
+
+    def _blocks(self, tokens: int) -> int:
+        size = self.config.block_size
+        return -(-tokens // size) * size
+
+    def _grow(self, request: SimRequest, tokens: int) -> bool:
+        """Reserve KV so `request` holds `tokens` slots; False if the cache is full."""
+        want = self._blocks(tokens)
+        delta = want - request.kv_tokens
+        if delta <= 0:
+            return True
+        if self.kv_used + delta > self.config.kv_capacity_tokens:
+            return False
+        self.kv_used += delta
+        request.kv_tokens = want
+        return True
+
+    def _free(self, request: SimRequest) -> None:
+        self.kv_used -= request.kv_tokens
+        request.kv_tokens = 0
+
+    def _preempt(self, victim: SimRequest) -> None:
+        self.running.remove(victim)
+        self._free(victim)
+        victim.computed = 0
+        victim.num_preemptions += 1
+        self.waiting.appendleft(victim)
+
+    # -- one step ----------------------------------------------------------------------
+
+    def step(self, now: float) -> StepResult:
+        """Schedule, cost and execute one engine step that starts at modelled time `now`."""
+        cfg = self.config
+        k = self.k
+        budget = cfg.max_num_batched_tokens
+        result = StepResult(duration=0.0, accepted_per_pos=[0] * k)
+        decoding: list[SimRequest] = []
+        prefills: list[tuple[SimRequest, int]] = []
+
+        for request in list(self.running):
+            if request not in self.running:  # preempted by an earlier sequence this step
+                continue
+            if request.computed < request.prefill_target or budget < k + 1:
+                continue
+            while not self._grow(request, request.computed + k + 1):
+                victim = self.running[-1]
+                self._preempt(victim)
+                result.preemptions += 1
+                if victim is request:
+                    break
+            if request in self.running:
+                decoding.append(request)
+                budget -= k + 1
+
+        for request in self.running:
+            if budget <= 0:
+                break
+            remaining = request.prefill_target - request.computed
+            if remaining > 0:
+                chunk = min(remaining, budget)
+                if self._grow(request, request.computed + chunk):
+                    prefills.append((request, chunk))
+                    budget -= chunk
+
+        while self.waiting and budget > 0 and len(self.running) < cfg.max_num_seqs:
+            request = self.waiting[0]
+            chunk = min(request.prefill_target, budget)
+            if not self._grow(request, chunk):
+                break
+            self.waiting.popleft()
+            self.running.append(request)
+            if request.scheduled_time is None:
+                request.scheduled_time = now
+            prefills.append((request, chunk))
+            budget -= chunk
+
+        result.duration = self._cost(decoding, prefills)
+        end = now + result.duration
+        self._decode(decoding, result, end)
+        self._prefill(prefills, result, end)
+        result.num_decoding = len(decoding)
+        result.batch_tokens = len(decoding) * (k + 1) + result.prompt_tokens
+        return result
+
+    def _cost(self, decoding: list[SimRequest], prefills: list[tuple[SimRequest, int]]) -> float:
+        costs = self.config.costs
+        k = self.k
+        context = sum(r.computed for r in decoding) + sum(r.computed + c for r, c in prefills)
+        prefill_tokens = sum(c for _, c in prefills)
+        memory = costs.weight_read_s + costs.kv_read_s_per_token * context
+        compute = (costs.verify_s_per_token * len(decoding) * (k + 1)
+                   + costs.prefill_s_per_token * prefill_tokens)
+        draft = k * (costs.draft_step_s + costs.draft_s_per_seq * len(decoding)) if decoding else 0.0
+        return max(memory, compute) + draft
+
+    def _decode(self, decoding: list[SimRequest], result: StepResult, end: float) -> None:
+        k = self.k
+        cdf = self._accept_cdf
+        draw = self.rng.random
+        histogram = [0] * (k + 1)
+        for request in decoding:
+            accepted = bisect_right(cdf, draw())
+            histogram[accepted] += 1
+            emitted = self._emit(request, 1 + accepted, end)
+            result.generation_tokens += emitted
+            result.touched.append(request)
+            if request.finished:
+                result.finished.append(request)
+        above = 0
+        for position in range(k - 1, -1, -1):
+            above += histogram[position + 1]
+            result.accepted_per_pos[position] = above
+        result.num_drafts = len(decoding) if k else 0
+        result.draft_tokens = len(decoding) * k
+
+    def _prefill(self, prefills: list[tuple[SimRequest, int]], result: StepResult,
+                 end: float) -> None:
+        for request, chunk in prefills:
+            request.computed += chunk
+            result.prompt_tokens += chunk
+            if request.computed >= request.prefill_target:
+                if request.generated == 0:
+                    result.first_tokens.append(request)
+                result.generation_tokens += self._emit(request, 1, end)
+                result.touched.append(request)
+                if request.finished:
+                    result.finished.append(request)
+
+    def _emit(self, request: SimRequest, count: int, end: float) -> int:
+        limit = request.max_tokens if request.eos_at is None else min(request.max_tokens,
+                                                                      request.eos_at)
+        count = min(count, limit - request.generated)
+        if request.generated == 0 and count > 0:
+            request.first_token_time = end
+        request.generated += count
+        request.computed += count
+        request.unflushed += count
+        request.last_token_time = end
+        if request.generated >= limit:
+            request.finish_reason = "length" if request.generated >= request.max_tokens else "stop"
+            self.running.remove(request)
+            self._free(request)
+        return count

@@ -1,0 +1,90 @@
+"""Closed-loop benchmark in modelled time, without HTTP: what the model prescribes.
+
+Used to calibrate the defaults, by `bench/sim_capacity.py` as the reference the live server
+is held to, and by fast tests of the model's shape.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from dspark_tui.sim.config import ModelConfig
+from dspark_tui.sim.scheduler import Scheduler, SimRequest
+
+
+@dataclass(frozen=True)
+class VirtualResult:
+    duration_s: float
+    completed: int
+    input_tokens: int
+    output_tokens: int
+    drafts: int
+    accepted: int
+    preemptions: int
+    peak_kv_usage: float
+    peak_waiting: int
+
+    @property
+    def total_throughput(self) -> float:
+        return (self.input_tokens + self.output_tokens) / self.duration_s
+
+    @property
+    def output_throughput(self) -> float:
+        return self.output_tokens / self.duration_s
+
+    @property
+    def mean_accept_length(self) -> float:
+        return 1.0 + self.accepted / self.drafts if self.drafts else 0.0
+
+
+def sample_lengths(input_len: int, output_len: int, num_prompts: int, range_ratio: float,
+                   seed: int) -> list[tuple[int, int]]:
+    """Request lengths the way sglang's random dataset draws them: uniform in [L*r, L]."""
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(num_prompts):
+        prompt = rng.randint(max(1, int(input_len * range_ratio)), input_len)
+        output = rng.randint(max(1, int(output_len * range_ratio)), output_len)
+        pairs.append((prompt, output))
+    return pairs
+
+
+def simulate_closed_loop(config: ModelConfig, lengths: list[tuple[int, int]], concurrency: int,
+                         seed: int = 0) -> VirtualResult:
+    """Keep `concurrency` requests in flight until all `lengths` are served; modelled time."""
+    scheduler = Scheduler(config, random.Random(seed))
+    pending = list(reversed(lengths))
+    now = 0.0
+    in_flight = 0
+    completed = drafts = accepted = preemptions = out_tokens = 0
+    peak_kv = 0.0
+    peak_waiting = 0
+    index = 0
+    while pending or in_flight:
+        while pending and in_flight < concurrency:
+            prompt, output = pending.pop()
+            scheduler.add(SimRequest(f"v{index}", prompt, output, arrival=now))
+            index += 1
+            in_flight += 1
+        peak_waiting = max(peak_waiting, len(scheduler.waiting))
+        result = scheduler.step(now)
+        now += result.duration
+        peak_kv = max(peak_kv, scheduler.kv_usage)
+        drafts += result.num_drafts
+        accepted += result.accepted_tokens
+        preemptions += result.preemptions
+        out_tokens += result.generation_tokens
+        completed += len(result.finished)
+        in_flight -= len(result.finished)
+    return VirtualResult(
+        duration_s=now,
+        completed=completed,
+        input_tokens=sum(p for p, _ in lengths),
+        output_tokens=out_tokens,
+        drafts=drafts,
+        accepted=accepted,
+        preemptions=preemptions,
+        peak_kv_usage=peak_kv,
+        peak_waiting=peak_waiting,
+    )
