@@ -27,6 +27,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--scenarios", help="comma-separated scenario names to include (default: all)")
         p.add_argument("--detach", action="store_true", help="run in the background; attach later")
         p.add_argument("--lang", choices=["zh", "en"], help="report language (default from config)")
+        # Used by the engine when it starts a runner process (launch.py): no terminal output,
+        # and abort when the parent process (the TUI) is gone.
+        p.add_argument("--quiet-runner", action="store_true", help=argparse.SUPPRESS)
+        p.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
 
     p_run = sub.add_parser("run", help="run a plan (shipped name or TOML file)")
     p_run.add_argument("plan", nargs="?", help="plan name or file (omit with --resume)")

@@ -12,7 +12,7 @@ ALLOWED = {
     "model": set(),
     "results": {"model"},
     "report": {"model", "results"},
-    "engine": {"model", "results", "report"},
+    "engine": {"model", "results", "report", "plans", "config"},
     "sim": {"model"},
     "plans": {"model"},
     "config": {"model", "results"},

@@ -51,6 +51,9 @@ class ServerConfig(_Strict):
     port: int = Field(default=8000, gt=0, lt=65536)
     startup_timeout_s: float = Field(default=1800, gt=0)
     stop_timeout_s: float = Field(default=30, gt=0)
+    # A serving server whose token counters stay frozen this long while a cell has requests
+    # in flight is declared stalled (its /health may still say 200).
+    stall_timeout_s: float = Field(default=120, gt=0)
     env: dict[str, str] = Field(default_factory=dict)
     served_model_name: str | None = None
 

@@ -15,12 +15,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import ssl
 import time
 from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import aiohttp
 
 from dspark_tui.engine.drivers.base import CellError, DriverContext, ProgressCallback
 from dspark_tui.engine.drivers.cli_driver import now_iso, raw_relpath
@@ -105,18 +108,71 @@ class LiveStats:
         )
 
 
+TRANSPORT = os.environ.get("DSPARK_NATIVE_TRANSPORT", "h1")  # TEMP: h1 | aio | aio-slot
+
+
+class _H1:
+    def __init__(self, ctx: DriverContext, headers: dict[str, str], tls: ssl.SSLContext | None) -> None:
+        self.connection = StreamConnection(ctx.base_url, headers, tls=tls)
+
+    @contextlib.asynccontextmanager
+    async def open(self, path: str, body: bytes):  # type: ignore[no-untyped-def]
+        gen = self.connection.post_stream(path, body)
+        try:
+            yield gen
+        finally:
+            await gen.aclose()
+
+    async def aclose(self) -> None:
+        await self.connection.close()
+
+
+def _session(limit: int, tls: ssl.SSLContext | None) -> aiohttp.ClientSession:
+    connector = aiohttp.TCPConnector(limit=limit, limit_per_host=0, ssl=tls if tls else False)
+    return aiohttp.ClientSession(
+        connector=connector,
+        cookie_jar=aiohttp.DummyCookieJar(),
+        auto_decompress=False,
+        timeout=aiohttp.ClientTimeout(total=None, sock_connect=30),
+    )
+
+
+class _Aio:
+    def __init__(self, ctx: DriverContext, headers: dict[str, str], session: aiohttp.ClientSession | None,
+                 tls: ssl.SSLContext | None) -> None:  # fmt: skip
+        self.owned = session is None
+        self.session = session if session is not None else _session(1, tls)
+        self.base = ctx.base_url.rstrip("/")
+        self.headers = {"Content-Type": "application/json", **headers}
+
+    @contextlib.asynccontextmanager
+    async def open(self, path: str, body: bytes):  # type: ignore[no-untyped-def]
+        async with self.session.post(self.base + path, data=body, headers=self.headers) as resp:
+            if resp.status != 200:
+                text = (await resp.content.read(4096)).decode("utf-8", "replace")
+                raise HttpError(f"HTTP {resp.status}: {' '.join(text.split())[:300]}")
+            yield resp.content.iter_any()
+
+    async def aclose(self) -> None:
+        if self.owned:
+            await self.session.close()
+
+
 class NativeClient:
     """One concurrency slot: one keep-alive connection, one request in flight at a time."""
 
-    def __init__(self, ctx: DriverContext, tls: ssl.SSLContext | None = None) -> None:
+    def __init__(self, ctx: DriverContext, tls: ssl.SSLContext | None = None,
+                 session: aiohttp.ClientSession | None = None) -> None:  # fmt: skip
         headers = {}
         if ctx.bench.api_key:
             headers["Authorization"] = f"Bearer {ctx.bench.api_key}"
         self.model = ctx.served_model_name
-        self.connection = StreamConnection(ctx.base_url, headers, tls=tls)
+        self.transport: Any = (
+            _H1(ctx, headers, tls) if TRANSPORT == "h1" else _Aio(ctx, headers, session, tls)
+        )
 
     async def aclose(self) -> None:
-        await self.connection.close()
+        await self.transport.aclose()
 
     def payload(self, prompt: PromptSpec) -> bytes:
         return json.dumps(
@@ -143,8 +199,8 @@ class NativeClient:
         last_token_at = start
         last_line_at = start
         usage_tokens: int | None = None
-        stream = self.connection.post_stream("/v1/completions", body)
         try:
+          async with self.transport.open("/v1/completions", body) as stream:
             pending = b""
             async for data in stream:
                 lines = (pending + data).split(b"\n")
@@ -173,10 +229,9 @@ class NativeClient:
                         usage_tokens = _usage_or_raise(line, usage_tokens)
         except (_StreamError, HttpError) as exc:
             record.error = str(exc)
-        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as exc:
+        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError,
+                aiohttp.ClientError) as exc:  # fmt: skip
             record.error = _transport_error(exc)
-        finally:
-            await stream.aclose()
         record.e2e = last_line_at - start
         record.ttft = ttft
         if not record.error and chunks == 0:
@@ -191,6 +246,10 @@ class NativeClient:
 
 def _transport_error(exc: BaseException) -> str:
     """One line for a failed connection or a torn stream (a crashed server shows as these)."""
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return f"ConnectError: {exc}"
+    if isinstance(exc, aiohttp.ClientPayloadError | aiohttp.ServerDisconnectedError):
+        return f"RemoteProtocolError: the server closed the stream early ({type(exc).__name__})"
     if isinstance(exc, ConnectionRefusedError):
         return f"ConnectError: connection refused ({exc.strerror or exc})"
     if isinstance(exc, asyncio.IncompleteReadError):
@@ -233,7 +292,9 @@ async def _run_requests(
         for i, p in enumerate(prompts)
     ]
     tls = ssl.create_default_context() if ctx.base_url.startswith("https") else None
-    clients = [NativeClient(ctx, tls) for _ in range(min(concurrency, len(prompts)))]
+    slots = min(concurrency, len(prompts))
+    session = _session(slots, tls) if TRANSPORT == "aio" else None
+    clients = [NativeClient(ctx, tls, session) for _ in range(slots)]
     queue = iter(range(len(prompts)))
     cell_start = time.perf_counter()
 
@@ -253,6 +314,8 @@ async def _run_requests(
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await asyncio.gather(*(c.aclose() for c in clients), return_exceptions=True)
+        if session is not None:
+            await session.close()
     return records, time.perf_counter() - cell_start
 
 

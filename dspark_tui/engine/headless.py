@@ -1,0 +1,119 @@
+"""`dspark-tui run|demo --headless`, `--detach`, and `attach --headless`: the engine without the TUI."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+from dspark_tui.config import Settings, load_settings
+from dspark_tui.engine.launch import RunnerProcess
+from dspark_tui.engine.liveness import runner_alive
+from dspark_tui.engine.printer import HeadlessPrinter, summary_lines
+from dspark_tui.engine.runner import Runner, filter_plan, plan_of_run, preflight, prepare_run
+from dspark_tui.model import UserError
+from dspark_tui.results import RunStore, scan_runs
+from dspark_tui.results.follow import EventFollower
+
+EXIT_CODES = {"completed": 0, "failed": 1, "aborted": 3, "interrupted": 130}
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    settings, warning = load_settings(getattr(args, "config", None))
+    if warning:
+        print(f"dspark-tui: warning: {warning}", file=sys.stderr)
+    return settings
+
+
+def _split(value: str | None) -> list[str] | None:
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+def run_command(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    results_root = Path(args.results or settings.results_root).expanduser()
+    lang = args.lang or settings.language
+    resume: Path | None = getattr(args, "resume", None)
+    plan_name = "demo" if args.command == "demo" else getattr(args, "plan", None)
+    if resume is None and not plan_name:
+        raise UserError("run: name a plan (shipped name or TOML file) or use --resume RUN_DIR")
+    if args.detach:
+        process = RunnerProcess.start(
+            plan_name or "", results_root=results_root, arms=_split(args.arms),
+            scenarios=_split(args.scenarios), resume=resume, detach=True, lang=lang,
+            plans_dir=settings.plans_dir, other_roots=settings.history_roots(),
+        )
+        print(process.run_dir)
+        print(f"runner pid {process.pid}, detached; watch: dspark-tui attach {process.run_dir}  "
+              f"control: dspark-tui ctl {process.run_dir} pause|resume|skip|abort", file=sys.stderr)
+        return 0
+    if resume is not None:
+        store = RunStore(Path(resume).expanduser())
+        store.read_manifest()
+        if runner_alive(store.path):
+            raise UserError(f"{store.path}: its runner is still alive; attach to it instead")
+        plan = plan_of_run(store)
+    else:
+        from dspark_tui.plans import resolve_plan
+
+        plan, source = resolve_plan(plan_name or "", settings.plans_dir)
+        plan = filter_plan(plan, _split(args.arms), _split(args.scenarios))
+        preflight(plan, [results_root, *settings.history_roots()], exclude=None)
+        store = prepare_run(plan, results_root, source)
+    quiet = bool(getattr(args, "quiet_runner", False))
+    runner = Runner(plan, store, lang=lang, parent_pid=getattr(args, "parent_pid", None),
+                    other_roots=[results_root, *settings.history_roots()])
+    printer: HeadlessPrinter | None = None
+    if not quiet:
+        printer = HeadlessPrinter(Console(highlight=False))
+        runner.subscribe(printer)
+    status = asyncio.run(_run(runner))
+    if printer is not None and not printer.broken:
+        with contextlib.suppress(OSError):
+            for line in summary_lines(store.path, printer, status):
+                print(line, flush=True)
+    return EXIT_CODES.get(status, 1)
+
+
+async def _run(runner: Runner) -> str:
+    runner.install_signal_handlers()
+    return await runner.run()
+
+
+def attach_command(args: argparse.Namespace) -> int:
+    """Replay a run's events, then follow them until it finishes (Ctrl-C leaves the run alone)."""
+    settings = _settings(args)
+    run_dir = args.run_dir
+    if run_dir is None:
+        running = [r for r in scan_runs(settings.history_roots()) if r.status == "running"]
+        if not running:
+            raise UserError("no running run to attach to (list runs with `dspark-tui runs`)")
+        run_dir = running[0].path
+    run_dir = Path(run_dir).expanduser()
+    RunStore(run_dir).read_manifest()
+    printer = HeadlessPrinter(Console(highlight=False))
+    follower = EventFollower(run_dir)
+    quiet_since = time.monotonic()
+    try:
+        while True:
+            events = follower.poll()
+            for event in events:
+                printer(event)
+            if events:
+                quiet_since = time.monotonic()
+            if printer.final is not None and not runner_alive(run_dir):
+                return EXIT_CODES.get(printer.final.status, 1)
+            if not runner_alive(run_dir) and time.monotonic() - quiet_since > 3.0:
+                print(f"the runner of {run_dir} is not alive; resume with: "
+                      f"dspark-tui run --resume {run_dir} --headless")
+                return 1
+            time.sleep(0.3)
+    except KeyboardInterrupt:
+        print(f"detached from {run_dir}; the run goes on")
+        return 0
+

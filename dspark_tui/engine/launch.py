@@ -1,0 +1,119 @@
+"""Starting the runner as its own process — for `--detach` and for the TUI.
+
+The caller creates the run directory itself, so it knows the path before the runner exists,
+then starts `python -m dspark_tui run --resume DIR --headless` in a new session. Attached
+(not detached) runners watch their parent and abort when it disappears.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from dspark_tui.engine.control import send_control
+from dspark_tui.engine.liveness import runner_alive
+from dspark_tui.engine.runner import filter_plan, preflight, prepare_run
+from dspark_tui.engine.server_record import stop_orphaned_server
+from dspark_tui.model import UserError
+from dspark_tui.results import RunStore
+
+RUNNER_LOG = "runner.log"
+
+
+def runner_argv(run_dir: Path, *, lang: str, parent_pid: int | None) -> list[str]:
+    argv = [sys.executable, "-m", "dspark_tui", "run", "--resume", str(run_dir), "--headless",
+            "--quiet-runner", "--lang", lang]
+    if parent_pid is not None:
+        argv += ["--parent-pid", str(parent_pid)]
+    return argv
+
+
+class RunnerProcess:
+    """A runner in another process: its run directory, its pid, and ways to control it."""
+
+    def __init__(self, run_dir: Path, popen: subprocess.Popen[bytes]) -> None:
+        self.run_dir = run_dir
+        self._popen = popen
+
+    @property
+    def pid(self) -> int:
+        return self._popen.pid
+
+    @classmethod
+    def start(
+        cls,
+        plan: str,
+        *,
+        results_root: Path,
+        arms: list[str] | None = None,
+        scenarios: list[str] | None = None,
+        resume: Path | None = None,
+        detach: bool = False,
+        lang: str = "zh",
+        plans_dir: Path | None = None,
+        other_roots: list[Path] | None = None,
+    ) -> RunnerProcess:
+        """Validate, create (or reuse) the run directory and launch the runner in it."""
+        roots = [results_root, *(other_roots or [])]
+        if resume is not None:
+            run_dir = Path(resume).expanduser()
+            store = RunStore(run_dir)
+            store.read_manifest()
+            if runner_alive(run_dir):
+                raise UserError(f"{run_dir}: its runner is still alive; attach to it instead")
+        else:
+            from dspark_tui.plans import resolve_plan
+
+            resolved, source = resolve_plan(plan, plans_dir)
+            resolved = filter_plan(resolved, arms, scenarios)
+            preflight(resolved, roots, exclude=None)
+            store = prepare_run(resolved, results_root, source)
+            run_dir = store.path
+        log = open(run_dir / RUNNER_LOG, "ab")  # noqa: SIM115 - handed to the child
+        try:
+            popen = subprocess.Popen(
+                runner_argv(run_dir, lang=lang, parent_pid=None if detach else os.getpid()),
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True, close_fds=True,
+            )
+        finally:
+            log.close()
+        return cls(run_dir, popen)
+
+    def control(self, action: str) -> None:
+        send_control(self.run_dir, action)
+
+    def poll(self) -> int | None:
+        return self._popen.poll()
+
+    def wait(self, timeout: float | None = None) -> int:
+        return self._popen.wait(timeout)
+
+    def stop(self, timeout: float = 30.0) -> int | None:
+        """Abort through control.jsonl (the runner stops its server itself), then TERM, then KILL."""
+        if self.poll() is None:
+            try:
+                self.control("abort")
+            except UserError:
+                pass
+            if self._wait(timeout):
+                return self.poll()
+            self._popen.send_signal(signal.SIGTERM)
+            if self._wait(timeout):
+                return self.poll()
+            self._popen.kill()
+            self._popen.wait(5)
+        stop_orphaned_server(self.run_dir)
+        return self.poll()
+
+    def _wait(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._popen.poll() is not None:
+                return True
+            time.sleep(0.1)
+        return False

@@ -1,0 +1,330 @@
+"""Polling vLLM's /metrics: live samples for the screen, and per-cell evidence for the report.
+
+Counters are only meaningful as deltas over a cell's window; a server restart resets them, so
+a counter that goes down is taken as a reset (the new value is the delta since the restart).
+A scrape that fails is a gap in the series, never a verdict on the server: the runner's watch
+decides whether the server is dead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import csv
+import io
+import itertools
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from dspark_tui.engine.gpu import GpuProbe, GpuSample
+from dspark_tui.model import CellKey, ServerSummary
+from dspark_tui.model.events import MetricsSample
+from dspark_tui.results.atomic import atomic_write_text
+
+COUNTERS = {
+    "vllm:spec_decode_num_drafts_total": "drafts",
+    "vllm:spec_decode_num_draft_tokens_total": "draft_tokens",
+    "vllm:spec_decode_num_accepted_tokens_total": "accepted_tokens",
+    "vllm:num_preemptions_total": "preemptions",
+    "vllm:prompt_tokens_total": "prompt_tokens",
+    "vllm:generation_tokens_total": "generation_tokens",
+}
+PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+GAUGES = {
+    "vllm:num_requests_running": "running",
+    "vllm:num_requests_waiting": "waiting",
+    "vllm:kv_cache_usage_perc": "kv_usage",
+    "vllm:gpu_cache_usage_perc": "kv_usage",  # name before vLLM 0.10
+}
+# Counters whose movement shows the engine is doing work.
+PROGRESS_COUNTERS = ("generation_tokens", "prompt_tokens", "drafts")
+
+SERIES_COLUMNS = [
+    "t", "elapsed_s", "gap", "running", "waiting", "kv_usage", "generation_tok_s", "prompt_tok_s",
+    "preemptions", "acceptance_length", "acceptance_rate", "gpu_util", "gpu_memory_mib",
+    "gpu_power_w",
+]
+
+
+@dataclass
+class MetricsSnapshot:
+    """One parsed /metrics page: counters and gauges summed over engines."""
+
+    t: float
+    counters: dict[str, float] = field(default_factory=dict)
+    per_position: dict[int, float] = field(default_factory=dict)
+    gauges: dict[str, float] = field(default_factory=dict)
+    gpu: GpuSample | None = None
+
+
+def parse_metrics(text: str, t: float | None = None) -> MetricsSnapshot:
+    """Parse a Prometheus text page; unknown metrics are ignored, malformed pages raise ValueError."""
+    snap = MetricsSnapshot(t=time.time() if t is None else t)
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            value = float(sample.value)
+            if math.isnan(value):
+                continue
+            name = sample.name
+            if name in COUNTERS:
+                key = COUNTERS[name]
+                snap.counters[key] = snap.counters.get(key, 0.0) + value
+            elif name == PER_POSITION:
+                try:
+                    position = int(sample.labels.get("position", ""))
+                except ValueError:
+                    continue
+                snap.per_position[position] = snap.per_position.get(position, 0.0) + value
+            elif name in GAUGES:
+                key = GAUGES[name]
+                snap.gauges[key] = snap.gauges.get(key, 0.0) + value
+    return snap
+
+
+@dataclass
+class _Deltas:
+    counters: dict[str, float] = field(default_factory=dict)
+    per_position: dict[int, float] = field(default_factory=dict)
+    resets: int = 0
+
+
+def counter_deltas(snapshots: Sequence[MetricsSnapshot]) -> _Deltas:
+    """Sum of increases between consecutive snapshots; a decrease is a reset (restart)."""
+    out = _Deltas()
+    for prev, cur in itertools.pairwise(snapshots):
+        reset = False
+        for key, value in cur.counters.items():
+            before = prev.counters.get(key)
+            if before is None:
+                continue
+            if value < before:
+                reset = True
+                out.counters[key] = out.counters.get(key, 0.0) + value
+            else:
+                out.counters[key] = out.counters.get(key, 0.0) + value - before
+        for position, value in cur.per_position.items():
+            before = prev.per_position.get(position)
+            if before is None:
+                continue
+            step = value if value < before else value - before
+            out.per_position[position] = out.per_position.get(position, 0.0) + step
+        out.resets += int(reset)
+    return out
+
+
+def summarize_window(snapshots: Sequence[MetricsSnapshot], gaps: int = 0) -> ServerSummary:
+    """The cell's server-side evidence, as DESIGN.md defines each number."""
+    summary = ServerSummary(samples=len(snapshots), scrape_gaps=gaps)
+    if not snapshots:
+        return summary
+    deltas = counter_deltas(snapshots)
+    summary.counter_resets = deltas.resets
+    c = deltas.counters
+    summary.drafts = c.get("drafts")
+    summary.draft_tokens = c.get("draft_tokens")
+    summary.accepted_tokens = c.get("accepted_tokens")
+    summary.preemptions = c.get("preemptions")
+    summary.prompt_tokens = c.get("prompt_tokens")
+    summary.generation_tokens = c.get("generation_tokens")
+    if summary.draft_tokens and summary.accepted_tokens is not None:
+        summary.acceptance_rate = summary.accepted_tokens / summary.draft_tokens
+    if summary.drafts and summary.accepted_tokens is not None:
+        summary.mean_acceptance_length = 1.0 + summary.accepted_tokens / summary.drafts
+        summary.per_position_acceptance = [
+            deltas.per_position[p] / summary.drafts for p in sorted(deltas.per_position)
+        ]
+    summary.kv_usage_mean, summary.kv_usage_peak = _mean_peak(snapshots, "kv_usage")
+    summary.running_mean, summary.running_peak = _mean_peak(snapshots, "running")
+    summary.waiting_mean, summary.waiting_peak = _mean_peak(snapshots, "waiting")
+    gpus = [s.gpu for s in snapshots if s.gpu is not None]
+    utils = [g.util_percent for g in gpus if g.util_percent is not None]
+    memory = [g.memory_used_mib for g in gpus if g.memory_used_mib is not None]
+    power = [g.power_w for g in gpus if g.power_w is not None]
+    summary.gpu_util_mean = sum(utils) / len(utils) if utils else None
+    summary.gpu_memory_peak_mib = max(memory) if memory else None
+    summary.gpu_power_mean_w = sum(power) / len(power) if power else None
+    return summary
+
+
+def _mean_peak(snapshots: Sequence[MetricsSnapshot], gauge: str) -> tuple[float | None, float | None]:
+    values = [s.gauges[gauge] for s in snapshots if gauge in s.gauges]
+    if not values:
+        return None, None
+    return sum(values) / len(values), max(values)
+
+
+def sample_between(
+    arm: str, key: CellKey | None, prev: MetricsSnapshot | None, cur: MetricsSnapshot,
+    window_start: MetricsSnapshot | None,
+) -> MetricsSample:
+    """Rates over the last scrape interval; preemptions since the cell began."""
+    sample = MetricsSample(
+        t=cur.t, arm=arm, key=key,
+        running=cur.gauges.get("running"), waiting=cur.gauges.get("waiting"),
+        kv_usage=cur.gauges.get("kv_usage"),
+    )
+    if cur.gpu is not None:
+        sample.gpu_util = cur.gpu.util_percent
+        sample.gpu_memory_mib = cur.gpu.memory_used_mib
+        sample.gpu_power_w = cur.gpu.power_w
+    if prev is not None and cur.t > prev.t:
+        d = counter_deltas([prev, cur]).counters
+        dt = cur.t - prev.t
+        if "generation_tokens" in d:
+            sample.generation_tok_s = d["generation_tokens"] / dt
+        if "prompt_tokens" in d:
+            sample.prompt_tok_s = d["prompt_tokens"] / dt
+        drafts = d.get("drafts")
+        if drafts and "accepted_tokens" in d:
+            sample.acceptance_length = 1.0 + d["accepted_tokens"] / drafts
+        if d.get("draft_tokens") and "accepted_tokens" in d:
+            sample.acceptance_rate = d["accepted_tokens"] / d["draft_tokens"]
+    if window_start is not None:
+        since = counter_deltas([window_start, cur]).counters
+        sample.preemptions = since.get("preemptions")
+    elif "preemptions" in cur.counters:
+        sample.preemptions = cur.counters["preemptions"]
+    return sample
+
+
+def series_csv(samples: Sequence[MetricsSample]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(SERIES_COLUMNS)
+    t0 = samples[0].t if samples else 0.0
+    for s in samples:
+        row = {**s.model_dump(), "elapsed_s": round(s.t - t0, 3), "gap": int(s.gap)}
+        writer.writerow(["" if row.get(c) is None else row[c] for c in SERIES_COLUMNS])
+    return buffer.getvalue()
+
+
+def write_series(path: Path, samples: Sequence[MetricsSample]) -> None:
+    atomic_write_text(path, series_csv(samples))
+
+
+class MetricsScraper:
+    """Scrapes one server for as long as it serves; cells open and close windows on it."""
+
+    def __init__(
+        self,
+        base_url: str,
+        arm: str,
+        *,
+        interval_s: float,
+        emit: Callable[[MetricsSample], None],
+        gpu: GpuProbe | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        self.url = base_url.rstrip("/") + "/metrics"
+        self.arm = arm
+        self.interval_s = interval_s
+        self.timeout_s = max(0.5, min(2.0, interval_s))
+        self._emit = emit
+        self._gpu = gpu
+        self._headers = headers or {}
+        self._client: httpx.AsyncClient | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
+        self._last: MetricsSnapshot | None = None
+        self._key: CellKey | None = None
+        self._window: list[MetricsSnapshot] = []
+        self._window_samples: list[MetricsSample] = []
+        self._window_gaps = 0
+        self._progress_t = time.monotonic()
+        self._progress_values: dict[str, float] = {}
+        self.counters_exported = False
+
+    async def start(self) -> None:
+        self._client = httpx.AsyncClient(timeout=self.timeout_s, headers=self._headers)
+        self._task = asyncio.create_task(self._loop())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._task
+            self._task = None
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def begin_window(self, key: CellKey) -> None:
+        async with self._lock:
+            self._key = key
+            self._window = []
+            self._window_samples = []
+            self._window_gaps = 0
+            self._progress_t = time.monotonic()
+        await self.scrape_once()
+
+    async def end_window(self) -> tuple[ServerSummary, list[MetricsSample]]:
+        await self.scrape_once()
+        async with self._lock:
+            summary = summarize_window(self._window, self._window_gaps)
+            samples = list(self._window_samples)
+            self._key = None
+            self._window = []
+            self._window_samples = []
+            self._window_gaps = 0
+        return summary, samples
+
+    def seconds_without_progress(self) -> float | None:
+        """How long the engine's work counters have not moved; None when it exports none."""
+        if not self.counters_exported:
+            return None
+        return time.monotonic() - self._progress_t
+
+    async def _loop(self) -> None:
+        while True:
+            started = time.monotonic()
+            await self.scrape_once()
+            await asyncio.sleep(max(0.05, self.interval_s - (time.monotonic() - started)))
+
+    async def scrape_once(self) -> None:
+        snapshot = await self._fetch()
+        async with self._lock:
+            if snapshot is None:
+                sample = MetricsSample(arm=self.arm, key=self._key, gap=True)
+                if self._key is not None:
+                    self._window_gaps += 1
+                    self._window_samples.append(sample)
+                self._emit(sample)
+                return
+            self._note_progress(snapshot)
+            start = self._window[0] if self._window else None
+            if self._key is not None:
+                self._window.append(snapshot)
+                start = start or snapshot
+            sample = sample_between(self.arm, self._key, self._last, snapshot, start)
+            self._last = snapshot
+            if self._key is not None:
+                self._window_samples.append(sample)
+            self._emit(sample)
+
+    def _note_progress(self, snapshot: MetricsSnapshot) -> None:
+        values = {k: snapshot.counters[k] for k in PROGRESS_COUNTERS if k in snapshot.counters}
+        if values:
+            self.counters_exported = True
+        if values != self._progress_values:
+            self._progress_values = values
+            self._progress_t = time.monotonic()
+
+    async def _fetch(self) -> MetricsSnapshot | None:
+        if self._client is None:
+            return None
+        try:
+            response = await self._client.get(self.url)
+            if response.status_code != 200:
+                return None
+            snapshot = parse_metrics(response.text)
+        except (httpx.HTTPError, ValueError):
+            return None
+        if self._gpu is not None:
+            snapshot.gpu = await asyncio.to_thread(self._gpu.sample)
+        return snapshot

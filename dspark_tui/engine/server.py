@@ -1,0 +1,406 @@
+"""One arm's inference server: launch, wait until it really serves, watch it, stop all of it.
+
+The server writes straight into its log file (never into a pipe nobody drains), runs in its
+own session so one signal reaches its whole process group, and carries an environment token
+so workers that left the group are still found at stop time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import os
+import re
+import subprocess
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+
+from dspark_tui.engine.gpu import GpuProbe
+from dspark_tui.engine.ports import describe_taken_port, port_is_free, wait_port_free
+from dspark_tui.engine.procs import TOKEN_VAR, ProcRef, descendants, terminate_tree
+from dspark_tui.engine.server_record import RecordedProc, ServerRecord, write_record
+from dspark_tui.model import Arm, Plan
+from dspark_tui.model.events import Event, ServerLog, ServerState, ServerStateChanged
+
+# Lines worth showing while a server starts: what vLLM prints as it loads, compiles and binds.
+_PROGRESS = re.compile(
+    r"Loading (safetensors|weights|model)|Model loading took|Loading weights took|"
+    r"Capturing CUDA graph|Graph capturing finished|torch\.compile|Compil(ing|ation)|"
+    r"Available KV cache memory|GPU KV cache size|init engine|Starting vLLM API server|"
+    r"Uvicorn running on|Application startup complete|Waiting for application startup",
+    re.IGNORECASE,
+)
+# Lines after which a starting server will not become ready, even if it has not exited yet.
+_FATAL = re.compile(
+    r"EngineCore failed to start|Engine core initialization failed|CUDA out of memory|"
+    r"OutOfMemoryError|\[Errno 98\]|address already in use|^\s*(FATAL|CRITICAL)\b",
+    re.IGNORECASE,
+)
+_NOTEWORTHY = re.compile(r"\b(WARNING|ERROR|CRITICAL|FATAL)\b|Traceback", re.IGNORECASE)
+
+TAIL_LINES = 200
+MAX_LINE_CHARS = 2000
+READ_CHUNK = 1 << 20
+MAX_BACKLOG = 4 << 20  # a flood beyond this is skipped, not parsed
+MAX_LOG_BYTES = 512 << 20
+LOG_EVENTS_PER_S = 20.0
+
+
+def is_progress_line(line: str) -> bool:
+    """A line that tells how far a starting server has got (worth showing a user)."""
+    return bool(_PROGRESS.search(line))
+
+
+_SECRET_FLAG = re.compile(r"api[-_]?key|(^|[-_])token$|secret|password", re.IGNORECASE)
+
+
+def redact_argv(argv: list[str]) -> list[str]:
+    """The command as it may be shown or saved: values of key/token/secret flags hidden."""
+    shown: list[str] = []
+    hide_next = False
+    for part in argv:
+        if hide_next:
+            shown.append("***")
+            hide_next = False
+        elif part.startswith("-") and "=" in part and _SECRET_FLAG.search(
+                part.split("=", 1)[0].lstrip("-")):
+            shown.append(part.split("=", 1)[0] + "=***")
+        else:
+            shown.append(part)
+            hide_next = part.startswith("-") and bool(_SECRET_FLAG.search(part.lstrip("-")))
+    return shown
+
+
+class ServerError(Exception):
+    """The server could not start or stopped serving; str() is one line, the tail follows."""
+
+    def __init__(self, reason: str, tail: list[str] | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.tail = tail or []
+
+    def with_tail(self, lines: int = 15) -> str:
+        if not self.tail:
+            return self.reason
+        return self.reason + "\n" + "\n".join(self.tail[-lines:])
+
+
+Emit = Callable[[Event], None]
+
+
+class ServerProcess:
+    def __init__(
+        self,
+        plan: Plan,
+        arm: Arm,
+        *,
+        log_path: Path,
+        run_dir: Path,
+        emit: Emit,
+        gpu: GpuProbe | None = None,
+    ) -> None:
+        self.plan = plan
+        self.arm = arm
+        self.log_path = log_path
+        self.run_dir = run_dir
+        self._emit = emit
+        self._gpu = gpu
+        self.argv = plan.server_argv(arm)
+        self.host = plan.server.host
+        self.port = plan.server.port
+        self.token = uuid.uuid4().hex
+        self._popen: subprocess.Popen[bytes] | None = None
+        self._refs: dict[int, ProcRef] = {}
+        self._record: ServerRecord | None = None
+        self._tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+        self._fatal: str | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._log_offset = 0
+        self._partial = b""
+        self._ready = False
+        self._stopped = False
+        self._log_budget = LOG_EVENTS_PER_S
+        self._log_budget_t = time.monotonic()
+        self.state: ServerState = "stopped"
+
+    # -- facts -----------------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
+        if ":" in host:
+            host = f"[{host}]" if host != "::" else "[::1]"
+        return f"http://{host}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._popen.pid if self._popen else None
+
+    def exit_code(self) -> int | None:
+        return self._popen.poll() if self._popen else None
+
+    def tail(self) -> list[str]:
+        return list(self._tail)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Launch and wait until ready; on any failure the process is stopped and ServerError raised."""
+        try:
+            self._launch()
+            await self.wait_ready()
+        except BaseException as exc:
+            await self.stop(quiet=True)
+            if isinstance(exc, ServerError):
+                self._set_state("failed", exc.reason)
+            raise
+
+    def _launch(self) -> None:
+        if not port_is_free(self.host, self.port):
+            raise ServerError(describe_taken_port(self.host, self.port))
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, **self.plan.server.env, TOKEN_VAR: self.token}
+        self._set_state("starting", " ".join(redact_argv(self.argv)))
+        fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            self._log_offset = os.fstat(fd).st_size
+            try:
+                self._popen = subprocess.Popen(
+                    self.argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=fd,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    start_new_session=True,
+                    close_fds=True,
+                )
+            except OSError as exc:
+                raise ServerError(f"cannot run {self.argv[0]!r}: {exc.strerror or exc}") from None
+        finally:
+            os.close(fd)
+        pid = self._popen.pid
+        ref = ProcRef.of(pid)
+        self._record = ServerRecord(
+            arm=self.arm.name, pid=pid, pgid=pid, create_time=ref.create_time if ref else 0.0,
+            token=self.token, host=self.host, port=self.port, argv=redact_argv(self.argv),
+        )
+        write_record(self.run_dir, self._record)
+        self._set_state("loading", f"pid {pid}")
+        self._tasks = [
+            asyncio.create_task(self._follow_log_loop()),
+            asyncio.create_task(self._track_descendants_loop()),
+        ]
+
+    async def wait_ready(self) -> None:
+        timeout = self.plan.server.startup_timeout_s
+        deadline = time.monotonic() + timeout
+        async with self._client(timeout=5.0) as client:
+            while True:
+                self._read_log()
+                code = self.exit_code()
+                if code is not None:
+                    raise ServerError(f"server exited with code {code} while starting", self.tail())
+                if self._fatal is not None:
+                    code = await self._exit_within(1.0)
+                    if code is not None:
+                        raise ServerError(f"server exited with code {code} while starting: "
+                                          f"{self._fatal}", self.tail())
+                    raise ServerError(f"server log shows a fatal error: {self._fatal}", self.tail())
+                if time.monotonic() >= deadline:
+                    raise ServerError(f"server not ready after {timeout:g}s (startup_timeout_s)",
+                                      self.tail())
+                if await self._health(client) and await self._tiny_completion(client):
+                    self._ready = True
+                    self._set_state("ready", f"{self.base_url} pid {self.pid}")
+                    return
+                await asyncio.sleep(0.25)
+
+    async def _exit_within(self, seconds: float) -> int | None:
+        """A fatal line is usually followed by the exit; its code is the clearer message."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            code = self.exit_code()
+            if code is not None:
+                return code
+            await asyncio.sleep(0.05)
+        return None
+
+    async def stop(self, *, quiet: bool = False) -> None:
+        """End the whole tree, then wait for the port (and GPU memory) to be free again."""
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(BaseException):
+                await task
+        self._tasks = []
+        if self._popen is None or self._stopped:
+            return
+        self._stopped = True
+        if not quiet:
+            self._set_state("stopping", f"pid {self.pid}")
+        self._refresh_descendants()
+        popen = self._popen
+        refs = list(self._refs.values())
+        if self._record is not None:
+            refs.append(ProcRef(popen.pid, self._record.create_time))
+        killed = await asyncio.to_thread(
+            terminate_tree, pgid=popen.pid, refs=refs, token=self.token,
+            grace_s=self.plan.server.stop_timeout_s,
+        )
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            await asyncio.to_thread(popen.wait, 5)
+        self._read_log()
+        if self._record is not None:
+            self._record.state = "stopped"
+            write_record(self.run_dir, self._record)
+        port_ok = await wait_port_free(self.host, self.port, timeout=15.0)
+        gpu_ok = await self._wait_gpu_released(timeout=60.0)
+        notes = []
+        if killed:
+            notes.append(f"killed after {self.plan.server.stop_timeout_s:g}s: pids "
+                         + ",".join(map(str, killed)))
+        if not port_ok:
+            notes.append(f"port {self.port} still busy")
+        if not gpu_ok:
+            notes.append("GPU memory still held")
+        if not quiet:
+            self._set_state("stopped", "; ".join(notes))
+        self._ready = False
+
+    async def _wait_gpu_released(self, timeout: float) -> bool:
+        if self._gpu is None:
+            return True
+        ours = set(self._refs) | ({self.pid} if self.pid else set())
+        deadline = time.monotonic() + timeout
+        while True:
+            pids = await asyncio.to_thread(self._gpu.compute_pids)
+            if pids is None or not (pids & ours):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(1.0)
+
+    # -- watching a serving server ----------------------------------------------------------
+
+    async def probe_health(self, timeout: float = 3.0) -> bool:
+        async with self._client(timeout=timeout) as client:
+            return await self._health(client)
+
+    def death_reason(self) -> str | None:
+        code = self.exit_code()
+        if code is not None:
+            return f"server exited with code {code}"
+        return None
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _client(self, timeout: float) -> httpx.AsyncClient:
+        headers = {}
+        if self.plan.bench.api_key:
+            headers["Authorization"] = f"Bearer {self.plan.bench.api_key}"
+        return httpx.AsyncClient(base_url=self.base_url, timeout=timeout, headers=headers)
+
+    async def _health(self, client: httpx.AsyncClient) -> bool:
+        try:
+            return (await client.get("/health")).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    async def _tiny_completion(self, client: httpx.AsyncClient) -> bool:
+        body = {"model": self.plan.served_model_name, "prompt": "Hello", "max_tokens": 1,
+                "temperature": 0.0}
+        try:
+            response = await client.post("/v1/completions", json=body)
+        except httpx.HTTPError:
+            return False
+        return response.status_code == 200
+
+    def _set_state(self, state: ServerState, message: str = "") -> None:
+        self.state = state
+        self._emit(ServerStateChanged(arm=self.arm.name, state=state, message=message, pid=self.pid))
+
+    async def _follow_log_loop(self) -> None:
+        while True:
+            await asyncio.sleep(0.2)
+            self._read_log()
+
+    def _read_log(self) -> None:
+        try:
+            size = os.path.getsize(self.log_path)
+        except OSError:
+            return
+        if size > MAX_LOG_BYTES:
+            self._truncate_log()
+            return
+        if size < self._log_offset:
+            self._log_offset = 0
+            self._partial = b""
+        if size - self._log_offset > MAX_BACKLOG:
+            skipped = size - READ_CHUNK - self._log_offset
+            self._log_offset = size - READ_CHUNK
+            self._partial = b""
+            self._tail.append(f"[... {skipped} bytes of log skipped ...]")
+        try:
+            with open(self.log_path, "rb") as handle:
+                handle.seek(self._log_offset)
+                data = handle.read(READ_CHUNK)
+        except OSError:
+            return
+        self._log_offset += len(data)
+        chunks = (self._partial + data).split(b"\n")
+        self._partial = chunks.pop()[-MAX_LINE_CHARS:]
+        for raw in chunks:
+            for piece in raw.split(b"\r"):
+                line = piece.decode("utf-8", "replace").rstrip()[:MAX_LINE_CHARS]
+                if line:
+                    self._on_line(line)
+
+    def _truncate_log(self) -> None:
+        """The server holds the file with O_APPEND, so truncating is safe; its next write lands
+        at the new end. Only a runaway log gets here."""
+        with contextlib.suppress(OSError):
+            os.truncate(self.log_path, 0)
+            with open(self.log_path, "ab") as handle:
+                handle.write(f"[dspark-tui: log exceeded {MAX_LOG_BYTES >> 20} MiB; "
+                             "truncated]\n".encode())
+        self._log_offset = 0
+        self._partial = b""
+
+    def _on_line(self, line: str) -> None:
+        self._tail.append(line)
+        if not self._ready and self._fatal is None and _FATAL.search(line):
+            self._fatal = line.strip()[:300]
+        wanted = bool(_PROGRESS.search(line)) or bool(_NOTEWORTHY.search(line)) or not self._ready
+        if wanted and self._take_log_budget():
+            self._emit(ServerLog(arm=self.arm.name, line=line))
+
+    def _take_log_budget(self) -> bool:
+        now = time.monotonic()
+        self._log_budget = min(LOG_EVENTS_PER_S,
+                               self._log_budget + (now - self._log_budget_t) * LOG_EVENTS_PER_S)
+        self._log_budget_t = now
+        if self._log_budget >= 1.0:
+            self._log_budget -= 1.0
+            return True
+        return False
+
+    async def _track_descendants_loop(self) -> None:
+        while True:
+            await asyncio.to_thread(self._refresh_descendants)
+            await asyncio.sleep(1.0)
+
+    def _refresh_descendants(self) -> None:
+        if self._popen is None or self._record is None:
+            return
+        fresh = {ref.pid: ref for ref in descendants(self._popen.pid)}
+        if not set(fresh) - set(self._refs):
+            return
+        self._refs.update(fresh)
+        self._record.descendants = [RecordedProc(pid=r.pid, create_time=r.create_time)
+                                    for r in self._refs.values()]
+        write_record(self.run_dir, self._record)

@@ -1,0 +1,76 @@
+"""`server.json` in the run directory: which processes the running server is made of.
+
+Written while a server lives, marked stopped when it is stopped. If the runner dies (kill -9,
+lost machine), the server lives on, orphaned; a resume reads this file and ends those processes
+before it starts a new server on the same port and GPUs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from dspark_tui.engine.procs import ProcRef, group_alive, processes_with_token, terminate_tree
+from dspark_tui.results.atomic import atomic_write_text
+
+SERVER_JSON = "server.json"
+
+
+class RecordedProc(BaseModel):
+    pid: int
+    create_time: float
+
+
+class ServerRecord(BaseModel):
+    arm: str
+    pid: int
+    pgid: int
+    create_time: float
+    token: str
+    host: str
+    port: int
+    argv: list[str] = Field(default_factory=list)
+    descendants: list[RecordedProc] = Field(default_factory=list)
+    state: str = "running"  # running | stopped
+
+    def refs(self) -> list[ProcRef]:
+        return [ProcRef(self.pid, self.create_time)] + [
+            ProcRef(d.pid, d.create_time) for d in self.descendants
+        ]
+
+
+def write_record(run_dir: Path, record: ServerRecord) -> None:
+    path = run_dir / SERVER_JSON
+    atomic_write_text(path, record.model_dump_json(indent=2) + "\n")
+    os.chmod(path, 0o600)
+
+
+def read_record(run_dir: Path) -> ServerRecord | None:
+    try:
+        return ServerRecord.model_validate(json.loads((run_dir / SERVER_JSON).read_bytes()))
+    except (OSError, ValueError):
+        return None
+
+
+def stop_orphaned_server(run_dir: Path, grace_s: float = 5.0) -> list[int]:
+    """End what a dead runner left running; the pids found alive (empty: nothing was left).
+
+    The process group is only signalled when a recorded process of it is still the same
+    process (pid and start time), so a reused pgid never hits a stranger.
+    """
+    record = read_record(run_dir)
+    if record is None or record.state == "stopped":
+        return []
+    refs = record.refs()
+    live = [ref for ref in refs if ref.process() is not None]
+    pgid = record.pgid if live and group_alive(record.pgid) else None
+    tokened = processes_with_token(record.token)
+    found = sorted({r.pid for r in live} | {p.pid for p in tokened})
+    if found or pgid is not None:
+        terminate_tree(pgid=pgid, refs=refs, token=record.token, grace_s=grace_s)
+    record.state = "stopped"
+    write_record(run_dir, record)
+    return found

@@ -1,0 +1,84 @@
+"""Plans and small utilities shared by the engine tests."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from dspark_tui.model import Plan
+from dspark_tui.model.events import Event
+
+FAKES = Path(__file__).resolve().parent.parent / "fakes"
+FAKE_SERVER = FAKES / "fake_server_http.py"
+
+
+def fake_server_plan(port: int, *flags: str, **server: Any) -> Plan:
+    """A one-arm plan whose server is tests/fakes/fake_server_http.py with the given flags."""
+    return Plan.model_validate({
+        "name": "fake",
+        "model": "fake-model",
+        "server": {
+            "command": [sys.executable, str(FAKE_SERVER), "--port", "{port}", *flags],
+            "port": port,
+            "startup_timeout_s": server.pop("startup_timeout_s", 10),
+            "stop_timeout_s": server.pop("stop_timeout_s", 2),
+            **server,
+        },
+        "arms": [{"name": "a=1", "vars": {}}],
+        "bench": {"warmup_requests": 0, "scrape_interval_s": 0.2},
+        "scenarios": [{"name": "s", "input_len": 8, "output_len": 4, "concurrencies": [1],
+                       "num_prompts": 1}],
+    })
+
+
+class Recorder:
+    """A subscriber that keeps every event, for assertions."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def __call__(self, event: Event) -> None:
+        self.events.append(event)
+
+    def kinds(self) -> list[str]:
+        return [e.kind for e in self.events]
+
+    def of(self, kind: str) -> list[Any]:
+        return [e for e in self.events if e.kind == kind]
+
+
+def sim_plan_text(port: int, *sim_flags: str, arms: tuple[int, ...] = (3, 5), speed: float = 50,
+                  warmup: int = 2, cells: str | None = None, **server: Any) -> str:
+    """A plan TOML against the simulator; `cells` replaces the default one-scenario grid."""
+    flags = "".join(f', "{f}"' for f in sim_flags)
+    server = {"startup_timeout_s": 20, "stop_timeout_s": 3, **server}
+    extra = "".join(f"{k} = {v}\n" for k, v in server.items())
+    arm_tables = "".join(f'[[arms]]\nname = "st={k}"\nvars = {{ spec_tokens = {k} }}\n\n'
+                         for k in arms)
+    scenarios = cells or (
+        '[[scenarios]]\nname = "chat"\ninput_len = 64\noutput_len = 32\n'
+        'concurrencies = [1, 4]\nnum_prompts = 4\n'
+    )
+    return f"""name = "enginetest"
+model = "test-model"
+backend_label = "simulator"
+
+[server]
+command = ["{{python}}", "-m", "dspark_tui.sim", "serve", "{{model}}", "--host", "{{host}}",
+           "--port", "{{port}}", "--spec-tokens", "{{spec_tokens}}", "--speed", "{speed}"{flags}]
+port = {port}
+{extra}
+{arm_tables}[bench]
+driver = "native"
+warmup_requests = {warmup}
+cell_timeout_s = 30
+scrape_interval_s = 0.2
+
+{scenarios}"""
+
+
+def write_sim_plan(folder: Path, port: int, *sim_flags: str, **kwargs: Any) -> Path:
+    path = folder / "plan.toml"
+    path.write_text(sim_plan_text(port, *sim_flags, **kwargs))
+    return path

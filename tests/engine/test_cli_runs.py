@@ -1,0 +1,259 @@
+"""The engine as a user drives it: `dspark-tui run|demo --headless`, `--detach`, `ctl`,
+`attach`, `--resume` after `kill -9`, SIGHUP — real processes, real files, nothing left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+import pytest
+
+from dspark_tui.engine.launch import RunnerProcess
+from dspark_tui.engine.ports import port_is_free
+from dspark_tui.results import RunStore, load_run, scan_runs
+from tests.engine.helpers import write_sim_plan
+
+CLI = [sys.executable, "-m", "dspark_tui"]
+# Cells of about a second each at --speed 2, so a test can act while one is in flight.
+SLOW_CELLS = """[[scenarios]]
+name = "slow"
+input_len = 64
+output_len = 512
+range_ratio = 1.0
+concurrencies = [1, 2, 3, 4]
+num_prompts = 2
+"""
+
+
+def _cli(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "DSPARK_CONFIG_DIR": "/nonexistent-dspark-config"}
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, env=env,
+                          stdin=subprocess.DEVNULL, check=False)
+
+
+def _wait_for(predicate: Callable[[], object], timeout: float = 30.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what or predicate}")
+
+
+def _kinds(run_dir: Path) -> list[str]:
+    return [e.kind for e in RunStore(run_dir).read_events()]
+
+
+def _status(run_dir: Path) -> str:
+    return json.loads((run_dir / "run.json").read_text())["status"]
+
+
+def _cell_files(run_dir: Path) -> dict[str, str]:
+    """Cell file -> its saved started_at, to prove a finished cell is never redone."""
+    return {
+        str(p.relative_to(run_dir)): json.loads(p.read_text())["provenance"]["started_at"]
+        for p in sorted((run_dir / "cells").glob("*/*.json"))
+    }
+
+
+def test_demo_headless_end_to_end(tmp_path: Path):
+    if not port_is_free("127.0.0.1", 18000):
+        pytest.skip("the demo plan's port 18000 is busy on this machine")
+    done = _cli("demo", "--headless", "--results", str(tmp_path), "--scenarios", "chat_short",
+                "--lang", "en", timeout=110)
+    if done.returncode == 2 and "port 18000" in done.stderr:
+        pytest.skip("another test took the demo plan's port 18000 meanwhile")
+    assert done.returncode == 0, done.stdout + done.stderr
+    (run_dir,) = list(tmp_path.iterdir())
+    assert "run completed: 4/4 cells ok" in done.stdout
+    assert "Total tok/s by arm" in done.stdout and "ETA" in done.stdout
+    run = load_run(run_dir)
+    assert len(run.ok_cells()) == 4 and not run.problems
+    assert run.manifest.status == "completed"
+    report = (run_dir / "report.md").read_text()
+    assert "chat_short" in report and "st=3" in report
+    assert (run_dir / "results.csv").is_file()
+
+
+def test_port_taken_is_one_line_and_creates_no_run(tmp_path: Path, port: int):
+    plan = write_sim_plan(tmp_path, port, arms=(3,))
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", port))
+        holder.listen()
+        done = _cli("run", str(plan), "--headless", "--results", str(tmp_path / "results"))
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert f"port {port} on 127.0.0.1 is already in use by pid {os.getpid()}" in done.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_detach_ctl_attach_and_a_second_run_on_the_same_port(tmp_path: Path, port: int):
+    cells = SLOW_CELLS.replace("[1, 2, 3, 4]", "[1, 2, 3, 4, 5, 6, 7]")
+    plan = write_sim_plan(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=cells)
+    results = tmp_path / "results"
+    started = _cli("run", str(plan), "--headless", "--detach", "--results", str(results))
+    assert started.returncode == 0, started.stderr
+    run_dir = Path(started.stdout.strip().splitlines()[0])
+    assert run_dir.parent == results
+    pid = int(started.stderr.split("runner pid ")[1].split(",")[0])
+    try:
+        _wait_for(lambda: "cell_started" in _kinds(run_dir), what="the first cell")
+        assert json.loads((run_dir / "run.json").read_text())["runner_pid"] == pid
+        assert oct((run_dir / "run.json").stat().st_mode & 0o777) == "0o600"
+
+        paused = _cli("ctl", str(run_dir), "pause")
+        assert paused.returncode == 0 and "pause: will pause after the current cell" in paused.stdout
+        assert oct((run_dir / "control.jsonl").stat().st_mode & 0o777) == "0o600"
+        current = _kinds(run_dir).count("cell_started")
+        _wait_for(lambda: _kinds(run_dir).count("cell_finished") == current,
+                  what="the current cell to finish")
+        time.sleep(1.5)
+        assert _kinds(run_dir).count("cell_started") == current  # paused between cells
+
+        second = _cli("run", str(plan), "--headless", "--results", str(results))
+        assert second.returncode == 2
+        assert f"port {port} is used by the live run enginetest ({run_dir}" in second.stderr
+
+        resumed = _cli("ctl", str(run_dir), "resume")
+        assert "resume: resumed" in resumed.stdout
+        _wait_for(lambda: _kinds(run_dir).count("cell_started") == current + 1, what="next cell")
+        skipped = _cli("ctl", str(run_dir), "skip")
+        assert "skip: skipping the current cell" in skipped.stdout
+        _wait_for(lambda: "cell_skipped" in _kinds(run_dir), what="the skip")
+
+        attach = subprocess.Popen([*CLI, "attach", str(run_dir), "--headless"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  stdin=subprocess.DEVNULL)
+        aborted = _cli("ctl", str(run_dir), "abort")
+        assert "abort: aborted by user" in aborted.stdout
+        out, err = attach.communicate(timeout=30)
+        assert attach.returncode == 3, err
+        assert "skip " in out and "run aborted" in out
+        _wait_for(lambda: _status(run_dir) == "aborted", what="aborted status")
+        _wait_for(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie",
+                  what="the runner to exit")
+        late = _cli("ctl", str(run_dir), "pause")
+        assert late.returncode == 2 and "no runner is alive for this run" in late.stderr
+    finally:
+        if psutil.pid_exists(pid):
+            os.kill(pid, signal.SIGKILL)
+        from dspark_tui.engine.server_record import stop_orphaned_server
+
+        stop_orphaned_server(run_dir)
+    cells = load_run(run_dir).cells
+    events = RunStore(run_dir).read_events()
+    (skip_event,) = [e for e in events if e.kind == "cell_skipped"]
+    assert [k for k, c in cells.items() if not c.ok] == [skip_event.key]
+    assert cells[skip_event.key].status.value == "skipped"
+    assert len([c for c in cells.values() if c.ok]) == _kinds(run_dir).count("cell_finished")
+
+
+def test_kill_9_mid_cell_then_resume_redoes_nothing_and_loses_nothing(tmp_path: Path, port: int):
+    plan = write_sim_plan(tmp_path, port, "--spawn-workers", "2", arms=(3,), speed=2, warmup=0,
+                          cells=SLOW_CELLS)
+    runner = RunnerProcess.start(str(plan), results_root=tmp_path / "results", detach=True)
+    run_dir = runner.run_dir
+    try:
+        _wait_for(lambda: _kinds(run_dir).count("cell_started") == 2, what="the second cell")
+        record = json.loads((run_dir / "server.json").read_text())
+        server_pids = [record["pid"]] + [d["pid"] for d in record["descendants"]]
+        assert len(server_pids) == 3
+        os.kill(runner.pid, signal.SIGKILL)
+        runner.wait(5)
+        time.sleep(0.5)
+        assert all(psutil.pid_exists(p) for p in server_pids)  # orphaned, as after a crash
+        assert not port_is_free("127.0.0.1", port)
+        (summary,) = scan_runs([run_dir.parent])
+        assert summary.status == "interrupted"
+        before = _cell_files(run_dir)
+        assert list(before) == ["cells/st_3/slow__c1.json"]
+        fresh = _cli("run", str(plan), "--headless", "--results", str(run_dir.parent))
+        assert fresh.returncode == 2
+        assert f"held by the server left behind by the interrupted run {run_dir}" in fresh.stderr
+
+        resumed = _cli("run", "--resume", str(run_dir), "--headless", timeout=90)
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        assert "stopped the server left by the previous runner of this run" in resumed.stdout
+        assert "1 already done" in resumed.stdout
+        after = _cell_files(run_dir)
+        assert len(after) == 4
+        assert after["cells/st_3/slow__c1.json"] == before["cells/st_3/slow__c1.json"]
+        assert all(not psutil.pid_exists(p) for p in server_pids)
+        assert _status(run_dir) == "completed"
+        assert len(load_run(run_dir).ok_cells()) == 4
+    finally:
+        runner.stop(timeout=5)
+
+
+def test_sighup_stops_the_server_and_marks_the_run_interrupted(tmp_path: Path, port: int):
+    plan = write_sim_plan(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=SLOW_CELLS)
+    results = tmp_path / "results"
+    proc = subprocess.Popen([*CLI, "run", str(plan), "--headless", "--results", str(results)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        _wait_for(lambda: list(results.glob("*/cells/*/*.json")), what="a finished cell")
+        (run_dir,) = list(results.iterdir())
+        server_pid = json.loads((run_dir / "server.json").read_text())["pid"]
+        proc.send_signal(signal.SIGHUP)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130
+    assert "SIGHUP: stopping the server" in out
+    assert _status(run_dir) == "interrupted"
+    assert _kinds(run_dir)[-1] == "run_finished"
+    assert not psutil.pid_exists(server_pid)
+    assert json.loads((run_dir / "server.json").read_text())["state"] == "stopped"
+    assert load_run(run_dir).ok_cells()
+
+
+def test_a_runner_whose_parent_dies_aborts(tmp_path: Path, port: int):
+    plan = write_sim_plan(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=SLOW_CELLS)
+    results = tmp_path / "results"
+    # A parent that starts an attached runner, prints its pid and dies at once.
+    script = (
+        "import sys; from pathlib import Path; from dspark_tui.engine.launch import RunnerProcess;"
+        f"r = RunnerProcess.start({str(plan)!r}, results_root=Path({str(results)!r}));"
+        "print(r.pid, r.run_dir, flush=True); import time; time.sleep(1.5)"
+    )
+    parent = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=30, check=True)
+    pid_text, run_dir_text = parent.stdout.split()
+    run_dir, pid = Path(run_dir_text), int(pid_text)
+    try:
+        _wait_for(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie",
+                  timeout=30, what="the orphaned runner to abort")
+        assert _status(run_dir) == "aborted"
+        finished = RunStore(run_dir).read_events()[-1]
+        assert finished.kind == "run_finished"
+        assert finished.message == "the process that started this runner is gone"
+    finally:
+        if psutil.pid_exists(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_a_closed_terminal_does_not_stop_a_foreground_run(tmp_path: Path, port: int):
+    """`dspark-tui run ... | head -1`: the printer goes quiet, the run and its cleanup go on."""
+    plan = write_sim_plan(tmp_path, port, arms=(3,), warmup=0)
+    results = tmp_path / "results"
+    proc = subprocess.Popen([*CLI, "run", str(plan), "--headless", "--results", str(results)],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            stdin=subprocess.DEVNULL)
+    assert proc.stdout is not None
+    assert proc.stdout.readline().startswith(b"run enginetest")
+    proc.stdout.close()
+    assert proc.wait(timeout=60) == 0
+    (run_dir,) = list(results.iterdir())
+    assert _status(run_dir) == "completed"
+    assert json.loads((run_dir / "server.json").read_text())["state"] == "stopped"

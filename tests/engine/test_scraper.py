@@ -1,0 +1,135 @@
+"""/metrics parsing and per-cell summaries, on vLLM 0.33.0's real page and over real HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+from pathlib import Path
+
+import pytest
+
+from dspark_tui.engine.scraper import (
+    MetricsScraper,
+    MetricsSnapshot,
+    parse_metrics,
+    summarize_window,
+    write_series,
+)
+from dspark_tui.engine.server import ServerProcess
+from dspark_tui.model import CellKey
+from dspark_tui.model.events import MetricsSample
+from tests.conftest import FIXTURES
+from tests.engine.helpers import fake_server_plan
+
+PAGE = FIXTURES / "vllm_0.33.0_metrics_spec3.txt"
+
+
+def test_parses_the_real_vllm_page():
+    snap = parse_metrics(PAGE.read_text(), t=0.0)
+    assert snap.counters["drafts"] == 5704
+    assert snap.counters["draft_tokens"] == 17112
+    assert snap.counters["accepted_tokens"] == 10616
+    assert snap.counters["generation_tokens"] == 16384
+    assert snap.counters["prompt_tokens"] == 35467
+    assert snap.counters["preemptions"] == 0
+    assert snap.per_position == {0: 4518, 1: 3482, 2: 2616}
+    assert snap.gauges == {"running": 16, "waiting": 0, "kv_usage": pytest.approx(0.0734)}
+
+
+def test_summary_is_made_of_counter_deltas_over_the_window():
+    end = parse_metrics(PAGE.read_text(), t=10.0)
+    start = MetricsSnapshot(t=0.0, counters={k: 0.0 for k in end.counters},
+                            per_position={p: 0.0 for p in end.per_position},
+                            gauges={"running": 4.0, "waiting": 2.0, "kv_usage": 0.5})
+    summary = summarize_window([start, end], gaps=1)
+    assert summary.samples == 2 and summary.scrape_gaps == 1 and summary.counter_resets == 0
+    assert summary.acceptance_rate == pytest.approx(10616 / 17112)
+    assert summary.mean_acceptance_length == pytest.approx(1 + 10616 / 5704)
+    assert summary.per_position_acceptance == pytest.approx([4518 / 5704, 3482 / 5704, 2616 / 5704])
+    assert summary.generation_tokens == 16384
+    assert summary.kv_usage_peak == 0.5
+    assert summary.kv_usage_mean == pytest.approx((0.5 + 0.0734) / 2)
+    assert summary.running_peak == 16 and summary.running_mean == 10
+    assert summary.waiting_peak == 2
+
+
+def test_a_counter_reset_counts_the_new_value_as_the_delta():
+    a = MetricsSnapshot(t=0, counters={"generation_tokens": 1000.0, "drafts": 100.0})
+    b = MetricsSnapshot(t=1, counters={"generation_tokens": 1500.0, "drafts": 150.0})
+    restarted = MetricsSnapshot(t=2, counters={"generation_tokens": 200.0, "drafts": 20.0})
+    summary = summarize_window([a, b, restarted])
+    assert summary.counter_resets == 1
+    assert summary.generation_tokens == 700
+    assert summary.drafts == 70
+
+
+def test_empty_window_has_no_numbers():
+    summary = summarize_window([], gaps=3)
+    assert summary.samples == 0 and summary.scrape_gaps == 3
+    assert summary.acceptance_rate is None and summary.kv_usage_peak is None
+
+
+async def test_scrapes_a_live_server_and_saves_the_series(tmp_path: Path, port: int):
+    plan = fake_server_plan(port)
+    server = ServerProcess(plan, plan.arms[0], log_path=tmp_path / "server.log",
+                           run_dir=tmp_path, emit=lambda e: None)
+    samples: list[MetricsSample] = []
+    await server.start()
+    try:
+        scraper = MetricsScraper(server.base_url, "a=1", interval_s=0.1, emit=samples.append)
+        await scraper.start()
+        key = CellKey(arm="a=1", scenario="s", concurrency=1)
+        await scraper.begin_window(key)
+        await asyncio.sleep(0.6)
+        summary, window = await scraper.end_window()
+        idle = scraper.seconds_without_progress()
+        await scraper.stop()
+    finally:
+        await server.stop()
+    assert summary.samples >= 4 and summary.scrape_gaps == 0
+    assert summary.generation_tokens is not None and summary.generation_tokens >= 30
+    assert summary.running_peak == 1
+    assert all(s.key == key for s in window)
+    assert any(s.generation_tok_s and s.generation_tok_s > 0 for s in window)
+    assert idle is not None and idle < 1.0
+    path = tmp_path / "series" / "a_1" / "s__c1.csv"
+    write_series(path, window)
+    rows = list(csv.DictReader(path.open()))
+    assert len(rows) == len(window)
+    assert rows[0]["elapsed_s"] == "0.0" and rows[-1]["running"] == "1.0"
+
+
+async def test_a_dead_endpoint_is_a_gap_not_an_error(port: int):
+    samples: list[MetricsSample] = []
+    scraper = MetricsScraper(f"http://127.0.0.1:{port}", "a", interval_s=0.1, emit=samples.append)
+    await scraper.start()
+    await scraper.begin_window(CellKey(arm="a", scenario="s", concurrency=1))
+    await asyncio.sleep(0.35)
+    summary, window = await scraper.end_window()
+    await scraper.stop()
+    assert summary.samples == 0 and summary.scrape_gaps >= 3
+    assert window and all(s.gap for s in window)
+    assert scraper.seconds_without_progress() is None
+
+
+
+async def test_scrapes_the_real_vllm_page_over_http(tmp_path: Path, port: int):
+    plan = fake_server_plan(port, "--metrics-file", str(PAGE))
+    server = ServerProcess(plan, plan.arms[0], log_path=tmp_path / "server.log",
+                           run_dir=tmp_path, emit=lambda e: None)
+    samples: list[MetricsSample] = []
+    await server.start()
+    try:
+        scraper = MetricsScraper(server.base_url, "a=1", interval_s=0.1, emit=samples.append)
+        await scraper.start()
+        await scraper.begin_window(CellKey(arm="a=1", scenario="s", concurrency=16))
+        await asyncio.sleep(0.3)
+        summary, window = await scraper.end_window()
+        await scraper.stop()
+    finally:
+        await server.stop()
+    # A page that does not change: gauges as printed, counters moved by nothing.
+    assert summary.kv_usage_peak == pytest.approx(0.0734) and summary.running_mean == 16
+    assert summary.drafts == 0 and summary.generation_tokens == 0
+    assert summary.mean_acceptance_length is None  # no drafts in the window: unknown, not 1.0
+    assert window[-1].kv_usage == pytest.approx(0.0734) and window[-1].generation_tok_s == 0

@@ -1,0 +1,128 @@
+"""ServerProcess against a real subprocess (tests/fakes/fake_server_http.py) on loopback."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from dspark_tui.engine.ports import port_is_free
+from dspark_tui.engine.server import ServerError, ServerProcess
+from dspark_tui.engine.server_record import read_record
+from tests.engine.helpers import Recorder, fake_server_plan
+
+
+def _server(tmp_path: Path, port: int, *flags: str, **server: object) -> tuple[ServerProcess, Recorder]:
+    plan = fake_server_plan(port, *flags, **server)
+    recorder = Recorder()
+    proc = ServerProcess(plan, plan.arms[0], log_path=tmp_path / "logs" / "server-a_1.log",
+                         run_dir=tmp_path, emit=recorder)
+    return proc, recorder
+
+
+async def test_starts_serves_and_stops_leaving_nothing(tmp_path: Path, port: int):
+    server, events = _server(tmp_path, port)
+    await server.start()
+    assert server.exit_code() is None
+    assert await server.probe_health()
+    states = [e.state for e in events.of("server_state")]
+    assert states[:3] == ["starting", "loading", "ready"]
+    assert any("Loading safetensors" in e.line for e in events.of("server_log"))
+    record = read_record(tmp_path)
+    assert record is not None and record.pid == server.pid and record.state == "running"
+    await server.stop()
+    assert events.of("server_state")[-1].state == "stopped"
+    assert port_is_free("127.0.0.1", port)
+    assert read_record(tmp_path).state == "stopped"
+    log = (tmp_path / "logs" / "server-a_1.log").read_text()
+    assert "Application startup complete." in log
+
+
+async def test_exit_at_startup_fails_fast_with_the_log_tail(tmp_path: Path, port: int):
+    server, events = _server(tmp_path, port, "--exit-at-start", "3", startup_timeout_s=30)
+    started = time.monotonic()
+    with pytest.raises(ServerError) as caught:
+        await server.start()
+    assert time.monotonic() - started < 10
+    assert "exited with code 3 while starting" in str(caught.value)
+    assert any("cannot load the model" in line for line in caught.value.tail)
+    assert events.of("server_state")[-1].state == "failed"
+
+
+async def test_fatal_log_line_fails_before_the_timeout(tmp_path: Path, port: int):
+    server, _ = _server(tmp_path, port, "--fatal-line", startup_timeout_s=60)
+    started = time.monotonic()
+    with pytest.raises(ServerError, match=r"fatal error: .*EngineCore failed to start"):
+        await server.start()
+    assert time.monotonic() - started < 10
+
+
+async def test_hang_at_startup_times_out(tmp_path: Path, port: int):
+    server, _ = _server(tmp_path, port, "--never-ready", startup_timeout_s=1.5)
+    started = time.monotonic()
+    with pytest.raises(ServerError, match=r"not ready after 1.5s \(startup_timeout_s\)"):
+        await server.start()
+    assert 1.4 < time.monotonic() - started < 10
+
+
+async def test_port_taken_names_the_holder(tmp_path: Path, port: int):
+    server, _ = _server(tmp_path, port)
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", port))
+        holder.listen()
+        with pytest.raises(ServerError) as caught:
+            await server.start()
+    message = str(caught.value)
+    assert f"port {port} on 127.0.0.1 is already in use" in message
+    assert f"pid {psutil.Process().pid}" in message
+    assert server.pid is None  # nothing was launched
+
+
+async def test_ignoring_sigterm_and_spawned_workers_leave_nothing(tmp_path: Path, port: int):
+    server, events = _server(tmp_path, port, "--ignore-sigterm", "--spawn-workers", "3",
+                             stop_timeout_s=1)
+    await server.start()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and len(read_record(tmp_path).descendants) < 3:
+        await server.probe_health()
+        time.sleep(0.2)
+    record = read_record(tmp_path)
+    pids = [record.pid] + [d.pid for d in record.descendants]
+    assert len(pids) >= 4
+    await server.stop()
+    assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+    assert "killed after 1s" in events.of("server_state")[-1].message
+    assert "SIGTERM ignored" in (tmp_path / "logs" / "server-a_1.log").read_text()
+
+
+async def test_log_flood_keeps_the_tail_bounded(tmp_path: Path, port: int):
+    server, events = _server(tmp_path, port, "--log-flood")
+    await server.start()
+    started = time.monotonic()
+    while time.monotonic() - started < 1.0:
+        assert await server.probe_health(timeout=2.0)
+        server._read_log()
+    assert len(server.tail()) <= 200
+    assert len(events.of("server_log")) < 200  # rate limited, not one event per line
+    await server.stop()
+    assert (tmp_path / "logs" / "server-a_1.log").stat().st_size > 1_000_000
+
+
+def test_record_is_json_for_other_tools(tmp_path: Path):
+    (tmp_path / "server.json").write_text("{not json")
+    assert read_record(tmp_path) is None
+    (tmp_path / "server.json").write_text(json.dumps({"arm": "a"}))
+    assert read_record(tmp_path) is None
+
+
+def test_secrets_in_the_server_command_are_hidden():
+    from dspark_tui.engine.server import redact_argv
+
+    argv = ["vllm", "serve", "m", "--api-key", "sk-123", "--hf-token=hf_abc", "--spec-tokens", "5",
+            "--token", "t0"]
+    assert redact_argv(argv) == ["vllm", "serve", "m", "--api-key", "***", "--hf-token=***",
+                                 "--spec-tokens", "5", "--token", "***"]
