@@ -501,14 +501,22 @@ class Runner:
         for name in ("input_len", "output_len", "range_ratio", "num_prompts"):
             if getattr(result.provenance, name) is None:
                 setattr(result.provenance, name, getattr(provenance, name))
+        incomplete = _incomplete_reason(result)
+        if result.status == CellStatus.OK and incomplete:
+            # Throughput over a grid with failed requests is not comparable; keep the numbers
+            # for inspection, but the cell is failed so that retry and resume redo it.
+            result = result.model_copy(update={"status": CellStatus.FAILED, "error": incomplete})
         if result.status == CellStatus.OK:
             self.store.save_cell(result)
             self._done.add(result.key)
             self._failed.discard(result.key)
             self._emit(CellFinished(result=result))
         else:
-            self._fail_cell(result.key, result.error or "the bench client reported failure",
-                            summary, result.provenance)
+            result.error = result.error or "the bench client reported failure"
+            self.store.save_cell(result)
+            self._failed.add(result.key)
+            self._attempted.add(result.key)
+            self._emit(CellFailed(key=result.key, reason=result.error))
 
     def _fail_cell(self, key: CellKey, reason: str, summary: ServerSummary | None,
                    provenance: Provenance) -> None:
@@ -650,3 +658,17 @@ class Runner:
             if os.getppid() != self.parent_pid or not pid_alive(self.parent_pid):
                 self.abort("the process that started this runner is gone")
                 return
+
+
+def _incomplete_reason(result: CellResult) -> str | None:
+    """Why a cell whose client returned numbers still does not count: some requests failed."""
+    wanted = result.provenance.num_prompts
+    completed = result.metrics.completed
+    failed = result.metrics.failed or 0
+    if completed is not None and wanted is not None and completed < wanted:
+        failed = max(failed, wanted - completed)
+    if failed <= 0:
+        return None
+    detail = next((n for n in result.provenance.notes if "failed" in n), "")
+    return f"{failed} of {wanted or completed or '?'} requests failed" + (f" ({detail})" if detail else "")
+

@@ -255,3 +255,27 @@ async def test_resume_reruns_failed_cells_only(tmp_path: Path, port: int):
     after = {k.id: c.provenance.started_at for k, c in store.load_cells()[0].items()}
     assert after["st=3/small/c1"] == before["st=3/small/c1"]
     assert _statuses(store) == {"st=3/big/c4": "ok", "st=3/small/c1": "ok", "st=3/small/c2": "ok"}
+
+
+PARTLY_TOO_LONG = """[[scenarios]]
+name = "mixed"
+input_len = 1000
+output_len = 16
+range_ratio = 0.0
+concurrencies = [2]
+num_prompts = 12
+"""
+
+
+async def test_requests_failing_on_a_live_server_fail_the_cell_but_keep_its_numbers(
+        tmp_path: Path, port: int):
+    # --max-model-len 600: prompts drawn above ~584 tokens are rejected with 400, the rest serve.
+    runner, events = _runner(tmp_path, port, "--max-model-len", "600", arms=(3,), cells=PARTLY_TOO_LONG)
+    assert await runner.run() == "failed"
+    cell = next(iter(load_run(runner.store.path).cells.values()))
+    assert cell.status == CellStatus.FAILED
+    assert cell.error is not None and "requests failed" in cell.error and "of 12" in cell.error
+    assert 0 < (cell.metrics.completed or 0) < 12
+    [failed] = events.of("cell_failed")
+    assert failed.reason == cell.error
+    assert runner.store.done_keys() == set()  # resume and retry redo it
