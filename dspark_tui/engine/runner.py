@@ -460,7 +460,7 @@ class Runner:
                                 range_ratio=cell.range_ratio, num_prompts=cell.num_prompts)
         if run in done and not run.cancelled():
             exc = run.exception()
-            death = server.death_reason()
+            death = await _death_after_failures(server, run)
             if exc is None and death is None:
                 self._finish_cell(run.result(), summary, provenance)
                 return
@@ -671,4 +671,17 @@ def _incomplete_reason(result: CellResult) -> str | None:
         return None
     detail = next((n for n in result.provenance.notes if "failed" in n), "")
     return f"{failed} of {wanted or completed or '?'} requests failed" + (f" ({detail})" if detail else "")
+
+
+async def _death_after_failures(server: ServerProcess, run: asyncio.Task[CellResult]) -> str | None:
+    """A crashing server closes its sockets a moment before its process is reaped: when requests
+    failed, give the exit a short while to show, so the cell is blamed on the death, not on them."""
+    death = server.death_reason()
+    exc = run.exception()
+    failures = exc is not None or bool(_incomplete_reason(run.result()))
+    deadline = time.monotonic() + 1.0
+    while death is None and failures and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+        death = server.death_reason()
+    return death
 
