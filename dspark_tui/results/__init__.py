@@ -2,8 +2,8 @@
 
 from dspark_tui.results.atomic import atomic_write_text
 from dspark_tui.results.manifest import RunManifest, manifest_for_plan
-from dspark_tui.results.store import CellProblem, RunStore, load_run
 from dspark_tui.results.scan import RunSummary, scan_runs
+from dspark_tui.results.store import CellProblem, RunStore, load_run
 
 __all__ = [
     "CellProblem",

@@ -1,6 +1,6 @@
 """Benchmark drivers: one cell in, one CellResult out (contract in base.py).
 
-`native` is our own httpx client; `sglang` and `vllm` run those projects' CLIs and import their
+`native` is our own aiohttp client; `sglang` and `vllm` run those projects' CLIs and import their
 result files. `make_driver` picks one from the plan's `[bench] driver`.
 """
 

@@ -5,9 +5,17 @@ Requests go to `/v1/completions` with token-id prompts (exact input lengths, no 
 server. Timing follows sglang's request function: TTFT at the first chunk whose text is not
 empty, one ITL per such chunk, E2E at the last line received.
 
+HTTP is aiohttp (what sglang.bench_serving uses too): one session per run whose connector holds
+at most `concurrency` keep-alive connections, its C parser de-chunking the stream. On this
+project's 2-core machine (2026-11-29, simulator at speed 1, 512/256 tokens) it spent 0.063 /
+0.015 / 0.012 client CPU seconds per 1,000 output tokens at concurrency 1 / 32 / 128, 0.65-0.70x
+the peer's, at the peer's throughput; httpx's pool and pure-Python h11 parsing cost several
+times that. bench/client_vs_sglang.py repeats the comparison.
+
 The client runs in the same process as the orchestrator, so each streamed line is handled
-cheaply: a byte search decides whether the chunk carries text, and only lines without a `text`
-key (the usage chunk, an error) are JSON-decoded.
+cheaply: the body is read in whatever pieces have arrived (no per-line awaits), a byte search
+decides whether a chunk carries text, and only lines without a `text` key (the usage chunk, an
+error) are JSON-decoded.
 """
 
 from __future__ import annotations
@@ -15,8 +23,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import ssl
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -27,7 +33,6 @@ import aiohttp
 
 from dspark_tui.engine.drivers.base import CellError, DriverContext, ProgressCallback
 from dspark_tui.engine.drivers.cli_driver import now_iso, raw_relpath
-from dspark_tui.engine.drivers.http_stream import HttpError, StreamConnection
 from dspark_tui.engine.drivers.prompts import PromptSpec, random_id_prompts
 from dspark_tui.engine.drivers.stats import RequestRecord, client_metrics, percentile
 from dspark_tui.model import CellResult, CellSpec, Provenance
@@ -37,6 +42,8 @@ PROGRESS_INTERVAL_S = 0.25
 _RATE_WINDOW_S = 5.0
 _ROLLING_REQUESTS = 256
 _TEXT_KEY = b'"text":'
+_ERROR_BODY_LIMIT = 4096
+_CONNECT_TIMEOUT_S = 30.0
 
 
 class _StreamError(Exception):
@@ -108,71 +115,29 @@ class LiveStats:
         )
 
 
-TRANSPORT = os.environ.get("DSPARK_NATIVE_TRANSPORT", "h1")  # TEMP: h1 | aio | aio-slot
-
-
-class _H1:
-    def __init__(self, ctx: DriverContext, headers: dict[str, str], tls: ssl.SSLContext | None) -> None:
-        self.connection = StreamConnection(ctx.base_url, headers, tls=tls)
-
-    @contextlib.asynccontextmanager
-    async def open(self, path: str, body: bytes):  # type: ignore[no-untyped-def]
-        gen = self.connection.post_stream(path, body)
-        try:
-            yield gen
-        finally:
-            await gen.aclose()
-
-    async def aclose(self) -> None:
-        await self.connection.close()
-
-
-def _session(limit: int, tls: ssl.SSLContext | None) -> aiohttp.ClientSession:
-    connector = aiohttp.TCPConnector(limit=limit, limit_per_host=0, ssl=tls if tls else False)
-    return aiohttp.ClientSession(
-        connector=connector,
-        cookie_jar=aiohttp.DummyCookieJar(),
-        auto_decompress=False,
-        timeout=aiohttp.ClientTimeout(total=None, sock_connect=30),
-    )
-
-
-class _Aio:
-    def __init__(self, ctx: DriverContext, headers: dict[str, str], session: aiohttp.ClientSession | None,
-                 tls: ssl.SSLContext | None) -> None:  # fmt: skip
-        self.owned = session is None
-        self.session = session if session is not None else _session(1, tls)
-        self.base = ctx.base_url.rstrip("/")
-        self.headers = {"Content-Type": "application/json", **headers}
-
-    @contextlib.asynccontextmanager
-    async def open(self, path: str, body: bytes):  # type: ignore[no-untyped-def]
-        async with self.session.post(self.base + path, data=body, headers=self.headers) as resp:
-            if resp.status != 200:
-                text = (await resp.content.read(4096)).decode("utf-8", "replace")
-                raise HttpError(f"HTTP {resp.status}: {' '.join(text.split())[:300]}")
-            yield resp.content.iter_any()
-
-    async def aclose(self) -> None:
-        if self.owned:
-            await self.session.close()
-
-
 class NativeClient:
-    """One concurrency slot: one keep-alive connection, one request in flight at a time."""
+    """One aiohttp session for a run: at most `slots` connections, each reused while it lasts.
 
-    def __init__(self, ctx: DriverContext, tls: ssl.SSLContext | None = None,
-                 session: aiohttp.ClientSession | None = None) -> None:  # fmt: skip
-        headers = {}
+    Every worker shares it; a worker has one request in flight at a time, so a connection is
+    always free when it asks for one. Create it inside the running loop; `aclose` it at the end.
+    """
+
+    def __init__(self, ctx: DriverContext, slots: int) -> None:
+        headers = {"Content-Type": "application/json"}
         if ctx.bench.api_key:
             headers["Authorization"] = f"Bearer {ctx.bench.api_key}"
         self.model = ctx.served_model_name
-        self.transport: Any = (
-            _H1(ctx, headers, tls) if TRANSPORT == "h1" else _Aio(ctx, headers, session, tls)
+        self.url = ctx.base_url.rstrip("/") + "/v1/completions"
+        self.session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=max(slots, 1)),
+            headers=headers,
+            cookie_jar=aiohttp.DummyCookieJar(),
+            # No overall limit: the cell timeout bounds a run, and long generations are normal.
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=_CONNECT_TIMEOUT_S),
         )
 
     async def aclose(self) -> None:
-        await self.transport.aclose()
+        await self.session.close()
 
     def payload(self, prompt: PromptSpec) -> bytes:
         return json.dumps(
@@ -200,37 +165,41 @@ class NativeClient:
         last_line_at = start
         usage_tokens: int | None = None
         try:
-          async with self.transport.open("/v1/completions", body) as stream:
-            pending = b""
-            async for data in stream:
-                lines = (pending + data).split(b"\n")
-                pending = lines.pop()
-                for raw in lines:
-                    if not raw.startswith(b"data:"):
-                        continue
-                    line = raw[5:].strip()
-                    if not line:
-                        continue
-                    now = clock()
-                    last_line_at = now
-                    key_at = _find_text_key(line)
-                    if key_at >= 0:
-                        if _text_is_empty(line, key_at):
+            # Leaving this block early (an error, a cancellation) closes the connection rather
+            # than returning it to the pool, so the server sees the disconnect and aborts.
+            async with self.session.post(self.url, data=body) as resp:
+                if resp.status != 200:
+                    raise _StreamError(await _http_error(resp))
+                content = resp.content
+                pending = b""
+                while data := await content.readany():
+                    lines = (pending + data).split(b"\n")
+                    pending = lines.pop()
+                    for raw in lines:
+                        if not raw.startswith(b"data:"):
                             continue
-                        if chunks == 0:
-                            ttft = now - start
-                        else:
-                            itl.append(now - last_token_at)
-                        last_token_at = now
-                        chunks += 1
-                        if live is not None:
-                            live.tokens_estimate += 1
-                    elif line != b"[DONE]":
-                        usage_tokens = _usage_or_raise(line, usage_tokens)
-        except (_StreamError, HttpError) as exc:
+                        line = raw[5:].strip()
+                        if not line:
+                            continue
+                        now = clock()
+                        last_line_at = now
+                        key_at = _find_text_key(line)
+                        if key_at >= 0:
+                            if _text_is_empty(line, key_at):
+                                continue
+                            if chunks == 0:
+                                ttft = now - start
+                            else:
+                                itl.append(now - last_token_at)
+                            last_token_at = now
+                            chunks += 1
+                            if live is not None:
+                                live.tokens_estimate += 1
+                        elif line != b"[DONE]":
+                            usage_tokens = _usage_or_raise(line, usage_tokens)
+        except _StreamError as exc:
             record.error = str(exc)
-        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError,
-                aiohttp.ClientError) as exc:  # fmt: skip
+        except (aiohttp.ClientError, OSError, ValueError) as exc:
             record.error = _transport_error(exc)
         record.e2e = last_line_at - start
         record.ttft = ttft
@@ -244,15 +213,22 @@ class NativeClient:
         return chunks
 
 
+async def _http_error(resp: aiohttp.ClientResponse) -> str:
+    """`HTTP <status>: <start of the body>` for a non-200 answer, on one line."""
+    data = b""
+    with contextlib.suppress(aiohttp.ClientError, OSError):
+        while len(data) < _ERROR_BODY_LIMIT and (part := await resp.content.readany()):
+            data += part
+    text = data[:_ERROR_BODY_LIMIT].decode("utf-8", "replace")
+    return f"HTTP {resp.status}: {' '.join(text.split())[:300]}"
+
+
 def _transport_error(exc: BaseException) -> str:
     """One line for a failed connection or a torn stream (a crashed server shows as these)."""
     if isinstance(exc, aiohttp.ClientConnectorError):
-        return f"ConnectError: {exc}"
+        reason = exc.os_error.strerror or exc.os_error
+        return f"ConnectError: cannot connect to {exc.host}:{exc.port} ({reason})"
     if isinstance(exc, aiohttp.ClientPayloadError | aiohttp.ServerDisconnectedError):
-        return f"RemoteProtocolError: the server closed the stream early ({type(exc).__name__})"
-    if isinstance(exc, ConnectionRefusedError):
-        return f"ConnectError: connection refused ({exc.strerror or exc})"
-    if isinstance(exc, asyncio.IncompleteReadError):
         return "RemoteProtocolError: the server closed the stream early"
     detail = str(exc) or type(exc).__name__
     return f"{type(exc).__name__}: {detail}"
@@ -291,14 +267,12 @@ async def _run_requests(
         RequestRecord(index=i, input_tokens=p.input_len, requested_output_tokens=p.output_len)
         for i, p in enumerate(prompts)
     ]
-    tls = ssl.create_default_context() if ctx.base_url.startswith("https") else None
     slots = min(concurrency, len(prompts))
-    session = _session(slots, tls) if TRANSPORT == "aio" else None
-    clients = [NativeClient(ctx, tls, session) for _ in range(slots)]
+    client = NativeClient(ctx, slots)
     queue = iter(range(len(prompts)))
     cell_start = time.perf_counter()
 
-    async def worker(client: NativeClient) -> None:
+    async def worker() -> None:
         for i in queue:
             record = records[i]
             record.start = time.perf_counter() - cell_start
@@ -306,16 +280,14 @@ async def _run_requests(
             if live is not None:
                 live.finish(record, chunks)
 
-    tasks = [asyncio.create_task(worker(c)) for c in clients]
+    tasks = [asyncio.create_task(worker()) for _ in range(slots)]
     try:
         await asyncio.gather(*tasks)
     finally:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        await asyncio.gather(*(c.aclose() for c in clients), return_exceptions=True)
-        if session is not None:
-            await session.close()
+        await client.aclose()
     return records, time.perf_counter() - cell_start
 
 
@@ -382,7 +354,7 @@ class NativeDriver:
             provenance=Provenance(
                 driver=self.name,
                 command=[],
-                client_version="dspark-tui native (asyncio streams)",
+                client_version=f"dspark-tui native (aiohttp {aiohttp.__version__})",
                 raw_output=raw_relpath(ctx, raw_path),
                 started_at=started_at,
                 finished_at=now_iso(),
