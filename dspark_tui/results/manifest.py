@@ -18,7 +18,7 @@ MANIFEST_SCHEMA_VERSION = 1
 CLIENT_LABELS = {
     "sglang": "sglang.bench_serving --backend vllm",
     "vllm": "vllm bench serve",
-    "native": "dspark-tui native client (httpx)",
+    "native": "dspark-tui native client (aiohttp, one connection pool per cell)",
 }
 
 
