@@ -1,0 +1,208 @@
+"""What the TUI costs: time to the first painted screen, and CPU while a run streams.
+
+Targets (issue 5): first screen within 1.5 s of the command; while the demo plan streams, the
+TUI adds at most 10 % of one core over the headless run of the same plan. The TUI runs in a
+real terminal (a private tmux server); CPU is summed over our processes (app, runner, bench
+client) and excludes the simulated servers, which both modes run identically.
+
+    python bench/tui_overhead.py [--quick]   (--quick: a shorter run; reports, never fails)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import free_port, print_table
+
+from dspark_tui.plans import shipped_plan_text
+
+FIRST_PAINT_TARGET_S = 1.5
+CPU_TARGET_PCT = 10.0
+
+
+class Terminal:
+    """A 100x30 terminal on a private tmux server, so nothing of the user's is touched."""
+
+    def __init__(self) -> None:
+        self.socket = f"dspark-bench-{uuid.uuid4().hex[:8]}"
+
+    def tmux(self, *args: str) -> str:
+        return subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True,
+                              timeout=10).stdout
+
+    def start(self, command: str, env: dict[str, str]) -> int:
+        exports = " ".join(f"{k}={v}" for k, v in env.items())
+        self.tmux("new-session", "-d", "-s", "b", "-x", "100", "-y", "30",
+                  f"env -u COLUMNS -u LINES {exports} {command}")
+        return int(self.tmux("display", "-p", "-t", "b", "#{pane_pid}").strip())
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", "-t", "b")
+
+    def close(self) -> None:
+        self.tmux("kill-server")
+
+
+def env_for(folder: Path) -> dict[str, str]:
+    return {"DSPARK_CONFIG_DIR": str(folder / "config"), "DSPARK_RESULTS_ROOT": str(folder / "results"),
+            "TERM": "screen"}
+
+
+def first_paint(folder: Path) -> float:
+    term = Terminal()
+    started = time.perf_counter()
+    try:
+        term.start(f"{sys.executable} -m dspark_tui", env_for(folder))
+        while "History —" not in term.screen():
+            if time.perf_counter() - started > 20:
+                raise RuntimeError("the app never painted its history screen")
+            time.sleep(0.01)
+        return time.perf_counter() - started
+    finally:
+        term.close()
+
+
+def plan_file(folder: Path, speed: str) -> Path:
+    text = shipped_plan_text("demo").replace("port = 18000", f"port = {free_port()}")
+    path = folder / "bench-demo.toml"
+    path.write_text(text.replace('"--speed", "20"', f'"--speed", "{speed}"'))
+    return path
+
+
+class CpuMeter:
+    """CPU seconds of a process tree, remembering processes that have already exited."""
+
+    def __init__(self, root_pid: int) -> None:
+        self.root = psutil.Process(root_pid)
+        self.seen: dict[int, float] = {}
+
+    def sample(self) -> None:
+        try:
+            procs = [self.root, *self.root.children(recursive=True)]
+        except psutil.Error:
+            return
+        for proc in procs:
+            try:
+                if "dspark_tui.sim" in " ".join(proc.cmdline()):
+                    continue
+                times = proc.cpu_times()
+                self.seen[proc.pid] = times.user + times.system
+            except psutil.Error:
+                continue
+
+    @property
+    def total(self) -> float:
+        return sum(self.seen.values())
+
+
+def run_finished(results: Path) -> bool:
+    for manifest in results.glob("*/run.json"):
+        try:
+            if json.loads(manifest.read_text()).get("status") not in (None, "running"):
+                return True
+        except (OSError, ValueError):
+            continue
+    return False
+
+
+def cells_started(results: Path) -> bool:
+    """The window opens at the first cell: start-up (imports, server load) is not streaming."""
+    return any("cell_started" in p.read_text(errors="replace") for p in results.glob("*/events.jsonl"))
+
+
+def watch(meter: CpuMeter, results: Path, done: Callable[[], bool],
+          app: psutil.Process | None = None) -> tuple[float, float, float]:
+    """(tree CPU %, app-only CPU %, wall seconds) from the first cell to the end of the run."""
+    limit = time.perf_counter() + 600
+    while not cells_started(results):
+        meter.sample()
+        time.sleep(0.05)
+        if time.perf_counter() > limit:
+            raise RuntimeError("no cell started in 10 minutes")
+    meter.sample()
+    tree_start = meter.total
+    app_start = sum(app.cpu_times()[:2]) if app else 0.0
+    app_cpu = 0.0
+    started = time.perf_counter()
+    while not done():
+        meter.sample()
+        if app is not None:
+            app_cpu = sum(app.cpu_times()[:2]) - app_start
+        time.sleep(0.2)
+        if time.perf_counter() > limit:
+            raise RuntimeError("the run did not finish in 10 minutes")
+    wall = time.perf_counter() - started
+    meter.sample()
+    return 100 * (meter.total - tree_start) / wall, 100 * app_cpu / wall, wall
+
+
+def measure_tui(folder: Path, plan: Path) -> tuple[float, float, float]:
+    term = Terminal()
+    try:
+        pid = term.start(f"{sys.executable} -m dspark_tui run {plan}", env_for(folder))
+        results = folder / "results"
+        return watch(CpuMeter(pid), results, lambda: run_finished(results), psutil.Process(pid))
+    finally:
+        term.close()
+
+
+def measure_headless(folder: Path, plan: Path) -> tuple[float, float]:
+    env = {**os.environ, **env_for(folder)}
+    proc = subprocess.Popen([sys.executable, "-m", "dspark_tui", "run", str(plan), "--headless"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        tree, _, wall = watch(CpuMeter(proc.pid), folder / "results", lambda: proc.poll() is not None)
+    finally:
+        proc.kill()
+        proc.wait()
+    return tree, wall
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats, a faster plan")
+    args = parser.parse_args()
+    if shutil.which("tmux") is None:
+        print("tmux is needed to give the app a terminal; nothing measured")
+        return 0 if args.quick else 2
+    speed = "10" if args.quick else "4"
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        paints = [first_paint(base / f"paint{i}") for i in range(2 if args.quick else 5)]
+        plan = plan_file(base, speed)
+        headless_pct, headless_wall = measure_headless(base / "headless", plan)
+        tui_pct, app_pct, tui_wall = measure_tui(base / "tui", plan)
+    paint = statistics.median(paints)
+    extra = tui_pct - headless_pct
+    print_table(
+        ["measure", "value", "target"],
+        [
+            ["first paint (median)", f"{paint:.2f} s", f"<= {FIRST_PAINT_TARGET_S} s"],
+            ["headless run: CPU of one core", f"{headless_pct:.1f} % over {headless_wall:.0f} s", ""],
+            ["TUI run: CPU of one core", f"{tui_pct:.1f} % over {tui_wall:.0f} s", ""],
+            ["  of which the app process", f"{app_pct:.1f} %", ""],
+            ["TUI over headless", f"{extra:+.1f} %", f"<= +{CPU_TARGET_PCT} %"],
+        ],
+    )
+    met = paint <= FIRST_PAINT_TARGET_S and extra <= CPU_TARGET_PCT
+    print("targets met" if met else "targets missed")
+    # --quick is a smoke test on a possibly busy machine: it reports, the full run judges.
+    return 0 if met or args.quick else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,257 @@
+"""The application: themes, keymap, quitting safely, and routing between screens.
+
+It stays thin: screens own their widgets and timers. Runs happen in runner processes; the
+app only remembers which of them it started, so quitting (or losing the terminal) can stop
+those and leave detached or attached runs alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import ClassVar
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.worker import Worker, WorkerState
+
+from dspark_tui.config import Settings, save_setting
+from dspark_tui.model import UserError
+from dspark_tui.results import RunStore
+from dspark_tui.tui.run_link import AttachedRun, RunLink, start_runner
+from dspark_tui.tui.screens.confirm import ConfirmScreen
+from dspark_tui.tui.screens.help import HelpScreen
+from dspark_tui.tui.screens.history import HistoryScreen
+from dspark_tui.tui.screens.plan_picker import PlanPickerScreen, StartRequest
+from dspark_tui.tui.screens.run_screen import RunScreen
+from dspark_tui.tui.themes import load_themes
+
+log = logging.getLogger("dspark_tui.tui")
+
+STOP_TIMEOUT_S = 20.0
+
+
+@dataclass
+class AttachTarget:
+    run_dir: Path
+    read_only: bool = False
+
+
+class DsparkApp(App[None]):
+    CSS_PATH = "app.tcss"
+    TITLE = "dspark-tui"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit", id="app.quit",
+                tooltip="asks first while a run this app started is going, then stops it"),
+        Binding("question_mark", "help", "Help", id="app.help", tooltip="this list"),
+        Binding("n", "new_run", "New run", id="app.new_run",
+                tooltip="pick a plan, its arms and scenarios; optionally detached"),
+    ]
+
+    def __init__(self, settings: Settings, *, warnings: Iterable[str] = (),
+                 start: StartRequest | AttachTarget | None = None,
+                 results_root: Path | None = None, lang: str | None = None,
+                 config_file: Path | None = None, clock: Callable[[], float] | None = None,
+                 remember_theme: bool = True) -> None:
+        super().__init__()
+        self.settings = settings
+        self.startup_warnings = list(warnings)
+        self.start = start
+        self.results_root = results_root or settings.results_root
+        self.lang = lang or settings.language
+        self.config_file = config_file
+        self.clock = clock or time.time
+        self.remember_theme = remember_theme
+        self.links: list[RunLink] = []
+        self.hung_up = False
+
+    # -- start-up --------------------------------------------------------------------------
+
+    def on_mount(self) -> None:
+        self._install_themes()
+        if self.settings.keymap:
+            self.set_keymap(self.settings.keymap)
+        self.push_screen(HistoryScreen(self.history_roots()))
+        for warning in self.startup_warnings:
+            self.notify(warning, severity="warning", timeout=10)
+        self._watch_signals()
+        if isinstance(self.start, StartRequest):
+            self.start_run(self.start)
+        elif isinstance(self.start, AttachTarget):
+            self.open_live(self.start.run_dir, read_only=self.start.read_only)
+
+    def history_roots(self) -> list[Path]:
+        roots: list[Path] = []
+        for root in [self.results_root, *self.settings.history_roots()]:
+            if root.expanduser().resolve() not in {r.expanduser().resolve() for r in roots}:
+                roots.append(root)
+        return roots
+
+    def _install_themes(self) -> None:
+        themes, problems = load_themes([self.settings.plans_dir.parent / "themes"])
+        for theme in themes:
+            self.register_theme(theme)
+        for problem in problems:
+            self.notify(problem, severity="warning", timeout=10)
+        wanted = self.settings.theme
+        if wanted in self.available_themes:
+            self.theme = wanted
+        else:
+            fallback = "dspark-dark" if "dspark-dark" in self.available_themes else "textual-dark"
+            self.theme = fallback
+            self.notify(f"unknown theme {wanted!r} in the config; using {fallback}",
+                        severity="warning", timeout=10)
+        self.theme_changed_signal.subscribe(self, self._remember_theme)
+
+    def _remember_theme(self, theme: object) -> None:
+        name = getattr(theme, "name", str(theme))
+        if not self.remember_theme or name == self.settings.theme:
+            return
+        self.settings.theme = name
+        try:
+            save_setting("theme", name, self.config_file)
+        except OSError as exc:
+            self.notify(f"theme not remembered: {exc}", severity="warning")
+
+    def _watch_signals(self) -> None:
+        """A lost terminal (SIGHUP) or a polite kill (SIGTERM) ends the app; launch stops runners."""
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGHUP, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(signum, self._hang_up, signum)
+            except (NotImplementedError, RuntimeError, ValueError):
+                continue
+
+    def _hang_up(self, signum: int) -> None:
+        log.warning("signal %s: leaving", signum)
+        self.hung_up = True
+        self.exit(return_code=128 + signum)
+
+    # -- runs ------------------------------------------------------------------------------
+
+    def start_run(self, request: StartRequest) -> None:
+        self.run_worker(self._start(request), group="start", exit_on_error=False,
+                        description=f"start {request.plan}")
+
+    async def _start(self, request: StartRequest) -> None:
+        self.notify(f"starting {request.plan}" + (" (detached)" if request.detach else ""))
+        try:
+            link = await asyncio.to_thread(
+                start_runner, request.plan, results_root=self.results_root, arms=request.arms,
+                scenarios=request.scenarios, resume=request.resume, detach=request.detach,
+                lang=self.lang, plans_dir=self.settings.plans_dir,
+                other_roots=self.history_roots())
+        except UserError as exc:
+            self.notify(str(exc), severity="error", timeout=12)
+            return
+        self._show_run(link.run_dir, link)
+
+    def open_live(self, run_dir: Path, read_only: bool = False) -> None:
+        self._show_run(Path(run_dir), AttachedRun(Path(run_dir), read_only=read_only))
+
+    def open_replay(self, run_dir: Path) -> None:
+        self._show_run(Path(run_dir), None)
+
+    def _show_run(self, run_dir: Path, link: RunLink | None) -> None:
+        """The run screen over History, which will have this run selected on the way back."""
+        if link is not None:
+            self.links.append(link)
+        for screen in self.screen_stack:
+            if isinstance(screen, HistoryScreen):
+                screen.prefer = run_dir
+        self.push_screen(RunScreen(run_dir, link, clock=self.clock))
+
+    def resume_run(self, run_dir: Path) -> None:
+        try:
+            manifest = RunStore(run_dir).read_manifest()
+        except UserError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        request = StartRequest(plan=manifest.plan_source or manifest.name, resume=Path(run_dir))
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.start_run(request)
+
+        self.push_screen(ConfirmScreen(f"Resume {Path(run_dir).name}? Finished cells are kept; "
+                                       "failed and missing cells run again.", "Resume"), answered)
+
+    def live_owned(self) -> list[RunLink]:
+        return [link for link in self.links if link.owned and link.alive()]
+
+    def stop_owned(self, timeout: float = STOP_TIMEOUT_S) -> None:
+        """Stop every non-detached runner this app started; each stops its own servers."""
+        for link in self.links:
+            if link.owned:
+                try:
+                    link.stop(timeout)
+                except Exception:  # one stubborn runner must not keep the others alive
+                    log.exception("stopping the runner of %s", link.run_dir)
+
+    # -- actions ---------------------------------------------------------------------------
+
+    def action_quit(self) -> None:  # type: ignore[override]
+        if not self.live_owned():
+            self.exit(message=self._goodbye())
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.run_worker(self._stop_and_exit(), group="quit", exit_on_error=False)
+
+        self.push_screen(ConfirmScreen("A run is going. Stop it and quit? Finished cells are kept.",
+                                       "Stop and quit"), answered)
+
+    async def _stop_and_exit(self) -> None:
+        self.notify("stopping the run …", timeout=30)
+        await asyncio.to_thread(self.stop_owned)
+        self.exit(message=self._goodbye())
+
+    def _goodbye(self) -> str | None:
+        going = [link.run_dir for link in self.links if not link.owned and link.alive()]
+        if not going:
+            return None
+        return "\n".join(f"still running: {d}  (dspark-tui attach {d})" for d in going)
+
+    def action_help(self) -> None:
+        if isinstance(self.screen, HelpScreen):
+            return
+        self.push_screen(HelpScreen(self.screen))
+
+    def action_new_run(self) -> None:
+        def chosen(request: StartRequest | None) -> None:
+            if request is not None:
+                self.start_run(request)
+
+        self.push_screen(PlanPickerScreen(self.settings.plans_dir, self.settings.default_plan), chosen)
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        """Textual's own (themes, keys, quit) and every binding of the current screen."""
+        yield from super().get_system_commands(screen)
+        seen: set[str] = {"quit", "command_palette"}
+        for active in screen.active_bindings.values():
+            binding = active.binding
+            if binding.action in seen or not binding.description:
+                continue
+            seen.add(binding.action)
+            yield SystemCommand(
+                binding.description,
+                f"{binding.description} ({self.get_key_display(binding)})",
+                partial(self.run_action, binding.action, active.node),
+            )
+
+    # -- errors ----------------------------------------------------------------------------
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR:
+            error = event.worker.error
+            log.error("worker %s failed", event.worker.description, exc_info=error)
+            self.notify(f"{event.worker.description or 'a task'} failed: {error}",
+                        severity="error", timeout=15)

@@ -1,0 +1,95 @@
+"""`dspark-tui`, `dspark-tui demo`, `dspark-tui run PLAN`, `dspark-tui attach [DIR]` with a TUI.
+
+Everything a user can get wrong (bad plan, no running run to attach to) is checked here,
+before the screen switches, so it prints as one line like the other commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+import platformdirs
+
+from dspark_tui.config import APP_NAME, load_settings
+from dspark_tui.model import UserError
+from dspark_tui.plans import resolve_plan
+from dspark_tui.results import scan_runs
+from dspark_tui.tui.app import AttachTarget, DsparkApp
+from dspark_tui.tui.screens.plan_picker import StartRequest
+
+
+def tui_command(args: argparse.Namespace) -> int:
+    settings, warning = load_settings(getattr(args, "config", None))
+    results_root = getattr(args, "results", None) or settings.results_root
+    start = _start_of(args, settings.plans_dir, [results_root, *settings.history_roots()])
+    _log_to_file()
+    app = DsparkApp(settings, warnings=[warning] if warning else [], start=start,
+                    results_root=Path(results_root).expanduser(), lang=getattr(args, "lang", None),
+                    config_file=getattr(args, "config", None))
+    try:
+        app.run(mouse=False)
+    finally:
+        app.stop_owned()
+    if app.hung_up:
+        logging.getLogger("dspark_tui.tui").warning("terminal lost; runners stopped")
+    return app.return_code or 0
+
+
+def _start_of(args: argparse.Namespace, plans_dir: Path,
+              roots: list[Path]) -> StartRequest | AttachTarget | None:
+    command = args.command
+    if command in ("run", "demo"):
+        resume = getattr(args, "resume", None)
+        plan = "demo" if command == "demo" else args.plan
+        if resume is not None:
+            resume = Path(resume).expanduser()
+            if not resume.is_dir():
+                raise UserError(f"{resume}: no such run directory to resume")
+            plan = plan or ""
+        elif not plan:
+            raise UserError("run: name a plan (shipped name or TOML file) or --resume RUN_DIR")
+        arms, scenarios = _names(args.arms), _names(args.scenarios)
+        if resume is None:
+            from dspark_tui.engine.runner import filter_plan
+
+            # A bad plan or an unknown arm fails here, as one line, before the screen switches.
+            filter_plan(resolve_plan(plan, plans_dir)[0], arms, scenarios)
+        return StartRequest(plan=plan, arms=arms, scenarios=scenarios, detach=bool(args.detach),
+                            resume=resume)
+    if command == "attach":
+        run_dir = args.run_dir
+        if run_dir is None:
+            running = [run for run in scan_runs(roots) if run.status == "running"]
+            if not running:
+                raise UserError("attach: no running run found in " + ", ".join(map(str, roots)))
+            run_dir = running[0].path
+        run_dir = Path(run_dir).expanduser()
+        if not (run_dir / "run.json").is_file():
+            raise UserError(f"{run_dir}: not a run directory (no run.json)")
+        return AttachTarget(run_dir)
+    running = [run for run in scan_runs(roots[:1]) if run.status == "running"]
+    return AttachTarget(running[0].path) if running else None
+
+
+def _names(value: str | None) -> list[str] | None:
+    if not value:
+        return None
+    return [name.strip() for name in value.split(",") if name.strip()]
+
+
+def _log_to_file() -> None:
+    """Worker errors and signals go to a file: the terminal belongs to the UI."""
+    folder = platformdirs.user_log_path(APP_NAME)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(folder / "tui.log", encoding="utf-8")
+    except OSError as exc:
+        print(f"dspark-tui: warning: no log file ({exc})", file=sys.stderr)
+        return
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logger = logging.getLogger("dspark_tui")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)

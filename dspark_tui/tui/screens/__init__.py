@@ -1,0 +1,1 @@
+"""Screens compose widgets and own the timers; the app only routes between them."""

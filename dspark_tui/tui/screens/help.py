@@ -1,0 +1,58 @@
+"""`?`: what every key does on the screen below, and the few things worth knowing."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Markdown
+
+ABOUT = """
+dspark-tui compares speculative-decoding settings of a vLLM server. Runs go on in their own
+process: quitting asks first and stops a run this app started; a **detached** run keeps going
+and `dspark-tui attach` (or `a` in History) brings it back.
+
+Keys can be remapped in the config file: `[keymap]` with `binding-id = "key"`.
+`ctrl+p` opens the command palette (themes, every action).
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll {
+        width: 80%; max-width: 100; height: 85%; background: $surface;
+        border: round $primary; padding: 0 1;
+    }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,question_mark,q", "close", "Close", id="help.close"),
+    ]
+
+    def __init__(self, below: Screen[object]) -> None:
+        super().__init__()
+        self.below = below
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Markdown(self._text())
+
+    def _text(self) -> str:
+        lines = ["# Keys", "", "| key | action | id |", "|---|---|---|"]
+        describe = "{0.description}: {0.tooltip}".format
+        seen: set[str] = set()
+        app_bindings = list(self.app.BINDINGS)
+        for binding in [*self.below.BINDINGS, *app_bindings]:
+            if not isinstance(binding, Binding) or binding.action in seen:
+                continue
+            seen.add(binding.action)
+            key = self.app.get_key_display(binding)
+            what = describe(binding) if binding.tooltip else binding.description or binding.action
+            lines.append(f"| `{key}` | {what} | {binding.id or ''} |")
+        return "\n".join(lines) + "\n" + ABOUT
+
+    def action_close(self) -> None:
+        self.dismiss(None)

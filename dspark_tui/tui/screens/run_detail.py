@@ -1,0 +1,181 @@
+"""One finished run opened from History: its A/B table, every cell, and the way to its report."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+from pathlib import Path
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import DataTable, Footer, Label, Sparkline, Static, TabbedContent, TabPane
+
+from dspark_tui.model import CellKey, CellResult
+from dspark_tui.results import RunStore, load_run
+from dspark_tui.results.store import LoadedRun
+from dspark_tui.tui import format as fmt
+from dspark_tui.tui.widgets.ab_table import ABTable
+
+
+class RunDetailScreen(Screen[None]):
+    DEFAULT_CSS = """
+    RunDetailScreen #detail-title {
+        background: $panel; padding: 0 1; width: 1fr; height: 1;
+        text-wrap: nowrap; text-overflow: ellipsis;
+    }
+    RunDetailScreen DataTable { height: 1fr; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("r", "report", "Report", id="detail.report"),
+        Binding("w", "show_tab('ab')", "A/B", id="detail.ab"),
+        Binding("e", "show_tab('cells')", "Cells", id="detail.cells"),
+        Binding("escape", "back", "History", id="detail.back"),
+    ]
+
+    def __init__(self, run_dir: Path) -> None:
+        super().__init__()
+        self.run_dir = Path(run_dir)
+        self.run: LoadedRun | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Label(f"loading {self.run_dir} …", id="detail-title")
+        with TabbedContent(initial="ab"):
+            with TabPane("A/B table", id="ab"):
+                yield ABTable(id="detail-ab")
+            with TabPane("Cells", id="cells"):
+                cells: DataTable[Text | str] = DataTable(cursor_type="row", id="detail-cells")
+                yield cells
+        yield Footer(compact=True)
+
+    async def on_mount(self) -> None:
+        self.run = run = await asyncio.to_thread(load_run, self.run_dir)
+        from dspark_tui.report.live import comparison_rows
+
+        arms = run.manifest.arm_names()
+        title = (f"{run.manifest.name}  {run.manifest.started_at or ''}  {run.manifest.model}  "
+                 f"[{run.manifest.status}]  {len(run.cells)}/{run.manifest.total_cells or len(run.cells)}"
+                 f" cells  — {run.path}")
+        self.query_one("#detail-title", Label).update(title)
+        for problem in run.problems:
+            self.notify(f"{problem}", severity="warning", timeout=6)
+        self.query_one(ABTable).show(
+            comparison_rows(run.cells.values(), arms, run.manifest.scenarios), arms)
+        table = self.query_one("#detail-cells", DataTable)
+        for label in ("Arm", "Scenario", "C", "Status", "Total tok/s", "Out tok/s", "P99 TTFT",
+                      "Mean TPOT", "AL", "KV peak"):
+            table.add_column(label)
+        order = {name: i for i, name in enumerate(run.manifest.scenarios)}
+        for result in sorted(run.cells.values(),
+                             key=lambda r: (arms.index(r.arm) if r.arm in arms else 99,
+                                            order.get(r.scenario, 99), r.concurrency)):
+            server = result.server
+            table.add_row(
+                result.arm, result.scenario, str(result.concurrency), result.status.value,
+                fmt.number(result.metrics.total_throughput), fmt.number(result.metrics.output_throughput),
+                fmt.number(result.metrics.p99_ttft_ms), fmt.number(result.metrics.mean_tpot_ms),
+                fmt.number(server.mean_acceptance_length if server else result.metrics.accept_length),
+                fmt.percent(server.kv_usage_peak if server else None),
+                key=result.key.id,
+            )
+        self.query_one("#detail-ab", ABTable).focus()
+
+    @on(DataTable.RowSelected, "#detail-cells")
+    def _cell_selected(self, event: DataTable.RowSelected) -> None:
+        if self.run is None:
+            return
+        key_id = event.row_key.value
+        result = next((c for c in self.run.cells.values() if c.key.id == key_id), None)
+        if result is not None:
+            self.app.push_screen(CellDetailScreen(self.run_dir, result))
+
+    def action_show_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+        self.query_one(f"#detail-{tab}").focus()
+
+    def action_report(self) -> None:
+        from dspark_tui.tui.screens.report import ReportScreen
+
+        self.app.push_screen(ReportScreen(self.run_dir))
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
+
+class CellDetailScreen(ModalScreen[None]):
+    """One cell: what the client measured, what the server said, and its time series."""
+
+    DEFAULT_CSS = """
+    CellDetailScreen { align: center middle; }
+    CellDetailScreen > Vertical {
+        width: 90%; height: 90%; background: $surface; border: round $primary; padding: 0 1;
+    }
+    CellDetailScreen Sparkline { height: 1; margin-bottom: 1; }
+    CellDetailScreen .series-label { color: $text-muted; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "close", "Close", id="cell.close")]
+
+    def __init__(self, run_dir: Path, result: CellResult) -> None:
+        super().__init__()
+        self.run_dir = run_dir
+        self.result = result
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(Text(self.result.key.id, style="bold"))
+            with VerticalScroll():
+                yield Static(_describe(self.result), id="cell-facts")
+                for name, values in read_series(RunStore(self.run_dir), self.result.key):
+                    yield Label(f"{name}  min {min(values):.3g}  max {max(values):.3g}",
+                                classes="series-label")
+                    yield Sparkline(values)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+def _describe(result: CellResult) -> str:
+    lines = [f"status {result.status.value}" + (f": {result.error}" if result.error else "")]
+    metrics = result.metrics.model_dump(exclude_none=True)
+    if metrics:
+        lines.append("client: " + "  ".join(f"{k}={_short(v)}" for k, v in metrics.items()))
+    if result.server is not None:
+        server = result.server.model_dump(exclude_none=True)
+        lines.append("server: " + "  ".join(f"{k}={_short(v)}" for k, v in server.items()))
+    else:
+        lines.append("server: no /metrics summary for this cell")
+    prov = result.provenance
+    lines.append(f"driver {prov.driver}" + (f"  raw {prov.raw_output}" if prov.raw_output else ""))
+    return "\n".join(lines)
+
+
+def _short(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_short(v) for v in value) + "]"
+    return str(value)
+
+
+def read_series(store: RunStore, key: CellKey) -> list[tuple[str, list[float]]]:
+    """Every numeric column of the cell's series CSV, whatever columns the scraper wrote."""
+    path = store.series_path(key)
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            rows = list(csv.DictReader(handle))
+    except OSError:
+        return []
+    columns: dict[str, list[float]] = {}
+    for row in rows:
+        for name, raw in row.items():
+            if name is None or name in ("t", "time", "timestamp", "elapsed_s", "gap"):
+                continue
+            try:
+                columns.setdefault(name, []).append(float(raw))
+            except (TypeError, ValueError):
+                continue
+    return [(name, values) for name, values in columns.items() if values]

@@ -1,0 +1,252 @@
+"""The live run: the same screen for a run this app started, one attached to, and a replay.
+
+It follows the run's events.jsonl on a timer (off the UI thread), folds the events into a
+RunState and redraws at most a few times a second; it never runs a benchmark itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Tree
+
+from dspark_tui.model import CellKey, Plan, UserError
+from dspark_tui.model.events import CellFailed, Event, Notice, RunControl, RunFinished
+from dspark_tui.model.run_state import RunState
+from dspark_tui.results import RunStore
+from dspark_tui.results.follow import EventFollower
+from dspark_tui.tui.run_link import RunLink
+from dspark_tui.tui.screens.confirm import ConfirmScreen
+from dspark_tui.tui.widgets.ab_table import ABTable
+from dspark_tui.tui.widgets.cell_panel import CellPanel
+from dspark_tui.tui.widgets.log_pane import LogPane
+from dspark_tui.tui.widgets.plan_tree import PlanTree
+from dspark_tui.tui.widgets.run_header import RunHeader
+
+REFRESH_S = 0.5  # at most two redraws a second: enough for people, cheap for the box
+
+log = logging.getLogger("dspark_tui.tui")
+
+
+class RunScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("p", "pause", "Pause", id="run.pause", tooltip="pause after this cell / resume"),
+        Binding("s", "skip", "Skip", id="run.skip", tooltip="skip the current cell"),
+        Binding("a", "abort", "Abort", id="run.abort", tooltip="stop the run, keep results"),
+        Binding("t", "retry", "Retry", id="run.retry", tooltip="run the failed cells again"),
+        Binding("l", "toggle_log", "Log", id="run.log", tooltip="show/hide the server log"),
+        Binding("f", "reason", "Why", id="run.reason", tooltip="why the selected cell failed"),
+        Binding("r", "report", "Report", id="run.report"),
+        Binding("escape", "back", "Back", id="run.back", tooltip="back to History"),
+    ]
+
+    def __init__(self, run_dir: Path, link: RunLink | None = None, *,
+                 clock: Callable[[], float] | None = None) -> None:
+        super().__init__()
+        self.run_dir = Path(run_dir)
+        self.link = link
+        self.clock = clock or time.time
+        self.state = RunState()
+        self.follower = EventFollower(self.run_dir)
+        self._scenarios: list[str] = []
+        self._drawn_version = -1
+        self._drawn_results = -1
+        self._polling = False
+        self._runner_gone_told = False
+        self._caught_up = False  # the first poll replays history: no notifications for it
+        self._error_told = False
+
+    @property
+    def mode(self) -> str:
+        if self.link is None:
+            return "replay"
+        if self.link.read_only:
+            return "read-only"
+        return "attached" if not self.link.owned else "live"
+
+    def compose(self) -> ComposeResult:
+        yield RunHeader(id="run-header")
+        with Horizontal(id="run-body"):
+            yield PlanTree(id="plan-tree")
+            with Vertical(id="run-main"):
+                yield CellPanel(id="cell-panel")
+                yield ABTable(id="ab-table")
+        yield LogPane(id="log-pane")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self._seed_from_disk()
+        self.set_interval(REFRESH_S, self._tick)
+        self.call_after_refresh(self._tick)
+
+    def _seed_from_disk(self) -> None:
+        """The plan's cells (pending) and cell files already saved, before any event arrives."""
+        store = RunStore(self.run_dir)
+        try:
+            manifest = store.read_manifest()
+        except UserError:
+            return
+        self.state.name = manifest.name
+        self._scenarios = list(manifest.scenarios)
+        try:
+            plan = Plan.model_validate(manifest.plan)
+            self.state.expect_cells(cell.key for cell in plan.cells())
+        except ValueError:
+            pass
+        cells, _ = store.load_cells()
+        for result in cells.values():
+            self.state.add_saved(result)
+
+    async def _tick(self) -> None:
+        if self._polling:
+            return
+        self._polling = True
+        try:
+            events = await asyncio.to_thread(self.follower.poll)
+        finally:
+            self._polling = False
+        try:
+            for event in events:
+                self.state.apply(event)
+                if self._caught_up:
+                    self._announce(event)
+            self._caught_up = True
+            self._check_runner()
+            self.redraw()
+        except Exception as exc:  # a drawing bug must not take the watch (and the runner) down
+            log.exception("run screen update failed")
+            if not self._error_told:
+                self._error_told = True
+                self.notify(f"display error (see the log): {exc!r}", severity="error", timeout=15)
+
+    def _announce(self, event: Event) -> None:
+        if isinstance(event, CellFailed):
+            self.notify(f"{event.key.id} failed: {event.reason}  (f: details)",
+                        severity="error", timeout=8)
+        elif isinstance(event, Notice) and event.level != "info":
+            self.notify(event.message, severity=event.level, timeout=6)
+        elif isinstance(event, RunControl) and event.message:
+            self.notify(event.message, timeout=4)
+        elif isinstance(event, RunFinished):
+            severity = "information" if event.status == "completed" else "warning"
+            self.notify(f"run {event.status}: {event.done} done, {event.failed} failed"
+                        f" of {event.total}. r: report", severity=severity, timeout=10)
+
+    def _check_runner(self) -> None:
+        link = self.link
+        if link is None or self.state.finished or self._runner_gone_told:
+            return
+        if not link.alive() and self.state.status == "running":
+            self._runner_gone_told = True
+            self.state.status = "interrupted"
+            self.state.version += 1
+            self.notify("the runner is gone without finishing; resume it from History (u)",
+                        severity="error", timeout=10)
+
+    def redraw(self) -> None:
+        now = self.clock()
+        self.query_one(RunHeader).show(self.state, now, self.mode)
+        if self.state.version == self._drawn_version:
+            return
+        self._drawn_version = self.state.version
+        with self.app.batch_update():
+            self.query_one(PlanTree).show(self.state)
+            self.query_one(CellPanel).show(self.state)
+            self.query_one(LogPane).show(self.state)
+            results = self.state.results()
+            if len(results) != self._drawn_results:
+                self._drawn_results = len(results)
+                self._show_table(results)
+
+    def _show_table(self, results: list) -> None:  # type: ignore[type-arg]
+        from dspark_tui.report.live import comparison_rows
+
+        arms = list(self.state.arms)
+        self.query_one(ABTable).show(comparison_rows(results, arms, self._scenarios), arms)
+
+    # -- actions ---------------------------------------------------------------------------
+
+    def _control(self, action: str) -> None:
+        if self.link is None or self.state.finished:
+            self.notify("this run is not running: nothing to control", severity="warning")
+            return
+        if self.link.read_only:
+            self.notify("opened read-only: attach (a in History) to control it", severity="warning")
+            return
+        try:
+            self.link.control(action)
+        except (UserError, OSError) as exc:
+            self.notify(f"{action}: {exc}", severity="error")
+            return
+        self.notify(f"{action} requested")
+
+    def action_pause(self) -> None:
+        self._control("resume" if self.state.paused else "pause")
+
+    def action_skip(self) -> None:
+        self._control("skip")
+
+    def action_retry(self) -> None:
+        if not self.state.failed_cells:
+            self.notify("no failed cells to retry")
+            return
+        self._control("retry")
+
+    def action_abort(self) -> None:
+        if self.link is None or self.state.finished or self.link.read_only:
+            self._control("abort")
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._control("abort")
+
+        self.app.push_screen(
+            ConfirmScreen("Abort the run? The server stops; finished cells are kept.", "Abort"),
+            answered,
+        )
+
+    def action_toggle_log(self) -> None:
+        self.query_one(LogPane).toggle_class("-visible")
+
+    def action_reason(self) -> None:
+        tree = self.query_one(PlanTree)
+        key = tree.cursor_node.data if tree.cursor_node is not None else None
+        cell = self.state.cells.get(key) if isinstance(key, CellKey) else None
+        if cell is None or cell.phase not in ("failed", "skipped"):
+            failed = self.state.failed_cells
+            cell = failed[-1] if failed else None
+        if cell is None:
+            self.notify("no failed cell")
+            return
+        self.notify(f"{cell.key.id}: {cell.reason}", title=f"cell {cell.phase}",
+                    severity="error", timeout=15)
+
+    @on(Tree.NodeSelected)
+    def _node_selected(self, event: Tree.NodeSelected) -> None:  # type: ignore[type-arg]
+        key = event.node.data
+        if isinstance(key, CellKey):
+            cell = self.state.cells.get(key)
+            if cell is not None and cell.phase in ("failed", "skipped"):
+                self.action_reason()
+
+    def action_report(self) -> None:
+        from dspark_tui.tui.screens.report import ReportScreen
+
+        if not self.state.results():
+            self.notify("no finished cells yet", severity="warning")
+            return
+        self.app.push_screen(ReportScreen(self.run_dir))
+
+    def action_back(self) -> None:
+        self.app.pop_screen()

@@ -1,0 +1,92 @@
+"""The side-by-side table (the seed's winner table, live), updated in place by row key."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import DataTable
+
+from dspark_tui.report.live import ArmFigures, ComparisonRow
+from dspark_tui.tui import format as fmt
+
+_PER_ARM = (
+    ("Total", "total_tok_s", 1),
+    ("Out", "output_tok_s", 1),
+    ("P99TTFT", "p99_ttft_ms", 1),
+    ("TPOT", "mean_tpot_ms", 2),
+    ("AL", "accept_length", 2),
+)
+
+
+class ABTable(DataTable[Text | str]):
+    """Rows are added as cells finish and only changed cells are rewritten: no flicker, no jump."""
+
+    DEFAULT_CSS = """
+    ABTable { height: 1fr; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+        self._arms: list[str] = []
+        self._shown: dict[str, tuple[Text | str, ...]] = {}
+
+    def show(self, rows: list[ComparisonRow], arms: list[str]) -> None:
+        if arms != self._arms:
+            self._set_columns(arms)
+        with self.app.batch_update():
+            for row in rows:
+                key = row_key(row)
+                cells = self._render_row(row)
+                before = self._shown.get(key)
+                if before is None:
+                    self.add_row(*cells, key=key)
+                else:
+                    for column, (old, new) in enumerate(zip(before, cells, strict=True)):
+                        if str(old) != str(new) or _style(old) != _style(new):
+                            self.update_cell_at_row_key(key, column, new)
+                self._shown[key] = cells
+
+    def update_cell_at_row_key(self, row_key: str, column: int, value: Text | str) -> None:
+        column_key = self.ordered_columns[column].key
+        self.update_cell(row_key, column_key, value)
+
+    def _set_columns(self, arms: list[str]) -> None:
+        """Winner first, then one metric at a time across arms: readable at 80 columns."""
+        self.clear(columns=True)
+        self._shown.clear()
+        self._arms = list(arms)
+        self.add_column("Scenario", key="scenario")
+        self.add_column("C", key="concurrency")
+        self.add_column("Winner", key="winner")
+        self.add_column("Margin", key="margin")
+        for label, attr, _ in _PER_ARM:
+            for arm in arms:
+                self.add_column(f"{label} {arm}", key=f"{arm}:{attr}")
+
+    def _render_row(self, row: ComparisonRow) -> tuple[Text | str, ...]:
+        theme = self.app.current_theme
+        win_style = f"bold {theme.success}"
+        cells: list[Text | str] = [
+            row.scenario,
+            Text(str(row.concurrency), justify="right"),
+            Text(row.winner or fmt.MISSING, style=win_style if row.winner else ""),
+            Text(fmt.percent(row.margin), justify="right"),
+        ]
+        for _, attr, digits in _PER_ARM:
+            for arm in self._arms:
+                numbers = row.arms.get(arm, ArmFigures())
+                if numbers.status in ("failed", "skipped") and attr == "total_tok_s":
+                    cells.append(Text(numbers.status, style=theme.error or ""))
+                    continue
+                text = Text(fmt.number(getattr(numbers, attr), digits), justify="right")
+                if attr == "total_tok_s" and row.winner == arm:
+                    text.stylize(win_style)
+                cells.append(text)
+        return tuple(cells)
+
+
+def _style(value: Text | str) -> str:
+    return str(value.style) + "".join(str(s.style) for s in value.spans) if isinstance(value, Text) else ""
+
+
+def row_key(row: ComparisonRow) -> str:
+    return f"{row.scenario}|c{row.concurrency}"

@@ -1,0 +1,101 @@
+"""The running cell: progress, live client numbers, and sparklines of the server over the cell."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Grid, Vertical
+from textual.widgets import Label, ProgressBar, Sparkline, Static
+
+from dspark_tui.model.run_state import SERIES_NAMES, RunState
+from dspark_tui.tui import format as fmt
+
+SERIES_LABELS = {
+    "tok_s": "out tok/s",
+    "kv_usage": "KV usage",
+    "running": "running",
+    "waiting": "waiting",
+    "acceptance_length": "accept len",
+    "gpu_util": "GPU util",
+    "gpu_memory_mib": "GPU MiB",
+    "gpu_power_w": "GPU W",
+}
+_GPU = ("gpu_util", "gpu_memory_mib", "gpu_power_w")
+
+
+class CellPanel(Vertical):
+    DEFAULT_CSS = """
+    CellPanel { height: auto; padding: 0 1; }
+    CellPanel #cell-title { text-style: bold; }
+    CellPanel ProgressBar { width: 1fr; }
+    CellPanel Grid {
+        grid-size: 4; grid-columns: 16 1fr 16 1fr; grid-gutter: 0 1; height: auto; grid-rows: 1;
+    }
+    CellPanel .spark-label { color: $text-muted; width: 1fr; }
+    CellPanel Sparkline { height: 1; width: 1fr; }
+    CellPanel .gpu { display: none; }
+    CellPanel.-gpu .gpu { display: block; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._drawn: dict[str, list[float]] = {}
+        self._text: tuple[str, str, int, int] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Label("no cell running", id="cell-title")
+        yield ProgressBar(total=1, show_eta=False, id="cell-progress")
+        yield Static("", id="cell-numbers")
+        with Grid(id="sparks"):
+            for name in SERIES_NAMES:
+                classes = "gpu" if name in _GPU else ""
+                yield Label(SERIES_LABELS[name], id=f"label-{name}",
+                            classes=f"spark-label {classes}".strip())
+                yield Sparkline([], id=f"spark-{name}", classes=classes)
+
+    def show(self, state: RunState) -> None:
+        current = state.current
+        if current is None:
+            title = "no cell running" if not state.finished else f"run {state.status}"
+            numbers, total, progress = "", 1, 0
+        else:
+            key = current.key
+            title = (f"{key.arm} · {key.scenario} · c{key.concurrency}   "
+                     f"cell {current.index}/{current.total}")
+            failed = f"  failed {current.failed}" if current.failed else ""
+            numbers = (
+                f"{current.completed}/{current.num_prompts} requests{failed}   "
+                f"out {fmt.number(current.output_tok_s, 1)} tok/s\n"
+                f"TTFT {fmt.number(current.ttft_p50_ms, 1)}/{fmt.number(current.ttft_p99_ms, 1)} ms  "
+                f"TPOT {fmt.number(current.tpot_p50_ms, 2)}/{fmt.number(current.tpot_p99_ms, 2)} ms"
+                "  (p50/p99)"
+            )
+            total, progress = max(1, current.num_prompts), current.completed
+        shown = (title, numbers, total, progress)
+        if shown != self._text:
+            self._text = shown
+            self.query_one("#cell-title", Label).update(title)
+            self.query_one("#cell-progress", ProgressBar).update(total=total, progress=progress)
+            self.query_one("#cell-numbers", Static).update(numbers)
+        for name in SERIES_NAMES:
+            data = list(state.series[name])
+            if data != self._drawn.get(name):
+                self._drawn[name] = data
+                self.query_one(f"#spark-{name}", Sparkline).data = _from_zero(data)
+                last = _latest(name, data[-1]) if data else ""
+                self.query_one(f"#label-{name}", Label).update(f"{SERIES_LABELS[name]} {last}")
+        self.set_class(any(state.series[name] for name in _GPU), "-gpu")
+
+
+def _from_zero(data: list[float]) -> list[float]:
+    """Bars measured from zero, so a flat idle series reads as low, not as full."""
+    if not data or max(data) <= 0:
+        return []
+    return [0.0, *data]
+
+
+def _latest(name: str, value: float) -> str:
+    if name == "kv_usage":
+        return f"{value * 100:.0f}%"
+    if name == "acceptance_length":
+        return f"{value:.2f}"
+    return f"{value:,.0f}"

@@ -1,0 +1,70 @@
+"""Arms > scenarios > cells, each cell with its state mark and headline number."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Tree
+from textual.widgets.tree import TreeNode
+
+from dspark_tui.model import CellKey
+from dspark_tui.model.run_state import CellState, RunState
+from dspark_tui.tui import format as fmt
+
+MARKS = {"pending": "·", "running": "▶", "done": "✓", "failed": "✗", "skipped": "–"}
+
+
+class PlanTree(Tree[CellKey | None]):
+    DEFAULT_CSS = """
+    PlanTree { width: 28; border-right: solid $panel; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("cells", id=id)
+        self.show_root = False
+        self.guide_depth = 2
+        self._cell_nodes: dict[CellKey, TreeNode[CellKey | None]] = {}
+        self._arm_nodes: dict[str, TreeNode[CellKey | None]] = {}
+        self._scenario_nodes: dict[tuple[str, str], TreeNode[CellKey | None]] = {}
+        self._labels: dict[CellKey, tuple[str, float | None]] = {}
+        self._arm_states: dict[str, str] = {}
+
+    def show(self, state: RunState) -> None:
+        for key, cell in state.cells.items():
+            node = self._cell_nodes.get(key) or self._add_cell(key)
+            shown = (cell.phase, cell.total_tok_s)
+            if self._labels.get(key) != shown:
+                node.set_label(self._label(cell))
+                self._labels[key] = shown
+        for name, arm_node in self._arm_nodes.items():
+            arm = state.arms.get(name)
+            server = arm.server_state if arm is not None else ""
+            if self._arm_states.get(name) != server:
+                self._arm_states[name] = server
+                arm_node.set_label(Text.assemble((name, "bold"), f"  {server}"))
+
+    def _add_cell(self, key: CellKey) -> TreeNode[CellKey | None]:
+        arm_node = self._arm_nodes.get(key.arm)
+        if arm_node is None:
+            arm_node = self._arm_nodes[key.arm] = self.root.add(key.arm, expand=True)
+        scenario_node = self._scenario_nodes.get((key.arm, key.scenario))
+        if scenario_node is None:
+            scenario_node = arm_node.add(key.scenario, expand=True)
+            self._scenario_nodes[(key.arm, key.scenario)] = scenario_node
+        node = scenario_node.add_leaf(f"c{key.concurrency}", data=key)
+        self._cell_nodes[key] = node
+        return node
+
+    def _label(self, cell: CellState) -> Text:
+        theme = self.app.current_theme
+        styles = {"done": theme.success or "", "failed": theme.error or "",
+                  "running": theme.accent or "", "skipped": theme.warning or "", "pending": ""}
+        mark = MARKS[cell.phase]
+        text = Text.assemble((mark, styles[cell.phase]), f" c{cell.key.concurrency:<4}")
+        if cell.phase == "done":
+            text.append(f" {fmt.number(cell.total_tok_s, 1)}")
+        elif cell.phase in ("failed", "skipped"):
+            text.append(f" {cell.phase}", style=styles[cell.phase])
+        return text
+
+    def node_for(self, key: CellKey) -> TreeNode[CellKey | None] | None:
+        return self._cell_nodes.get(key)

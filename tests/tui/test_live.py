@@ -1,0 +1,130 @@
+"""The app running the demo plan against the real simulator, in a real runner process.
+
+Slow (a few seconds each: servers start, cells run), so marked `slow`; CI still runs them.
+Each asserts what a user sees and what is left on disk and in the process table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from dspark_tui.plans import shipped_plan_text
+from dspark_tui.tui.app import DsparkApp
+from dspark_tui.tui.screens.plan_picker import StartRequest
+from dspark_tui.tui.screens.run_screen import RunScreen
+from tests.conftest import free_port
+from tests.tui.helpers import make_app, screen_text, table_text
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
+SIZE = (120, 40)
+
+
+def demo_plan(tmp_path: Path, *, slow: bool = False) -> Path:
+    """The shipped demo plan on a free port; `slow` makes cells long enough to act during one."""
+    text = shipped_plan_text("demo").replace("port = 18000", f"port = {free_port()}")
+    if slow:
+        text = text.replace('"--speed", "20"', '"--speed", "2"')
+    path = tmp_path / "demo-test.toml"
+    path.write_text(text)
+    return path
+
+
+async def wait_for(pilot: object, condition: Callable[[], bool], timeout: float = 45.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            app = getattr(pilot, "app", None)
+            screen = screen_text(app) if app is not None else ""
+            raise AssertionError(f"timed out waiting for the app; the screen:\n{screen}")
+        await asyncio.sleep(0.2)
+
+
+def run_screen(app: DsparkApp) -> RunScreen:
+    screen = next((s for s in app.screen_stack if isinstance(s, RunScreen)), None)
+    assert screen is not None, f"no run screen; screens: {app.screen_stack}"
+    return screen
+
+
+async def test_demo_runs_to_its_end_and_fills_the_ab_table(tmp_path: Path):
+    plan = demo_plan(tmp_path)
+    app = make_app(tmp_path, start=StartRequest(plan=str(plan), scenarios=["chat_short",
+                                                                         "decode_heavy"]))
+    try:
+        async with app.run_test(size=SIZE, notifications=True) as pilot:
+            await wait_for(pilot, lambda: any(isinstance(s, RunScreen) for s in app.screen_stack))
+            screen = run_screen(app)
+            await wait_for(pilot, lambda: screen.state.done >= 1)
+            await wait_for(pilot, lambda: screen.state.finished)
+            await pilot.pause(0.5)
+            assert screen.state.status == "completed", screen.state.message
+            text = screen_text(app)
+            assert "cells 6/6" in text and "[completed]" in text
+            rows = {(r[0], r[1]): r for r in table_text(app, "#ab-table")}
+            assert set(rows) == {("chat_short", "1"), ("chat_short", "16"), ("decode_heavy", "1")}
+            assert all(row[2] in ("st=3", "st=5") for row in rows.values())
+            await pilot.press("q")
+            await pilot.pause(0.2)
+    finally:
+        app.stop_owned(10)
+    run_dir = screen.run_dir
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "completed"
+    assert len(list((run_dir / "cells").glob("*/*.json"))) == 6
+
+
+async def test_pause_skip_and_abort_from_the_keyboard(tmp_path: Path):
+    plan = demo_plan(tmp_path, slow=True)
+    app = make_app(tmp_path, start=StartRequest(plan=str(plan), arms=["st=3"]))
+    try:
+        async with app.run_test(size=SIZE, notifications=True) as pilot:
+            await wait_for(pilot, lambda: any(isinstance(s, RunScreen) for s in app.screen_stack))
+            screen = run_screen(app)
+            await wait_for(pilot, lambda: screen.state.current is not None)
+            await pilot.press("p")
+            await wait_for(pilot, lambda: screen.state.paused, timeout=15)
+            await pilot.pause(0.3)
+            assert "[paused]" in screen_text(app)
+            await pilot.press("p")
+            await wait_for(pilot, lambda: not screen.state.paused, timeout=15)
+            await wait_for(pilot, lambda: screen.state.current is not None)
+            await pilot.press("s")
+            await wait_for(pilot, lambda: screen.state.skipped >= 1, timeout=15)
+            await pilot.press("a")
+            await pilot.pause(0.2)
+            assert "Abort the run?" in screen_text(app)
+            await pilot.press("y")
+            await wait_for(pilot, lambda: screen.state.finished, timeout=30)
+            assert screen.state.status == "aborted"
+            await pilot.press("q")
+    finally:
+        app.stop_owned(10)
+    manifest = json.loads((screen.run_dir / "run.json").read_text())
+    assert manifest["status"] == "aborted"
+
+
+async def test_quit_while_running_asks_then_stops_the_runner(tmp_path: Path):
+    plan = demo_plan(tmp_path, slow=True)
+    app = make_app(tmp_path, start=StartRequest(plan=str(plan)))
+    try:
+        async with app.run_test(size=SIZE, notifications=True) as pilot:
+            await wait_for(pilot, lambda: any(isinstance(s, RunScreen) for s in app.screen_stack))
+            screen = run_screen(app)
+            await wait_for(pilot, lambda: screen.state.current is not None)
+            await pilot.press("q")
+            await pilot.pause(0.2)
+            assert "A run is going. Stop it and quit?" in screen_text(app)
+            await pilot.press("n")
+            await pilot.pause(0.2)
+            assert app.is_running and app.screen is screen
+            await pilot.press("q", "y")
+            await wait_for(pilot, lambda: not app.is_running, timeout=30)
+    finally:
+        app.stop_owned(10)
+    assert not app.live_owned()
+    manifest = json.loads((screen.run_dir / "run.json").read_text())
+    assert manifest["status"] in ("aborted", "interrupted")

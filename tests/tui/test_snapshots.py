@@ -1,0 +1,80 @@
+"""Pictures of the screens at fixed sizes, from a run recorded with `dspark-tui demo --headless`.
+
+Deterministic: the events carry their own times, a replay's clock is frozen at the last event,
+and the recorded run is checked in (tests/tui/data/demo_run).
+Update after an intended change with `pytest tests/tui/test_snapshots.py --snapshot-update`.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from dspark_tui.model.events import CellFinished, parse_event
+from dspark_tui.results import RunStore
+from dspark_tui.tui.app import DsparkApp
+from tests.tui.helpers import make_app
+
+RECORDED = Path(__file__).parent / "data" / "demo_run"
+MID_RUN_LINES = 49  # inside the fifth cell: st=3 stress_standard c128 running
+
+
+def mid_run_copy(tmp_path: Path) -> tuple[Path, float]:
+    """The recorded run cut short, as a watcher would find it mid-way; and its last event time."""
+    run_dir = tmp_path / "results" / "demo_mid"
+    run_dir.mkdir(parents=True)
+    manifest = RunStore(RECORDED).read_manifest()
+    manifest.status = "running"
+    store = RunStore(run_dir)
+    store.write_manifest(manifest)
+    lines = (RECORDED / "events.jsonl").read_text().splitlines(keepends=True)[:MID_RUN_LINES]
+    store.events_path.write_text("".join(lines))
+    last = 0.0
+    for line in lines:
+        event = parse_event(line)
+        last = event.t
+        if isinstance(event, CellFinished):
+            store.save_cell(event.result)
+    return run_dir, last
+
+
+def replay_app(tmp_path: Path, run_dir: Path, now: float | None = None) -> DsparkApp:
+    app = make_app(tmp_path, clock=(lambda: now) if now is not None else None)
+
+    async def open_it() -> None:
+        app.open_replay(run_dir)
+
+    app.call_after_refresh(lambda: app.run_worker(open_it()))
+    return app
+
+
+async def _settle(pilot: object) -> None:
+    await pilot.pause(0.6)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+def test_finished_run_screen(snap_compare, tmp_path: Path, size: tuple[int, int]):
+    run_dir = tmp_path / "demo_run"
+    shutil.copytree(RECORDED, run_dir)
+    assert snap_compare(replay_app(tmp_path, run_dir), terminal_size=size, run_before=_settle)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+def test_mid_run_screen(snap_compare, tmp_path: Path, size: tuple[int, int]):
+    run_dir, last = mid_run_copy(tmp_path)
+    assert snap_compare(replay_app(tmp_path, run_dir, now=last + 2.0), terminal_size=size,
+                        run_before=_settle)
+
+
+def test_mid_run_screen_with_server_log(snap_compare, tmp_path: Path):
+    run_dir, last = mid_run_copy(tmp_path)
+
+    async def show_log(pilot: object) -> None:
+        await _settle(pilot)
+        await pilot.press("l")  # type: ignore[attr-defined]
+        await pilot.pause(0.3)  # type: ignore[attr-defined]
+
+    assert snap_compare(replay_app(tmp_path, run_dir, now=last + 2.0), terminal_size=(120, 40),
+                        run_before=show_log)

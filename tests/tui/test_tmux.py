@@ -1,0 +1,106 @@
+"""The real `dspark-tui` in a real terminal (tmux): what a person over SSH would see and do.
+
+Each test runs its own tmux server on a private socket and kills it, so nothing is left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from dspark_tui.plans import shipped_plan_text
+from tests.conftest import free_port
+
+pytestmark = [pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
+              pytest.mark.timeout(90)]
+RECORDED = Path(__file__).parent / "data" / "demo_run"
+
+
+class Tmux:
+    def __init__(self, socket: str) -> None:
+        self.socket = socket
+
+    def __call__(self, *args: str, check: bool = True) -> str:
+        result = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True,
+                                text=True, timeout=10, check=check)
+        return result.stdout
+
+    def start(self, command: list[str], env: dict[str, str], size: tuple[int, int] = (100, 30)) -> None:
+        exports = " ".join(f"{k}={v}" for k, v in env.items())
+        self("new-session", "-d", "-s", "app", "-x", str(size[0]), "-y", str(size[1]),
+             f"env -u COLUMNS -u LINES {exports} {' '.join(command)}")
+
+    def screen(self) -> str:
+        return self("capture-pane", "-p", "-t", "app", check=False)
+
+    def alive(self) -> bool:
+        return subprocess.run(["tmux", "-L", self.socket, "has-session", "-t", "app"],
+                              capture_output=True, timeout=10).returncode == 0
+
+    def wait_for(self, text: str, timeout: float = 30) -> str:
+        deadline = time.monotonic() + timeout
+        screen = ""
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if text in screen:
+                return screen
+            time.sleep(0.2)
+        raise AssertionError(f"{text!r} never appeared; the screen was:\n{screen}")
+
+
+@pytest.fixture
+def tmux() -> Iterator[Tmux]:
+    session = Tmux(f"dspark-test-{uuid.uuid4().hex[:8]}")
+    yield session
+    session("kill-server", check=False)
+
+
+def app_env(tmp_path: Path) -> dict[str, str]:
+    return {"DSPARK_CONFIG_DIR": str(tmp_path / "config"), "DSPARK_RESULTS_ROOT": str(tmp_path / "results"),
+            "TERM": "screen", "DSPARK_TEST_SESSION": os.environ["DSPARK_TEST_SESSION"],
+            "HOME": str(tmp_path)}
+
+
+def test_real_app_in_tmux_replays_a_run_and_quits_with_q(tmux: Tmux, tmp_path: Path):
+    run_dir = tmp_path / "results" / "demo_run"
+    shutil.copytree(RECORDED, run_dir)
+    tmux.start([sys.executable, "-m", "dspark_tui", "attach", str(run_dir)], app_env(tmp_path))
+    screen = tmux.wait_for("cells 10/10")
+    assert "[completed]" in screen and "✓ c128" in screen and "Winner" in screen
+    tmux("send-keys", "-t", "app", "escape")
+    screen = tmux.wait_for("completed  10/10")
+    assert "History — 2 runs" in screen and "dspark_st_comparison" in screen
+    tmux("send-keys", "-t", "app", "q")
+    deadline = time.monotonic() + 10
+    while tmux.alive() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not tmux.alive(), tmux.screen()
+
+
+@pytest.mark.slow
+def test_lost_terminal_stops_the_runner_it_started(tmux: Tmux, tmp_path: Path):
+    plan = tmp_path / "slow-demo.toml"
+    plan.write_text(shipped_plan_text("demo").replace("port = 18000", f"port = {free_port()}")
+                    .replace('"--speed", "20"', '"--speed", "1"'))
+    tmux.start([sys.executable, "-m", "dspark_tui", "run", str(plan)], app_env(tmp_path))
+    tmux.wait_for("cell 1/10", timeout=40)
+    run_dir = next((tmp_path / "results").glob("demo_*"))
+    runner_pid = json.loads((run_dir / "run.json").read_text())["runner_pid"]
+    assert psutil.pid_exists(runner_pid)
+    tmux("kill-server")  # the terminal goes away: SIGHUP to the app
+    deadline = time.monotonic() + 40
+    while psutil.pid_exists(runner_pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not psutil.pid_exists(runner_pid) or psutil.Process(runner_pid).status() == "zombie"
+    status = json.loads((run_dir / "run.json").read_text())["status"]
+    assert status in ("aborted", "interrupted")
