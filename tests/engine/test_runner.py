@@ -125,9 +125,10 @@ async def test_crash_mid_cell_fails_that_cell_and_restarts_the_server_once(
 
 
 async def test_a_server_dying_twice_fails_the_rest_of_its_arm(tmp_path: Path, port: int):
-    # Each server dies 50 ms after its 2nd request (the readiness probe plus one request); the
-    # next tiny cell may still slip through in those 50 ms, so the last one is what must not run.
-    cells = ONE_ARM_THREE_CELLS.replace("concurrencies = [1, 2]", "concurrencies = [1, 2, 3, 4]")
+    # Each server dies 50 ms after its 2nd request (the readiness probe plus one request). Cells
+    # of 256 tokens outlast those 50 ms, so the cell after the second death's is never started.
+    cells = (ONE_ARM_THREE_CELLS.replace("concurrencies = [1, 2]", "concurrencies = [1, 2, 3, 4]")
+             .replace("output_len = 16", "output_len = 256"))
     runner, events = _runner(tmp_path, port, "--crash-after-requests", "2", arms=(3,), warmup=0,
                              speed=5, cells=cells)
     assert await runner.run() == "failed"
