@@ -38,35 +38,37 @@ def free_port() -> int:
 def simulator(*args: str, spec_tokens: int = 3, speed: float = 1.0) -> Iterator[tuple[str, subprocess.Popen]]:
     """The simulator on a free loopback port; the whole process group is stopped on exit."""
     port = free_port()
-    log = tempfile.NamedTemporaryFile(prefix="bench-sim-", suffix=".log", delete=False)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "dspark_tui.sim", "serve", "bench-model", "--host", "127.0.0.1",
-         "--port", str(port), "--spec-tokens", str(spec_tokens), "--speed", str(speed), *args],
-        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"simulator exited {proc.returncode}; log: {log.name}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"simulator not ready in 60 s; log: {log.name}")
-            time.sleep(0.1)
-        yield url, proc
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
+    with tempfile.NamedTemporaryFile(prefix="bench-sim-", suffix=".log") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "dspark_tui.sim", "serve", "bench-model", "--host", "127.0.0.1",
+             "--port", str(port), "--spec-tokens", str(spec_tokens), "--speed", str(speed), *args],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+        url = f"http://127.0.0.1:{port}"
         try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        log.close()
-        os.unlink(log.name)
+            _wait_ready(url, proc, log.name)
+            yield url, proc
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def _wait_ready(url: str, proc: subprocess.Popen, log_name: str) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"simulator exited {proc.returncode}; log: {log_name}")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"simulator not ready in 60 s; log: {log_name}")
+        time.sleep(0.1)
 
 
 def print_table(headers: list[str], rows: list[list[object]]) -> None:

@@ -18,12 +18,12 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import REPO, median_seconds, print_table, simulator  # noqa: E402
+from _common import REPO, median_seconds, print_table, simulator
 
-from dspark_tui.engine.drivers import DriverContext, NativeDriver  # noqa: E402
-from dspark_tui.model import BenchConfig, CellKey, CellSpec  # noqa: E402
-from dspark_tui.report import render_report  # noqa: E402
-from dspark_tui.results import RunStore, load_run, scan_runs  # noqa: E402
+from dspark_tui.engine.drivers import DriverContext, NativeDriver
+from dspark_tui.model import BenchConfig, CellKey, CellSpec
+from dspark_tui.report import render_report
+from dspark_tui.results import RunStore, load_run, scan_runs
 
 SAMPLE = REPO / "sample_results" / "dspark_st_comparison_20260707-150649"
 
