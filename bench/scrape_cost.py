@@ -21,15 +21,12 @@ from _common import REPO, median_seconds, print_table
 
 from dspark_tui.engine.scraper import parse_metrics, sample_between
 
-FIXTURE = REPO.parent / "shared" / "fixtures" / "vllm_0.33.0_metrics_spec3.txt"
+FIXTURE = REPO / "tests" / "data" / "vllm_0.33.0_metrics_spec3.txt"
 TARGET_MS = 5.0
 
 
 def load_fixture() -> str:
-    if FIXTURE.is_file():
-        return FIXTURE.read_text()
-    local = REPO / "tests" / "data" / "vllm_0.33.0_metrics_spec3.txt"
-    return local.read_text()
+    return FIXTURE.read_text()
 
 
 def tenfold(page: str) -> str:

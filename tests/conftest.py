@@ -12,9 +12,10 @@ import psutil
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
-FIXTURES = SHARED / "fixtures"
-SEED_REPORT = SHARED / "seed" / "000_a9ad07d41d2a76d0.txt"
+# Copies of ../shared/fixtures (real client and /metrics outputs) and of the seed report, so the
+# suite runs from any clone.
+FIXTURES = REPO / "tests" / "data"
+SEED_REPORT = FIXTURES / "seed_report_000_a9ad07d41d2a76d0.md"
 SAMPLE_RUN = REPO / "sample_results" / "dspark_st_comparison_20260707-150649"
 
 
