@@ -14,6 +14,7 @@ from rich.console import Console
 from dspark_tui.config import Settings, load_settings
 from dspark_tui.engine.launch import RunnerProcess
 from dspark_tui.engine.liveness import runner_alive
+from dspark_tui.engine.ports import with_concrete_port
 from dspark_tui.engine.printer import HeadlessPrinter, summary_lines
 from dspark_tui.engine.runner import Runner, filter_plan, plan_of_run, preflight, prepare_run
 from dspark_tui.model import UserError
@@ -63,6 +64,7 @@ def run_command(args: argparse.Namespace) -> int:
 
         plan, source = resolve_plan(plan_name or "", settings.plans_dir)
         plan = filter_plan(plan, _split(args.arms), _split(args.scenarios))
+        plan = with_concrete_port(plan)
         preflight(plan, [results_root, *settings.history_roots()], exclude=None)
         store = prepare_run(plan, results_root, source)
     quiet = bool(getattr(args, "quiet_runner", False))

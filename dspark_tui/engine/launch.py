@@ -16,6 +16,7 @@ from pathlib import Path
 
 from dspark_tui.engine.control import send_control
 from dspark_tui.engine.liveness import runner_alive
+from dspark_tui.engine.ports import with_concrete_port
 from dspark_tui.engine.runner import filter_plan, preflight, prepare_run
 from dspark_tui.engine.server_record import stop_orphaned_server
 from dspark_tui.model import UserError
@@ -70,6 +71,7 @@ class RunnerProcess:
 
             resolved, source = resolve_plan(plan, plans_dir)
             resolved = filter_plan(resolved, arms, scenarios)
+            resolved = with_concrete_port(resolved)
             preflight(resolved, roots, exclude=None)
             store = prepare_run(resolved, results_root, source)
             run_dir = store.path

@@ -10,6 +10,8 @@ import time
 
 import psutil
 
+from dspark_tui.model import Plan
+
 
 def port_is_free(host: str, port: int) -> bool:
     """True when a server could bind (host, port) now; SO_REUSEADDR as servers set it, so
@@ -57,3 +59,14 @@ async def wait_port_free(host: str, port: int, timeout: float) -> bool:
         if time.monotonic() >= deadline:
             return False
         await asyncio.sleep(0.1)
+
+
+def with_concrete_port(plan: Plan) -> Plan:
+    """`server.port = 0` means any free port: pick one now, so the run's snapshot records it."""
+    if plan.server.port != 0:
+        return plan
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((plan.server.host if plan.server.host not in ("0.0.0.0", "") else "", 0))
+        port = int(sock.getsockname()[1])
+    server = plan.server.model_copy(update={"port": port})
+    return plan.model_copy(update={"server": server})

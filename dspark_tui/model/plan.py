@@ -48,7 +48,8 @@ class NumPromptsRule(_Strict):
 class ServerConfig(_Strict):
     command: list[str] = Field(min_length=1)
     host: str = "127.0.0.1"
-    port: int = Field(default=8000, gt=0, lt=65536)
+    # 0: any free port, chosen when the run starts (the demo plan uses it, so demos never clash).
+    port: int = Field(default=8000, ge=0, lt=65536)
     startup_timeout_s: float = Field(default=1800, gt=0)
     stop_timeout_s: float = Field(default=30, gt=0)
     # A serving server whose token counters stay frozen this long while a cell has requests

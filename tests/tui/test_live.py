@@ -18,7 +18,6 @@ from dspark_tui.plans import shipped_plan_text
 from dspark_tui.tui.app import DsparkApp
 from dspark_tui.tui.screens.plan_picker import StartRequest
 from dspark_tui.tui.screens.run_screen import RunScreen
-from tests.conftest import free_port
 from tests.tui.helpers import make_app, screen_text, table_text
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
@@ -26,10 +25,10 @@ SIZE = (120, 40)
 
 
 def demo_plan(tmp_path: Path, *, slow: bool = False) -> Path:
-    """The shipped demo plan on a free port; `slow` makes cells long enough to act during one."""
-    text = shipped_plan_text("demo").replace("port = 18000", f"port = {free_port()}")
-    if slow:
-        text = text.replace('"--speed", "20"', '"--speed", "2"')
+    """The shipped demo plan, faster; `slow` keeps cells long enough to act during one."""
+    speed = "2" if slow else "20"
+    text = shipped_plan_text("demo").replace('"--speed", "1"', f'"--speed", "{speed}"')
+    assert f'"--speed", "{speed}"' in text
     path = tmp_path / "demo-test.toml"
     path.write_text(text)
     return path
