@@ -215,6 +215,7 @@ class ServerProcess:
                     raise ServerError(f"server not ready after {timeout:g}s (startup_timeout_s)",
                                       self.tail())
                 if await self._health(client) and await self._tiny_completion(client):
+                    self._read_log()  # what it printed while we probed comes before "ready"
                     self._ready = True
                     self._set_state("ready", f"{self.base_url} pid {self.pid}")
                     return

@@ -27,14 +27,18 @@ def _server(tmp_path: Path, port: int, *flags: str, **server: object) -> tuple[S
 async def test_starts_serves_and_stops_leaving_nothing(tmp_path: Path, port: int):
     server, events = _server(tmp_path, port)
     await server.start()
-    assert server.exit_code() is None
-    assert await server.probe_health()
-    states = [e.state for e in events.of("server_state")]
-    assert states[:3] == ["starting", "loading", "ready"]
-    assert any("Loading safetensors" in e.line for e in events.of("server_log"))
-    record = read_record(tmp_path)
-    assert record is not None and record.pid == server.pid and record.state == "running"
-    await server.stop()
+    try:
+        assert server.exit_code() is None
+        assert await server.probe_health()
+        states = [e.state for e in events.of("server_state")]
+        assert states[:3] == ["starting", "loading", "ready"]
+        ready_at = events.events.index(events.of("server_state")[2])
+        assert any("Loading safetensors" in e.line for e in events.of("server_log")
+                   if events.events.index(e) < ready_at)
+        record = read_record(tmp_path)
+        assert record is not None and record.pid == server.pid and record.state == "running"
+    finally:
+        await server.stop()
     assert events.of("server_state")[-1].state == "stopped"
     assert port_is_free("127.0.0.1", port)
     assert read_record(tmp_path).state == "stopped"
