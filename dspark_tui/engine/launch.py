@@ -17,7 +17,7 @@ from pathlib import Path
 from dspark_tui.engine.control import send_control
 from dspark_tui.engine.liveness import runner_alive
 from dspark_tui.engine.ports import with_concrete_port
-from dspark_tui.engine.runner import filter_plan, preflight, prepare_run
+from dspark_tui.engine.runner import RUNNER_PLAN_VAR, filter_plan, preflight, prepare_run
 from dspark_tui.engine.server_record import stop_orphaned_server
 from dspark_tui.model import UserError
 from dspark_tui.results import RunStore
@@ -75,12 +75,16 @@ class RunnerProcess:
             preflight(resolved, roots, exclude=None)
             store = prepare_run(resolved, results_root, source)
             run_dir = store.path
+        env = dict(os.environ)
+        if resume is None:
+            # The whole plan, secrets included, goes to the runner in memory; run.json masks them.
+            env[RUNNER_PLAN_VAR] = resolved.model_dump_json()
         log = open(run_dir / RUNNER_LOG, "ab")  # noqa: SIM115 - handed to the child
         try:
             popen = subprocess.Popen(
                 runner_argv(run_dir, lang=lang, parent_pid=None if detach else os.getpid()),
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True, close_fds=True,
+                start_new_session=True, close_fds=True, env=env,
             )
         finally:
             log.close()

@@ -26,6 +26,7 @@ from dspark_tui.engine.procs import TOKEN_VAR, ProcRef, descendants, terminate_t
 from dspark_tui.engine.server_record import RecordedProc, ServerRecord, write_record
 from dspark_tui.model import Arm, Plan
 from dspark_tui.model.events import Event, ServerLog, ServerState, ServerStateChanged
+from dspark_tui.model.secrets import redact_argv
 
 # Lines worth showing while a server starts: what vLLM prints as it loads, compiles and binds.
 _PROGRESS = re.compile(
@@ -56,24 +57,6 @@ def is_progress_line(line: str) -> bool:
     return bool(_PROGRESS.search(line))
 
 
-_SECRET_FLAG = re.compile(r"api[-_]?key|(^|[-_])token$|secret|password", re.IGNORECASE)
-
-
-def redact_argv(argv: list[str]) -> list[str]:
-    """The command as it may be shown or saved: values of key/token/secret flags hidden."""
-    shown: list[str] = []
-    hide_next = False
-    for part in argv:
-        if hide_next:
-            shown.append("***")
-            hide_next = False
-        elif part.startswith("-") and "=" in part and _SECRET_FLAG.search(
-                part.split("=", 1)[0].lstrip("-")):
-            shown.append(part.split("=", 1)[0] + "=***")
-        else:
-            shown.append(part)
-            hide_next = part.startswith("-") and bool(_SECRET_FLAG.search(part.lstrip("-")))
-    return shown
 
 
 class ServerError(Exception):

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dspark_tui import __version__
 from dspark_tui.model import Plan
+from dspark_tui.model.secrets import REDACTED, redact_argv, redact_env
 
 MANIFEST_SCHEMA_VERSION = 1
 
@@ -62,6 +63,17 @@ class RunManifest(BaseModel):
         return [arm.name for arm in self.arms]
 
 
+def redacted_plan_snapshot(plan: Plan) -> dict[str, Any]:
+    """The plan as run.json keeps it: secrets (API key, key/token flags, secret env) masked.
+    A resume gets them back from the environment (see engine.runner.plan_of_run)."""
+    snapshot = plan.model_dump(mode="json")
+    if snapshot["bench"].get("api_key"):
+        snapshot["bench"]["api_key"] = REDACTED
+    snapshot["server"]["command"] = redact_argv(snapshot["server"]["command"])
+    snapshot["server"]["env"] = redact_env(snapshot["server"]["env"])
+    return snapshot
+
+
 def now_iso() -> str:
     return dt.datetime.now().astimezone().isoformat(timespec="seconds")
 
@@ -75,9 +87,7 @@ def manifest_for_plan(plan: Plan, plan_source: str | None = None) -> RunManifest
         )
         for var in plan.compared_vars()
     ]
-    snapshot = plan.model_dump(mode="json")
-    if snapshot.get("bench", {}).get("api_key"):
-        snapshot["bench"]["api_key"] = "***"
+    snapshot = redacted_plan_snapshot(plan)
     return RunManifest(
         name=plan.name,
         model=plan.model,

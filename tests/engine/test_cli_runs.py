@@ -254,3 +254,29 @@ def test_a_closed_terminal_does_not_stop_a_foreground_run(tmp_path: Path, port: 
     (run_dir,) = list(results.iterdir())
     assert _status(run_dir) == "completed"
     assert json.loads((run_dir / "server.json").read_text())["state"] == "stopped"
+
+
+def test_secrets_never_reach_the_run_directory_yet_a_detached_runner_has_them(
+        tmp_path: Path, port: int):
+    plan = write_sim_plan(tmp_path, port, "--api-key", "sk-in-command", arms=(3,), speed=20,
+                          warmup=0)
+    text = plan.read_text().replace('[bench]', '[server.env]\nHF_TOKEN = "hf-secret"\n\n[bench]')
+    text = text.replace('driver = "native"', 'driver = "native"\napi_key = "sk-bench-key"')
+    plan.write_text(text)
+    done = _cli("run", str(plan), "--detach", "--results", str(tmp_path / "results"))
+    assert done.returncode == 0, done.stderr
+    run_dir = Path(done.stdout.strip().splitlines()[0])
+    deadline = time.monotonic() + 60
+    while json.loads((run_dir / "run.json").read_text())["status"] == "running":
+        assert time.monotonic() < deadline, (run_dir / "runner.log").read_text()
+        time.sleep(0.3)
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "completed"
+    for path in run_dir.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            for secret in (b"sk-in-command", b"hf-secret", b"sk-bench-key"):
+                assert secret not in data, f"{secret!r} written to {path}"
+    # A later resume without the secrets in the environment says what to export.
+    resumed = _cli("run", "--resume", str(run_dir), "--headless")
+    assert resumed.returncode == 2
+    assert "server.env.HF_TOKEN" in resumed.stderr and "Traceback" not in resumed.stderr

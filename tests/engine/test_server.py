@@ -124,7 +124,7 @@ def test_record_is_json_for_other_tools(tmp_path: Path):
 
 
 def test_secrets_in_the_server_command_are_hidden():
-    from dspark_tui.engine.server import redact_argv
+    from dspark_tui.model.secrets import redact_argv
 
     argv = ["vllm", "serve", "m", "--api-key", "sk-123", "--hf-token=hf_abc", "--spec-tokens", "5",
             "--token", "t0"]
