@@ -57,6 +57,9 @@ class CellPanel(Vertical):
         if current is None:
             title = "no cell running" if not state.finished else f"run {state.status}"
             numbers, total, progress = "", 1, 0
+            if state.finished:  # the bar now tells the run's cells, not an empty cell
+                title += f": {state.done}/{state.total} cells ok"
+                total, progress = max(1, state.total), state.done
         else:
             key = current.key
             title = (f"{key.arm} · {key.scenario} · c{key.concurrency}   "
