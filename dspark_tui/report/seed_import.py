@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dspark_tui.model import CellResult, ClientMetrics, Plan, Provenance, UserError
+from dspark_tui.report.frames import CORE_COLUMNS
 from dspark_tui.results.manifest import RunManifest, manifest_for_plan
 from dspark_tui.results.store import RunStore
 
@@ -24,20 +25,8 @@ SEED_SOURCE = (
 )
 SEED_CLIENT = "sglang.bench_serving --backend vllm"
 
-# The seed's core table columns after Scenario / Concurrency / Spec, in order.
-SEED_COLUMNS = (
-    "duration",
-    "request_throughput",
-    "output_throughput",
-    "total_throughput",
-    "mean_e2e_latency_ms",
-    "p95_e2e_latency_ms",
-    "p99_e2e_latency_ms",
-    "mean_ttft_ms",
-    "p99_ttft_ms",
-    "mean_tpot_ms",
-    "p99_tpot_ms",
-)
+# The seed's core table columns after Scenario / Concurrency / Spec are the report's own.
+SEED_COLUMNS = tuple(CORE_COLUMNS)
 _ROW = re.compile(r"^\|\s*([A-Za-z0-9_.-]+)\s*\|\s*(\d+)\s*\|\s*([^|]+?)\s*\|((?:\s*[\d.]+\s*\|){11})\s*$")
 # Both numbers are published to two decimals, so each may be off by up to half a cent.
 _HALF_CENT = 0.005
