@@ -6,21 +6,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from dspark_tui.config import load_settings
+from dspark_tui.config import settings_or_warn
 from dspark_tui.model import UserError
-
-
-def _settings(args: argparse.Namespace):
-    settings, warning = load_settings(getattr(args, "config", None))
-    if warning:
-        print(f"dspark-tui: warning: {warning}", file=sys.stderr)
-    return settings
 
 
 def plan_command(args: argparse.Namespace) -> int:
     from dspark_tui.plans import resolve_plan, shipped_plan_names, shipped_plan_text
 
-    settings = _settings(args)
+    settings = settings_or_warn(getattr(args, "config", None))
     if args.plan_command == "list":
         for name in shipped_plan_names():
             print(f"{name:<24} shipped")
@@ -75,7 +68,7 @@ def report_command(args: argparse.Namespace) -> int:
 def runs_command(args: argparse.Namespace) -> int:
     from dspark_tui.results import scan_runs
 
-    settings = _settings(args)
+    settings = settings_or_warn(getattr(args, "config", None))
     roots = [*(args.results or []), *settings.history_roots()]
     runs = scan_runs(roots)
     if not runs:

@@ -6,6 +6,7 @@ A broken config file must never stop the tool: it is reported in one line and de
 from __future__ import annotations
 
 import os
+import sys
 import tomllib
 from pathlib import Path
 from typing import Literal
@@ -88,6 +89,14 @@ def load_settings(path: Path | None = None) -> tuple[Settings, str | None]:
             return Settings.model_validate(env_only), warning
         except ValidationError:
             return Settings(), warning
+
+
+def settings_or_warn(path: Path | None = None) -> Settings:
+    """The settings for a command: a bad file is one warning line on stderr, then defaults."""
+    settings, warning = load_settings(path)
+    if warning:
+        print(f"dspark-tui: warning: {warning}", file=sys.stderr)
+    return settings
 
 
 def save_setting(key: str, value: str, path: Path | None = None) -> None:

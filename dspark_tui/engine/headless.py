@@ -11,8 +11,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from dspark_tui.config import Settings, load_settings
-from dspark_tui.engine.launch import RunnerProcess
+from dspark_tui.config import settings_or_warn
+from dspark_tui.engine.launch import RESUME_NO_FILTERS, RunnerProcess
 from dspark_tui.engine.liveness import runner_alive
 from dspark_tui.engine.ports import with_concrete_port
 from dspark_tui.engine.printer import HeadlessPrinter, summary_lines
@@ -24,25 +24,20 @@ from dspark_tui.results.follow import EventFollower
 EXIT_CODES = {"completed": 0, "failed": 1, "aborted": 3, "interrupted": 130}
 
 
-def _settings(args: argparse.Namespace) -> Settings:
-    settings, warning = load_settings(getattr(args, "config", None))
-    if warning:
-        print(f"dspark-tui: warning: {warning}", file=sys.stderr)
-    return settings
-
-
 def _split(value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()] if value else None
 
 
 def run_command(args: argparse.Namespace) -> int:
-    settings = _settings(args)
+    settings = settings_or_warn(getattr(args, "config", None))
     results_root = Path(args.results or settings.results_root).expanduser()
     lang = args.lang or settings.language
     resume: Path | None = getattr(args, "resume", None)
     plan_name = "demo" if args.command == "demo" else getattr(args, "plan", None)
     if resume is None and not plan_name:
         raise UserError("run: name a plan (shipped name or TOML file) or use --resume RUN_DIR")
+    if resume is not None and (_split(args.arms) or _split(args.scenarios)):
+        raise UserError(RESUME_NO_FILTERS)
     if args.detach:
         process = RunnerProcess.start(
             plan_name or "", results_root=results_root, arms=_split(args.arms),
@@ -89,7 +84,7 @@ async def _run(runner: Runner) -> str:
 
 def attach_command(args: argparse.Namespace) -> int:
     """Replay a run's events, then follow them until it finishes (Ctrl-C leaves the run alone)."""
-    settings = _settings(args)
+    settings = settings_or_warn(getattr(args, "config", None))
     run_dir = args.run_dir
     if run_dir is None:
         running = [r for r in scan_runs(settings.history_roots()) if r.status == "running"]

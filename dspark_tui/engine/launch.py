@@ -23,6 +23,8 @@ from dspark_tui.model import UserError
 from dspark_tui.results import RunStore
 
 RUNNER_LOG = "runner.log"
+RESUME_NO_FILTERS = ("--arms/--scenarios cannot be combined with --resume; a resume runs the "
+                     "run's own plan")
 
 
 def runner_argv(run_dir: Path, *, lang: str, parent_pid: int | None) -> list[str]:
@@ -61,6 +63,8 @@ class RunnerProcess:
         """Validate, create (or reuse) the run directory and launch the runner in it."""
         roots = [results_root, *(other_roots or [])]
         if resume is not None:
+            if arms or scenarios:
+                raise UserError(RESUME_NO_FILTERS)
             run_dir = Path(resume).expanduser()
             store = RunStore(run_dir)
             store.read_manifest()

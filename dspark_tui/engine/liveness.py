@@ -4,16 +4,14 @@ seconds: a pid alone can be reused, a heartbeat alone cannot tell a slow disk fr
 from __future__ import annotations
 
 import json
-import os
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from dspark_tui.results.scan import HEARTBEAT_STALE_S
+from dspark_tui.results.scan import HEARTBEAT, pid_alive
+from dspark_tui.results.scan import runner_alive as _runner_process_alive
 from dspark_tui.results.store import RUN_JSON
 
-HEARTBEAT = "heartbeat"
 HEARTBEAT_EVERY_S = 2.0
 
 
@@ -25,18 +23,6 @@ def touch_heartbeat(run_dir: Path) -> None:
         pass
 
 
-def pid_alive(pid: object) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-
-
 def _manifest(run_dir: Path) -> dict[str, object]:
     try:
         data = json.loads((run_dir / RUN_JSON).read_bytes())
@@ -45,19 +31,10 @@ def _manifest(run_dir: Path) -> dict[str, object]:
     return data if isinstance(data, dict) else {}
 
 
-def heartbeat_age(run_dir: Path) -> float | None:
-    try:
-        return time.time() - (run_dir / HEARTBEAT).stat().st_mtime
-    except OSError:
-        return None
-
-
 def runner_alive(run_dir: Path) -> bool:
+    """A run marked running whose runner is alive by results.scan's one rule."""
     data = _manifest(run_dir)
-    if data.get("status") != "running" or not pid_alive(data.get("runner_pid")):
-        return False
-    age = heartbeat_age(run_dir)
-    return age is not None and age < HEARTBEAT_STALE_S
+    return data.get("status") == "running" and _runner_process_alive(run_dir, data.get("runner_pid"))
 
 
 @dataclass

@@ -10,7 +10,11 @@ import time
 
 import psutil
 
-from dspark_tui.model import Plan
+from dspark_tui.model import Plan, UserError
+
+
+def _not_local(host: str, exc: OSError) -> UserError:
+    return UserError(f"server.host {host!r} is not an address of this machine ({exc})")
 
 
 def port_is_free(host: str, port: int) -> bool:
@@ -25,7 +29,7 @@ def port_is_free(host: str, port: int) -> bool:
         except OSError as exc:
             if exc.errno in (errno.EADDRINUSE, errno.EACCES):
                 return False
-            raise
+            raise _not_local(host, exc) from None
     return True
 
 
@@ -65,8 +69,12 @@ def with_concrete_port(plan: Plan) -> Plan:
     """`server.port = 0` means any free port: pick one now, so the run's snapshot records it."""
     if plan.server.port != 0:
         return plan
+    host = plan.server.host
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((plan.server.host if plan.server.host not in ("0.0.0.0", "") else "", 0))
+        try:
+            sock.bind((host if host not in ("0.0.0.0", "") else "", 0))
+        except OSError as exc:
+            raise _not_local(host, exc) from None
         port = int(sock.getsockname()[1])
     server = plan.server.model_copy(update={"port": port})
     return plan.model_copy(update={"server": server})

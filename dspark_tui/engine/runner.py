@@ -67,6 +67,7 @@ _T = TypeVar("_T")
 PROGRESS_EVERY_S = 0.2
 HEALTH_EVERY_S = 2.0
 HEALTH_FAILURES_FATAL = 3
+CELL_TIMEOUT_MARGIN_S = 30.0  # the runner's backstop beyond the drivers' own cell timeouts
 
 
 def prepare_run(plan: Plan, results_root: Path, plan_source: str | None = None) -> RunStore:
@@ -204,6 +205,7 @@ class Runner:
         self._cell_interrupt = asyncio.Event()
         self._interrupt_reason: str | None = None
         self._skip_requested = False
+        self._cell_running = False
         self._abort_reason: str | None = None
         self._abort_event = asyncio.Event()
         self._signal_name: str | None = None
@@ -226,6 +228,9 @@ class Runner:
         self._ack("resume", "resumed")
 
     def skip(self) -> None:
+        if not self._cell_running:
+            self._ack("skip", "no cell is running; nothing to skip")
+            return
         self._skip_requested = True
         self._cell_interrupt.set()
         self._ack("skip", "skipping the current cell")
@@ -461,12 +466,15 @@ class Runner:
                                total=len(self._cells)))
         self._skip_requested = False
         self._cell_interrupt.clear()
+        self._cell_running = True  # until the cell's tasks are over; see skip()
         if self._abort_reason is not None:
             self._cell_interrupt.set()
         started_at = now_iso()
         await scraper.begin_window(key)
         driver = self._get_driver()
-        timeout = self.plan.bench.cell_timeout_s
+        # The drivers time out at cell_timeout_s with their own, detailed message; this one
+        # is only a backstop for a driver that does not return.
+        timeout = self.plan.bench.cell_timeout_s + CELL_TIMEOUT_MARGIN_S
         run = asyncio.create_task(asyncio.wait_for(
             driver.run(cell, self._context(self.plan.arm(key.arm), server), self._on_progress),
             timeout=timeout))
@@ -476,6 +484,7 @@ class Runner:
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            self._cell_running = False
             for task in tasks:
                 task.cancel()
             for task in tasks:
@@ -501,7 +510,8 @@ class Runner:
                                 f"completed, {metrics.failed or 0} failed)", summary, provenance)
                 raise _ServerDied(death)
             if isinstance(exc, TimeoutError):
-                reason = f"timed out after {timeout:g}s (bench.cell_timeout_s)"
+                reason = (f"timed out after {timeout:g}s (bench.cell_timeout_s + "
+                          f"{CELL_TIMEOUT_MARGIN_S:g}s; the bench client did not stop by itself)")
             elif isinstance(exc, CellError):
                 reason = str(exc) or "the bench client failed"
             else:

@@ -42,6 +42,7 @@ GAUGES = {
     "vllm:kv_cache_usage_perc": "kv_usage",
     "vllm:gpu_cache_usage_perc": "kv_usage",  # name before vLLM 0.10
 }
+KV_USAGE_NEW, KV_USAGE_OLD = "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"
 # Counters whose movement shows the engine is doing work.
 PROGRESS_COUNTERS = ("generation_tokens", "prompt_tokens", "drafts")
 
@@ -54,7 +55,8 @@ SERIES_COLUMNS = [
 
 @dataclass
 class MetricsSnapshot:
-    """One parsed /metrics page: counters and gauges summed over engines."""
+    """One parsed /metrics page: counters, running and waiting summed over engines; KV usage
+    is the fullest engine's (a fraction, 0..1)."""
 
     t: float
     counters: dict[str, float] = field(default_factory=dict)
@@ -66,6 +68,7 @@ class MetricsSnapshot:
 def parse_metrics(text: str, t: float | None = None) -> MetricsSnapshot:
     """Parse a Prometheus text page; unknown metrics are ignored, malformed pages raise ValueError."""
     snap = MetricsSnapshot(t=time.time() if t is None else t)
+    kv: dict[str, float] = {}
     for family in text_string_to_metric_families(_wanted_lines(text)):
         for sample in family.samples:
             value = float(sample.value)
@@ -81,9 +84,14 @@ def parse_metrics(text: str, t: float | None = None) -> MetricsSnapshot:
                 except ValueError:
                     continue
                 snap.per_position[position] = snap.per_position.get(position, 0.0) + value
+            elif name in (KV_USAGE_NEW, KV_USAGE_OLD):
+                kv[name] = max(kv.get(name, value), value)
             elif name in GAUGES:
                 key = GAUGES[name]
                 snap.gauges[key] = snap.gauges.get(key, 0.0) + value
+    usage = kv.get(KV_USAGE_NEW, kv.get(KV_USAGE_OLD))
+    if usage is not None:
+        snap.gauges["kv_usage"] = usage
     return snap
 
 
@@ -256,6 +264,8 @@ class MetricsScraper:
         self._window_gaps = 0
         self._progress_t = time.monotonic()
         self._progress_values: dict[str, float] = {}
+        self._last_ok = False
+        self._busy = False
         self.counters_exported = False
 
     async def start(self) -> None:
@@ -293,8 +303,12 @@ class MetricsScraper:
         return summary, samples
 
     def seconds_without_progress(self) -> float | None:
-        """How long the engine's work counters have not moved; None when it exports none."""
-        if not self.counters_exported:
+        """How long the engine's work counters have not moved while it has requests in flight.
+
+        None unless the latest scrape succeeded and showed running + waiting > 0: a failed
+        scrape leaves the progress time frozen, and an idle server has nothing to progress on.
+        """
+        if not (self.counters_exported and self._last_ok and self._busy):
             return None
         return time.monotonic() - self._progress_t
 
@@ -307,6 +321,7 @@ class MetricsScraper:
     async def scrape_once(self) -> None:
         snapshot = await self._fetch()
         async with self._lock:
+            self._last_ok = snapshot is not None
             if snapshot is None:
                 sample = MetricsSample(arm=self.arm, key=self._key, gap=True)
                 if self._key is not None:
@@ -329,7 +344,10 @@ class MetricsScraper:
         values = {k: snapshot.counters[k] for k in PROGRESS_COUNTERS if k in snapshot.counters}
         if values:
             self.counters_exported = True
-        if values != self._progress_values:
+        busy = snapshot.gauges.get("running", 0.0) + snapshot.gauges.get("waiting", 0.0) > 0
+        # Nothing to do is not a stall: the clock starts when requests are seen in flight.
+        was_busy, self._busy = self._busy, busy
+        if values != self._progress_values or not (busy and was_busy):
             self._progress_values = values
             self._progress_t = time.monotonic()
 

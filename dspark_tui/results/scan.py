@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from dspark_tui.results.store import EVENTS, RUN_JSON
 
+HEARTBEAT = "heartbeat"
 HEARTBEAT_STALE_S = 30.0
 
 
@@ -74,9 +76,18 @@ def summarize_run(path: Path) -> RunSummary:
     summary.arms = [str(a.get("name")) for a in data.get("arms", []) if isinstance(a, dict)]
     summary.cells_total = int(data.get("total_cells") or 0)
     summary.status = str(data.get("status") or "unknown")
-    if summary.status == "running" and not _runner_alive(path, data.get("runner_pid")):
-        summary.status = "interrupted"
+    if summary.status == "running" and not runner_alive(path, data.get("runner_pid")):
+        # A run whose runner has not written its pid yet is starting, if its directory is fresh.
+        starting = data.get("runner_pid") is None and _fresh(path / HEARTBEAT, time.time())
+        summary.status = "starting" if starting else "interrupted"
     return summary
+
+
+def _fresh(path: Path, now: float) -> bool:
+    try:
+        return now - path.stat().st_mtime < HEARTBEAT_STALE_S
+    except OSError:
+        return False
 
 
 def _count_cells(path: Path) -> int:
@@ -93,22 +104,23 @@ def _count_cells(path: Path) -> int:
         return 0
 
 
-def _runner_alive(path: Path, pid: object) -> bool:
-    """A run marked running is live only if its runner process exists or wrote lately."""
-    if isinstance(pid, int) and pid > 0:
-        try:
-            os.kill(pid, 0)
-            return True
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-    import time
+def pid_alive(pid: object) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
 
-    heartbeat = path / "heartbeat"
-    for candidate in (heartbeat, path / EVENTS):
-        try:
-            return time.time() - candidate.stat().st_mtime < HEARTBEAT_STALE_S
-        except OSError:
-            continue
-    return False
+
+def runner_alive(path: Path, pid: object) -> bool:
+    """The one liveness rule (the engine's liveness.py uses it too): the runner's pid exists
+    AND it touched its heartbeat or events.jsonl within HEARTBEAT_STALE_S. A pid alone can be
+    reused by another process; a fresh file alone cannot tell whose it is."""
+    if not pid_alive(pid):
+        return False
+    now = time.time()
+    return any(_fresh(path / name, now) for name in (HEARTBEAT, EVENTS))

@@ -74,8 +74,9 @@ class RunStore:
                     continue
             else:
                 raise UserError(f"{root}: cannot find a free run directory name for {base}")
-        except PermissionError:
-            raise UserError(f"{root}: no permission to create a run directory there") from None
+        except OSError as exc:  # no permission, a file in the way, a read-only or full disk
+            reason = exc.strerror or str(exc)
+            raise UserError(f"{root}: cannot create a run directory there ({reason})") from None
         store = cls(candidate)
         store.write_manifest(manifest)
         return store

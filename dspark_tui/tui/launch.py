@@ -52,6 +52,10 @@ def _start_of(args: argparse.Namespace, plans_dir: Path,
         elif not plan:
             raise UserError("run: name a plan (shipped name or TOML file) or --resume RUN_DIR")
         arms, scenarios = _names(args.arms), _names(args.scenarios)
+        if resume is not None and (arms or scenarios):
+            from dspark_tui.engine.launch import RESUME_NO_FILTERS
+
+            raise UserError(RESUME_NO_FILTERS)
         if resume is None:
             from dspark_tui.engine.runner import filter_plan
 

@@ -16,9 +16,14 @@ ACTIONS = ("pause", "resume", "skip", "abort", "retry")
 
 
 class RunLink(Protocol):
-    run_dir: Path
-    owned: bool  # quitting the app stops this runner
-    read_only: bool
+    @property
+    def run_dir(self) -> Path: ...
+
+    @property
+    def owned(self) -> bool: ...  # quitting the app stops this runner
+
+    @property
+    def read_only(self) -> bool: ...
 
     def control(self, action: str) -> None: ...
 

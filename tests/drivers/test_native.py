@@ -150,3 +150,25 @@ async def test_warmup_succeeds_and_fails_loudly(tmp_path: Path):
         await warmup(_ctx(sim.url, tmp_path), 20)
         with pytest.raises(CellError, match=r"warmup: 3 of 3 requests failed; first: HTTP 404"):
             await warmup(_ctx(sim.url, tmp_path, model="wrong"), 3)
+
+
+async def test_cell_times_are_local_like_the_runs_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A cell's started_at/finished_at share the zone of run.json's times (results.manifest)."""
+    import time
+
+    from dspark_tui.results.manifest import now_iso
+
+    monkeypatch.setenv("TZ", "CST-8")  # POSIX rule, no tzdata needed: UTC+8, no DST
+    time.tzset()
+    try:
+        with running_sim(speed=50) as sim:
+            result = await NativeDriver().run(_cell(concurrency=1, prompts=1), _ctx(sim.url, tmp_path),
+                                              lambda p: None)
+        assert now_iso().endswith("+08:00")
+        assert result.provenance.started_at.endswith("+08:00"), result.provenance.started_at
+        assert result.provenance.finished_at.endswith("+08:00"), result.provenance.finished_at
+        # the raw file is written atomically: the file itself, no temporary left beside it
+        assert [p.name for p in (tmp_path / "run/raw/st_3").iterdir()] == ["chat_short__c1.jsonl"]
+    finally:
+        monkeypatch.undo()
+        time.tzset()

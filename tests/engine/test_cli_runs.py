@@ -14,10 +14,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import psutil
+import pytest
 
 from dspark_tui.engine.launch import RunnerProcess
 from dspark_tui.engine.ports import port_is_free
-from dspark_tui.results import RunStore, load_run, scan_runs
+from dspark_tui.model import load_plan
+from dspark_tui.results import RunStore, load_run, manifest_for_plan, scan_runs
 from tests.engine.helpers import write_sim_plan
 
 CLI = [sys.executable, "-m", "dspark_tui"]
@@ -90,6 +92,56 @@ def test_port_taken_is_one_line_and_creates_no_run(tmp_path: Path, port: int):
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert f"port {port} on 127.0.0.1 is already in use by pid {os.getpid()}" in done.stderr
     assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize(("host", "port_is_any"), [
+    ("10.9.9.9", False),  # a valid address this machine does not have: errno 99 on bind
+    ("no-such-host.invalid", True),  # does not resolve, reached through server.port = 0
+])
+def test_a_host_that_is_not_this_machine_is_one_line(tmp_path: Path, port: int, host: str,
+                                                      port_is_any: bool):
+    plan = write_sim_plan(tmp_path, 0 if port_is_any else port, arms=(3,), host=f'"{host}"')
+    done = _cli("run", str(plan), "--headless", "--results", str(tmp_path / "results"))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert f"server.host {host!r} is not an address of this machine (" in done.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_results_folder_that_is_a_file_is_one_line(tmp_path: Path, port: int):
+    plan = write_sim_plan(tmp_path, port, arms=(3,))
+    in_the_way = tmp_path / "hostname"
+    in_the_way.write_text("not a folder\n")
+    done = _cli("run", str(plan), "--headless", "--results", str(in_the_way))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert f"{in_the_way}: cannot create a run directory there (" in done.stderr
+
+
+@pytest.mark.parametrize("detach", [False, True])
+def test_resume_refuses_arms_and_scenarios(tmp_path: Path, port: int, detach: bool):
+    plan = write_sim_plan(tmp_path, port, arms=(3,))
+    run_dir = RunStore.create(tmp_path / "results", manifest_for_plan(load_plan(plan))).path
+    before = sorted(p.name for p in run_dir.iterdir())
+    for flag, value in (("--arms", "st=3"), ("--scenarios", "chat")):
+        done = _cli("run", "--resume", str(run_dir), flag, value, "--headless",
+                    *(["--detach"] if detach else []))
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert done.stderr == ("dspark-tui: error: --arms/--scenarios cannot be combined with "
+                               "--resume; a resume runs the run's own plan\n"), done.stderr
+    assert sorted(p.name for p in run_dir.iterdir()) == before  # no runner was started
+
+
+def test_a_broken_config_is_one_warning_line_for_every_command(tmp_path: Path):
+    (tmp_path / "config.toml").write_text("language = [\n")
+    env = {**os.environ, "DSPARK_CONFIG_DIR": str(tmp_path)}
+    warning = f"dspark-tui: warning: {tmp_path / 'config.toml'}: ignored, not valid TOML ("
+    for args in (["plan", "list"], ["attach", str(tmp_path / "no-run"), "--headless"]):
+        done = subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=60, env=env,
+                              stdin=subprocess.DEVNULL, check=False)
+        lines = done.stderr.splitlines()
+        assert lines and lines[0].startswith(warning), done.stderr
+        assert "Traceback" not in done.stderr
 
 
 def test_detach_ctl_attach_and_a_second_run_on_the_same_port(tmp_path: Path, port: int):

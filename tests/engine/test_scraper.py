@@ -133,3 +133,83 @@ async def test_scrapes_the_real_vllm_page_over_http(tmp_path: Path, port: int):
     assert summary.drafts == 0 and summary.generation_tokens == 0
     assert summary.mean_acceptance_length is None  # no drafts in the window: unknown, not 1.0
     assert window[-1].kv_usage == pytest.approx(0.0734) and window[-1].generation_tok_s == 0
+
+
+TWO_ENGINES = """\
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="m"} 3
+vllm:num_requests_running{engine="1",model_name="m"} 2
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{engine="0",model_name="m"} 1
+vllm:num_requests_waiting{engine="1",model_name="m"} 4
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.6
+vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0.8
+# TYPE vllm:gpu_cache_usage_perc gauge
+vllm:gpu_cache_usage_perc{engine="0",model_name="m"} 0.6
+vllm:gpu_cache_usage_perc{engine="1",model_name="m"} 0.8
+"""
+
+
+def test_two_engines_sum_requests_but_kv_usage_is_the_fullest_engine():
+    snap = parse_metrics(TWO_ENGINES, t=0.0)
+    assert snap.gauges["running"] == 5 and snap.gauges["waiting"] == 5
+    # Neither summed over engines nor counted twice under the pre-0.10 name: a fraction.
+    assert snap.gauges["kv_usage"] == pytest.approx(0.8)
+
+
+def test_the_old_kv_name_alone_is_read_and_the_new_one_wins_when_both_differ():
+    old_only = "\n".join(line for line in TWO_ENGINES.splitlines() if "kv_cache_usage" not in line)
+    assert parse_metrics(old_only, t=0.0).gauges["kv_usage"] == pytest.approx(0.8)
+    both = TWO_ENGINES.replace('gpu_cache_usage_perc{engine="1",model_name="m"} 0.8',
+                               'gpu_cache_usage_perc{engine="1",model_name="m"} 0.95')
+    assert parse_metrics(both, t=0.0).gauges["kv_usage"] == pytest.approx(0.8)
+
+
+def _page(running: int, waiting: int) -> str:
+    return (f"vllm:generation_tokens_total{{engine=\"0\"}} 100\n"
+            f"vllm:prompt_tokens_total{{engine=\"0\"}} 50\n"
+            f"vllm:num_requests_running{{engine=\"0\"}} {running}\n"
+            f"vllm:num_requests_waiting{{engine=\"0\"}} {waiting}\n")
+
+
+async def test_no_stall_verdict_on_a_failed_scrape_or_an_idle_server(port: int):
+    """Frozen counters mean a stall only while the latest scrape shows requests in flight."""
+    from aiohttp import web
+
+    page = {"status": 200, "text": _page(2, 1)}
+
+    async def metrics(_request: web.Request) -> web.Response:
+        return web.Response(status=page["status"], text=page["text"])
+
+    app = web.Application()
+    app.router.add_get("/metrics", metrics)
+    http = web.AppRunner(app)
+    await http.setup()
+    await web.TCPSite(http, "127.0.0.1", port).start()
+    scraper = MetricsScraper(f"http://127.0.0.1:{port}", "a", interval_s=60, emit=lambda s: None)
+    await scraper.start()  # one scrape now, the next one in a minute: each step is explicit
+    try:
+        await scraper.scrape_once()
+        await asyncio.sleep(0.3)
+        await scraper.scrape_once()  # same counters, requests in flight: idle time grows
+        idle = scraper.seconds_without_progress()
+        assert idle is not None and idle >= 0.3
+        page["status"] = 500  # the scrape fails: the progress time is frozen, no verdict
+        await scraper.scrape_once()
+        assert scraper.seconds_without_progress() is None
+        page.update(status=200, text=_page(0, 0))  # an idle server has nothing to progress on
+        await scraper.scrape_once()
+        assert scraper.seconds_without_progress() is None
+        await asyncio.sleep(0.3)
+        page["text"] = _page(0, 1)  # a request arrives: the clock starts now, not when the
+        await scraper.scrape_once()  # counters last moved before the idle spell
+        idle = scraper.seconds_without_progress()
+        assert idle is not None and idle < 0.3
+        await asyncio.sleep(0.3)
+        await scraper.scrape_once()  # still waiting, counters still frozen: that is a stall
+        idle = scraper.seconds_without_progress()
+        assert idle is not None and idle >= 0.3
+    finally:
+        await scraper.stop()
+        await http.cleanup()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from dspark_tui.engine.liveness import runner_alive
 from dspark_tui.model import CellKey, CellResult, ClientMetrics, UserError
 from dspark_tui.model.cell import CellStatus
 from dspark_tui.model.events import CellFinished, Notice, RunStarted
@@ -85,6 +86,17 @@ def test_load_run_of_missing_dir_is_a_user_error(tmp_path: Path):
         load_run(tmp_path / "nope")
 
 
+def test_a_file_in_the_way_of_the_results_root_is_a_user_error(tmp_path: Path):
+    plan, source = resolve_plan("demo")
+    in_the_way = tmp_path / "hostname"
+    in_the_way.write_text("not a folder\n")
+    for root in (in_the_way, in_the_way / "below"):  # FileExistsError, NotADirectoryError
+        with pytest.raises(UserError) as caught:
+            RunStore.create(root, manifest_for_plan(plan, source))
+        assert str(caught.value).startswith(f"{root}: cannot create a run directory there (")
+    assert in_the_way.read_text() == "not a folder\n"
+
+
 def test_full_disk_keeps_old_file_and_leaves_no_temp(tmp_path: Path):
     """/dev/full fails every write with ENOSPC; simulate by writing into a tiny tmpfs-less path."""
     target = tmp_path / "cell.json"
@@ -141,9 +153,23 @@ def test_scan_lists_broken_runs_with_reasons(tmp_path: Path, store: RunStore):
     assert ours.status == "interrupted"
 
 
-def test_scan_trusts_a_fresh_heartbeat(tmp_path: Path, store: RunStore):
+def test_scan_trusts_a_live_pid_only_with_a_fresh_heartbeat(tmp_path: Path, store: RunStore):
+    manifest = store.read_manifest()
+    manifest.runner_pid = os.getpid()  # a live process, as a reused pid would be
+    store.write_manifest(manifest)
     (store.path / "heartbeat").touch()
     assert scan_runs([tmp_path])[0].status == "running"
+    assert runner_alive(store.path)  # the engine's check agrees: one rule
+    old = time.time() - 3600
+    os.utime(store.path / "heartbeat", (old, old))
+    assert scan_runs([tmp_path])[0].status == "interrupted"
+    assert not runner_alive(store.path)
+
+
+def test_a_fresh_run_without_a_runner_pid_is_starting_then_interrupted(tmp_path: Path, store: RunStore):
+    (store.path / "heartbeat").touch()  # created a moment ago; its runner has not written its pid
+    assert scan_runs([tmp_path])[0].status == "starting"
+    assert not runner_alive(store.path)  # nothing to attach to or control yet
     old = time.time() - 3600
     os.utime(store.path / "heartbeat", (old, old))
     assert scan_runs([tmp_path])[0].status == "interrupted"

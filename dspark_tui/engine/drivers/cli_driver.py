@@ -7,7 +7,6 @@ numbers describe what the server did; a run where none completed is a CellError.
 
 from __future__ import annotations
 
-import datetime as dt
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,12 +16,9 @@ from dspark_tui.engine.drivers.external import ChildOutcome, run_child
 from dspark_tui.model import CellResult, CellSpec, ClientMetrics, Provenance, UserError
 from dspark_tui.model.events import CellProgress
 from dspark_tui.results.importers import ImportedMetrics
+from dspark_tui.results.manifest import now_iso
 
 PROGRESS_INTERVAL_S = 0.25
-
-
-def now_iso() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 def raw_relpath(ctx: DriverContext, path: Path) -> str:

@@ -32,11 +32,13 @@ from typing import Any
 import aiohttp
 
 from dspark_tui.engine.drivers.base import CellError, DriverContext, ProgressCallback
-from dspark_tui.engine.drivers.cli_driver import now_iso, raw_relpath
+from dspark_tui.engine.drivers.cli_driver import raw_relpath
 from dspark_tui.engine.drivers.prompts import PromptSpec, random_id_prompts
 from dspark_tui.engine.drivers.stats import RequestRecord, client_metrics, percentile
 from dspark_tui.model import CellResult, CellSpec, Provenance
 from dspark_tui.model.events import CellProgress
+from dspark_tui.results.atomic import atomic_write_text
+from dspark_tui.results.manifest import now_iso
 
 PROGRESS_INTERVAL_S = 0.25
 _RATE_WINDOW_S = 5.0
@@ -302,13 +304,8 @@ async def _report_progress(live: LiveStats, cell: CellSpec, on_progress: Progres
 
 
 def _write_raw(path: Path, records: Sequence[RequestRecord]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as out:
-        for record in records:
-            out.write(json.dumps(record.as_json(), separators=(",", ":")))
-            out.write("\n")
-    tmp.replace(path)
+    atomic_write_text(path, "".join(json.dumps(record.as_json(), separators=(",", ":")) + "\n"
+                                    for record in records))
 
 
 class NativeDriver:

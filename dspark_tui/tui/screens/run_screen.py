@@ -17,6 +17,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Footer, Tree
 
@@ -138,7 +139,7 @@ class RunScreen(Screen[None]):
         elif isinstance(event, RunControl) and event.message:
             self.notify(event.message, timeout=4)
         elif isinstance(event, RunFinished):
-            severity = "information" if event.status == "completed" else "warning"
+            severity: SeverityLevel = "information" if event.status == "completed" else "warning"
             self.notify(f"run {event.status}: {event.done} done, {event.failed} failed"
                         f" of {event.total}. r: report", severity=severity, timeout=10)
 
