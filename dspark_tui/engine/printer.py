@@ -26,6 +26,7 @@ from dspark_tui.model.events import (
     ServerStateChanged,
 )
 from dspark_tui.report import comparison_rows
+from dspark_tui.results import RunStore
 
 _QUIET_STATES = {"loading"}
 PROGRESS_LINE_EVERY_S = 15.0
@@ -87,6 +88,11 @@ class HeadlessPrinter:
         self._run_t0 = event.t
         self._finished_this_session = 0
         self.final = None
+        if event.resumed_cells:  # the comparison shows the cells kept from earlier sessions too
+            cells, _ = RunStore(event.run_dir).load_cells()
+            for result in cells.values():
+                if result.ok:
+                    self._record(result)
         resumed = f", {event.resumed_cells} already done" if event.resumed_cells else ""
         self._print(f"[bold]run[/] {event.name}: {event.total_cells} cells, arms "
                     f"{', '.join(event.arms)}{resumed}\n  {event.run_dir}")

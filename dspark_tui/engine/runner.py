@@ -207,6 +207,7 @@ class Runner:
         self._skip_requested = False
         self._cell_running = False
         self._abort_reason: str | None = None
+        self._storage_error: str | None = None
         self._abort_event = asyncio.Event()
         self._signal_name: str | None = None
         self._main: asyncio.Task[RunStatus] | None = None
@@ -282,7 +283,10 @@ class Runner:
         try:
             await self._prepare()
             await self._execute()
-            if self._abort_reason is not None:
+            if self._storage_error is not None:
+                status, message = "interrupted", self._storage_error
+                self._emit(Notice(level="error", message=message))
+            elif self._abort_reason is not None:
                 status, message = "aborted", self._abort_reason
             else:
                 status, message = self._outcome()
@@ -492,7 +496,11 @@ class Runner:
                     await task
         summary, samples = await scraper.end_window()
         if samples:
-            write_series(self.store.series_path(key), samples)
+            try:
+                write_series(self.store.series_path(key), samples)
+            except OSError as exc:  # evidence, not the result: the cell's own save decides
+                self._emit(Notice(level="warning", message=f"series of {key.id} not written: "
+                                  f"{exc.strerror or exc}"))
         self._attempted.add(key)
         provenance = Provenance(driver=driver.name, started_at=started_at, finished_at=now_iso(),
                                 input_len=cell.input_len, output_len=cell.output_len,
@@ -531,8 +539,8 @@ class Runner:
             result = CellResult(arm=key.arm, scenario=key.scenario, concurrency=key.concurrency,
                                 status=CellStatus.SKIPPED, error="skipped by user", server=summary,
                                 provenance=provenance)
-            self.store.save_cell(result)
-            self._emit(CellSkipped(key=key, reason="skipped by user"))
+            if self._save(result):
+                self._emit(CellSkipped(key=key, reason="skipped by user"))
 
     def _finish_cell(self, result: CellResult, summary: ServerSummary, provenance: Provenance) -> None:
         result.server = summary
@@ -547,13 +555,15 @@ class Runner:
             # for inspection, but the cell is failed so that retry and resume redo it.
             result = result.model_copy(update={"status": CellStatus.FAILED, "error": incomplete})
         if result.status == CellStatus.OK:
-            self.store.save_cell(result)
+            if not self._save(result):
+                return
             self._done.add(result.key)
             self._failed.discard(result.key)
             self._emit(CellFinished(result=result))
         else:
             result.error = result.error or "the bench client reported failure"
-            self.store.save_cell(result)
+            if not self._save(result):
+                return
             self._failed.add(result.key)
             self._attempted.add(result.key)
             self._emit(CellFailed(key=result.key, reason=result.error))
@@ -563,10 +573,26 @@ class Runner:
         result = CellResult(arm=key.arm, scenario=key.scenario, concurrency=key.concurrency,
                             status=CellStatus.FAILED, error=reason, server=summary,
                             provenance=provenance)
-        self.store.save_cell(result)
+        if not self._save(result):
+            return
         self._failed.add(key)
         self._attempted.add(key)
         self._emit(CellFailed(key=key, reason=reason))
+
+    def _save(self, result: CellResult) -> bool:
+        """Save a cell; when the disk refuses (full, read-only), stop the run: nothing more could
+        be kept, and every cell saved so far stays valid for a resume."""
+        try:
+            self.store.save_cell(result)
+            return True
+        except OSError as exc:
+            self._storage_error = (f"cannot save {result.key.id} in {self.store.path} "
+                                   f"({exc.strerror or exc}); the run stopped with every earlier "
+                                   f"cell kept: free space, then dspark-tui run --resume "
+                                   f"{self.store.path}")
+            self._attempted.discard(result.key)  # never saved: a resume runs it again
+            self.abort(self._storage_error)
+            return False
 
     def _fail_cells(self, cells: list[CellSpec], reason: str) -> None:
         for cell in cells:
@@ -660,7 +686,11 @@ class Runner:
         manifest.finished_at = now_iso()
         if message and status != "completed":
             manifest.notes.append(f"{dt.datetime.now():%Y-%m-%d %H:%M:%S} {status}: {message}")
-        self.store.write_manifest(manifest)
+        try:
+            self.store.write_manifest(manifest)
+        except OSError as exc:
+            # run.json still says running; with its runner gone, History shows it interrupted.
+            self._emit(Notice(level="error", message=f"run.json not updated: {exc.strerror or exc}"))
         ok = sum(1 for c in cells.values() if c.ok)
         failed = sum(1 for c in cells.values() if c.status == CellStatus.FAILED)
         self._emit(RunFinished(status=status, done=ok, failed=failed, total=len(self._cells),

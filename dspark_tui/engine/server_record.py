@@ -42,10 +42,16 @@ class ServerRecord(BaseModel):
         ]
 
 
-def write_record(run_dir: Path, record: ServerRecord) -> None:
+def write_record(run_dir: Path, record: ServerRecord) -> bool:
+    """Best effort: on a full or read-only disk the server must still start and stop; the
+    runner notices the disk when it cannot save a cell, and stops the run there."""
     path = run_dir / SERVER_JSON
-    atomic_write_text(path, record.model_dump_json(indent=2) + "\n")
-    os.chmod(path, 0o600)
+    try:
+        atomic_write_text(path, record.model_dump_json(indent=2) + "\n")
+        os.chmod(path, 0o600)
+    except OSError:
+        return False
+    return True
 
 
 def read_record(run_dir: Path) -> ServerRecord | None:

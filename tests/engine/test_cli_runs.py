@@ -332,3 +332,60 @@ def test_secrets_never_reach_the_run_directory_yet_a_detached_runner_has_them(
     resumed = _cli("run", "--resume", str(run_dir), "--headless")
     assert resumed.returncode == 2
     assert "server.env.HF_TOKEN" in resumed.stderr and "Traceback" not in resumed.stderr
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path):
+    """A 4 MiB filesystem of our own, so a test can fill it; skipped where mounting is refused."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def _fill(folder: Path) -> Path:
+    filler = folder / "filler"
+    with open(filler, "wb") as handle:
+        try:
+            while True:
+                handle.write(b"\0" * 65536)
+                handle.flush()
+        except OSError:
+            pass
+    return filler
+
+
+def test_a_full_disk_stops_the_run_keeping_every_saved_cell_and_resume_finishes(
+        tmp_path: Path, port: int, small_disk: Path):
+    plan = write_sim_plan(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=SLOW_CELLS)
+    results = small_disk / "results"
+    proc = subprocess.Popen([*CLI, "run", str(plan), "--headless", "--results", str(results)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            stdin=subprocess.DEVNULL)
+    try:
+        _wait_for(lambda: any(results.glob("*/cells/*/slow__c1.json")), what="the first cell")
+        filler = _fill(small_disk)  # the disk is full while the second cell runs
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode != 0
+    assert "Traceback" not in out
+    (run_dir,) = results.iterdir()
+    assert "No space left on device" in out and "the run stopped with every earlier cell kept" in out
+    before = _cell_files(run_dir)
+    assert "cells/st_3/slow__c1.json" in before
+    assert all(c.ok for c in load_run(run_dir).cells.values())  # nothing torn on disk
+    filler.unlink()
+    resumed = _cli("run", "--resume", str(run_dir), "--headless", timeout=90)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    after = _cell_files(run_dir)
+    assert len(after) == 4 and all(after[k] == v for k, v in before.items())
+    assert _status(run_dir) == "completed"
