@@ -26,7 +26,7 @@ from pathlib import Path
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import free_port, print_table
+from _common import print_table
 
 from dspark_tui.plans import shipped_plan_text
 
@@ -77,9 +77,10 @@ def first_paint(folder: Path) -> float:
 
 
 def plan_file(folder: Path, speed: str) -> Path:
-    text = shipped_plan_text("demo").replace("port = 18000", f"port = {free_port()}")
+    text = shipped_plan_text("demo").replace('"--speed", "1"', f'"--speed", "{speed}"')
+    assert f'"--speed", "{speed}"' in text, "the demo plan's --speed changed; update this script"
     path = folder / "bench-demo.toml"
-    path.write_text(text.replace('"--speed", "20"', f'"--speed", "{speed}"'))
+    path.write_text(text)
     return path
 
 
