@@ -1,15 +1,43 @@
-"""History stays quick with hundreds of runs: the list reads run.json only, cells on open."""
+"""History stays quick with hundreds of runs: the list reads run.json only, cells on open.
+
+The timing runs in a fresh interpreter, as a user's `dspark-tui` does: measured inside the test
+process, it carries the garbage collector's cost of everything the suite built before it
+(0.7 s alone, 1.5 s at the end of the suite on the same machine).
+"""
 
 from __future__ import annotations
 
 import json
-import time
+import subprocess
+import sys
 from pathlib import Path
 
+RUNS = 500
+
+TIMING = """
+import asyncio, json, sys, time
+from pathlib import Path
 from dspark_tui.tui.screens.history import HistoryScreen
 from tests.tui.helpers import make_app, table_text
+started = time.perf_counter()  # imports are the first-paint budget's (bench/tui_overhead.py)
 
-RUNS = 500
+async def main():
+    tmp, root = Path(sys.argv[1]), Path(sys.argv[2])
+    app = make_app(tmp, results_root=root)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, HistoryScreen)
+        while len(screen.runs) < int(sys.argv[3]) and time.perf_counter() - started < 10:
+            await pilot.pause(0.02)
+        elapsed = time.perf_counter() - started
+        names = [r[1] for r in table_text(app, "#history-table")]
+        await pilot.press("slash", *"run0499", "enter")
+        await pilot.pause(0.1)
+        filtered = [r[1] for r in table_text(app, "#history-table")]
+    print(json.dumps({"elapsed": elapsed, "names": names, "filtered": filtered}))
+
+asyncio.run(main())
+"""
 
 
 def make_runs(root: Path, count: int) -> None:
@@ -25,29 +53,23 @@ def make_runs(root: Path, count: int) -> None:
         }))
 
 
-async def _list_once(app, started: float) -> float:
-    async with app.run_test(size=(120, 40)) as pilot:
-        screen = app.screen
-        assert isinstance(screen, HistoryScreen)
-        while len(screen.runs) < RUNS and time.perf_counter() - started < 5:
-            await pilot.pause(0.02)
-        elapsed = time.perf_counter() - started
-        rows = table_text(app, "#history-table")
-        assert len([r for r in rows if r[1].startswith("run")]) == RUNS
-        await pilot.press("slash", *"run0499", "enter")
-        await pilot.pause(0.1)
-        assert [r[1] for r in table_text(app, "#history-table")] == ["run0499"]
-    return elapsed
+def _list_once(tmp_path: Path, root: Path) -> dict:
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", TIMING, str(tmp_path), str(root), str(RUNS)],
+                          capture_output=True, text=True, timeout=60, cwd=repo, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-async def test_five_hundred_runs_list_within_a_second(tmp_path: Path):
+def test_five_hundred_runs_list_within_a_second(tmp_path: Path):
     root = tmp_path / "results"
     make_runs(root, RUNS)
-    # The machine is shared: the best of two cold starts is what the target is about.
-    times = []
-    for _ in range(2):
-        times.append(await _list_once(make_app(tmp_path, results_root=root), time.perf_counter()))
-        if times[-1] < 1.0:
-            break
-    print(f"history of {RUNS} runs listed in " + ", ".join(f"{t:.2f} s" for t in times))
-    assert min(times) < 1.0, f"history of {RUNS} runs took {min(times):.2f} s at best"
+    # From the app's start to the filled list; best of two on a shared box.
+    results = [_list_once(tmp_path, root)]
+    if results[0]["elapsed"] >= 1.0:
+        results.append(_list_once(tmp_path, root))
+    best = min(results, key=lambda r: r["elapsed"])
+    print(f"history of {RUNS} runs listed in " + ", ".join(f"{r['elapsed']:.2f} s" for r in results))
+    assert len([n for n in best["names"] if n.startswith("run")]) == RUNS
+    assert best["filtered"] == ["run0499"]
+    assert best["elapsed"] < 1.0, f"history of {RUNS} runs took {best['elapsed']:.2f} s at best"
