@@ -139,8 +139,12 @@ class RunStore:
         atomic_write_text(path, buffer.getvalue())
         return path
 
+    def report_path_for(self, lang: str) -> Path:
+        """report.md is the Chinese report (as the seed); other languages get report.{lang}.md."""
+        return self.report_path if lang == "zh" else self.path / f"report.{lang}.md"
+
     def write_report(self, text: str, lang: str = "zh") -> Path:
-        path = self.report_path if lang == "zh" else self.path / f"report.{lang}.md"
+        path = self.report_path_for(lang)
         atomic_write_text(path, text)
         return path
 

@@ -14,19 +14,13 @@ from textual.screen import Screen
 from textual.widgets import Footer, Label, Markdown
 
 from dspark_tui.model import UserError
+from dspark_tui.report import render_report
 from dspark_tui.results import RunStore, load_run
 
 
 def render_text(run_dir: Path, lang: str) -> str:
-    """Freshly rendered from the cells; the saved file only if the report layer cannot render."""
+    """Freshly rendered from the cells, so it always matches what is on disk now."""
     run = load_run(run_dir)
-    try:
-        from dspark_tui.report import render_report
-    except ImportError:
-        saved = run_dir / ("report.md" if lang == "zh" else f"report.{lang}.md")
-        if saved.is_file():
-            return saved.read_text(encoding="utf-8")
-        raise UserError("the report renderer is not available in this build") from None
     if not run.cells:
         raise UserError(f"{run_dir}: no readable cells to report on")
     return render_report(run, lang=lang)
@@ -65,7 +59,7 @@ class ReportScreen(Screen[None]):
 
     def _saved_path(self) -> Path:
         store = RunStore(self.run_dir)
-        return store.report_path if self.lang == "zh" else self.run_dir / f"report.{self.lang}.md"
+        return store.report_path_for(self.lang)
 
     async def _show_text(self) -> None:
         try:
