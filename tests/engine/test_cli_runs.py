@@ -389,3 +389,23 @@ def test_a_full_disk_stops_the_run_keeping_every_saved_cell_and_resume_finishes(
     after = _cell_files(run_dir)
     assert len(after) == 4 and all(after[k] == v for k, v in before.items())
     assert _status(run_dir) == "completed"
+
+
+def test_attach_without_a_directory_follows_the_newest_running_run(tmp_path: Path, port: int):
+    plan = write_sim_plan(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=SLOW_CELLS)
+    results = tmp_path / "results"
+    env = {**os.environ, "DSPARK_CONFIG_DIR": str(tmp_path / "cfg"),
+           "DSPARK_RESULTS_ROOT": str(results)}
+    nothing = subprocess.run([*CLI, "attach", "--headless"], capture_output=True, text=True,
+                             env=env, timeout=30, check=False)
+    assert nothing.returncode == 2 and "no running run to attach to" in nothing.stderr
+    runner = RunnerProcess.start(str(plan), results_root=results, detach=True)
+    try:
+        _wait_for(lambda: "cell_started" in _kinds(runner.run_dir), what="the first cell")
+        attached = subprocess.run([*CLI, "attach", "--headless"], capture_output=True, text=True,
+                                  env=env, timeout=90, check=False)
+        assert attached.returncode == 0, attached.stdout + attached.stderr
+        assert str(runner.run_dir) in attached.stdout
+        assert "run completed: 4/4 cells ok" in attached.stdout
+    finally:
+        runner.stop(timeout=5)
