@@ -498,13 +498,11 @@ class Runner:
         if samples:
             try:
                 write_series(self.store.series_path(key), samples)
-            except OSError as exc:  # evidence, not the result: the cell's own save decides
+            except OSError as err:  # evidence, not the result: the cell's own save decides
                 self._emit(Notice(level="warning", message=f"series of {key.id} not written: "
-                                  f"{exc.strerror or exc}"))
+                                  f"{err.strerror or err}"))
         self._attempted.add(key)
-        provenance = Provenance(driver=driver.name, started_at=started_at, finished_at=now_iso(),
-                                input_len=cell.input_len, output_len=cell.output_len,
-                                range_ratio=cell.range_ratio, num_prompts=cell.num_prompts)
+        provenance = cell.provenance(driver.name, started_at=started_at, finished_at=now_iso())
         if run in done and not run.cancelled():
             exc = run.exception()
             death = await _death_after_failures(server, run)
@@ -596,10 +594,7 @@ class Runner:
 
     def _fail_cells(self, cells: list[CellSpec], reason: str) -> None:
         for cell in cells:
-            provenance = Provenance(driver=self.plan.bench.driver, input_len=cell.input_len,
-                                    output_len=cell.output_len, range_ratio=cell.range_ratio,
-                                    num_prompts=cell.num_prompts)
-            self._fail_cell(cell.key, reason, None, provenance)
+            self._fail_cell(cell.key, reason, None, cell.provenance(self.plan.bench.driver))
 
     async def _watch(self, server: ServerProcess, scraper: MetricsScraper) -> str:
         """Returns why the server can no longer serve this cell; runs until cancelled otherwise."""

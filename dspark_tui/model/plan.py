@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from dspark_tui.model.cell import CellKey
+from dspark_tui.model.cell import CellKey, Provenance
 from dspark_tui.model.errors import UserError
 from dspark_tui.model.naming import safe_name
 
@@ -133,6 +133,11 @@ class CellSpec(BaseModel):
     output_len: int
     range_ratio: float
     num_prompts: int
+
+    def provenance(self, driver: str, **fields: Any) -> Provenance:
+        """Provenance that records this cell's workload shape, plus whatever the caller knows."""
+        return Provenance(driver=driver, input_len=self.input_len, output_len=self.output_len,
+                          range_ratio=self.range_ratio, num_prompts=self.num_prompts, **fields)
 
 
 class Plan(_Strict):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from dspark_tui.engine.drivers.base import CellError, DriverContext, ProgressCallback
 from dspark_tui.engine.drivers.external import ChildOutcome, run_child
-from dspark_tui.model import CellResult, CellSpec, ClientMetrics, Provenance, UserError
+from dspark_tui.model import CellResult, CellSpec, ClientMetrics, UserError
 from dspark_tui.model.events import CellProgress
 from dspark_tui.results.importers import ImportedMetrics
 from dspark_tui.results.manifest import now_iso
@@ -106,16 +106,12 @@ async def run_cli_cell(
         notes.append(f"{cell.num_prompts - completed} of {cell.num_prompts} requests failed")
     elif metrics.failed is None:
         metrics = metrics.model_copy(update={"failed": 0})
-    provenance = Provenance(
-        driver=driver,
+    provenance = cell.provenance(
+        driver,
         command=argv,
         raw_output=raw_relpath(ctx, result_path),
         started_at=started_at,
         finished_at=now_iso(),
-        input_len=cell.input_len,
-        output_len=cell.output_len,
-        range_ratio=cell.range_ratio,
-        num_prompts=cell.num_prompts,
         source=imported.provenance.source,
         notes=notes,
     )

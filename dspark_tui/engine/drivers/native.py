@@ -35,7 +35,7 @@ from dspark_tui.engine.drivers.base import CellError, DriverContext, ProgressCal
 from dspark_tui.engine.drivers.cli_driver import raw_relpath
 from dspark_tui.engine.drivers.prompts import PromptSpec, random_id_prompts
 from dspark_tui.engine.drivers.stats import RequestRecord, client_metrics, percentile
-from dspark_tui.model import CellResult, CellSpec, Provenance
+from dspark_tui.model import CellResult, CellSpec
 from dspark_tui.model.events import CellProgress
 from dspark_tui.results.atomic import atomic_write_text
 from dspark_tui.results.manifest import now_iso
@@ -348,17 +348,12 @@ class NativeDriver:
             scenario=cell.key.scenario,
             concurrency=cell.key.concurrency,
             metrics=client_metrics(records, duration),
-            provenance=Provenance(
-                driver=self.name,
-                command=[],
+            provenance=cell.provenance(
+                self.name,
                 client_version=f"dspark-tui native (aiohttp {aiohttp.__version__})",
                 raw_output=raw_relpath(ctx, raw_path),
                 started_at=started_at,
                 finished_at=now_iso(),
-                input_len=cell.input_len,
-                output_len=cell.output_len,
-                range_ratio=cell.range_ratio,
-                num_prompts=cell.num_prompts,
                 source="native",
                 notes=notes,
             ),
