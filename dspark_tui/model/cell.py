@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dspark_tui.model.naming import safe_name
 
-CELL_SCHEMA_VERSION = 1
+CELL_SCHEMA_VERSION = 2  # 2: a cell holds several measurements (round, repeat, session, node)
 
 
 class CellKey(BaseModel):
@@ -147,7 +147,13 @@ class Provenance(BaseModel):
 
 
 class CellResult(BaseModel):
-    """One finished (or failed) cell, exactly as saved in `cells/{arm}/{scenario}__c{N}.json`."""
+    """One measurement of a cell (finished, failed or skipped), as saved in its own file.
+
+    A cell is measured once per repeat (a pass within one server session) and round (one
+    server session per arm); `session` names the server start that served it (a restart or a
+    resume starts a new one), `node` the machine (None: this one). Schema 1 files carry none of
+    these and load as round 1, repeat 1.
+    """
 
     model_config = ConfigDict(extra="ignore")
 
@@ -155,6 +161,10 @@ class CellResult(BaseModel):
     arm: str
     scenario: str
     concurrency: int
+    round: int = 1
+    repeat: int = 1
+    session: str | None = None
+    node: str | None = None
     status: CellStatus = CellStatus.OK
     error: str | None = None
     metrics: ClientMetrics = Field(default_factory=ClientMetrics)

@@ -55,11 +55,16 @@ class ServerLog(_Event):
 
 
 class CellStarted(_Event):
+    """One measurement of a cell begins: round and repeat say which (1, 1 for single-shot runs);
+    index/total count measurements (cell runs) planned so far, adaptive rounds included."""
+
     kind: Literal["cell_started"] = "cell_started"
     key: CellKey
     num_prompts: int
     index: int
     total: int
+    round: int = 1
+    repeat: int = 1
 
 
 class CellProgress(_Event):
@@ -106,12 +111,39 @@ class CellFailed(_Event):
     kind: Literal["cell_failed"] = "cell_failed"
     key: CellKey
     reason: str
+    round: int = 1
+    repeat: int = 1
 
 
 class CellSkipped(_Event):
     kind: Literal["cell_skipped"] = "cell_skipped"
     key: CellKey
     reason: str
+    round: int = 1
+    repeat: int = 1
+
+
+class RoundPlanned(_Event):
+    """The runner decided to measure a round: the planned ones at the start, and each adaptive
+    one (only the cells still unsure). A resume replays these to continue the same schedule."""
+
+    kind: Literal["round_planned"] = "round_planned"
+    round: int
+    arms: list[str]  # in the order this round runs them (alternating from round to round)
+    cells: list[tuple[str, int]]  # (scenario, concurrency); every arm measures each
+    reason: Literal["planned", "adaptive"] = "planned"
+    repeats: int = 1
+    message: str = ""
+
+
+class SessionStarted(_Event):
+    """A server session began serving measurements (one per server start of an arm)."""
+
+    kind: Literal["session_started"] = "session_started"
+    arm: str
+    round: int
+    session: str
+    node: str | None = None
 
 
 class RunControl(_Event):
@@ -139,6 +171,8 @@ Event = Annotated[
     | CellFinished
     | CellFailed
     | CellSkipped
+    | RoundPlanned
+    | SessionStarted
     | RunControl
     | Notice,
     Field(discriminator="kind"),

@@ -69,6 +69,15 @@ class Arm(_Strict):
         return safe_name(self.name)
 
 
+class SessionNoisePrior(_Strict):
+    """Between-session spread of log(Total tok/s) ratios, as a standard deviation, with the
+    degrees of freedom it was estimated with (and where it came from, for the report)."""
+
+    sd: float = Field(ge=0.0, lt=1.0)
+    df: int = Field(ge=1)
+    source: str = ""
+
+
 class BenchConfig(_Strict):
     driver: Literal["native", "sglang", "vllm"] = "native"
     warmup_requests: int = Field(default=100, ge=0)
@@ -80,6 +89,18 @@ class BenchConfig(_Strict):
     extra_args: list[str] = Field(default_factory=list)
     scrape_interval_s: float = Field(default=1.0, gt=0)
     api_key: str | None = None
+    # Deciding under noise (docs/statistics.md). A round is one server session per arm, run in
+    # alternating arm order; a repeat is one pass over the arm's cells within a session.
+    repeats: int = Field(default=1, ge=1, le=20)
+    rounds: int = Field(default=2, ge=1, le=20)
+    # Extra rounds the runner may add, only for the cells still unsure after the planned ones:
+    # no cell is measured in more than rounds + adaptive_rounds sessions per arm.
+    adaptive_rounds: int = Field(default=2, ge=0, le=20)
+    tie_band: float = Field(default=0.02, gt=0.0, lt=0.5)
+    alpha: float = Field(default=0.05, gt=0.0, lt=0.5)
+    # The box's session-to-session noise learned elsewhere (an A-vs-A run, earlier runs):
+    # a stated prior with its degrees of freedom; None = this run's rounds alone.
+    session_noise_prior: SessionNoisePrior | None = None
 
 
 class Scenario(_Strict):
