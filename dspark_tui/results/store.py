@@ -193,8 +193,12 @@ def read_cell_file(path: Path) -> tuple[CellResult | None, str]:
     if not isinstance(data, dict):
         return None, "not a cell object; skipped"
     version = data.get("schema_version")
-    if version != CELL_SCHEMA_VERSION:
-        return None, f"cell schema version {version!r}, this tool reads {CELL_SCHEMA_VERSION}; skipped"
+    if not isinstance(version, int) or version < 1:
+        return None, f"cell schema version {version!r} is not one this tool knows; skipped"
+    if version > CELL_SCHEMA_VERSION:
+        return None, (f"cell schema version {version} was written by a newer dspark-tui "
+                      f"(this one reads up to {CELL_SCHEMA_VERSION}); skipped")
+    # Schema 1 (one measurement per cell) loads as round 1, repeat 1: the new fields default so.
     try:
         return CellResult.model_validate(data), ""
     except ValidationError as exc:
