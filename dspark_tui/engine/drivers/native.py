@@ -34,11 +34,12 @@ import aiohttp
 from dspark_tui.engine.drivers.base import CellError, DriverContext, ProgressCallback
 from dspark_tui.engine.drivers.cli_driver import raw_relpath
 from dspark_tui.engine.drivers.prompts import PromptSpec, random_id_prompts
-from dspark_tui.engine.drivers.stats import RequestRecord, client_metrics, percentile
+from dspark_tui.engine.drivers.stats import RequestRecord, client_metrics
 from dspark_tui.model import CellResult, CellSpec
 from dspark_tui.model.events import CellProgress
 from dspark_tui.results.atomic import atomic_write_text
 from dspark_tui.results.manifest import now_iso
+from dspark_tui.stats.descriptive import percentile
 
 PROGRESS_INTERVAL_S = 0.25
 _RATE_WINDOW_S = 5.0
@@ -102,8 +103,7 @@ class LiveStats:
             self._samples.popleft()
         first_t, first_tokens = self._samples[0]
         rate = (self.tokens_estimate - first_tokens) / (now - first_t) if now > first_t else None
-        ttft = sorted(self.ttfts)
-        tpot = sorted(self.tpots)
+        ttft, tpot = self.ttfts, self.tpots
         return CellProgress(
             key=cell.key,
             completed=self.completed,
