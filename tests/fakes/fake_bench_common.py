@@ -53,14 +53,15 @@ def add_workload_args(parser: argparse.ArgumentParser, *, dataset: str, output_l
     parser.add_argument("--seed", type=int, default=seed)
 
 
-def record_argv() -> None:
+def begin(args: argparse.Namespace, *, echo_args: bool = False) -> Switches:
+    """Record argv for the test, print the Namespace line both tools print, read the switches."""
     if path := os.environ.get("FAKE_BENCH_ARGV_FILE"):
         with open(path, "w", encoding="utf-8") as out:
             json.dump(sys.argv[1:], out)
-
-
-def print_namespace(args: argparse.Namespace) -> None:
+    if echo_args:
+        print(f"benchmark_args={args}", flush=True)
     print(f"Namespace({', '.join(f'{k}={v!r}' for k, v in vars(args).items())})", flush=True)
+    return Switches.from_env()
 
 
 def hang(before_sleep: Callable[[], None] = lambda: None) -> int:

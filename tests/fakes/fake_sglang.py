@@ -13,16 +13,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run by path (runpy), not as a package
-from fake_bench_common import (
-    Switches,
-    add_workload_args,
-    hang,
-    print_namespace,
-    print_result_block,
-    record_argv,
-    run_bar,
-    write_result,
-)
+import fake_bench_common as common
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -33,7 +24,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--request-rate", type=float, default=float("inf"))
     parser.add_argument("--output-file")
     parser.add_argument("--warmup-requests", type=int, default=1)
-    add_workload_args(parser, dataset="sharegpt", output_len=1024, seed=1)
+    common.add_workload_args(parser, dataset="sharegpt", output_len=1024, seed=1)
     return parser.parse_args(argv)
 
 
@@ -79,19 +70,16 @@ def draw_bar(done: int, total: int) -> None:
 
 def main() -> int:
     args = parse_args(sys.argv[1:])
-    switches = Switches.from_env()
-    record_argv()
-    print(f"benchmark_args={args}", flush=True)
-    print_namespace(args)
+    switches = common.begin(args, echo_args=True)
     print(f"\n#Input tokens: {args.num_prompts * args.random_input_len // 2}")
     print(f"#Output tokens: {args.num_prompts * args.random_output_len // 2}")
     print("Starting warmup with 1 sequences...")
     print("Warmup completed with 1 sequences. Starting main benchmark run...", flush=True)
     if switches.mode == "hang":
-        return hang(lambda: draw_bar(0, args.num_prompts))
+        return common.hang(lambda: draw_bar(0, args.num_prompts))
 
     completed = switches.completed(args.num_prompts)
-    run_bar(args.num_prompts, switches.step_s, draw_bar)
+    common.run_bar(args.num_prompts, switches.step_s, draw_bar)
     if switches.mode == "exit":
         sys.stderr.write(
             "Traceback (most recent call last):\n"
@@ -102,13 +90,13 @@ def main() -> int:
         return 1
 
     line = result_line(args, completed)
-    print_result_block([("Backend:", args.backend), ("Successful requests:", completed),
+    common.print_result_block([("Backend:", args.backend), ("Successful requests:", completed),
                         ("Benchmark duration (s):", line["duration"]),
                         ("Total token throughput (tok/s):", line["total_throughput"])],
                        leading_newline=True)  # fmt: skip
     if switches.mode == "nooutput" or not args.output_file:
         return 0
-    write_result(args.output_file, line, switches.mode, append=True)
+    common.write_result(args.output_file, line, switches.mode, append=True)
     return 0
 
 

@@ -15,16 +15,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run by path (runpy), not as a package
-from fake_bench_common import (
-    Switches,
-    add_workload_args,
-    hang,
-    print_namespace,
-    print_result_block,
-    record_argv,
-    run_bar,
-    write_result,
-)
+import fake_bench_common as common
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -41,7 +32,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--save-result", action="store_true")
     parser.add_argument("--result-dir")
     parser.add_argument("--result-filename")
-    add_workload_args(parser, dataset="random", output_len=128, seed=0)
+    common.add_workload_args(parser, dataset="random", output_len=128, seed=0)
     return parser.parse_args(argv)
 
 
@@ -84,29 +75,27 @@ def draw_bar(done: int, total: int) -> None:
 
 def main() -> int:
     args = parse_args(sys.argv[1:])
-    switches = Switches.from_env()
-    record_argv()
-    print_namespace(args)
+    switches = common.begin(args)
     print("Starting initial single prompt test run...")
     print("Starting main benchmark run...")
     print(f"Traffic request rate: {args.request_rate}")
     print(f"Maximum request concurrency: {args.max_concurrency}", flush=True)
     if switches.mode == "hang":
-        return hang()
+        return common.hang()
     total = args.num_prompts
-    run_bar(total, switches.step_s, draw_bar)
+    common.run_bar(total, switches.step_s, draw_bar)
     if switches.mode == "exit":
         sys.stderr.write("RuntimeError: Server is not reachable: connection refused\n")
         return 2
     completed = switches.completed(total)
     obj = result(args, completed)
-    print_result_block([("Successful requests:", completed), ("Failed requests:", total - completed),
+    common.print_result_block([("Successful requests:", completed), ("Failed requests:", total - completed),
                         ("Benchmark duration (s):", obj["duration"]),
                         ("Total token throughput (tok/s):", obj["total_token_throughput"])])  # fmt: skip
     if switches.mode == "nooutput" or not args.save_result:
         return 0
     target = os.path.join(args.result_dir or ".", args.result_filename or "result.json")
-    write_result(target, obj, switches.mode, append=False)
+    common.write_result(target, obj, switches.mode, append=False)
     return 0
 
 
