@@ -78,7 +78,7 @@ class Settings(BaseSettings):
         return roots
 
 
-_CHECKS = {name: TypeAdapter(info.annotation) for name, info in Settings.model_fields.items()}
+_CHECKS = {name: TypeAdapter(info.rebuild_annotation()) for name, info in Settings.model_fields.items()}
 
 
 def config_path() -> Path:
