@@ -38,7 +38,8 @@ def test_lengths_and_ids_match_numpy_legacy_draws(seed: int):
     prompts = random_id_prompts(512, 256, 0.25, 40, seed)
     assert [p.input_len for p in prompts] == in_lens
     assert [p.output_len for p in prompts] == out_lens
-    assert [p.token_ids[0] for p in prompts] == [(o + i) % 32000 for i, o in enumerate(offsets)]
+    for i, (prompt, offset) in enumerate(zip(prompts, offsets, strict=True)):
+        assert prompt.token_ids == [(offset + i + j) % 32000 for j in range(prompt.input_len)]
     assert all(128 <= p.input_len <= 512 for p in prompts)
 
 

@@ -43,9 +43,10 @@ def random_id_prompts(
     rng = np.random.RandomState(seed)
     input_lens = random_lengths(rng, input_len, range_ratio, count)
     output_lens = random_lengths(rng, output_len, range_ratio, count)
-    offsets = rng.randint(0, vocab_size, size=count).tolist()
+    offsets = rng.randint(0, vocab_size, size=count)
+    # Prompt i is a run of consecutive ids from offsets[i] + i, wrapping at the vocabulary's end.
     return [
-        PromptSpec(token_ids=[(offsets[i] + i + j) % vocab_size for j in range(input_lens[i])],
+        PromptSpec(token_ids=((offsets[i] + i + np.arange(input_lens[i])) % vocab_size).tolist(),
                    output_len=output_lens[i])
         for i in range(count)
     ]
