@@ -1,8 +1,13 @@
-"""What a watcher knows about a run, folded from its event stream.
+"""What a watcher knows about a run, folded from its event stream: the one reducer.
 
-A pure reducer with no UI or I/O, so the live TUI, an attached TUI, a replay and the headless
-printer all see the same state from the same events. Buffers are bounded: a run of many hours
-must not grow the watcher's memory.
+A pure reducer with no UI or I/O, so the live TUI, an attached TUI, a replay, `attach
+--headless` and the headless printer all count, time and compare from the same events. Buffers
+are bounded: a run of many hours must not grow the watcher's memory. The measurements it keeps
+(every ok CellResult, for the verdicts) are bounded by the plan: cells x rounds x repeats.
+
+Counts are of measurements (cell runs): a cell is measured once per repeat of each round; the
+total is what the RoundPlanned events say, or RunStarted.total_cells when a run has none (one
+round, or a log written before rounds existed, which replays exactly as it did).
 """
 
 from __future__ import annotations
@@ -22,11 +27,20 @@ from dspark_tui.model.events import (
     Event,
     MetricsSample,
     Notice,
+    RoundPlanned,
     RunControl,
     RunFinished,
     RunStarted,
     ServerLog,
     ServerStateChanged,
+    SessionStarted,
+)
+from dspark_tui.model.measurements import (
+    Measurement,
+    MeasurementPhase,
+    RoundSchedule,
+    Slot,
+    slot_label,
 )
 
 CellPhase = Literal["pending", "running", "done", "failed", "skipped"]
@@ -34,6 +48,7 @@ CellPhase = Literal["pending", "running", "done", "failed", "skipped"]
 SERIES_LENGTH = 120
 LOG_TAIL_LENGTH = 400
 NOTICE_LENGTH = 50
+RUNNER_GONE = "the runner is gone without finishing"
 
 # Sparkline series, in display order.
 SERIES_NAMES = (
@@ -59,29 +74,96 @@ class ArmState:
     progress_line: str = ""
     pid: int | None = None
     starting_t: float | None = None
-    startup_s: float | None = None  # how long its server took from start to ready
+    startup_s: float | None = None  # how long its first server took from start to ready
+    ready_t: float | None = None
 
 
 @dataclass
 class CellState:
+    """A cell and its measurements. `phase` is its latest measurement's, except that a cell is
+    `done` only when every measurement planned for it is ok (until then an ok one leaves it
+    `pending`)."""
+
     key: CellKey
     phase: CellPhase = "pending"
-    total_tok_s: float | None = None
+    total_tok_s: float | None = None  # mean over its ok measurements
     reason: str = ""
-    result: CellResult | None = None
+    result: CellResult | None = None  # its latest ok measurement, else its latest one
     started_t: float | None = None
     finished_t: float | None = None
+    planned: int = 1
+    measurements: dict[Slot, Measurement] = field(default_factory=dict)
+
+    def _count(self, phase: MeasurementPhase) -> int:
+        return sum(1 for m in self.measurements.values() if m.phase == phase)
+
+    @property
+    def ok_count(self) -> int:
+        return self._count("done")
+
+    @property
+    def failed_count(self) -> int:
+        return self._count("failed")
+
+    @property
+    def skipped_count(self) -> int:
+        return self._count("skipped")
+
+    @property
+    def tally(self) -> str:
+        """`2/4`: ok measurements of those planned."""
+        return f"{self.ok_count}/{self.planned}"
+
+    @property
+    def latest(self) -> Measurement | None:
+        return max(self.measurements.values(), key=lambda m: m.seq, default=None)
+
+    @property
+    def ok_results(self) -> list[CellResult]:
+        """Every ok measurement, by round and repeat: what the verdicts are computed from."""
+        return [m.result for _, m in sorted(self.measurements.items())
+                if m.phase == "done" and m.result is not None]
+
+    @property
+    def failed_measurements(self) -> list[Measurement]:
+        return [m for _, m in sorted(self.measurements.items()) if m.phase == "failed"]
+
+    def refresh(self) -> None:
+        """Derive the cell's view from its measurements after any of them changed."""
+        latest = self.latest
+        ok = self.ok_results
+        self.result = ok[-1] if ok else (latest.result if latest is not None else None)
+        throughputs = [r.total_throughput for r in ok if r.total_throughput is not None]
+        if throughputs:
+            self.total_tok_s = sum(throughputs) / len(throughputs)
+        else:
+            self.total_tok_s = self.result.total_throughput if self.result is not None else None
+        if latest is None:
+            self.phase, self.reason = "pending", ""
+            self.started_t = self.finished_t = None
+            return
+        self.started_t, self.finished_t = latest.started_t, latest.finished_t
+        if latest.phase == "done":
+            self.phase = "done" if len(ok) >= self.planned else "pending"
+        else:
+            self.phase = latest.phase
+        unhappy = [m for m in self.measurements.values() if m.phase in ("failed", "skipped")]
+        self.reason = max(unhappy, key=lambda m: m.seq).reason if unhappy else ""
+        if latest.phase == "running":
+            self.reason = ""
 
 
 @dataclass
 class CurrentCell:
-    """The running cell's live client numbers; a newer progress event replaces the older one."""
+    """The running measurement's live client numbers; a newer progress event replaces the older."""
 
     key: CellKey
     num_prompts: int
     index: int
     total: int
     started_t: float
+    round: int = 1
+    repeat: int = 1
     completed: int = 0
     failed: int = 0
     output_tok_s: float | None = None
@@ -94,6 +176,11 @@ class CurrentCell:
     def fraction(self) -> float:
         return self.completed / self.num_prompts if self.num_prompts else 0.0
 
+    @property
+    def label(self) -> str:
+        """`r2 p1`: which measurement of the cell this is."""
+        return slot_label(self.round, self.repeat)
+
 
 @dataclass
 class LogLine:
@@ -103,7 +190,8 @@ class LogLine:
 
 @dataclass
 class RunState:
-    """Everything the run screen shows. `version` grows on every change so views redraw lazily."""
+    """Everything the run screen and the printer show. `version` grows on every change so views
+    redraw lazily; `measured` grows whenever a measurement ends, so a table redraws then."""
 
     run_dir: str = ""
     name: str = ""
@@ -113,35 +201,45 @@ class RunState:
     arms: dict[str, ArmState] = field(default_factory=dict)
     cells: dict[CellKey, CellState] = field(default_factory=dict)
     current: CurrentCell | None = None
-    total: int = 0
     resumed: int = 0
     started_t: float | None = None
     finished_t: float | None = None
     last_t: float | None = None
+    schedule: RoundSchedule = field(default_factory=RoundSchedule)
     series: dict[str, deque[float]] = field(
         default_factory=lambda: {name: deque(maxlen=SERIES_LENGTH) for name in SERIES_NAMES}
     )
     log_tail: deque[LogLine] = field(default_factory=lambda: deque(maxlen=LOG_TAIL_LENGTH))
     notices: deque[Notice] = field(default_factory=lambda: deque(maxlen=NOTICE_LENGTH))
     log_count: int = 0  # lines ever seen, so a view can tell how many of the tail are new
+    startups_s: list[float] = field(default_factory=list)  # every server start to ready seen
     version: int = 0
+    measured: int = 0
+    _total_hint: int = 0  # RunStarted.total_cells, CellStarted.total: used without a schedule
+    _seq: int = 0
 
     # -- seeding ---------------------------------------------------------------------------
 
     def expect_cells(self, keys: Iterable[CellKey]) -> None:
         """Cells the plan will run, so the tree can show them pending before they start."""
         for key in keys:
-            if key not in self.cells:
-                self.cells[key] = CellState(key=key)
-            if key.arm not in self.arms:
-                self.arms[key.arm] = ArmState(name=key.arm)
-        self.total = max(self.total, len(self.cells))
+            self._cell(key)
         self.version += 1
 
     def add_saved(self, result: CellResult) -> None:
-        """A cell file already on disk (a resumed or attached run) counts as finished."""
-        self._finish(result, t=None)
+        """A measurement already on disk (a resumed or attached run) counts as ended."""
+        self._end(result.key, result.round, result.repeat, _phase_of(result), t=None,
+                  reason=result.error or "", result=result)
         self.version += 1
+
+    def runner_gone(self, t: float) -> bool:
+        """A watcher found the runner dead without a RunFinished: fold it as an interrupted end,
+        so every view shows the same thing. False when the run was not running."""
+        if self.status != "running":
+            return False
+        self.apply(RunFinished(t=t, status="interrupted", done=self.done, failed=self.failed,
+                               total=self.total, message=RUNNER_GONE))
+        return True
 
     # -- folding ---------------------------------------------------------------------------
 
@@ -154,22 +252,20 @@ class RunState:
         if isinstance(event, RunStarted):
             self._on_run_started(event)
         elif isinstance(event, ServerStateChanged):
-            arm = self._arm(event.arm)
-            arm.server_state = event.state
-            arm.message = event.message
-            arm.pid = event.pid if event.pid is not None else arm.pid
-            if event.state == "starting":
-                arm.starting_t = event.t
-            if event.state == "ready":
-                arm.progress_line = ""
-                if arm.starting_t is not None and arm.startup_s is None:
-                    arm.startup_s = event.t - arm.starting_t
+            self._on_server_state(event)
         elif isinstance(event, ServerLog):
             self.log_tail.append(LogLine(event.arm, event.line))
             self.log_count += 1
             arm = self._arm(event.arm)
             if arm.server_state in _LOADING_STATES and event.line.strip():
                 arm.progress_line = event.line.strip()
+        elif isinstance(event, RoundPlanned):
+            for key in self.schedule.plan(event):
+                self._cell(key)
+            for cell in self.cells.values():
+                self._refresh(cell)
+        elif isinstance(event, SessionStarted):
+            self.schedule.begin_session(event.arm, event.round)
         elif isinstance(event, CellStarted):
             self._on_cell_started(event)
         elif isinstance(event, CellProgress):
@@ -177,16 +273,13 @@ class RunState:
         elif isinstance(event, MetricsSample):
             self._on_sample(event)
         elif isinstance(event, CellFinished):
-            self._finish(event.result, t=event.t)
+            result = event.result
+            self._end(result.key, result.round, result.repeat, _phase_of(result), event.t,
+                      reason=result.error or "", result=result)
         elif isinstance(event, CellFailed):
-            self._end_cell(event.key, "failed", event.reason, event.t)
-            cell = self.cells[event.key]
-            if cell.result is None:
-                cell.result = CellResult(arm=event.key.arm, scenario=event.key.scenario,
-                                         concurrency=event.key.concurrency,
-                                         status=CellStatus.FAILED, error=event.reason)
+            self._on_failed(event)
         elif isinstance(event, CellSkipped):
-            self._end_cell(event.key, "skipped", event.reason, event.t)
+            self._end(event.key, event.round, event.repeat, "skipped", event.t, reason=event.reason)
         elif isinstance(event, RunControl):
             if event.action == "pause":
                 self.paused = True
@@ -200,10 +293,7 @@ class RunState:
             self.finished_t = event.t
             self.message = event.message
             self.paused = False
-            self.current = None
-            for cell in self.cells.values():
-                if cell.phase == "running":
-                    cell.phase = "pending"
+            self._drop_running()
         self.version += 1
 
     def _on_run_started(self, event: RunStarted) -> None:
@@ -213,26 +303,59 @@ class RunState:
         self.finished_t = None
         if self.started_t is None:
             self.started_t = event.t
-        self.total = max(event.total_cells, len(self.cells))
+        self._total_hint = max(self._total_hint, event.total_cells)
         self.resumed = event.resumed_cells
+        self._drop_running()  # a new runner: what an earlier one left running will not end
         for name in event.arms:
             self._arm(name)
 
+    def _on_server_state(self, event: ServerStateChanged) -> None:
+        arm = self._arm(event.arm)
+        arm.server_state = event.state
+        arm.message = event.message
+        arm.pid = event.pid if event.pid is not None else arm.pid
+        if event.state == "starting":
+            arm.starting_t = event.t
+        if event.state == "ready":
+            arm.progress_line = ""
+            if arm.starting_t is not None and (arm.ready_t is None or arm.ready_t < arm.starting_t):
+                self.startups_s.append(event.t - arm.starting_t)
+                if arm.startup_s is None:
+                    arm.startup_s = event.t - arm.starting_t
+            arm.ready_t = event.t
+
     def _on_cell_started(self, event: CellStarted) -> None:
         cell = self._cell(event.key)
-        cell.phase = "running"
-        cell.reason = ""
-        cell.started_t = event.t
+        self._seq += 1
+        cell.measurements[(event.round, event.repeat)] = Measurement(
+            key=event.key, round=event.round, repeat=event.repeat, phase="running",
+            started_t=event.t, seq=self._seq)
+        self._refresh(cell)
+        self.schedule.begin_session(event.key.arm, event.round)
         self.current = CurrentCell(
             key=event.key,
             num_prompts=event.num_prompts,
             index=event.index,
             total=event.total,
             started_t=event.t,
+            round=event.round,
+            repeat=event.repeat,
         )
-        self.total = max(self.total, event.total)
+        self._total_hint = max(self._total_hint, event.total)
         for samples in self.series.values():
             samples.clear()
+
+    def _on_failed(self, event: CellFailed) -> None:
+        cell = self.cells.get(event.key)
+        earlier = cell.measurements.get((event.round, event.repeat)) if cell is not None else None
+        result = earlier.result if earlier is not None and earlier.result is not None else None
+        if result is None or result.ok:
+            # Not saved with numbers: a result that says why, for the table and the reason key.
+            result = CellResult(arm=event.key.arm, scenario=event.key.scenario,
+                                concurrency=event.key.concurrency, round=event.round,
+                                repeat=event.repeat, status=CellStatus.FAILED, error=event.reason)
+        self._end(event.key, event.round, event.repeat, "failed", event.t, reason=event.reason,
+                  result=result)
 
     def _on_progress(self, event: CellProgress) -> None:
         current = self.current
@@ -264,32 +387,35 @@ class RunState:
             if value is not None:
                 self.series[name].append(value)
 
-    def _finish(self, result: CellResult, t: float | None) -> None:
-        cell = self._cell(result.key)
-        cell.result = result
-        cell.finished_t = t
-        cell.total_tok_s = result.total_throughput
-        if result.status == CellStatus.OK:
-            cell.phase = "done"
-            cell.reason = ""
-        elif result.status == CellStatus.SKIPPED:
-            cell.phase = "skipped"
-            cell.reason = result.error or "skipped"
-        else:
-            cell.phase = "failed"
-            cell.reason = result.error or "failed"
-        self._clear_current(result.key)
-
-    def _end_cell(self, key: CellKey, phase: CellPhase, reason: str, t: float) -> None:
+    def _end(self, key: CellKey, round_: int, repeat: int, phase: MeasurementPhase,
+             t: float | None, *, reason: str = "", result: CellResult | None = None) -> None:
+        """A measurement ended (finished, failed, skipped) or was found saved; it replaces any
+        earlier record of the same (round, repeat): a retry measures the same thing again."""
         cell = self._cell(key)
-        cell.phase = phase
-        cell.reason = reason
-        cell.finished_t = t
-        self._clear_current(key)
-
-    def _clear_current(self, key: CellKey) -> None:
+        earlier = cell.measurements.get((round_, repeat))
+        started = earlier.started_t if earlier is not None and earlier.phase == "running" else None
+        self._seq += 1
+        cell.measurements[(round_, repeat)] = Measurement(
+            key=key, round=round_, repeat=repeat, phase=phase, reason=reason, result=result,
+            started_t=started, finished_t=t, seq=self._seq)
+        self._refresh(cell)
+        self.measured += 1
         if self.current is not None and self.current.key == key:
             self.current = None
+
+    def _drop_running(self) -> None:
+        """Measurements that were running when their runner stopped never ended: forget them."""
+        self.current = None
+        for cell in self.cells.values():
+            running = [slot for slot, m in cell.measurements.items() if m.phase == "running"]
+            for slot in running:
+                del cell.measurements[slot]
+            if running:
+                self._refresh(cell)
+
+    def _refresh(self, cell: CellState) -> None:
+        cell.planned = max(1, self.schedule.planned_for(cell.key))
+        cell.refresh()
 
     def _arm(self, name: str) -> ArmState:
         arm = self.arms.get(name)
@@ -301,26 +427,52 @@ class RunState:
         cell = self.cells.get(key)
         if cell is None:
             cell = self.cells[key] = CellState(key=key)
+            cell.planned = max(1, self.schedule.planned_for(key))
             self._arm(key.arm)
-            self.total = max(self.total, len(self.cells))
         return cell
 
     # -- derived ---------------------------------------------------------------------------
 
     def count(self, phase: CellPhase) -> int:
+        """Cells (not measurements) in a phase."""
         return sum(1 for cell in self.cells.values() if cell.phase == phase)
 
     @property
+    def total(self) -> int:
+        """Measurements planned: the schedule's, else the runner's cell count."""
+        if self.schedule.known:
+            seen = sum(len(cell.measurements) for cell in self.cells.values())
+            return max(self.schedule.total, seen)
+        return max(self._total_hint, len(self.cells))
+
+    @property
     def done(self) -> int:
-        return self.count("done")
+        """Ok measurements."""
+        return sum(cell.ok_count for cell in self.cells.values())
 
     @property
     def failed(self) -> int:
-        return self.count("failed")
+        """Measurements whose latest attempt failed (a retry that succeeds takes it back)."""
+        return sum(cell.failed_count for cell in self.cells.values())
 
     @property
     def skipped(self) -> int:
-        return self.count("skipped")
+        return sum(cell.skipped_count for cell in self.cells.values())
+
+    @property
+    def ended(self) -> int:
+        return self.done + self.failed + self.skipped
+
+    @property
+    def cells_done(self) -> int:
+        """Cells whose every planned measurement is ok."""
+        return self.count("done")
+
+    @property
+    def repeated(self) -> bool:
+        """True when a cell is measured more than once: views then name rounds and repeats."""
+        return any(cell.planned > 1 or any(slot != (1, 1) for slot in cell.measurements)
+                   for cell in self.cells.values())
 
     @property
     def finished(self) -> bool:
@@ -328,10 +480,19 @@ class RunState:
 
     @property
     def failed_cells(self) -> list[CellState]:
-        return [cell for cell in self.cells.values() if cell.phase == "failed"]
+        return [cell for cell in self.cells.values() if cell.failed_count]
 
     def results(self) -> list[CellResult]:
+        """One result per cell (its latest ok measurement, else its latest), in cell order."""
         return [cell.result for cell in self.cells.values() if cell.result is not None]
+
+    def ok_measurements(self) -> list[CellResult]:
+        """Every ok measurement of every cell: what the verdicts are computed from."""
+        return [result for cell in self.cells.values() for result in cell.ok_results]
+
+    def scenarios(self) -> list[str]:
+        """Scenario names in the order their cells became known (the plan's, for a run)."""
+        return list(dict.fromkeys(key.scenario for key in self.cells))
 
     def elapsed(self, now: float) -> float:
         if self.started_t is None:
@@ -340,30 +501,50 @@ class RunState:
         return max(0.0, end - self.started_t)
 
     def eta(self, now: float) -> float | None:
-        """Seconds left, from the mean wall time of cells this watcher saw run; None until one did."""
+        """Seconds left: the measurements still to end at the mean wall time of those this
+        watcher saw run, plus the server starts still ahead at the pace seen; None until a
+        measurement was timed. The one ETA of every view."""
         if self.finished:
             return 0.0
-        timed = [
-            cell.finished_t - cell.started_t
-            for cell in self.cells.values()
-            if cell.started_t is not None and cell.finished_t is not None
-        ]
+        timed = [m.wall_s for cell in self.cells.values() for m in cell.measurements.values()
+                 if m.wall_s is not None]
         if not timed:
             return None
-        per_cell = sum(timed) / len(timed)
-        ended = self.done + self.failed + self.skipped
-        remaining = max(0, self.total - ended)
-        eta = remaining * per_cell
+        per_measurement = sum(timed) / len(timed)
+        remaining = max(0, self.total - self.ended)
+        eta = remaining * per_measurement
         if self.current is not None:
-            eta -= min(per_cell, max(0.0, now - self.current.started_t))
+            eta -= min(per_measurement, max(0.0, now - self.current.started_t))
         return max(0.0, eta) + self._startups_left()
 
     def _startups_left(self) -> float:
-        """Servers still to start (arms with pending cells and no server yet), at the seen pace."""
-        seen = [arm.startup_s for arm in self.arms.values() if arm.startup_s is not None]
-        if not seen:
+        if not self.startups_s:
             return 0.0
-        waiting = {cell.key.arm for cell in self.cells.values() if cell.phase == "pending"}
-        unstarted = [name for name in waiting
-                     if name in self.arms and self.arms[name].starting_t is None]
-        return len(unstarted) * sum(seen) / len(seen)
+        pace = sum(self.startups_s) / len(self.startups_s)
+        return self._sessions_left() * pace
+
+    def _sessions_left(self) -> int:
+        if not self.schedule.known:
+            # One session per arm: arms with pending cells whose server never started.
+            waiting = {cell.key.arm for cell in self.cells.values() if cell.phase == "pending"}
+            return sum(1 for name in waiting
+                       if name in self.arms and self.arms[name].starting_t is None)
+        open_slots = {
+            key: {slot for slot in slots
+                  if slot not in self.cells[key].measurements
+                  or self.cells[key].measurements[slot].phase == "running"}
+            for key, slots in self.schedule.planned.items() if key in self.cells
+        }
+        ahead = self.schedule.sessions_ahead(open_slots)
+        loading = {name for name, arm in self.arms.items() if arm.server_state in _LOADING_STATES}
+        for name in loading:  # a server starting now is the first of its arm's sessions ahead
+            rounds = sorted(r for arm, r in ahead if arm == name)
+            if rounds:
+                ahead.discard((name, rounds[0]))
+        return len(ahead)
+
+
+def _phase_of(result: CellResult) -> MeasurementPhase:
+    if result.status == CellStatus.OK:
+        return "done"
+    return "skipped" if result.status == CellStatus.SKIPPED else "failed"
