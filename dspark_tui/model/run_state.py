@@ -74,8 +74,15 @@ class ArmState:
     progress_line: str = ""
     pid: int | None = None
     starting_t: float | None = None
-    startup_s: float | None = None  # how long its first server took from start to ready
     ready_t: float | None = None
+    # Each server start of this arm: seconds from starting to its last `ready` (warmup included,
+    # since the cells wait for it too).
+    startups: list[float] = field(default_factory=list)
+
+    @property
+    def startup_s(self) -> float | None:
+        """How long its first server took to be ready for cells."""
+        return self.startups[0] if self.startups else None
 
 
 @dataclass
@@ -212,7 +219,6 @@ class RunState:
     log_tail: deque[LogLine] = field(default_factory=lambda: deque(maxlen=LOG_TAIL_LENGTH))
     notices: deque[Notice] = field(default_factory=lambda: deque(maxlen=NOTICE_LENGTH))
     log_count: int = 0  # lines ever seen, so a view can tell how many of the tail are new
-    startups_s: list[float] = field(default_factory=list)  # every server start to ready seen
     version: int = 0
     measured: int = 0
     _total_hint: int = 0  # RunStarted.total_cells, CellStarted.total: used without a schedule
@@ -318,10 +324,11 @@ class RunState:
             arm.starting_t = event.t
         if event.state == "ready":
             arm.progress_line = ""
-            if arm.starting_t is not None and (arm.ready_t is None or arm.ready_t < arm.starting_t):
-                self.startups_s.append(event.t - arm.starting_t)
-                if arm.startup_s is None:
-                    arm.startup_s = event.t - arm.starting_t
+            if arm.starting_t is not None:
+                if arm.ready_t is None or arm.ready_t < arm.starting_t:
+                    arm.startups.append(event.t - arm.starting_t)
+                else:  # ready again after warming up: the same start, now longer
+                    arm.startups[-1] = event.t - arm.starting_t
             arm.ready_t = event.t
 
     def _on_cell_started(self, event: CellStarted) -> None:
@@ -518,9 +525,10 @@ class RunState:
         return max(0.0, eta) + self._startups_left()
 
     def _startups_left(self) -> float:
-        if not self.startups_s:
+        seen = [seconds for arm in self.arms.values() for seconds in arm.startups]
+        if not seen:
             return 0.0
-        pace = sum(self.startups_s) / len(self.startups_s)
+        pace = sum(seen) / len(seen)
         return self._sessions_left() * pace
 
     def _sessions_left(self) -> int:

@@ -176,7 +176,10 @@ def test_a_cell_is_done_when_every_planned_measurement_is_ok():
 def test_the_eta_counts_measurements_and_the_sessions_still_to_start():
     state = _planned_run()
     state.apply(ServerStateChanged(t=T0, arm="st=3", state="starting"))
+    state.apply(ServerStateChanged(t=T0 + 4, arm="st=3", state="ready"))
+    state.apply(ServerStateChanged(t=T0 + 4, arm="st=3", state="warming_up"))
     state.apply(ServerStateChanged(t=T0 + 10, arm="st=3", state="ready"))
+    assert state.arms["st=3"].startups == [10.0]  # the cells waited for the warmup too
     state.apply(SessionStarted(t=T0 + 10, arm="st=3", round=1, session="s1"))
     _measure(state, KEY, 1, 1, T0 + 10, seconds=4.0)
     # 15 measurements at 4 s; sessions ahead: st=5 in round 1, both arms in round 2.
