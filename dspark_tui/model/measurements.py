@@ -8,6 +8,7 @@ rounds existed is one measurement per cell (round 1, repeat 1).
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -58,53 +59,82 @@ class Measurement:
 
 
 @dataclass
+class Tally:
+    """Running counts over every measurement record, adjusted as records come and go, so that
+    views read counts and the ETA's pace in constant time however long the run."""
+
+    phases: Counter[MeasurementPhase] = field(default_factory=Counter)
+    records: int = 0
+    wall_s_sum: float = 0.0
+    wall_s_count: int = 0
+    repeated: bool = False  # a slot other than r1 p1 was seen
+
+    def add(self, measurement: Measurement, sign: int = 1) -> None:
+        """Count a record in (sign 1) or out (sign -1)."""
+        self.phases[measurement.phase] += sign
+        self.records += sign
+        wall_s = measurement.wall_s
+        if wall_s is not None:
+            self.wall_s_sum += sign * wall_s
+            self.wall_s_count += sign
+        if measurement.slot != (1, 1):
+            self.repeated = True
+
+    @property
+    def mean_wall_s(self) -> float | None:
+        return self.wall_s_sum / self.wall_s_count if self.wall_s_count > 0 else None
+
+
+@dataclass
 class RoundSchedule:
     """What the runner's RoundPlanned and SessionStarted events say: the measurements planned
     for each cell, and which (arm, round) server sessions have begun.
 
     Plans only add: a resume that announces a round again, or an adaptive round for a few
     cells, can only raise what is planned, never forget a measurement already counted.
+    `open` counts, per (arm, round), the planned measurements that have not ended: a session
+    with open ones and not yet begun is a server start still ahead.
     """
 
     planned: dict[CellKey, set[Slot]] = field(default_factory=dict)
     begun: set[tuple[str, int]] = field(default_factory=set)
     rounds: dict[int, RoundPlanned] = field(default_factory=dict)
+    open: Counter[tuple[str, int]] = field(default_factory=Counter)
+    total: int = 0
 
     @property
     def known(self) -> bool:
         """False for runs of one round and for logs written before rounds existed."""
         return bool(self.planned)
 
-    @property
-    def total(self) -> int:
-        return sum(len(slots) for slots in self.planned.values())
-
-    def plan(self, event: RoundPlanned) -> list[CellKey]:
-        """Adds the round's measurements; returns the cells it touches."""
+    def plan(self, event: RoundPlanned) -> list[tuple[CellKey, Slot]]:
+        """Adds the round's measurements; returns those that were not planned before, which the
+        caller counts as open unless they already ended."""
         self.rounds[event.round] = event
-        keys = []
+        added = []
         for arm in event.arms:
             for scenario, concurrency in event.cells:
                 key = CellKey(arm=arm, scenario=scenario, concurrency=concurrency)
                 slots = self.planned.setdefault(key, set())
-                slots.update((event.round, repeat) for repeat in range(1, event.repeats + 1))
-                keys.append(key)
-        return keys
+                for repeat in range(1, event.repeats + 1):
+                    slot = (event.round, repeat)
+                    if slot not in slots:
+                        slots.add(slot)
+                        added.append((key, slot))
+        self.total += len(added)
+        return added
 
     def planned_for(self, key: CellKey) -> int:
         return len(self.planned.get(key, ()))
 
+    def settle(self, key: CellKey, slot: Slot, sign: int = 1) -> None:
+        """A planned measurement ended (sign 1) or is open again (sign -1: a retry runs it)."""
+        if slot in self.planned.get(key, ()):
+            self.open[(key.arm, slot[0])] -= sign
+
     def begin_session(self, arm: str, round_: int) -> None:
         self.begun.add((arm, round_))
 
-    def sessions_ahead(self, open_slots: dict[CellKey, set[Slot]]) -> set[tuple[str, int]]:
-        """(arm, round) sessions that still have planned measurements and have not begun.
-
-        `open_slots`: per cell, the planned slots that have not ended yet.
-        """
-        ahead: set[tuple[str, int]] = set()
-        for key, slots in open_slots.items():
-            for round_, _ in slots:
-                if (key.arm, round_) not in self.begun:
-                    ahead.add((key.arm, round_))
-        return ahead
+    def sessions_ahead(self) -> set[tuple[str, int]]:
+        """(arm, round) sessions that still have open measurements and have not begun."""
+        return {pair for pair, count in self.open.items() if count > 0 and pair not in self.begun}

@@ -12,7 +12,7 @@ round, or a log written before rounds existed, which replays exactly as it did).
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -40,6 +40,7 @@ from dspark_tui.model.measurements import (
     MeasurementPhase,
     RoundSchedule,
     Slot,
+    Tally,
     slot_label,
 )
 
@@ -89,7 +90,7 @@ class ArmState:
 class CellState:
     """A cell and its measurements. `phase` is its latest measurement's, except that a cell is
     `done` only when every measurement planned for it is ok (until then an ok one leaves it
-    `pending`)."""
+    `pending`). Everything but `measurements` and `planned` is derived by `refresh`."""
 
     key: CellKey
     phase: CellPhase = "pending"
@@ -100,13 +101,16 @@ class CellState:
     finished_t: float | None = None
     planned: int = 1
     measurements: dict[Slot, Measurement] = field(default_factory=dict)
+    latest: Measurement | None = None
+    # Every ok measurement, by round and repeat: what the verdicts are computed from.
+    ok_results: list[CellResult] = field(default_factory=list)
 
     def _count(self, phase: MeasurementPhase) -> int:
         return sum(1 for m in self.measurements.values() if m.phase == phase)
 
     @property
     def ok_count(self) -> int:
-        return self._count("done")
+        return len(self.ok_results)
 
     @property
     def failed_count(self) -> int:
@@ -122,23 +126,21 @@ class CellState:
         return f"{self.ok_count}/{self.planned}"
 
     @property
-    def latest(self) -> Measurement | None:
-        return max(self.measurements.values(), key=lambda m: m.seq, default=None)
-
-    @property
-    def ok_results(self) -> list[CellResult]:
-        """Every ok measurement, by round and repeat: what the verdicts are computed from."""
-        return [m.result for _, m in sorted(self.measurements.items())
-                if m.phase == "done" and m.result is not None]
-
-    @property
     def failed_measurements(self) -> list[Measurement]:
         return [m for _, m in sorted(self.measurements.items()) if m.phase == "failed"]
 
     def refresh(self) -> None:
         """Derive the cell's view from its measurements after any of them changed."""
-        latest = self.latest
-        ok = self.ok_results
+        latest = unhappy = None
+        ok: list[CellResult] = []
+        for _, m in sorted(self.measurements.items()):
+            if latest is None or m.seq > latest.seq:
+                latest = m
+            if m.phase == "done" and m.result is not None:
+                ok.append(m.result)
+            elif m.phase in ("failed", "skipped") and (unhappy is None or m.seq > unhappy.seq):
+                unhappy = m
+        self.latest, self.ok_results = latest, ok
         self.result = ok[-1] if ok else (latest.result if latest is not None else None)
         throughputs = [r.total_throughput for r in ok if r.total_throughput is not None]
         if throughputs:
@@ -154,10 +156,7 @@ class CellState:
             self.phase = "done" if len(ok) >= self.planned else "pending"
         else:
             self.phase = latest.phase
-        unhappy = [m for m in self.measurements.values() if m.phase in ("failed", "skipped")]
-        self.reason = max(unhappy, key=lambda m: m.seq).reason if unhappy else ""
-        if latest.phase == "running":
-            self.reason = ""
+        self.reason = unhappy.reason if unhappy is not None and latest.phase != "running" else ""
 
 
 @dataclass
@@ -221,6 +220,9 @@ class RunState:
     log_count: int = 0  # lines ever seen, so a view can tell how many of the tail are new
     version: int = 0
     measured: int = 0
+    tally: Tally = field(default_factory=Tally)
+    _cell_phases: Counter[CellPhase] = field(default_factory=Counter)
+    _planned_repeats: bool = False  # a cell is planned more than one measurement
     _total_hint: int = 0  # RunStarted.total_cells, CellStarted.total: used without a schedule
     _seq: int = 0
 
@@ -266,10 +268,7 @@ class RunState:
             if arm.server_state in _LOADING_STATES and event.line.strip():
                 arm.progress_line = event.line.strip()
         elif isinstance(event, RoundPlanned):
-            for key in self.schedule.plan(event):
-                self._cell(key)
-            for cell in self.cells.values():
-                self._refresh(cell)
+            self._on_round_planned(event)
         elif isinstance(event, SessionStarted):
             self.schedule.begin_session(event.arm, event.round)
         elif isinstance(event, CellStarted):
@@ -315,6 +314,17 @@ class RunState:
         for name in event.arms:
             self._arm(name)
 
+    def _on_round_planned(self, event: RoundPlanned) -> None:
+        touched: dict[CellKey, CellState] = {}
+        for key, slot in self.schedule.plan(event):
+            cell = touched[key] = self._cell(key)
+            measurement = cell.measurements.get(slot)
+            if measurement is None or not measurement.ended:
+                self.schedule.open[(key.arm, slot[0])] += 1
+        for cell in touched.values():
+            self._refresh(cell)
+            self._planned_repeats = self._planned_repeats or cell.planned > 1
+
     def _on_server_state(self, event: ServerStateChanged) -> None:
         arm = self._arm(event.arm)
         arm.server_state = event.state
@@ -332,12 +342,8 @@ class RunState:
             arm.ready_t = event.t
 
     def _on_cell_started(self, event: CellStarted) -> None:
-        cell = self._cell(event.key)
-        self._seq += 1
-        cell.measurements[(event.round, event.repeat)] = Measurement(
-            key=event.key, round=event.round, repeat=event.repeat, phase="running",
-            started_t=event.t, seq=self._seq)
-        self._refresh(cell)
+        self._put(Measurement(key=event.key, round=event.round, repeat=event.repeat,
+                              phase="running", started_t=event.t))
         self.schedule.begin_session(event.key.arm, event.round)
         self.current = CurrentCell(
             key=event.key,
@@ -398,14 +404,11 @@ class RunState:
              t: float | None, *, reason: str = "", result: CellResult | None = None) -> None:
         """A measurement ended (finished, failed, skipped) or was found saved; it replaces any
         earlier record of the same (round, repeat): a retry measures the same thing again."""
-        cell = self._cell(key)
-        earlier = cell.measurements.get((round_, repeat))
+        cell = self.cells.get(key)
+        earlier = cell.measurements.get((round_, repeat)) if cell is not None else None
         started = earlier.started_t if earlier is not None and earlier.phase == "running" else None
-        self._seq += 1
-        cell.measurements[(round_, repeat)] = Measurement(
-            key=key, round=round_, repeat=repeat, phase=phase, reason=reason, result=result,
-            started_t=started, finished_t=t, seq=self._seq)
-        self._refresh(cell)
+        self._put(Measurement(key=key, round=round_, repeat=repeat, phase=phase, reason=reason,
+                              result=result, started_t=started, finished_t=t))
         self.measured += 1
         if self.current is not None and self.current.key == key:
             self.current = None
@@ -413,16 +416,40 @@ class RunState:
     def _drop_running(self) -> None:
         """Measurements that were running when their runner stopped never ended: forget them."""
         self.current = None
+        if not self.tally.phases["running"]:
+            return
         for cell in self.cells.values():
-            running = [slot for slot, m in cell.measurements.items() if m.phase == "running"]
-            for slot in running:
-                del cell.measurements[slot]
+            running = [m for m in cell.measurements.values() if m.phase == "running"]
+            for measurement in running:
+                self._count(measurement, -1)
+                del cell.measurements[measurement.slot]
             if running:
                 self._refresh(cell)
 
+    def _put(self, measurement: Measurement) -> None:
+        """The one place a record is added or replaced, so that the running counts stay true."""
+        cell = self._cell(measurement.key)
+        earlier = cell.measurements.get(measurement.slot)
+        if earlier is not None:
+            self._count(earlier, -1)
+        self._seq += 1
+        measurement.seq = self._seq
+        cell.measurements[measurement.slot] = measurement
+        self._count(measurement, 1)
+        self._refresh(cell)
+
+    def _count(self, measurement: Measurement, sign: int) -> None:
+        self.tally.add(measurement, sign)
+        if measurement.ended:
+            self.schedule.settle(measurement.key, measurement.slot, sign)
+
     def _refresh(self, cell: CellState) -> None:
+        before = cell.phase
         cell.planned = max(1, self.schedule.planned_for(cell.key))
         cell.refresh()
+        if cell.phase != before:
+            self._cell_phases[before] -= 1
+            self._cell_phases[cell.phase] += 1
 
     def _arm(self, name: str) -> ArmState:
         arm = self.arms.get(name)
@@ -435,6 +462,7 @@ class RunState:
         if cell is None:
             cell = self.cells[key] = CellState(key=key)
             cell.planned = max(1, self.schedule.planned_for(key))
+            self._cell_phases[cell.phase] += 1
             self._arm(key.arm)
         return cell
 
@@ -442,29 +470,29 @@ class RunState:
 
     def count(self, phase: CellPhase) -> int:
         """Cells (not measurements) in a phase."""
-        return sum(1 for cell in self.cells.values() if cell.phase == phase)
+        return self._cell_phases[phase]
 
     @property
     def total(self) -> int:
-        """Measurements planned: the schedule's, else the runner's cell count."""
-        if self.schedule.known:
-            seen = sum(len(cell.measurements) for cell in self.cells.values())
-            return max(self.schedule.total, seen)
-        return max(self._total_hint, len(self.cells))
+        """Measurements planned: the schedule's, else the runner's cell count; never fewer than
+        the measurements seen."""
+        planned = self.schedule.total if self.schedule.known else max(self._total_hint,
+                                                                       len(self.cells))
+        return max(planned, self.tally.records)
 
     @property
     def done(self) -> int:
         """Ok measurements."""
-        return sum(cell.ok_count for cell in self.cells.values())
+        return self.tally.phases["done"]
 
     @property
     def failed(self) -> int:
         """Measurements whose latest attempt failed (a retry that succeeds takes it back)."""
-        return sum(cell.failed_count for cell in self.cells.values())
+        return self.tally.phases["failed"]
 
     @property
     def skipped(self) -> int:
-        return sum(cell.skipped_count for cell in self.cells.values())
+        return self.tally.phases["skipped"]
 
     @property
     def ended(self) -> int:
@@ -478,8 +506,7 @@ class RunState:
     @property
     def repeated(self) -> bool:
         """True when a cell is measured more than once: views then name rounds and repeats."""
-        return any(cell.planned > 1 or any(slot != (1, 1) for slot in cell.measurements)
-                   for cell in self.cells.values())
+        return self._planned_repeats or self.tally.repeated
 
     @property
     def finished(self) -> bool:
@@ -513,11 +540,9 @@ class RunState:
         measurement was timed. The one ETA of every view."""
         if self.finished:
             return 0.0
-        timed = [m.wall_s for cell in self.cells.values() for m in cell.measurements.values()
-                 if m.wall_s is not None]
-        if not timed:
+        per_measurement = self.tally.mean_wall_s
+        if per_measurement is None:
             return None
-        per_measurement = sum(timed) / len(timed)
         remaining = max(0, self.total - self.ended)
         eta = remaining * per_measurement
         if self.current is not None:
@@ -537,13 +562,7 @@ class RunState:
             waiting = {cell.key.arm for cell in self.cells.values() if cell.phase == "pending"}
             return sum(1 for name in waiting
                        if name in self.arms and self.arms[name].starting_t is None)
-        open_slots = {
-            key: {slot for slot in slots
-                  if slot not in self.cells[key].measurements
-                  or self.cells[key].measurements[slot].phase == "running"}
-            for key, slots in self.schedule.planned.items() if key in self.cells
-        }
-        ahead = self.schedule.sessions_ahead(open_slots)
+        ahead = self.schedule.sessions_ahead()
         loading = {name for name, arm in self.arms.items() if arm.server_state in _LOADING_STATES}
         for name in loading:  # a server starting now is the first of its arm's sessions ahead
             rounds = sorted(r for arm, r in ahead if arm == name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from dspark_tui.model.events import (
     CellFailed,
     CellFinished,
     CellProgress,
+    CellSkipped,
     CellStarted,
     MetricsSample,
     RoundPlanned,
@@ -217,3 +219,46 @@ def test_a_resumed_log_forgets_the_cell_its_killed_runner_left_running(tmp_path:
                            total_cells=10, resumed_cells=3))
     assert state.current is None and state.cells[fourth].phase == "pending"
     assert (state.done, state.total, state.resumed) == (3, 10, 3)
+
+
+def test_running_counts_match_a_recount_through_retries_skips_and_resumes():
+    """The counts are kept as records change (so a header reads them in constant time); after
+    any sequence they must equal a count from scratch."""
+    rng = random.Random(7)
+    state = RunState()
+    keys = [CellKey(arm=arm, scenario=s, concurrency=c) for arm in ARMS for s, c in CELLS]
+    t = T0
+    state.apply(RunStarted(t=t, run_dir="/x", name="ab", arms=ARMS, total_cells=4))
+    for step in range(400):
+        t += 1
+        key, round_, repeat = rng.choice(keys), rng.randint(1, 3), rng.randint(1, 2)
+        roll = rng.random()
+        if roll < 0.3:
+            state.apply(CellStarted(t=t, key=key, num_prompts=8, index=1, total=1, round=round_,
+                                    repeat=repeat))
+        elif roll < 0.55:
+            state.apply(CellFinished(t=t, result=_result(key, round_, repeat, 1000.0 + step)))
+        elif roll < 0.7:
+            state.apply(CellFailed(t=t, key=key, reason="reset", round=round_, repeat=repeat))
+        elif roll < 0.75:
+            state.apply(CellSkipped(t=t, key=key, reason="skipped", round=round_, repeat=repeat))
+        elif roll < 0.85:
+            state.apply(RoundPlanned(t=t, round=round_, arms=ARMS, cells=[CELLS[step % 2]],
+                                     repeats=repeat))
+        elif roll < 0.9:
+            state.apply(RunStarted(t=t, run_dir="/x", name="ab", arms=ARMS, total_cells=4))
+        elif roll < 0.95:
+            state.add_saved(_result(key, round_, repeat, 900.0))
+        else:
+            state.apply(SessionStarted(t=t, arm=key.arm, round=round_, session=f"s{step}"))
+        records = [m for cell in state.cells.values() for m in cell.measurements.values()]
+        for phase, count in (("done", state.done), ("failed", state.failed),
+                             ("skipped", state.skipped)):
+            assert count == sum(1 for m in records if m.phase == phase)
+        for phase in ("pending", "running", "done", "failed", "skipped"):
+            assert state.count(phase) == sum(1 for c in state.cells.values() if c.phase == phase)
+        ended = {(m.key, m.slot) for m in records if m.ended}
+        open_now = {(key.arm, slot[0]) for key, slots in state.schedule.planned.items()
+                    for slot in slots if (key, slot) not in ended}
+        assert state.schedule.sessions_ahead() == open_now - state.schedule.begun
+        assert state.total >= state.ended
