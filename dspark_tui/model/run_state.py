@@ -121,7 +121,7 @@ class CellState:
         return self._count("skipped")
 
     @property
-    def tally(self) -> str:
+    def ok_of_planned(self) -> str:
         """`2/4`: ok measurements of those planned."""
         return f"{self.ok_count}/{self.planned}"
 

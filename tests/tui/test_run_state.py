@@ -156,7 +156,7 @@ def test_a_cell_is_done_when_every_planned_measurement_is_ok():
     state = _planned_run()
     _measure(state, KEY, 1, 1, T0, tok_s=1000.0)
     cell = state.cells[KEY]
-    assert (cell.phase, cell.ok_count, cell.tally) == ("pending", 1, "1/4")
+    assert (cell.phase, cell.ok_count, cell.ok_of_planned) == ("pending", 1, "1/4")
     _measure(state, KEY, 1, 2, T0 + 4, tok_s=None)
     assert (cell.phase, cell.ok_count, cell.failed_count) == ("failed", 1, 1)
     assert cell.reason == "connection reset" and state.failed_cells == [cell]
