@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal
 
 from dspark_tui.model.cell import CellKey, CellResult, CellStatus
 from dspark_tui.model.events import (
@@ -36,15 +35,14 @@ from dspark_tui.model.events import (
     SessionStarted,
 )
 from dspark_tui.model.measurements import (
+    CellPhase,
+    CellState,
     Measurement,
     MeasurementPhase,
     RoundSchedule,
-    Slot,
     Tally,
     slot_label,
 )
-
-CellPhase = Literal["pending", "running", "done", "failed", "skipped"]
 
 SERIES_LENGTH = 120
 LOG_TAIL_LENGTH = 400
@@ -84,79 +82,6 @@ class ArmState:
     def startup_s(self) -> float | None:
         """How long its first server took to be ready for cells."""
         return self.startups[0] if self.startups else None
-
-
-@dataclass
-class CellState:
-    """A cell and its measurements. `phase` is its latest measurement's, except that a cell is
-    `done` only when every measurement planned for it is ok (until then an ok one leaves it
-    `pending`). Everything but `measurements` and `planned` is derived by `refresh`."""
-
-    key: CellKey
-    phase: CellPhase = "pending"
-    total_tok_s: float | None = None  # mean over its ok measurements
-    reason: str = ""
-    result: CellResult | None = None  # its latest ok measurement, else its latest one
-    started_t: float | None = None
-    finished_t: float | None = None
-    planned: int = 1
-    measurements: dict[Slot, Measurement] = field(default_factory=dict)
-    latest: Measurement | None = None
-    # Every ok measurement, by round and repeat: what the verdicts are computed from.
-    ok_results: list[CellResult] = field(default_factory=list)
-
-    def _count(self, phase: MeasurementPhase) -> int:
-        return sum(1 for m in self.measurements.values() if m.phase == phase)
-
-    @property
-    def ok_count(self) -> int:
-        return len(self.ok_results)
-
-    @property
-    def failed_count(self) -> int:
-        return self._count("failed")
-
-    @property
-    def skipped_count(self) -> int:
-        return self._count("skipped")
-
-    @property
-    def ok_of_planned(self) -> str:
-        """`2/4`: ok measurements of those planned."""
-        return f"{self.ok_count}/{self.planned}"
-
-    @property
-    def failed_measurements(self) -> list[Measurement]:
-        return [m for _, m in sorted(self.measurements.items()) if m.phase == "failed"]
-
-    def refresh(self) -> None:
-        """Derive the cell's view from its measurements after any of them changed."""
-        latest = unhappy = None
-        ok: list[CellResult] = []
-        for _, m in sorted(self.measurements.items()):
-            if latest is None or m.seq > latest.seq:
-                latest = m
-            if m.phase == "done" and m.result is not None:
-                ok.append(m.result)
-            elif m.phase in ("failed", "skipped") and (unhappy is None or m.seq > unhappy.seq):
-                unhappy = m
-        self.latest, self.ok_results = latest, ok
-        self.result = ok[-1] if ok else (latest.result if latest is not None else None)
-        throughputs = [r.total_throughput for r in ok if r.total_throughput is not None]
-        if throughputs:
-            self.total_tok_s = sum(throughputs) / len(throughputs)
-        else:
-            self.total_tok_s = self.result.total_throughput if self.result is not None else None
-        if latest is None:
-            self.phase, self.reason = "pending", ""
-            self.started_t = self.finished_t = None
-            return
-        self.started_t, self.finished_t = latest.started_t, latest.finished_t
-        if latest.phase == "done":
-            self.phase = "done" if len(ok) >= self.planned else "pending"
-        else:
-            self.phase = latest.phase
-        self.reason = unhappy.reason if unhappy is not None and latest.phase != "running" else ""
 
 
 @dataclass
