@@ -68,13 +68,22 @@ def run_command(args: argparse.Namespace) -> int:
     printer: HeadlessPrinter | None = None
     if not quiet:
         printer = HeadlessPrinter(Console(highlight=False))
+        if resume is not None:
+            _seed_from_run(printer, store)
         runner.subscribe(printer)
     status = asyncio.run(_run(runner))
     if printer is not None and not printer.broken:
         with contextlib.suppress(OSError):
-            for line in summary_lines(store.path, printer, status):
+            for line in summary_lines(store.path, printer.state, status):
                 print(line, flush=True)
     return EXIT_CODES.get(status, 1)
+
+
+def _seed_from_run(printer: HeadlessPrinter, store: RunStore) -> None:
+    """A resumed run's printer starts from what its earlier runners did: their events (rounds
+    planned, measurements ended) and the measurements saved on disk, which are the truth."""
+    saved, _ = store.load_cells()
+    printer.seed(store.read_events(), saved.values())
 
 
 async def _run(runner: Runner) -> str:
@@ -103,11 +112,11 @@ def attach_command(args: argparse.Namespace) -> int:
                 printer(event)
             if events:
                 quiet_since = time.monotonic()
-            if printer.final is not None and not runner_alive(run_dir):
-                return EXIT_CODES.get(printer.final.status, 1)
+            state = printer.state
+            if state.finished and not runner_alive(run_dir):
+                return EXIT_CODES.get(state.status, 1)
             if not runner_alive(run_dir) and time.monotonic() - quiet_since > 3.0:
-                print(f"the runner of {run_dir} is not alive; resume with: "
-                      f"dspark-tui run --resume {run_dir} --headless")
+                printer.runner_gone(time.time(), run_dir)
                 return 1
             time.sleep(0.3)
     except KeyboardInterrupt:

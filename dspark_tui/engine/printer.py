@@ -1,16 +1,23 @@
 """The headless view of the event stream: one line per thing that matters, and the growing
-comparison after each arm. Used live by `run --headless` and on replay by `attach --headless`."""
+comparison at each change of arm. Used live by `run --headless` and on replay by `attach
+--headless`.
+
+Every number it prints (positions, ETA, the final tally, the comparison) comes from the one
+reducer, RunState, that the TUI folds the same events through; the printer only decides what
+to say and when. It never reads the disk: a resume hands it what happened before (`seed`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from dspark_tui.engine.server import is_progress_line
-from dspark_tui.model import CellResult
+from dspark_tui.model import CellKey, CellResult
 from dspark_tui.model.events import (
     CellFailed,
     CellFinished,
@@ -19,14 +26,15 @@ from dspark_tui.model.events import (
     CellStarted,
     Event,
     Notice,
+    RoundPlanned,
     RunControl,
     RunFinished,
     RunStarted,
     ServerLog,
     ServerStateChanged,
 )
+from dspark_tui.model.run_state import RunState
 from dspark_tui.report import comparison_rows
-from dspark_tui.results import RunStore
 
 _QUIET_STATES = {"loading"}
 PROGRESS_LINE_EVERY_S = 15.0
@@ -44,30 +52,36 @@ def _num(value: float | None, fmt: str = "{:,.1f}") -> str:
 
 
 class HeadlessPrinter:
-    """Consumes events; keeps just enough state for ETA and the comparison table."""
+    """Folds each event into `state`, then prints what it means."""
 
-    def __init__(self, console: Console | None = None, *, show_server_log: bool = False) -> None:
+    def __init__(self, console: Console | None = None, *, show_server_log: bool = False,
+                 state: RunState | None = None) -> None:
         self.console = console or Console(highlight=False)
         self.show_server_log = show_server_log
-        self.arms: list[str] = []
-        self.scenarios: list[str] = []
-        self.cells: dict[tuple[str, str, int], CellResult] = {}
-        self.total = 0
-        self.finished = 0
-        self.failed = 0
-        self.started_cells = 0
-        self._run_t0: float | None = None
-        self._finished_this_session = 0
-        self._current_arm: str | None = None
-        self.final: RunFinished | None = None
-        self.failures: dict[str, str] = {}
+        self.state = state or RunState()
         self._progress_t = 0.0
+        self._shown_arm: str | None = None
         self.broken = False
 
+    def seed(self, events: Iterable[Event], saved: Iterable[CellResult] = ()) -> None:
+        """Fold, without printing, what happened before this printer started: the run's earlier
+        events and its saved measurements (a resume continues from them)."""
+        self.state.apply_all(events)
+        for result in saved:
+            self.state.add_saved(result)
+
     def __call__(self, event: Event) -> None:
+        self.state.apply(event)
         handler = getattr(self, f"_on_{event.kind}", None)
         if handler is not None:
             handler(event)
+
+    def runner_gone(self, now: float, run_dir: Path) -> None:
+        """The runner died without finishing: the state says so too, then one line."""
+        self.state.runner_gone(now)
+        where = escape(str(run_dir))
+        self._print(f"the runner of {where} is not alive; resume with: "
+                    f"dspark-tui run --resume {where} --headless")
 
     def _print(self, text: str) -> None:
         self._safely(lambda: self.console.print(text, soft_wrap=True))
@@ -81,28 +95,26 @@ class HeadlessPrinter:
         except (OSError, SystemExit):
             self.broken = True
 
+    # -- one handler per event kind, called after the state has folded the event ---------
+
     def _on_run_started(self, event: RunStarted) -> None:
-        self.arms = list(event.arms)
-        self.total = event.total_cells
-        self.finished = max(self.finished, event.resumed_cells)
-        self._run_t0 = event.t
-        self._finished_this_session = 0
-        self.final = None
-        if event.resumed_cells:  # the comparison shows the cells kept from earlier sessions too
-            cells, _ = RunStore(event.run_dir).load_cells()
-            for result in cells.values():
-                if result.ok:
-                    self._record(result)
         resumed = f", {event.resumed_cells} already done" if event.resumed_cells else ""
         self._print(f"[bold]run[/] {event.name}: {event.total_cells} cells, arms "
                     f"{', '.join(event.arms)}{resumed}\n  {event.run_dir}")
 
+    def _on_round_planned(self, event: RoundPlanned) -> None:
+        repeats = f" x {event.repeats} repeats" if event.repeats > 1 else ""
+        why = f" — {event.message}" if event.message else ""
+        self._print(f"[cyan]round {event.round} ({event.reason}): {len(event.cells)} cells x "
+                    f"{len(event.arms)} arms{repeats}, order {' → '.join(event.arms)}; "
+                    f"{self.state.total} cell runs planned{why}[/]")
+
     def _on_server_state(self, event: ServerStateChanged) -> None:
         if event.state in _QUIET_STATES:
             return
-        if self._current_arm is not None and event.arm != self._current_arm:
+        if self._shown_arm is not None and event.arm != self._shown_arm:
             self.print_comparison()
-        self._current_arm = event.arm
+        self._shown_arm = event.arm
         style = {"failed": "red", "ready": "green", "restarting": "yellow"}.get(event.state, "dim")
         message = f" — {event.message}" if event.message else ""
         self._print(f"[{style}]server {event.arm}: {event.state}{message}[/]")
@@ -112,7 +124,6 @@ class HeadlessPrinter:
             self._print(f"[dim]  {event.arm}| {event.line[:160]}[/]")
 
     def _on_cell_started(self, event: CellStarted) -> None:
-        self.started_cells += 1
         self._progress_t = event.t
 
     def _on_cell_progress(self, event: CellProgress) -> None:
@@ -126,31 +137,28 @@ class HeadlessPrinter:
 
     def _on_cell_finished(self, event: CellFinished) -> None:
         result = event.result
-        self.failures.pop(result.key.id, None)
-        self._record(result)
-        self.finished += 1
-        self._finished_this_session += 1
+        cell = self._cell(result.key, result.round, result.repeat)
+        if not result.ok:
+            self._print(f"[red]FAIL[/] {self._position()} {cell} "
+                        f"{result.error or result.status.value}{self._eta(event.t)}")
+            return
         m = result.metrics
         accept = result.server.mean_acceptance_length if result.server else None
         kv = result.server.kv_usage_peak if result.server else None
         self._print(
-            f"[green]ok[/]   {self._position()} {result.key.id:<32} total "
+            f"[green]ok[/]   {self._position()} {cell} total "
             f"{_num(m.total_throughput)} tok/s  TTFT p99 {_num(m.p99_ttft_ms)} ms  TPOT "
             f"{_num(m.mean_tpot_ms, '{:.2f}')} ms  accept {_num(accept, '{:.2f}')}  KV peak "
             f"{_num(None if kv is None else kv * 100, '{:.0f}%')}{self._eta(event.t)}"
         )
 
     def _on_cell_failed(self, event: CellFailed) -> None:
-        self.failures[event.key.id] = event.reason
-        self.failed += 1
-        self.finished += 1
-        self._finished_this_session += 1
-        self._print(f"[red]FAIL[/] {self._position()} {event.key.id:<32} {event.reason}"
-                    f"{self._eta(event.t)}")
+        self._print(f"[red]FAIL[/] {self._position()} {self._cell(event.key, event.round, event.repeat)} "
+                    f"{event.reason}{self._eta(event.t)}")
 
     def _on_cell_skipped(self, event: CellSkipped) -> None:
-        self.finished += 1
-        self._print(f"[yellow]skip[/] {self._position()} {event.key.id:<32} {event.reason}")
+        self._print(f"[yellow]skip[/] {self._position()} "
+                    f"{self._cell(event.key, event.round, event.repeat)} {event.reason}")
 
     def _on_notice(self, event: Notice) -> None:
         style = {"error": "red", "warning": "yellow"}.get(event.level, "cyan")
@@ -160,44 +168,51 @@ class HeadlessPrinter:
         self._print(f"[cyan]control {event.action}: {event.message}[/]")
 
     def _on_run_finished(self, event: RunFinished) -> None:
-        self.final = event
         self.print_comparison()
+        state = self.state
         style = "green" if event.status == "completed" else "red"
         message = f" — {event.message}" if event.message else ""
-        self._print(f"[bold {style}]run {event.status}[/]: {event.done}/{event.total} cells ok, "
-                    f"{event.failed} failed{message}")
+        if state.repeated:
+            tally = (f"{state.done}/{state.total} cell runs ok ({state.cells_done}/"
+                     f"{len(state.cells)} cells complete)")
+        else:
+            tally = f"{state.done}/{state.total} cells ok"
+        self._print(f"[bold {style}]run {event.status}[/]: {tally}, {state.failed} failed{message}")
 
-    def _record(self, result: CellResult) -> None:
-        self.cells[(result.arm, result.scenario, result.concurrency)] = result
-        if result.scenario not in self.scenarios:
-            self.scenarios.append(result.scenario)
+    # -- pieces of lines -------------------------------------------------------------------
+
+    def _cell(self, key: CellKey, round_: int, repeat: int) -> str:
+        """The cell's id, with round and repeat when the run measures cells more than once."""
+        if not self.state.repeated:
+            return f"{key.id:<32}"
+        return f"{key.id + f' r{round_} p{repeat}':<38}"
 
     def _position(self) -> str:
-        width = len(str(self.total or 0))
-        return f"[{self.finished:>{width}}/{self.total}]"
+        total = self.state.total
+        return f"[{self.state.ended:>{len(str(total))}}/{total}]"
 
     def _eta(self, now: float) -> str:
-        if self._run_t0 is None or self._finished_this_session == 0 or not self.total:
+        eta = self.state.eta(now)
+        if eta is None or self.state.ended >= self.state.total:
             return ""
-        remaining = max(0, self.total - self.finished)
-        if remaining == 0:
-            return ""
-        per_cell = (now - self._run_t0) / self._finished_this_session
-        return f"  ETA {_duration(per_cell * remaining)}"
+        return f"  ETA {_duration(eta)}"
 
     def print_comparison(self) -> None:
-        if not self.cells or len(self.arms) < 2:
+        state = self.state
+        arms = list(state.arms)
+        results = state.results()
+        if not any(result.ok for result in results) or len(arms) < 2:
             return
-        rows = comparison_rows(self.cells.values(), self.arms, self.scenarios)
+        rows = comparison_rows(results, arms, state.scenarios())
         table = Table(title="Total tok/s by arm (winner, margin)", title_justify="left")
         table.add_column("scenario")
         table.add_column("c", justify="right")
-        for arm in self.arms:
+        for arm in arms:
             table.add_column(arm, justify="right")
         table.add_column("winner")
         table.add_column("margin", justify="right")
         for row in rows:
-            figures = [row.arms.get(arm) for arm in self.arms]
+            figures = [row.arms.get(arm) for arm in arms]
             table.add_row(
                 row.scenario, str(row.concurrency),
                 *[_num(f.total_tok_s) if f and f.total_tok_s is not None
@@ -207,10 +222,12 @@ class HeadlessPrinter:
         self._safely(lambda: self.console.print(table))
 
 
-def summary_lines(run_dir: Path, printer: HeadlessPrinter, status: str) -> list[str]:
+def summary_lines(run_dir: Path, state: RunState, status: str) -> list[str]:
     lines = [f"run directory: {run_dir}"]
-    for cell_id, reason in printer.failures.items():
-        lines.append(f"failed: {cell_id}: {reason}")
+    for cell in state.failed_cells:
+        for measurement in cell.failed_measurements:
+            which = f" {measurement.label}" if state.repeated else ""
+            lines.append(f"failed: {cell.key.id}{which}: {measurement.reason}")
     if status != "completed":
         lines.append(f"not every cell succeeded ({status}); resume with: "
                      f"dspark-tui run --resume {run_dir} --headless")

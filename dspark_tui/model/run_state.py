@@ -1,16 +1,20 @@
-"""What a watcher knows about a run, folded from its event stream.
+"""What a watcher knows about a run, folded from its event stream: the one reducer.
 
-A pure reducer with no UI or I/O, so the live TUI, an attached TUI, a replay and the headless
-printer all see the same state from the same events. Buffers are bounded: a run of many hours
-must not grow the watcher's memory.
+A pure reducer with no UI or I/O, so the live TUI, an attached TUI, a replay, `attach
+--headless` and the headless printer all count, time and compare from the same events. Buffers
+are bounded: a run of many hours must not grow the watcher's memory. The measurements it keeps
+(every ok CellResult, for the verdicts) are bounded by the plan: cells x rounds x repeats.
+
+Counts are of measurements (cell runs): a cell is measured once per repeat of each round; the
+total is what the RoundPlanned events say, or RunStarted.total_cells when a run has none (one
+round, or a log written before rounds existed, which replays exactly as it did).
 """
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal
 
 from dspark_tui.model.cell import CellKey, CellResult, CellStatus
 from dspark_tui.model.events import (
@@ -22,18 +26,28 @@ from dspark_tui.model.events import (
     Event,
     MetricsSample,
     Notice,
+    RoundPlanned,
     RunControl,
     RunFinished,
     RunStarted,
     ServerLog,
     ServerStateChanged,
+    SessionStarted,
 )
-
-CellPhase = Literal["pending", "running", "done", "failed", "skipped"]
+from dspark_tui.model.measurements import (
+    CellPhase,
+    CellState,
+    Measurement,
+    MeasurementPhase,
+    RoundSchedule,
+    Tally,
+    slot_label,
+)
 
 SERIES_LENGTH = 120
 LOG_TAIL_LENGTH = 400
 NOTICE_LENGTH = 50
+RUNNER_GONE = "the runner is gone without finishing"
 
 # Sparkline series, in display order.
 SERIES_NAMES = (
@@ -59,29 +73,28 @@ class ArmState:
     progress_line: str = ""
     pid: int | None = None
     starting_t: float | None = None
-    startup_s: float | None = None  # how long its server took from start to ready
+    ready_t: float | None = None
+    # Each server start of this arm: seconds from starting to its last `ready` (warmup included,
+    # since the cells wait for it too).
+    startups: list[float] = field(default_factory=list)
 
-
-@dataclass
-class CellState:
-    key: CellKey
-    phase: CellPhase = "pending"
-    total_tok_s: float | None = None
-    reason: str = ""
-    result: CellResult | None = None
-    started_t: float | None = None
-    finished_t: float | None = None
+    @property
+    def startup_s(self) -> float | None:
+        """How long its first server took to be ready for cells."""
+        return self.startups[0] if self.startups else None
 
 
 @dataclass
 class CurrentCell:
-    """The running cell's live client numbers; a newer progress event replaces the older one."""
+    """The running measurement's live client numbers; a newer progress event replaces the older."""
 
     key: CellKey
     num_prompts: int
     index: int
     total: int
     started_t: float
+    round: int = 1
+    repeat: int = 1
     completed: int = 0
     failed: int = 0
     output_tok_s: float | None = None
@@ -94,6 +107,11 @@ class CurrentCell:
     def fraction(self) -> float:
         return self.completed / self.num_prompts if self.num_prompts else 0.0
 
+    @property
+    def label(self) -> str:
+        """`r2 p1`: which measurement of the cell this is."""
+        return slot_label(self.round, self.repeat)
+
 
 @dataclass
 class LogLine:
@@ -103,7 +121,8 @@ class LogLine:
 
 @dataclass
 class RunState:
-    """Everything the run screen shows. `version` grows on every change so views redraw lazily."""
+    """Everything the run screen and the printer show. `version` grows on every change so views
+    redraw lazily; `measured` grows whenever a measurement ends, so a table redraws then."""
 
     run_dir: str = ""
     name: str = ""
@@ -113,11 +132,11 @@ class RunState:
     arms: dict[str, ArmState] = field(default_factory=dict)
     cells: dict[CellKey, CellState] = field(default_factory=dict)
     current: CurrentCell | None = None
-    total: int = 0
     resumed: int = 0
     started_t: float | None = None
     finished_t: float | None = None
     last_t: float | None = None
+    schedule: RoundSchedule = field(default_factory=RoundSchedule)
     series: dict[str, deque[float]] = field(
         default_factory=lambda: {name: deque(maxlen=SERIES_LENGTH) for name in SERIES_NAMES}
     )
@@ -125,23 +144,35 @@ class RunState:
     notices: deque[Notice] = field(default_factory=lambda: deque(maxlen=NOTICE_LENGTH))
     log_count: int = 0  # lines ever seen, so a view can tell how many of the tail are new
     version: int = 0
+    measured: int = 0
+    tally: Tally = field(default_factory=Tally)
+    _cell_phases: Counter[CellPhase] = field(default_factory=Counter)
+    _planned_repeats: bool = False  # a cell is planned more than one measurement
+    _total_hint: int = 0  # RunStarted.total_cells, CellStarted.total: used without a schedule
+    _seq: int = 0
 
     # -- seeding ---------------------------------------------------------------------------
 
     def expect_cells(self, keys: Iterable[CellKey]) -> None:
         """Cells the plan will run, so the tree can show them pending before they start."""
         for key in keys:
-            if key not in self.cells:
-                self.cells[key] = CellState(key=key)
-            if key.arm not in self.arms:
-                self.arms[key.arm] = ArmState(name=key.arm)
-        self.total = max(self.total, len(self.cells))
+            self._cell(key)
         self.version += 1
 
     def add_saved(self, result: CellResult) -> None:
-        """A cell file already on disk (a resumed or attached run) counts as finished."""
-        self._finish(result, t=None)
+        """A measurement already on disk (a resumed or attached run) counts as ended."""
+        self._end(result.key, result.round, result.repeat, _phase_of(result), t=None,
+                  reason=result.error or "", result=result)
         self.version += 1
+
+    def runner_gone(self, t: float) -> bool:
+        """A watcher found the runner dead without a RunFinished: fold it as an interrupted end,
+        so every view shows the same thing. False when the run was not running."""
+        if self.status != "running":
+            return False
+        self.apply(RunFinished(t=t, status="interrupted", done=self.done, failed=self.failed,
+                               total=self.total, message=RUNNER_GONE))
+        return True
 
     # -- folding ---------------------------------------------------------------------------
 
@@ -154,22 +185,17 @@ class RunState:
         if isinstance(event, RunStarted):
             self._on_run_started(event)
         elif isinstance(event, ServerStateChanged):
-            arm = self._arm(event.arm)
-            arm.server_state = event.state
-            arm.message = event.message
-            arm.pid = event.pid if event.pid is not None else arm.pid
-            if event.state == "starting":
-                arm.starting_t = event.t
-            if event.state == "ready":
-                arm.progress_line = ""
-                if arm.starting_t is not None and arm.startup_s is None:
-                    arm.startup_s = event.t - arm.starting_t
+            self._on_server_state(event)
         elif isinstance(event, ServerLog):
             self.log_tail.append(LogLine(event.arm, event.line))
             self.log_count += 1
             arm = self._arm(event.arm)
             if arm.server_state in _LOADING_STATES and event.line.strip():
                 arm.progress_line = event.line.strip()
+        elif isinstance(event, RoundPlanned):
+            self._on_round_planned(event)
+        elif isinstance(event, SessionStarted):
+            self.schedule.begin_session(event.arm, event.round)
         elif isinstance(event, CellStarted):
             self._on_cell_started(event)
         elif isinstance(event, CellProgress):
@@ -177,16 +203,13 @@ class RunState:
         elif isinstance(event, MetricsSample):
             self._on_sample(event)
         elif isinstance(event, CellFinished):
-            self._finish(event.result, t=event.t)
+            result = event.result
+            self._end(result.key, result.round, result.repeat, _phase_of(result), event.t,
+                      reason=result.error or "", result=result)
         elif isinstance(event, CellFailed):
-            self._end_cell(event.key, "failed", event.reason, event.t)
-            cell = self.cells[event.key]
-            if cell.result is None:
-                cell.result = CellResult(arm=event.key.arm, scenario=event.key.scenario,
-                                         concurrency=event.key.concurrency,
-                                         status=CellStatus.FAILED, error=event.reason)
+            self._on_failed(event)
         elif isinstance(event, CellSkipped):
-            self._end_cell(event.key, "skipped", event.reason, event.t)
+            self._end(event.key, event.round, event.repeat, "skipped", event.t, reason=event.reason)
         elif isinstance(event, RunControl):
             if event.action == "pause":
                 self.paused = True
@@ -200,10 +223,7 @@ class RunState:
             self.finished_t = event.t
             self.message = event.message
             self.paused = False
-            self.current = None
-            for cell in self.cells.values():
-                if cell.phase == "running":
-                    cell.phase = "pending"
+            self._drop_running()
         self.version += 1
 
     def _on_run_started(self, event: RunStarted) -> None:
@@ -213,26 +233,67 @@ class RunState:
         self.finished_t = None
         if self.started_t is None:
             self.started_t = event.t
-        self.total = max(event.total_cells, len(self.cells))
+        self._total_hint = max(self._total_hint, event.total_cells)
         self.resumed = event.resumed_cells
+        self._drop_running()  # a new runner: what an earlier one left running will not end
         for name in event.arms:
             self._arm(name)
 
+    def _on_round_planned(self, event: RoundPlanned) -> None:
+        touched: dict[CellKey, CellState] = {}
+        for key, slot in self.schedule.plan(event):
+            cell = touched[key] = self._cell(key)
+            measurement = cell.measurements.get(slot)
+            if measurement is None or not measurement.ended:
+                self.schedule.open[(key.arm, slot[0])] += 1
+        for cell in touched.values():
+            self._refresh(cell)
+            self._planned_repeats = self._planned_repeats or cell.planned > 1
+
+    def _on_server_state(self, event: ServerStateChanged) -> None:
+        arm = self._arm(event.arm)
+        arm.server_state = event.state
+        arm.message = event.message
+        arm.pid = event.pid if event.pid is not None else arm.pid
+        if event.state == "starting":
+            arm.starting_t = event.t
+        if event.state == "ready":
+            arm.progress_line = ""
+            if arm.starting_t is not None:
+                if arm.ready_t is None or arm.ready_t < arm.starting_t:
+                    arm.startups.append(event.t - arm.starting_t)
+                else:  # ready again after warming up: the same start, now longer
+                    arm.startups[-1] = event.t - arm.starting_t
+            arm.ready_t = event.t
+
     def _on_cell_started(self, event: CellStarted) -> None:
-        cell = self._cell(event.key)
-        cell.phase = "running"
-        cell.reason = ""
-        cell.started_t = event.t
+        self._put(Measurement(key=event.key, round=event.round, repeat=event.repeat,
+                              phase="running", started_t=event.t))
+        self.schedule.begin_session(event.key.arm, event.round)
         self.current = CurrentCell(
             key=event.key,
             num_prompts=event.num_prompts,
             index=event.index,
             total=event.total,
             started_t=event.t,
+            round=event.round,
+            repeat=event.repeat,
         )
-        self.total = max(self.total, event.total)
+        self._total_hint = max(self._total_hint, event.total)
         for samples in self.series.values():
             samples.clear()
+
+    def _on_failed(self, event: CellFailed) -> None:
+        cell = self.cells.get(event.key)
+        earlier = cell.measurements.get((event.round, event.repeat)) if cell is not None else None
+        result = earlier.result if earlier is not None and earlier.result is not None else None
+        if result is None or result.ok:
+            # Not saved with numbers: a result that says why, for the table and the reason key.
+            result = CellResult(arm=event.key.arm, scenario=event.key.scenario,
+                                concurrency=event.key.concurrency, round=event.round,
+                                repeat=event.repeat, status=CellStatus.FAILED, error=event.reason)
+        self._end(event.key, event.round, event.repeat, "failed", event.t, reason=event.reason,
+                  result=result)
 
     def _on_progress(self, event: CellProgress) -> None:
         current = self.current
@@ -264,32 +325,56 @@ class RunState:
             if value is not None:
                 self.series[name].append(value)
 
-    def _finish(self, result: CellResult, t: float | None) -> None:
-        cell = self._cell(result.key)
-        cell.result = result
-        cell.finished_t = t
-        cell.total_tok_s = result.total_throughput
-        if result.status == CellStatus.OK:
-            cell.phase = "done"
-            cell.reason = ""
-        elif result.status == CellStatus.SKIPPED:
-            cell.phase = "skipped"
-            cell.reason = result.error or "skipped"
-        else:
-            cell.phase = "failed"
-            cell.reason = result.error or "failed"
-        self._clear_current(result.key)
-
-    def _end_cell(self, key: CellKey, phase: CellPhase, reason: str, t: float) -> None:
-        cell = self._cell(key)
-        cell.phase = phase
-        cell.reason = reason
-        cell.finished_t = t
-        self._clear_current(key)
-
-    def _clear_current(self, key: CellKey) -> None:
+    def _end(self, key: CellKey, round_: int, repeat: int, phase: MeasurementPhase,
+             t: float | None, *, reason: str = "", result: CellResult | None = None) -> None:
+        """A measurement ended (finished, failed, skipped) or was found saved; it replaces any
+        earlier record of the same (round, repeat): a retry measures the same thing again."""
+        cell = self.cells.get(key)
+        earlier = cell.measurements.get((round_, repeat)) if cell is not None else None
+        started = earlier.started_t if earlier is not None and earlier.phase == "running" else None
+        self._put(Measurement(key=key, round=round_, repeat=repeat, phase=phase, reason=reason,
+                              result=result, started_t=started, finished_t=t))
+        self.measured += 1
         if self.current is not None and self.current.key == key:
             self.current = None
+
+    def _drop_running(self) -> None:
+        """Measurements that were running when their runner stopped never ended: forget them."""
+        self.current = None
+        if not self.tally.phases["running"]:
+            return
+        for cell in self.cells.values():
+            running = [m for m in cell.measurements.values() if m.phase == "running"]
+            for measurement in running:
+                self._count(measurement, -1)
+                del cell.measurements[measurement.slot]
+            if running:
+                self._refresh(cell)
+
+    def _put(self, measurement: Measurement) -> None:
+        """The one place a record is added or replaced, so that the running counts stay true."""
+        cell = self._cell(measurement.key)
+        earlier = cell.measurements.get(measurement.slot)
+        if earlier is not None:
+            self._count(earlier, -1)
+        self._seq += 1
+        measurement.seq = self._seq
+        cell.measurements[measurement.slot] = measurement
+        self._count(measurement, 1)
+        self._refresh(cell)
+
+    def _count(self, measurement: Measurement, sign: int) -> None:
+        self.tally.add(measurement, sign)
+        if measurement.ended:
+            self.schedule.settle(measurement.key, measurement.slot, sign)
+
+    def _refresh(self, cell: CellState) -> None:
+        before = cell.phase
+        cell.planned = max(1, self.schedule.planned_for(cell.key))
+        cell.refresh()
+        if cell.phase != before:
+            self._cell_phases[before] -= 1
+            self._cell_phases[cell.phase] += 1
 
     def _arm(self, name: str) -> ArmState:
         arm = self.arms.get(name)
@@ -301,26 +386,52 @@ class RunState:
         cell = self.cells.get(key)
         if cell is None:
             cell = self.cells[key] = CellState(key=key)
+            cell.planned = max(1, self.schedule.planned_for(key))
+            self._cell_phases[cell.phase] += 1
             self._arm(key.arm)
-            self.total = max(self.total, len(self.cells))
         return cell
 
     # -- derived ---------------------------------------------------------------------------
 
     def count(self, phase: CellPhase) -> int:
-        return sum(1 for cell in self.cells.values() if cell.phase == phase)
+        """Cells (not measurements) in a phase."""
+        return self._cell_phases[phase]
+
+    @property
+    def total(self) -> int:
+        """Measurements planned: the schedule's, else the runner's cell count; never fewer than
+        the measurements seen."""
+        planned = self.schedule.total if self.schedule.known else max(self._total_hint,
+                                                                       len(self.cells))
+        return max(planned, self.tally.records)
 
     @property
     def done(self) -> int:
-        return self.count("done")
+        """Ok measurements."""
+        return self.tally.phases["done"]
 
     @property
     def failed(self) -> int:
-        return self.count("failed")
+        """Measurements whose latest attempt failed (a retry that succeeds takes it back)."""
+        return self.tally.phases["failed"]
 
     @property
     def skipped(self) -> int:
-        return self.count("skipped")
+        return self.tally.phases["skipped"]
+
+    @property
+    def ended(self) -> int:
+        return self.done + self.failed + self.skipped
+
+    @property
+    def cells_done(self) -> int:
+        """Cells whose every planned measurement is ok."""
+        return self.count("done")
+
+    @property
+    def repeated(self) -> bool:
+        """True when a cell is measured more than once: views then name rounds and repeats."""
+        return self._planned_repeats or self.tally.repeated
 
     @property
     def finished(self) -> bool:
@@ -328,10 +439,19 @@ class RunState:
 
     @property
     def failed_cells(self) -> list[CellState]:
-        return [cell for cell in self.cells.values() if cell.phase == "failed"]
+        return [cell for cell in self.cells.values() if cell.failed_count]
 
     def results(self) -> list[CellResult]:
+        """One result per cell (its latest ok measurement, else its latest), in cell order."""
         return [cell.result for cell in self.cells.values() if cell.result is not None]
+
+    def ok_measurements(self) -> list[CellResult]:
+        """Every ok measurement of every cell: what the verdicts are computed from."""
+        return [result for cell in self.cells.values() for result in cell.ok_results]
+
+    def scenarios(self) -> list[str]:
+        """Scenario names in the order their cells became known (the plan's, for a run)."""
+        return list(dict.fromkeys(key.scenario for key in self.cells))
 
     def elapsed(self, now: float) -> float:
         if self.started_t is None:
@@ -340,30 +460,43 @@ class RunState:
         return max(0.0, end - self.started_t)
 
     def eta(self, now: float) -> float | None:
-        """Seconds left, from the mean wall time of cells this watcher saw run; None until one did."""
+        """Seconds left: the measurements still to end at the mean wall time of those this
+        watcher saw run, plus the server starts still ahead at the pace seen; None until a
+        measurement was timed. The one ETA of every view."""
         if self.finished:
             return 0.0
-        timed = [
-            cell.finished_t - cell.started_t
-            for cell in self.cells.values()
-            if cell.started_t is not None and cell.finished_t is not None
-        ]
-        if not timed:
+        per_measurement = self.tally.mean_wall_s
+        if per_measurement is None:
             return None
-        per_cell = sum(timed) / len(timed)
-        ended = self.done + self.failed + self.skipped
-        remaining = max(0, self.total - ended)
-        eta = remaining * per_cell
+        remaining = max(0, self.total - self.ended)
+        eta = remaining * per_measurement
         if self.current is not None:
-            eta -= min(per_cell, max(0.0, now - self.current.started_t))
+            eta -= min(per_measurement, max(0.0, now - self.current.started_t))
         return max(0.0, eta) + self._startups_left()
 
     def _startups_left(self) -> float:
-        """Servers still to start (arms with pending cells and no server yet), at the seen pace."""
-        seen = [arm.startup_s for arm in self.arms.values() if arm.startup_s is not None]
+        seen = [seconds for arm in self.arms.values() for seconds in arm.startups]
         if not seen:
             return 0.0
-        waiting = {cell.key.arm for cell in self.cells.values() if cell.phase == "pending"}
-        unstarted = [name for name in waiting
-                     if name in self.arms and self.arms[name].starting_t is None]
-        return len(unstarted) * sum(seen) / len(seen)
+        pace = sum(seen) / len(seen)
+        return self._sessions_left() * pace
+
+    def _sessions_left(self) -> int:
+        if not self.schedule.known:
+            # One session per arm: arms with pending cells whose server never started.
+            waiting = {cell.key.arm for cell in self.cells.values() if cell.phase == "pending"}
+            return sum(1 for name in waiting
+                       if name in self.arms and self.arms[name].starting_t is None)
+        ahead = self.schedule.sessions_ahead()
+        loading = {name for name, arm in self.arms.items() if arm.server_state in _LOADING_STATES}
+        for name in loading:  # a server starting now is the first of its arm's sessions ahead
+            rounds = sorted(r for arm, r in ahead if arm == name)
+            if rounds:
+                ahead.discard((name, rounds[0]))
+        return len(ahead)
+
+
+def _phase_of(result: CellResult) -> MeasurementPhase:
+    if result.status == CellStatus.OK:
+        return "done"
+    return "skipped" if result.status == CellStatus.SKIPPED else "failed"

@@ -147,10 +147,8 @@ class RunScreen(Screen[None]):
         link = self.link
         if link is None or self.state.finished or self._runner_gone_told:
             return
-        if not link.alive() and self.state.status == "running":
+        if not link.alive() and self.state.runner_gone(self.clock()):
             self._runner_gone_told = True
-            self.state.status = "interrupted"
-            self.state.version += 1
             self.notify("the runner is gone without finishing; resume it from History (u)",
                         severity="error", timeout=10)
 
@@ -164,10 +162,9 @@ class RunScreen(Screen[None]):
             self.query_one(PlanTree).show(self.state)
             self.query_one(CellPanel).show(self.state)
             self.query_one(LogPane).show(self.state)
-            results = self.state.results()
-            if len(results) != self._drawn_results:
-                self._drawn_results = len(results)
-                self._show_table(results)
+            if self.state.measured != self._drawn_results:  # a measurement ended: new figures
+                self._drawn_results = self.state.measured
+                self._show_table(self.state.results())
 
     def _show_table(self, results: list) -> None:  # type: ignore[type-arg]
         from dspark_tui.report.live import comparison_rows

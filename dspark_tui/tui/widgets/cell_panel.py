@@ -62,7 +62,8 @@ class CellPanel(Vertical):
                 total, progress = max(1, state.total), state.done
         else:
             key = current.key
-            title = (f"{key.arm} · {key.scenario} · c{key.concurrency}   "
+            which = f" {current.label}" if state.repeated else ""  # round and repeat: r2 p1
+            title = (f"{key.arm} · {key.scenario} · c{key.concurrency}{which}   "
                      f"cell {current.index}/{current.total}")
             failed = f"  failed {current.failed}" if current.failed else ""
             numbers = (
