@@ -83,39 +83,42 @@ class SessionNoise:
 
     def work(self, cost: float) -> float:
         """Noisy duration of `cost` noise-free seconds of work starting now; advances the clock."""
-        start = self.clock
+        elapsed = 0.0
         remaining = cost
         while remaining >= self._next_hiccup - self.work_done:
             reach = max(0.0, self._next_hiccup - self.work_done)
-            self._stretch(reach)
+            elapsed += self._stretch(reach) + self.params.hiccup_s
             remaining -= reach
             self.work_done = self._next_hiccup
             self.hiccups += 1
             self.advance_to(self.clock + self.params.hiccup_s)
             self._next_hiccup += self._draw_hiccup_gap()
-        self._stretch(remaining)
+        elapsed += self._stretch(remaining)
         self.work_done += remaining
-        return self.clock - start
+        return elapsed
 
     # -- inside ------------------------------------------------------------------------
 
     def _draw_hiccup_gap(self) -> float:
         return float(self._hiccup_rng.exponential(1.0 / self.params.hiccup_prob))
 
-    def _stretch(self, cost: float) -> None:
-        """Move the clock over `cost` seconds of work, segment by drift segment."""
+    def _stretch(self, cost: float) -> float:
+        """Move the clock over `cost` seconds of work, segment by drift segment; time taken."""
         if not self._sigma:
             self.clock += cost * self.offset
-            return
+            return cost * self.offset
+        elapsed = 0.0
         while cost > 0:
             factor = self.multiplier()
-            room = (self._index + 1) * self._grid_s - self.clock
+            room = max(0.0, (self._index + 1) * self._grid_s - self.clock)
             if cost * factor <= room:
                 self.clock += cost * factor
-                return
-            cost -= max(0.0, room) / factor
+                return elapsed + cost * factor
+            cost -= room / factor
+            elapsed += room
             self.clock = (self._index + 1) * self._grid_s
             self._step_level(1)
+        return elapsed
 
     def _follow_clock(self) -> None:
         if self._sigma:
