@@ -144,7 +144,9 @@ async def _serve_http(config: ServeConfig, before_crash: Callable[[], None]) -> 
         if signum == signal.SIGTERM and config.faults.ignore_sigterm:
             _ignore_sigterm(signum, None)
             return
-        if server.should_exit:
+        # A supervisor signals the group and then the server itself: a second SIGTERM is the
+        # same request; only a second Ctrl-C means "now" (uvicorn's own rule).
+        if server.should_exit and signum == signal.SIGINT:
             server.force_exit = True
         server.should_exit = True
         engine.shutdown()
@@ -177,6 +179,11 @@ async def _serve_http(config: ServeConfig, before_crash: Callable[[], None]) -> 
     try:
         await server.serve()
     finally:
+        if server.force_exit and server.started:
+            # uvicorn skips the lifespan shutdown when forced; left waiting, the lifespan task
+            # would be cancelled at loop close and log a CancelledError traceback.
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(server.lifespan.shutdown(), 1.0)
         for task in tasks:
             task.cancel()
         log("INFO", "launcher.py:101", "Shutting down FastAPI HTTP server.")
