@@ -26,6 +26,9 @@ class VirtualResult:
     peak_kv_usage: float
     peak_waiting: int
     draft_tokens: int = 0
+    # Time-weighted mean of the running batch (`vllm:num_requests_running`) over the cell:
+    # what a K schedule keyed on the running batch size sees.
+    mean_running: float = 0.0
 
     @property
     def total_throughput(self) -> float:
@@ -66,6 +69,7 @@ def simulate_closed_loop(config: ModelConfig, lengths: list[tuple[int, int]], co
     completed = drafts = draft_tokens = accepted = preemptions = out_tokens = 0
     peak_kv = 0.0
     peak_waiting = 0
+    running_time = 0.0
     index = 0
     while pending or in_flight:
         while pending and in_flight < concurrency:
@@ -75,6 +79,8 @@ def simulate_closed_loop(config: ModelConfig, lengths: list[tuple[int, int]], co
             in_flight += 1
         peak_waiting = max(peak_waiting, len(scheduler.waiting))
         result = scheduler.step(now)
+        # the step's batch: what runs now plus what finished during the step
+        running_time += (len(scheduler.running) + len(result.finished)) * result.duration
         now += result.duration
         peak_kv = max(peak_kv, scheduler.kv_usage)
         drafts += result.num_drafts
@@ -95,4 +101,5 @@ def simulate_closed_loop(config: ModelConfig, lengths: list[tuple[int, int]], co
         peak_kv_usage=peak_kv,
         peak_waiting=peak_waiting,
         draft_tokens=draft_tokens,
+        mean_running=running_time / now if now else 0.0,
     )

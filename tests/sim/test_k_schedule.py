@@ -109,3 +109,9 @@ def test_a_bad_schedule_on_the_command_line_is_one_line():
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "must start at batch size 1" in lines[0]
+
+
+def test_model_time_reports_the_running_batch_a_schedule_sees():
+    assert _modelled(1, 8, spec_tokens=3).mean_running == pytest.approx(1.0)
+    crowd = _modelled(64, 1024, spec_tokens=3)
+    assert 55 < crowd.mean_running <= 64  # below 64 only while the last wave drains

@@ -184,3 +184,10 @@ def test_bad_noise_flags_are_one_line_and_exit_2(flags, message):
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], lines
+
+
+def test_measure_over_acceptance_seeds_adds_their_variation():
+    seeds = [_cell(512, 256, 1, 8, seed=s) for s in range(4)]
+    session = new_session(NoiseParams(), seed=1)
+    seen = {measure(seeds, session).total_throughput for _ in range(40)}
+    assert seen == {cell.total_throughput for cell in seeds}
