@@ -95,24 +95,19 @@ class LiveEngine:
         self._publish_queue()
 
     def shutdown(self) -> None:
-        """Abort every request, so open streams end now instead of being cancelled mid-chunk."""
+        """End every stream now (computed tokens delivered, unfinished requests aborted), so
+        the server stops within its grace instead of cancelling streams mid-chunk."""
         self.stopping = True
         scheduler = self.scheduler
         for request in [*scheduler.running, *scheduler.waiting]:
-            scheduler.abort(request)
             self._end_aborted(request)
-        self._dirty.clear()
         self._publish_queue()
 
     def _end_aborted(self, request: SimRequest) -> None:
-        request.finish_reason = "abort"
+        self.scheduler.abort(request)
         self.metrics.success["abort"].inc()
-        sink = request.sink
-        if isinstance(sink, TokenSink):
-            sink.tokens += request.unflushed
-            request.unflushed = 0
-            sink.finish_reason = "abort"
-            sink.ready.set()
+        self._dirty.add(request)
+        self._flush(time.monotonic(), 0.0)  # everything computed so far, finished ones too
 
     def stall(self) -> None:
         """Stop producing tokens forever; requests keep queueing, /health stays fine."""
