@@ -11,11 +11,15 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from itertools import pairwise
 
 from dspark_tui.sim.config import (
     DEFAULT_ACCEPTANCE,
+    DEFAULT_DRIFT_TIME_S,
     FaultConfig,
     ModelConfig,
+    NoiseParams,
+    ScheduleEntry,
     ServeConfig,
     StepCosts,
 )
@@ -72,6 +76,21 @@ def build_parser() -> argparse.ArgumentParser:
     model.add_argument("--max-chunk-rate", type=float, default=8000.0,
                        help="SSE chunks per second, all streams together, before steps coalesce")
 
+    noise = serve.add_argument_group("noise (all 0: the noise-free model; docs/simulator.md)")
+    noise.add_argument("--noise-cv", type=float, default=0.0, metavar="F",
+                       help="CV of a short cell's Total tok/s across repeats in one session "
+                       "(a slow drift of the step cost)")
+    noise.add_argument("--noise-time-s", type=float, default=DEFAULT_DRIFT_TIME_S, metavar="S",
+                       help="correlation time of that drift, modelled seconds")
+    noise.add_argument("--session-cv", type=float, default=0.0, metavar="F",
+                       help="CV of one step-cost offset drawn per server start")
+    noise.add_argument("--hiccup-prob", type=float, default=0.0, metavar="P",
+                       help="stalls per modelled second of work")
+    noise.add_argument("--hiccup-s", type=float, default=0.0, metavar="S",
+                       help="length of a stall, modelled seconds")
+    noise.add_argument("--noise-seed", type=int, metavar="N",
+                       help="pin the noise draws (default: fresh entropy at every start)")
+
     faults = serve.add_argument_group("fault switches")
     faults.add_argument("--startup-delay", type=float, default=0.0, metavar="S",
                         help="seconds (wall clock) of model loading before the port opens")
@@ -125,7 +144,7 @@ def main(argv: Sequence[str]) -> int:
 
 def serve_config(args: argparse.Namespace, unknown: Sequence[str],
                  parser: argparse.ArgumentParser) -> ServeConfig:
-    spec_tokens = _spec_tokens(args)
+    spec_tokens, schedule = _speculation(args)
     acceptance = _acceptance(args.acceptance) if args.acceptance else DEFAULT_ACCEPTANCE
     if args.speed <= 0:
         raise SimUsageError(f"--speed must be > 0, got {args.speed}")
@@ -143,6 +162,7 @@ def serve_config(args: argparse.Namespace, unknown: Sequence[str],
     )
     engine = ModelConfig(
         spec_tokens=spec_tokens,
+        spec_schedule=schedule,
         acceptance=acceptance,
         costs=costs,
         max_num_seqs=args.max_num_seqs,
@@ -173,14 +193,34 @@ def serve_config(args: argparse.Namespace, unknown: Sequence[str],
         eos_mean_tokens=max(0, args.eos_mean_tokens),
         access_log=args.access_log,
         engine=engine,
+        noise=_noise(args),
+        noise_seed=args.noise_seed,
         faults=faults,
         ignored_args=redact_unknown(unknown),
         non_default_args=_non_default_args(args, parser),
     )
 
 
-def _spec_tokens(args: argparse.Namespace) -> int:
+def _noise(args: argparse.Namespace) -> NoiseParams:
+    for flag in ("noise_cv", "session_cv", "hiccup_prob", "hiccup_s"):
+        value = getattr(args, flag)
+        if not 0.0 <= value < float("inf"):
+            raise SimUsageError(f"--{flag.replace('_', '-')} must be >= 0, got {value}")
+    if args.noise_cv >= 1 or args.session_cv >= 1:
+        raise SimUsageError("--noise-cv and --session-cv are fractions (0.03 = 3 %), below 1")
+    if (args.hiccup_prob > 0) != (args.hiccup_s > 0):
+        raise SimUsageError("--hiccup-prob and --hiccup-s go together (both > 0, or neither)")
+    if not args.noise_time_s > 0:
+        raise SimUsageError(f"--noise-time-s must be > 0, got {args.noise_time_s}")
+    return NoiseParams(noise_cv=args.noise_cv, session_cv=args.session_cv,
+                       hiccup_prob=args.hiccup_prob, hiccup_s=args.hiccup_s,
+                       drift_time_s=args.noise_time_s)
+
+
+def _speculation(args: argparse.Namespace) -> tuple[int, tuple[ScheduleEntry, ...]]:
+    """K (the largest, with a schedule) and vLLM's per-batch-size schedule, if any."""
     spec_tokens = args.spec_tokens
+    schedule: tuple[ScheduleEntry, ...] = ()
     if args.speculative_config:
         try:
             spec = json.loads(args.speculative_config)
@@ -196,11 +236,45 @@ def _spec_tokens(args: argparse.Namespace) -> int:
                 raise SimUsageError(f"--spec-tokens {spec_tokens} contradicts --speculative-config "
                                     f"num_speculative_tokens={from_json}")
             spec_tokens = from_json
+        if spec.get("num_speculative_tokens_per_batch_size") is not None:
+            schedule = parse_schedule(spec["num_speculative_tokens_per_batch_size"])
+            if not spec_tokens:
+                raise SimUsageError("--speculative-config: num_speculative_tokens_per_batch_size "
+                                    "needs num_speculative_tokens > 0 (the largest K)")
     if spec_tokens is None:
         spec_tokens = 3
     if not 0 <= spec_tokens <= MAX_SPEC_TOKENS:
         raise SimUsageError(f"--spec-tokens must be in 0..{MAX_SPEC_TOKENS}, got {spec_tokens}")
-    return int(spec_tokens)
+    return int(spec_tokens), schedule
+
+
+def parse_schedule(value: object) -> tuple[ScheduleEntry, ...]:
+    """vLLM's `num_speculative_tokens_per_batch_size`, checked as vLLM checks it.
+
+    A non-empty list of [lo, hi, K]: positive inclusive bounds, lo <= hi, K >= 0, ranges
+    sorted and not overlapping, the first starting at 1. Returned sorted by lo.
+    """
+    where = "--speculative-config: num_speculative_tokens_per_batch_size"
+    if not isinstance(value, list) or not value:
+        raise SimUsageError(f"{where} must be a non-empty list of [lo, hi, K]")
+    entries: list[ScheduleEntry] = []
+    for entry in value:
+        if (not isinstance(entry, list) or len(entry) != 3
+                or not all(isinstance(v, int) and not isinstance(v, bool) for v in entry)):
+            raise SimUsageError(f"{where}: each entry must be [lo, hi, K] integers, got "
+                                f"{json.dumps(entry)} (5-item context-length entries are not "
+                                "modelled)")
+        lo, hi, k = entry
+        if lo < 1 or hi < lo or k < 0:
+            raise SimUsageError(f"{where}: {json.dumps(entry)} needs 1 <= lo <= hi and K >= 0")
+        entries.append((lo, hi, k))
+    entries.sort()
+    if entries[0][0] != 1:
+        raise SimUsageError(f"{where}: the first range must start at batch size 1")
+    for (_, previous_hi, _), (lo, hi, k) in pairwise(entries):
+        if lo <= previous_hi:
+            raise SimUsageError(f"{where}: ranges overlap at {json.dumps([lo, hi, k])}")
+    return tuple(entries)
 
 
 def _acceptance(text: str) -> tuple[float, ...]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field
 
 # Conditional acceptance probability of draft position i given positions < i were accepted.
@@ -26,11 +27,21 @@ class StepCosts:
     draft_s_per_seq: float = 1.2e-5
 
 
+# A K schedule entry: (lowest, highest running batch size, K), bounds inclusive, as vLLM's
+# `num_speculative_tokens_per_batch_size`.
+ScheduleEntry = tuple[int, int, int]
+
+
 @dataclass(frozen=True)
 class ModelConfig:
-    """The batched engine: speculation, batching limits and KV capacity."""
+    """The batched engine: speculation, batching limits and KV capacity.
+
+    `spec_tokens` is the largest K; with a `spec_schedule` each step uses the K its running
+    batch size picks (see `spec_tokens_for`).
+    """
 
     spec_tokens: int = 3
+    spec_schedule: tuple[ScheduleEntry, ...] = ()
     acceptance: tuple[float, ...] = DEFAULT_ACCEPTANCE
     costs: StepCosts = field(default_factory=StepCosts)
     max_num_seqs: int = 256
@@ -39,12 +50,49 @@ class ModelConfig:
     block_size: int = 16
     max_model_len: int = 65536
 
+    def spec_tokens_for(self, batch_size: int) -> int:
+        """K for a step whose running batch has `batch_size` requests, as vLLM looks it up.
+
+        The entry whose range starts at or below the batch size decides: inside a range its K,
+        in a gap after it the same K (a gap inherits the previous entry), beyond the last range
+        the last K; never more than `spec_tokens`.
+        """
+        if not self.spec_schedule:
+            return self.spec_tokens
+        index = bisect_right([lo for lo, _, _ in self.spec_schedule], max(1, batch_size)) - 1
+        return min(self.spec_tokens, self.spec_schedule[max(0, index)][2])
+
     def acceptance_for(self, k: int) -> tuple[float, ...]:
         """The first k conditional probabilities, repeating the last one if too few are given."""
         probs = list(self.acceptance) or [0.0]
         while len(probs) < k:
             probs.append(probs[-1])
         return tuple(probs[:k])
+
+
+DEFAULT_DRIFT_TIME_S = 5.0
+
+
+@dataclass(frozen=True)
+class NoiseParams:
+    """How much a real box's throughput wanders; all zero means the noise-free model.
+
+    `noise_cv`: coefficient of variation of a short cell's Total tok/s across repeats in one
+    server session (a slow drift of the step cost with correlation time `drift_time_s`);
+    `session_cv`: one step-cost offset per server start; `hiccup_prob` stalls of `hiccup_s`
+    modelled seconds per modelled second of work. See docs/simulator.md, "Noise".
+    """
+
+    noise_cv: float = 0.0
+    session_cv: float = 0.0
+    hiccup_prob: float = 0.0
+    hiccup_s: float = 0.0
+    drift_time_s: float = DEFAULT_DRIFT_TIME_S
+
+    @property
+    def enabled(self) -> bool:
+        return self.noise_cv > 0 or self.session_cv > 0 or (self.hiccup_prob > 0
+                                                              and self.hiccup_s > 0)
 
 
 @dataclass(frozen=True)
@@ -77,6 +125,9 @@ class ServeConfig:
     eos_mean_tokens: int = 0
     access_log: bool = False
     engine: ModelConfig = field(default_factory=ModelConfig)
+    noise: NoiseParams = field(default_factory=NoiseParams)
+    # Pins the noise draws; None: fresh OS entropy at every start, as real starts differ.
+    noise_seed: int | None = None
     faults: FaultConfig = field(default_factory=FaultConfig)
     ignored_args: tuple[str, ...] = ()
     non_default_args: dict[str, object] = field(default_factory=dict)

@@ -13,11 +13,15 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from typing import TYPE_CHECKING
 
 from dspark_tui.sim.config import ModelConfig
 from dspark_tui.sim.logs import log
 from dspark_tui.sim.metrics import SimMetrics
 from dspark_tui.sim.scheduler import Scheduler, SimRequest
+
+if TYPE_CHECKING:
+    from dspark_tui.sim.noise import SessionNoise
 
 # How far behind the wall clock the engine may fall before it stops trying to catch up.
 MAX_CATCH_UP_S = 0.25
@@ -45,17 +49,20 @@ class TokenSink:
 
 class LiveEngine:
     def __init__(self, config: ModelConfig, metrics: SimMetrics, *, speed: float = 1.0,
-                 seed: int = 0, max_chunk_rate: float = 8000.0) -> None:
+                 seed: int = 0, max_chunk_rate: float = 8000.0,
+                 noise: SessionNoise | None = None) -> None:
         self.config = config
         self.metrics = metrics
         self.speed = speed
         self.max_chunk_rate = max_chunk_rate
-        self.scheduler = Scheduler(config, random.Random(seed))
+        self.noise = noise
+        self.scheduler = Scheduler(config, random.Random(seed), noise)
         self.origin = time.monotonic()
         self.clock_wall = self.origin  # wall time at which the modelled clock stands
         self.lag_s = 0.0  # wall seconds the engine could not keep up with
         self.steps = 0
         self.stalled = False
+        self.stopping = False
         self._wake = asyncio.Event()
         self._dirty: set[SimRequest] = set()
         self._lag_logged_at = -LAG_WARNING_INTERVAL_S
@@ -70,6 +77,9 @@ class LiveEngine:
         request.sink = sink
         request.arrival = self.model_now()
         self.metrics.record_arrival(request.max_tokens)
+        if self.stopping:
+            self._end_aborted(request)
+            return sink
         self.scheduler.add(request)
         if self.stalled:
             self._publish_queue()
@@ -84,6 +94,21 @@ class LiveEngine:
         self.metrics.success["abort"].inc()
         self._publish_queue()
 
+    def shutdown(self) -> None:
+        """End every stream now (computed tokens delivered, unfinished requests aborted), so
+        the server stops within its grace instead of cancelling streams mid-chunk."""
+        self.stopping = True
+        scheduler = self.scheduler
+        for request in [*scheduler.running, *scheduler.waiting]:
+            self._end_aborted(request)
+        self._publish_queue()
+
+    def _end_aborted(self, request: SimRequest) -> None:
+        self.scheduler.abort(request)
+        self.metrics.success["abort"].inc()
+        self._dirty.add(request)
+        self._flush(time.monotonic(), 0.0)  # everything computed so far, finished ones too
+
     def stall(self) -> None:
         """Stop producing tokens forever; requests keep queueing, /health stays fine."""
         self.stalled = True
@@ -92,7 +117,7 @@ class LiveEngine:
 
     async def run(self) -> None:
         while True:
-            if self.stalled or not self.scheduler.has_work():
+            if self.stalled or self.stopping or not self.scheduler.has_work():
                 self._publish_queue()
                 self._wake.clear()
                 await self._wake.wait()
@@ -133,6 +158,8 @@ class LiveEngine:
         """Run one step; True if a request got its first or last token (deliver promptly)."""
         scheduler = self.scheduler
         start = (self.clock_wall - self.origin) * self.speed
+        if self.noise is not None:
+            self.noise.advance_to(start)  # the drift went on while the engine was idle
         result = scheduler.step(start)
         self.steps += 1
         wall_duration = result.duration / self.speed

@@ -11,8 +11,15 @@ from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass, field
 from itertools import accumulate
+from typing import Protocol
 
 from dspark_tui.sim.config import ModelConfig
+
+
+class StepNoise(Protocol):
+    """Turns a step's noise-free cost into its duration (`noise.SessionNoise`)."""
+
+    def work(self, cost: float) -> float: ...
 
 
 class SimRequest:
@@ -69,6 +76,7 @@ class StepResult:
     """What one step did: its modelled duration, who got tokens, and the counters it moved."""
 
     duration: float
+    k: int = 0
     touched: list[SimRequest] = field(default_factory=list)
     finished: list[SimRequest] = field(default_factory=list)
     first_tokens: list[SimRequest] = field(default_factory=list)
@@ -92,20 +100,32 @@ class Scheduler:
     KV is counted in block-rounded token slots; a decoding sequence reserves room for its K+1
     verified tokens. When a running sequence cannot grow, the latest admitted one is preempted
     (recompute: its KV is dropped and it re-prefills prompt and output so far).
+
+    K is `config.spec_tokens`, or with a schedule the K that the running batch size at the
+    start of the step picks (vLLM sizes the drafts a step verifies by the batch it scheduled
+    the step before). `noise` stretches each step's cost into its duration.
     """
 
-    def __init__(self, config: ModelConfig, rng: random.Random | None = None) -> None:
+    def __init__(self, config: ModelConfig, rng: random.Random | None = None,
+                 noise: StepNoise | None = None) -> None:
         self.config = config
-        self.k = config.spec_tokens
+        self.k = config.spec_tokens  # the largest K; a step may use less (spec_schedule)
         self.rng = rng or random.Random(0)
+        self.noise = noise
         self.waiting: deque[SimRequest] = deque()
         self.running: list[SimRequest] = []
         self.kv_used = 0
-        self._accept_cdf = self._acceptance_cdf()
+        self._accept_cdfs: dict[int, list[float]] = {}
 
-    def _acceptance_cdf(self) -> list[float]:
+    def _accept_cdf(self, k: int) -> list[float]:
+        cdf = self._accept_cdfs.get(k)
+        if cdf is None:
+            cdf = self._accept_cdfs[k] = self._acceptance_cdf(k)
+        return cdf
+
+    def _acceptance_cdf(self, k: int) -> list[float]:
         """Cumulative distribution of the number of accepted drafts (0..K) in one verify."""
-        probs = self.config.acceptance_for(self.k)
+        probs = self.config.acceptance_for(k)
         point: list[float] = []
         reach = 1.0
         for p in probs:
@@ -114,10 +134,10 @@ class Scheduler:
         point.append(reach)
         return list(accumulate(point))[:-1]
 
-    def expected_accept_length(self) -> float:
+    def expected_accept_length(self, k: int | None = None) -> float:
         """1 + E[accepted drafts]: tokens emitted per verify step, on average."""
         length, reach = 1.0, 1.0
-        for p in self.config.acceptance_for(self.k):
+        for p in self.config.acceptance_for(self.k if k is None else k):
             reach *= p
             length += reach
         return length
@@ -175,9 +195,9 @@ class Scheduler:
     def step(self, now: float) -> StepResult:
         """Schedule, cost and execute one engine step that starts at modelled time `now`."""
         cfg = self.config
-        k = self.k
+        k = cfg.spec_tokens_for(len(self.running))
         budget = cfg.max_num_batched_tokens
-        result = StepResult(duration=0.0, accepted_per_pos=[0] * k)
+        result = StepResult(duration=0.0, k=k, accepted_per_pos=[0] * self.k)
         decoding: list[SimRequest] = []
         prefills: list[tuple[SimRequest, int]] = []
 
@@ -218,17 +238,18 @@ class Scheduler:
             prefills.append((request, chunk))
             budget -= chunk
 
-        result.duration = self._cost(decoding, prefills)
+        cost = self._cost(decoding, prefills, k)
+        result.duration = self.noise.work(cost) if self.noise is not None else cost
         end = now + result.duration
-        self._decode(decoding, result, end)
+        self._decode(decoding, result, end, k)
         self._prefill(prefills, result, end)
         result.num_decoding = len(decoding)
         result.batch_tokens = len(decoding) * (k + 1) + result.prompt_tokens
         return result
 
-    def _cost(self, decoding: list[SimRequest], prefills: list[tuple[SimRequest, int]]) -> float:
+    def _cost(self, decoding: list[SimRequest], prefills: list[tuple[SimRequest, int]],
+              k: int) -> float:
         costs = self.config.costs
-        k = self.k
         context = sum(r.computed for r in decoding) + sum(r.computed + c for r, c in prefills)
         prefill_tokens = sum(c for _, c in prefills)
         memory = costs.weight_read_s + costs.kv_read_s_per_token * context
@@ -237,9 +258,8 @@ class Scheduler:
         draft = k * (costs.draft_step_s + costs.draft_s_per_seq * len(decoding)) if decoding else 0.0
         return max(memory, compute) + draft
 
-    def _decode(self, decoding: list[SimRequest], result: StepResult, end: float) -> None:
-        k = self.k
-        cdf = self._accept_cdf
+    def _decode(self, decoding: list[SimRequest], result: StepResult, end: float, k: int) -> None:
+        cdf = self._accept_cdf(k)
         draw = self.rng.random
         histogram = [0] * (k + 1)
         for request in decoding:

@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Callable, Generator
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import uvicorn
 
@@ -19,6 +20,9 @@ from dspark_tui.sim.engine import LiveEngine
 from dspark_tui.sim.faults import RequestFaults, flood_log, spawn_workers, stop_workers
 from dspark_tui.sim.logs import log, uvicorn_log_config
 from dspark_tui.sim.metrics import SimMetrics
+
+if TYPE_CHECKING:
+    from dspark_tui.sim.noise import SessionNoise
 
 GRACEFUL_SHUTDOWN_S = 2
 
@@ -70,9 +74,28 @@ def _log_startup(config: ServeConfig) -> None:
         log("INFO", "speculative.py:216",
             f"Speculative decoding: method=mtp, num_speculative_tokens={engine.spec_tokens}, "
             f"acceptance={list(engine.acceptance_for(engine.spec_tokens))}")
+    if engine.spec_schedule:
+        log("INFO", "speculative.py:216", "Dynamic speculative decoding: "
+            f"num_speculative_tokens_per_batch_size={[list(e) for e in engine.spec_schedule]} "
+            "(K by running batch size, at most num_speculative_tokens)")
     log("INFO", "core.py:93", f"Initializing a V1 LLM engine with config: model={config.model!r}, "
         f"served_model_name={config.model_name}, max_seq_len={engine.max_model_len}, "
         f"max_num_seqs={engine.max_num_seqs}, speed={config.speed}x (simulated)")
+
+
+def _session_noise(config: ServeConfig) -> SessionNoise | None:
+    """This start's noise (None when every knob is 0: the noise-free model, numpy not loaded)."""
+    params = config.noise
+    if not params.enabled:
+        return None
+    from dspark_tui.sim.noise import new_session
+
+    session = new_session(params, config.noise_seed)
+    seed = "fresh entropy" if config.noise_seed is None else f"seed {config.noise_seed}"
+    log("INFO", "noise.py", f"Simulated noise ({seed}): noise_cv={params.noise_cv:g} over "
+        f"{params.drift_time_s:g} s, session_cv={params.session_cv:g} (this start: step cost "
+        f"x{session.offset:.4f}), hiccups {params.hiccup_prob:g}/s of {params.hiccup_s:g} s")
+    return session
 
 
 def _log_failed_start(config: ServeConfig) -> None:
@@ -107,7 +130,7 @@ async def _serve_http(config: ServeConfig, before_crash: Callable[[], None]) -> 
     metrics = SimMetrics(config.model_name, engine_config.spec_tokens,
                          engine_config.kv_capacity_tokens, engine_config.block_size, kv_dtype)
     engine = LiveEngine(engine_config, metrics, speed=config.speed, seed=config.seed,
-                        max_chunk_rate=config.max_chunk_rate)
+                        max_chunk_rate=config.max_chunk_rate, noise=_session_noise(config))
     faults = RequestFaults(config.faults, engine.stall, before_crash)
     api = SimApi(config, engine, faults.request_done)
     server = _Server(uvicorn.Config(
@@ -121,9 +144,12 @@ async def _serve_http(config: ServeConfig, before_crash: Callable[[], None]) -> 
         if signum == signal.SIGTERM and config.faults.ignore_sigterm:
             _ignore_sigterm(signum, None)
             return
-        if server.should_exit:
+        # A supervisor signals the group and then the server itself: a second SIGTERM is the
+        # same request; only a second Ctrl-C means "now" (uvicorn's own rule).
+        if server.should_exit and signum == signal.SIGINT:
             server.force_exit = True
         server.should_exit = True
+        engine.shutdown()
 
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, on_signal, signum)
@@ -139,6 +165,7 @@ async def _serve_http(config: ServeConfig, before_crash: Callable[[], None]) -> 
         failure.append(error)
         log("ERROR", "core.py:718", f"EngineCore died: {error!r}")
         server.should_exit = True
+        engine.shutdown()
 
     engine_task.add_done_callback(on_engine_exit)
     tasks = [engine_task]
@@ -152,6 +179,11 @@ async def _serve_http(config: ServeConfig, before_crash: Callable[[], None]) -> 
     try:
         await server.serve()
     finally:
+        if server.force_exit and server.started:
+            # uvicorn skips the lifespan shutdown when forced; left waiting, the lifespan task
+            # would be cancelled at loop close and log a CancelledError traceback.
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(server.lifespan.shutdown(), 1.0)
         for task in tasks:
             task.cancel()
         log("INFO", "launcher.py:101", "Shutting down FastAPI HTTP server.")

@@ -1,7 +1,8 @@
 """Closed-loop benchmark in modelled time, without HTTP: what the model prescribes.
 
 Used to calibrate the defaults, by `bench/sim_capacity.py` as the reference the live server
-is held to, and by fast tests of the model's shape.
+is held to, and by fast tests of the model's shape. Noise-free, it is the ground truth;
+`noise.measure` turns a cached result into noisy measurements.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import random
 from dataclasses import dataclass
 
 from dspark_tui.sim.config import ModelConfig
-from dspark_tui.sim.scheduler import Scheduler, SimRequest
+from dspark_tui.sim.scheduler import Scheduler, SimRequest, StepNoise
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,10 @@ class VirtualResult:
     preemptions: int
     peak_kv_usage: float
     peak_waiting: int
+    draft_tokens: int = 0
+    # Time-weighted mean of the running batch (`vllm:num_requests_running`) over the cell:
+    # what a K schedule keyed on the running batch size sees.
+    mean_running: float = 0.0
 
     @property
     def total_throughput(self) -> float:
@@ -51,15 +56,20 @@ def sample_lengths(input_len: int, output_len: int, num_prompts: int, range_rati
 
 
 def simulate_closed_loop(config: ModelConfig, lengths: list[tuple[int, int]], concurrency: int,
-                         seed: int = 0) -> VirtualResult:
-    """Keep `concurrency` requests in flight until all `lengths` are served; modelled time."""
-    scheduler = Scheduler(config, random.Random(seed))
+                         seed: int = 0, noise: StepNoise | None = None) -> VirtualResult:
+    """Keep `concurrency` requests in flight until all `lengths` are served; modelled time.
+
+    `noise` (a `noise.SessionNoise`) stretches every step as the live engine does; without it
+    the result is the noise-free reference.
+    """
+    scheduler = Scheduler(config, random.Random(seed), noise)
     pending = list(reversed(lengths))
     now = 0.0
     in_flight = 0
-    completed = drafts = accepted = preemptions = out_tokens = 0
+    completed = drafts = draft_tokens = accepted = preemptions = out_tokens = 0
     peak_kv = 0.0
     peak_waiting = 0
+    running_time = 0.0
     index = 0
     while pending or in_flight:
         while pending and in_flight < concurrency:
@@ -69,9 +79,12 @@ def simulate_closed_loop(config: ModelConfig, lengths: list[tuple[int, int]], co
             in_flight += 1
         peak_waiting = max(peak_waiting, len(scheduler.waiting))
         result = scheduler.step(now)
+        # the step's batch: what runs now plus what finished during the step
+        running_time += (len(scheduler.running) + len(result.finished)) * result.duration
         now += result.duration
         peak_kv = max(peak_kv, scheduler.kv_usage)
         drafts += result.num_drafts
+        draft_tokens += result.draft_tokens
         accepted += result.accepted_tokens
         preemptions += result.preemptions
         out_tokens += result.generation_tokens
@@ -87,4 +100,6 @@ def simulate_closed_loop(config: ModelConfig, lengths: list[tuple[int, int]], co
         preemptions=preemptions,
         peak_kv_usage=peak_kv,
         peak_waiting=peak_waiting,
+        draft_tokens=draft_tokens,
+        mean_running=running_time / now if now else 0.0,
     )
