@@ -52,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_report.add_argument("run_dir", type=Path)
     p_report.add_argument("--lang", choices=["zh", "en"], default="zh")
     p_report.add_argument("--stdout", action="store_true", help="print instead of writing report.md")
+    p_report.add_argument("--json", action="store_true",
+                          help="print the verdicts (analysis.json) instead of the report")
 
     p_runs = sub.add_parser("runs", help="list past runs in the results folders")
     p_runs.add_argument("--results", type=Path, action="append", help="extra folder to scan")
