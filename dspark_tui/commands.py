@@ -74,6 +74,18 @@ def report_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def noise_command(args: argparse.Namespace) -> int:
+    from dspark_tui.report.noise_prior import pooled_session_noise
+    from dspark_tui.results import load_run
+
+    pooled = pooled_session_noise([load_run(path) for path in args.run_dirs])
+    print(f"between-session sd of the paired log ratio: {pooled.sd:.4f} "
+          f"({pooled.df} degrees of freedom, {pooled.source})")
+    print("to use it as a stated prior, put this line in the plan's [bench] table:")
+    print(pooled.toml_line())
+    return 0
+
+
 def runs_command(args: argparse.Namespace) -> int:
     from dspark_tui.results import scan_runs
 

@@ -133,3 +133,22 @@ def test_report_json_on_the_sample_run_works_read_only(tmp_path):
     assert len(data["pairs"]) == 18
     assert {p["verdict"] for p in data["pairs"]} == {"single"}
     assert not (SAMPLE_RUN / "analysis.json").exists()
+
+
+def test_session_noise_pools_into_a_prior_line_a_plan_accepts(tmp_path):
+    import tomllib
+
+    from dspark_tui.model import SessionNoisePrior
+    from dspark_tui.report.noise_prior import pooled_session_noise
+
+    runs = [loaded(tmp_path / "a", rounds=3), loaded(tmp_path / "b", rounds=2)]
+    pooled = pooled_session_noise(runs)
+    assert pooled.df == 3  # (3 - 1) + (2 - 1)
+    assert 0 <= pooled.sd < 0.05
+    prior = SessionNoisePrior(**tomllib.loads(pooled.toml_line())["session_noise_prior"])
+    assert prior.df == 3 and "a, b" in prior.source
+    # Used as the prior, it lends its degrees of freedom to a two-round run's intervals.
+    bare = run_verdicts(runs[1]).noise[0].df
+    helped_settings = Settings(rounds=2, prior=prior, prior_source=prior.source)
+    helped = analyse_measurements(runs[1].measurements, list(ARMS), helped_settings).noise[0]
+    assert helped.df > bare and helped.prior
