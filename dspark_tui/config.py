@@ -1,6 +1,8 @@
-"""User settings: a TOML file in the platformdirs config folder, `DSPARK_*` variables over it.
+"""User settings: `config.toml` in the platformdirs config folder, `DSPARK_*` variables over it.
 
-A broken config file must never stop the tool: it is reported in one line and defaults apply.
+A broken config must never stop the tool, nor cost the user the keys that were right: each key
+of the file and each variable is validated on its own; a bad one is reported in one line naming
+the file (or variable) and the key, and only it falls back (to the file's value, else the default).
 """
 
 from __future__ import annotations
@@ -9,12 +11,22 @@ import os
 import sys
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+import tomlkit
+from pydantic import Field, TypeAdapter, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+)
+from tomlkit.exceptions import TOMLKitError
 
 APP_NAME = "dspark-tui"
+ENV_PREFIX = "DSPARK_"
 
 
 def config_dir() -> Path:
@@ -32,8 +44,10 @@ def sample_results_dir() -> Path | None:
     return candidate if candidate.is_dir() else None
 
 
-class Settings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Settings(BaseSettings):
+    """Every key can be set in config.toml or as `DSPARK_<KEY>` (lists and tables as JSON)."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_ignore_empty=True, extra="forbid")
 
     results_root: Path = Field(default_factory=default_results_root)
     extra_results_dirs: list[Path] = Field(default_factory=list)
@@ -43,6 +57,19 @@ class Settings(BaseModel):
     language: Literal["zh", "en"] = "zh"
     keymap: dict[str, str] = Field(default_factory=dict)
 
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # load_settings reads the file and the environment key by key and passes what is valid;
+        # a Settings built in code holds exactly what it was given.
+        return (init_settings,)
+
     def history_roots(self) -> list[Path]:
         roots = [self.results_root, *self.extra_results_dirs]
         sample = sample_results_dir()
@@ -51,48 +78,74 @@ class Settings(BaseModel):
         return roots
 
 
-_ENV_KEYS = {
-    "DSPARK_RESULTS_ROOT": "results_root",
-    "DSPARK_PLANS_DIR": "plans_dir",
-    "DSPARK_DEFAULT_PLAN": "default_plan",
-    "DSPARK_THEME": "theme",
-    "DSPARK_LANGUAGE": "language",
-}
+_CHECKS = {name: TypeAdapter(info.rebuild_annotation()) for name, info in Settings.model_fields.items()}
 
 
 def config_path() -> Path:
     return config_dir() / "config.toml"
 
 
-def load_settings(path: Path | None = None) -> tuple[Settings, str | None]:
-    """(settings, warning). The warning is one line naming the file and key, or None."""
-    path = path or config_path()
-    data: dict[str, object] = {}
-    warning: str | None = None
+def _problem(key: str, value: Any) -> str | None:
+    """Why `value` cannot be the setting `key`, in a few words; None when it can."""
+    check = _CHECKS.get(key)
+    if check is None:
+        return f"unknown key (known: {', '.join(_CHECKS)})"
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        pass
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        warning = f"{path}: ignored, not valid TOML ({exc}); using defaults"
-    for env, key in _ENV_KEYS.items():
-        if os.environ.get(env):
-            data[key] = os.environ[env]
-    try:
-        return Settings.model_validate(data), warning
+        check.validate_python(value)
     except ValidationError as exc:
-        err = exc.errors(include_url=False)[0]
-        key = ".".join(str(p) for p in err["loc"])
-        warning = f"{path}: ignored, key {key!r}: {err['msg']}; using defaults"
-        env_only = {k: v for k, v in data.items() if k in _ENV_KEYS.values()}
+        error = exc.errors(include_url=False)[0]
+        return f"{error['msg']}, got {value!r}"
+    return None
+
+
+def _file_values(path: Path) -> tuple[dict[str, Any], list[str]]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8")), []
+    except FileNotFoundError:
+        return {}, []
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return {}, [f"{path}: ignored, not valid TOML ({exc}); using defaults"]
+
+
+def _env_values() -> tuple[dict[str, Any], list[str]]:
+    """`DSPARK_<KEY>` for every setting, parsed by pydantic-settings (JSON for lists and tables)."""
+    source = EnvSettingsSource(Settings)
+    values: dict[str, Any] = {}
+    problems: list[str] = []
+    for name, info in Settings.model_fields.items():
+        variable = f"{ENV_PREFIX}{name.upper()}"
         try:
-            return Settings.model_validate(env_only), warning
-        except ValidationError:
-            return Settings(), warning
+            raw, _, is_complex = source.get_field_value(info, name)
+            value = source.prepare_field_value(name, info, raw, is_complex)
+        except (SettingsError, ValueError) as exc:
+            problems.append(f"{variable}: ignored, not valid JSON ({exc})")
+            continue
+        if value is not None:
+            values[name] = value
+    return values, problems
+
+
+def load_settings(path: Path | None = None) -> tuple[Settings, str | None]:
+    """(settings, warning). The warning is one line naming each bad key and where it came from."""
+    path = path or config_path()
+    file_values, warnings = _file_values(path)
+    env_values, env_warnings = _env_values()
+    warnings.extend(env_warnings)
+    chosen: dict[str, Any] = {}
+    for origin, values in ((str(path), file_values), (None, env_values)):
+        for key, value in values.items():
+            problem = _problem(key, value)
+            if problem is None:
+                chosen[key] = value
+            elif origin is None:
+                warnings.append(f"{ENV_PREFIX}{key.upper()}: ignored, {problem}")
+            else:
+                warnings.append(f"{origin}: key {key!r} ignored, {problem}")
+    return Settings(**chosen), "; ".join(warnings) or None
 
 
 def settings_or_warn(path: Path | None = None) -> Settings:
-    """The settings for a command: a bad file is one warning line on stderr, then defaults."""
+    """The settings for a command: each problem is one warning line on stderr, then it goes on."""
     settings, warning = load_settings(path)
     if warning:
         print(f"dspark-tui: warning: {warning}", file=sys.stderr)
@@ -100,20 +153,19 @@ def settings_or_warn(path: Path | None = None) -> Settings:
 
 
 def save_setting(key: str, value: str, path: Path | None = None) -> None:
-    """Remember one top-level choice (theme, language) without disturbing the rest of the file."""
+    """Remember one top-level choice (theme, language), keeping the file's other keys and comments.
+
+    A file that is not valid TOML is left alone (it was reported when loaded): the choice is kept
+    for this session only rather than overwrite what the user wrote.
+    """
     from dspark_tui.results.atomic import atomic_write_text
 
     path = path or config_path()
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError:
-        lines = []
-    rendered = f'{key} = "{value}"'
-    for i, line in enumerate(lines):
-        if line.split("=", 1)[0].strip() == key and not line.lstrip().startswith("["):
-            lines[i] = rendered
-            break
-    else:
-        first_table = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("[")), len(lines))
-        lines.insert(first_table, rendered)
-    atomic_write_text(path, "\n".join(lines) + "\n")
+        document = tomlkit.parse(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        document = tomlkit.document()
+    except (OSError, UnicodeDecodeError, TOMLKitError):
+        return
+    document[key] = value
+    atomic_write_text(path, tomlkit.dumps(document))

@@ -1,61 +1,78 @@
-"""The layering of docs/architecture.md, checked on the source: dependencies point downward only."""
+"""The layering of docs/architecture.md, declared as import-linter contracts in pyproject.toml.
 
-import ast
+import-linter follows every import (absolute, relative, `from dspark_tui import x`, inside a
+function) and, for the layers and the textual rule, every chain of imports.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
-import pytest
+import grimp
 
-PACKAGE = Path(__file__).resolve().parent.parent / "dspark_tui"
-
-# layer -> the internal layers it may import (itself always allowed)
-ALLOWED = {
-    "model": set(),
-    "results": {"model"},
-    "report": {"model", "results"},
-    "engine": {"model", "results", "report", "plans", "config"},
-    "sim": {"model"},
-    "plans": {"model"},
-    "config": {"model", "results"},
-    "commands": {"model", "results", "report", "engine", "plans", "config"},
-    "cli": {"model", "results", "report", "engine", "plans", "config", "commands", "sim", "tui"},
-    "tui": {"model", "results", "report", "engine", "plans", "config"},
-    "__init__": set(),
-    "__main__": {"cli"},
-}
-UI_ONLY = ("textual", "rich.live")
-# engine calls report only to write report.md at the end of a run (see architecture.md).
+ROOT = Path(__file__).resolve().parent.parent
+PYPROJECT = ROOT / "pyproject.toml"
+CONTRACTS = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"]
+_LINT = ("import sys\nfrom importlinter.cli import lint_imports\n"
+         "sys.exit(lint_imports(config_filename=sys.argv[1], no_cache=True, no_logo=True))")
 
 
-def _layer(path: Path) -> str:
-    rel = path.relative_to(PACKAGE)
-    return rel.parts[0].removesuffix(".py")
+def _lint_imports(source_root: Path) -> subprocess.CompletedProcess[str]:
+    """lint-imports over the dspark_tui package found in `source_root`, with our contracts."""
+    env = {**os.environ, "PYTHONPATH": str(source_root), "NO_COLOR": "1", "COLUMNS": "200"}
+    return subprocess.run([sys.executable, "-c", _LINT, str(PYPROJECT)], cwd=source_root, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
 
 
-def _imports(path: Path) -> list[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    names: list[str] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.extend(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.append(node.module)
-    return names
+def _broken(output: str) -> set[str]:
+    return {line.removesuffix(" BROKEN") for line in output.splitlines() if line.endswith(" BROKEN")}
 
 
-SOURCES = sorted(PACKAGE.rglob("*.py"))
+def test_the_layer_contracts_hold():
+    done = _lint_imports(ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"Contracts: {len(CONTRACTS)} kept, 0 broken." in done.stdout
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_imports_follow_layers(path: Path):
-    layer = _layer(path)
-    assert layer in ALLOWED, f"{path}: unknown layer {layer!r}; add it to docs and this test"
-    for name in _imports(path):
-        if layer != "tui":
-            assert not name.startswith(UI_ONLY), f"{path}: imports {name}, only tui/ may"
-        if name.startswith("dspark_tui."):
-            target = name.split(".")[1]
-            if target in (layer, "__init__") or target == "":
-                continue
-            assert target in ALLOWED[layer], f"{path}: layer {layer} must not import dspark_tui.{target}"
-        elif name == "dspark_tui":
-            continue
+def test_every_third_party_package_names_the_layers_that_may_use_it():
+    graph = grimp.build_graph("dspark_tui", include_external_packages=True, cache_dir=None)
+    imported = {m for m in graph.modules if "." not in m and m != "dspark_tui"} - set(sys.stdlib_module_names)
+    named = {m for c in CONTRACTS for m in [*c.get("protected_modules", []), *c.get("forbidden_modules", [])]}
+    assert imported - named == set(), "add a protected contract naming the layers that may use it"
+    # rich.live draws to the terminal: tui/ only (the headless printer uses rich.console and tables).
+    for importer in graph.find_modules_that_directly_import("rich"):
+        if not importer.startswith("dspark_tui.tui"):
+            details = graph.get_import_details(importer=importer, imported="rich")
+            assert not any("rich.live" in d["line_contents"] for d in details), importer
+
+
+def test_a_broken_layer_is_reported(tmp_path: Path):
+    """Each way around the old per-file check breaks a contract: relative imports, imports of
+    the root package, and a chain that reaches textual through tui/."""
+    copy = tmp_path / "dspark_tui"
+    shutil.copytree(ROOT / "dspark_tui", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    bad = {
+        "stats/bad_relative.py": "from ..results import store\n",
+        "model/bad_root.py": "from dspark_tui import engine\n",
+        "results/bad_pandas.py": "def frame():\n    import pandas\n    return pandas.DataFrame()\n",
+        "sim/bad_stats.py": "from dspark_tui.stats import descriptive\n",
+        "engine/bad_ui.py": "from dspark_tui.tui import themes\n",
+        "report/bad_scipy.py": "from scipy import stats\n",
+    }
+    for name, text in bad.items():
+        (copy / name).write_text(text, encoding="utf-8")
+    done = _lint_imports(tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    names = {c["id"]: c["name"] for c in CONTRACTS}
+    expected = {names[i] for i in ("layers", "sim", "textual", "pandas", "scipy")}
+    assert _broken(done.stdout) == expected, done.stdout
+    for name in bad:
+        module = "dspark_tui." + name.removesuffix(".py").replace("/", ".")
+        assert module in done.stdout, f"{module} not reported:\n{done.stdout}"
+    # engine/bad_ui.py does not import textual itself: the chain through tui/ is what is caught
+    assert "dspark_tui.engine.bad_ui -> dspark_tui.tui.themes" in done.stdout, done.stdout

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from dspark_tui.model import UserError
 from dspark_tui.model.events import RunControl
+from dspark_tui.results.jsonl import read_complete_lines
 from dspark_tui.results.store import EVENTS, RUN_JSON, read_events_from
 
 CONTROL = "control.jsonl"
@@ -59,17 +60,11 @@ class ControlReader:
 
     def poll(self) -> list[str]:
         try:
-            with open(self.path, "rb") as handle:
-                handle.seek(self.offset)
-                data = handle.read()
+            lines, self.offset = read_complete_lines(self.path, self.offset)
         except OSError:
             return []
         actions: list[str] = []
-        consumed = 0
-        for raw in data.splitlines(keepends=True):
-            if not raw.endswith(b"\n"):
-                break
-            consumed += len(raw)
+        for raw in lines:
             try:
                 request = json.loads(raw)
             except ValueError:
@@ -81,7 +76,6 @@ class ControlReader:
                 continue
             self._seen.add(request_id)
             actions.append(str(request["action"]))
-        self.offset += consumed
         return actions
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import httpx
 
+from dspark_tui.engine.drivers.auth import bearer_headers
 from dspark_tui.engine.gpu import GpuProbe
 from dspark_tui.engine.ports import describe_taken_port, port_is_free, wait_port_free
 from dspark_tui.engine.procs import TOKEN_VAR, ProcRef, descendants, terminate_tree
@@ -284,10 +285,8 @@ class ServerProcess:
     # -- internals -------------------------------------------------------------------------
 
     def _client(self, timeout: float) -> httpx.AsyncClient:
-        headers = {}
-        if self.plan.bench.api_key:
-            headers["Authorization"] = f"Bearer {self.plan.bench.api_key}"
-        return httpx.AsyncClient(base_url=self.base_url, timeout=timeout, headers=headers)
+        return httpx.AsyncClient(base_url=self.base_url, timeout=timeout,
+                                 headers=bearer_headers(self.plan.bench.api_key))
 
     async def _health(self, client: httpx.AsyncClient) -> bool:
         try:

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from dspark_tui.model.cell import CellKey, Provenance
 from dspark_tui.model.errors import UserError
 from dspark_tui.model.naming import safe_name
+from dspark_tui.model.toml_location import line_of
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 BUILTIN_VARS = ("model", "port", "host", "served_model_name", "arm", "python")
@@ -298,7 +299,7 @@ def _describe(exc: ValidationError, text: str, source: str) -> str:
     errors = exc.errors(include_url=False)
     first = errors[0]
     loc = _readable_loc(first["loc"])
-    line = _find_line(text, first["loc"])
+    line = line_of(text, first["loc"])
     where = f"{source}:{line}" if line else source
     message = _readable_message(first)
     more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
@@ -338,64 +339,3 @@ def _readable_message(error: Any) -> str:
                 "list_type", "dict_type", "model_type", "literal_error", "int_from_float"):
         msg = f"{msg}, got {error.get('input')!r}"
     return msg
-
-
-def _find_line(text: str, loc: tuple[Any, ...]) -> int | None:
-    """Best-effort source line for a pydantic location: tomllib keeps no positions."""
-    lines = text.splitlines()
-    start = 0
-    end = len(lines)
-    table: list[str] = []
-    i = 0
-    keys = [k for k in loc if isinstance(k, (str, int))]
-    found: int | None = None
-    while i < len(keys):
-        key = keys[i]
-        nxt = keys[i + 1] if i + 1 < len(keys) else None
-        if isinstance(key, str) and isinstance(nxt, int):
-            header = re.compile(r"^\s*\[\[\s*" + re.escape(".".join([*table, key])) + r"\s*\]\]")
-            hits = [n for n in range(start, end) if header.match(lines[n])]
-            if nxt < len(hits):
-                start = hits[nxt]
-                end = hits[nxt + 1] if nxt + 1 < len(hits) else _next_table(lines, start + 1, end)
-                found = start + 1
-                table = [*table, key]
-                i += 2
-                continue
-            inline = _key_line(lines, start, end, key)
-            return inline if inline is not None else found
-        if isinstance(key, str):
-            header = re.compile(r"^\s*\[\s*" + re.escape(".".join([*table, key])) + r"\s*\]")
-            hits = [n for n in range(start, end) if header.match(lines[n])]
-            if hits and nxt is not None:
-                start = hits[0]
-                end = _next_table(lines, start + 1, len(lines))
-                found = start + 1
-                table = [*table, key]
-                i += 1
-                continue
-            line = _key_line(lines, start, end, key)
-            if line is not None:
-                return line
-            return hits[0] + 1 if hits else found
-        i += 1
-    return found
-
-
-def _key_line(lines: list[str], start: int, end: int, key: str) -> int | None:
-    pattern = re.compile(r"^\s*" + re.escape(key) + r"\s*=|[{,]\s*" + re.escape(key) + r"\s*=")
-    for n in range(start, end):
-        if n == start and lines[n].lstrip().startswith("["):
-            continue
-        if lines[n].lstrip().startswith("[") and n > start:
-            break
-        if pattern.search(lines[n]):
-            return n + 1
-    return None
-
-
-def _next_table(lines: list[str], start: int, end: int) -> int:
-    for n in range(start, end):
-        if lines[n].lstrip().startswith("["):
-            return n
-    return end

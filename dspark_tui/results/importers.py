@@ -15,9 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from dspark_tui.model import ClientMetrics, Provenance, UserError
-
-_STATS = ("mean", "median", "std", "p90", "p95", "p99")
-_LATENCIES = ("e2e_latency", "ttft", "tpot", "itl")
+from dspark_tui.stats.descriptive import SUMMARY_STATS, summarize
 
 
 @dataclass
@@ -144,29 +142,6 @@ def import_sglang_jsonl(path: str | Path) -> ImportedMetrics:
 _VLLM_PREFIX = {"e2e_latency": "e2el", "ttft": "ttft", "tpot": "tpot", "itl": "itl"}
 
 
-def _population_summary(seconds: list[float]) -> dict[str, float]:
-    """E2E statistics from vllm's per-request latencies (numpy's std and percentile)."""
-    ordered = sorted(seconds)
-    n = len(ordered)
-    mean = math.fsum(ordered) / n
-
-    def pct(q: float) -> float:
-        rank = (n - 1) * q / 100.0
-        low = math.floor(rank)
-        high = min(low + 1, n - 1)
-        return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
-
-    std = math.sqrt(math.fsum((v - mean) ** 2 for v in ordered) / n)
-    return {
-        "mean": mean * 1000,
-        "median": pct(50) * 1000,
-        "std": std * 1000,
-        "p90": pct(90) * 1000,
-        "p95": pct(95) * 1000,
-        "p99": pct(99) * 1000,
-    }
-
-
 def _spec_decode(obj: dict[str, Any]) -> tuple[float | None, dict[str, Any]]:
     """Mean acceptance length and the raw spec-decode keys vllm adds when the server drafts."""
     found = {k: v for k, v in obj.items() if k.startswith("spec_decode_")}
@@ -201,15 +176,16 @@ def parse_vllm_result(obj: dict[str, Any], source: str) -> ImportedMetrics:
     if duration > 0 and total_input is not None:
         values["input_throughput"] = _finite(obj.get("input_throughput")) or total_input / duration
     for ours, theirs in _VLLM_PREFIX.items():
-        for stat in _STATS:
+        for stat in SUMMARY_STATS:
             value = _finite(obj.get(f"{stat}_{theirs}_ms"))
             if value is not None:
                 values[f"{stat}_{ours}_ms"] = value
     latencies = obj.get("latencies")
     if isinstance(latencies, list) and latencies:
         seconds = [v for v in (_finite(x) for x in latencies) if v is not None]
-        if seconds:
-            for stat, value in _population_summary(seconds).items():
+        summary = summarize(seconds)
+        if summary is not None:
+            for stat, value in summary.scaled(1000.0).items():
                 values.setdefault(f"{stat}_e2e_latency_ms", value)
             if duration > 0:
                 values["concurrency"] = math.fsum(seconds) / duration

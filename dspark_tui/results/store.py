@@ -21,6 +21,7 @@ from dspark_tui.model import CellKey, CellResult, UserError, safe_name
 from dspark_tui.model.cell import CELL_SCHEMA_VERSION
 from dspark_tui.model.events import Event, event_json, parse_event
 from dspark_tui.results.atomic import atomic_write_text
+from dspark_tui.results.jsonl import read_complete_lines
 from dspark_tui.results.manifest import RunManifest
 
 RUN_JSON = "run.json"
@@ -209,26 +210,14 @@ def read_cell_file(path: Path) -> tuple[CellResult | None, str]:
 
 def read_events_from(path: Path, offset: int) -> tuple[list[Event], int]:
     """Events from byte `offset` on; a torn last line is left for the next read."""
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(offset)
-            data = handle.read()
-    except FileNotFoundError:
-        return [], offset
+    lines, offset = read_complete_lines(path, offset)
     events: list[Event] = []
-    consumed = 0
-    for line in data.splitlines(keepends=True):
-        if not line.endswith(b"\n"):
-            break
-        consumed += len(line)
-        stripped = line.strip()
-        if not stripped:
-            continue
+    for line in lines:
         try:
-            events.append(parse_event(stripped))
+            events.append(parse_event(line.strip()))
         except ValueError:
             continue  # a line from a newer version, or garbage: not fatal to a reader
-    return events, offset + consumed
+    return events, offset
 
 
 def load_run(path: str | Path) -> LoadedRun:

@@ -1,14 +1,17 @@
-"""Our numpy-free statistics and prompt draws agree with numpy, as sglang uses it."""
+"""Our statistics and prompt draws agree with numpy as sglang uses it: same definitions, same draw order."""
 
 from __future__ import annotations
 
+import json
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from dspark_tui.engine.drivers.prompts import LegacyNumpyRandom, random_id_prompts
-from dspark_tui.engine.drivers.stats import RequestRecord, client_metrics, summarize
+from dspark_tui.engine.drivers.prompts import random_id_prompts
+from dspark_tui.engine.drivers.stats import RequestRecord, client_metrics
+from dspark_tui.stats.descriptive import percentile, summarize
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 10, 101, 1000])
@@ -35,15 +38,17 @@ def test_lengths_and_ids_match_numpy_legacy_draws(seed: int):
     prompts = random_id_prompts(512, 256, 0.25, 40, seed)
     assert [p.input_len for p in prompts] == in_lens
     assert [p.output_len for p in prompts] == out_lens
-    assert [p.token_ids[0] for p in prompts] == [(o + i) % 32000 for i, o in enumerate(offsets)]
+    for i, (prompt, offset) in enumerate(zip(prompts, offsets, strict=True)):
+        assert prompt.token_ids == [(offset + i + j) % 32000 for j in range(prompt.input_len)]
     assert all(128 <= p.input_len <= 512 for p in prompts)
 
 
-def test_wide_and_degenerate_ranges():
-    np.random.seed(7)
-    expected = np.random.randint(1, 2**31, size=5).tolist()
-    assert LegacyNumpyRandom(7).randint(1, 2**31, 5) == expected
+def test_degenerate_range_and_bad_seed():
     assert [p.input_len for p in random_id_prompts(64, 8, 1.0, 3, 1)] == [64, 64, 64]
+    with pytest.raises(ValueError):
+        random_id_prompts(64, 8, 1.0, 3, -1)
+    with pytest.raises(ValueError):
+        percentile([], 50)
 
 
 def test_client_metrics_follow_sglang_definitions():
@@ -63,3 +68,14 @@ def test_client_metrics_follow_sglang_definitions():
     assert m.mean_ttft_ms == pytest.approx(150.0)
     assert m.mean_itl_ms == pytest.approx(100.0)
     assert m.concurrency == pytest.approx(0.9 / 2.0)
+
+
+def test_summaries_reproduce_what_sglang_wrote_in_its_fixture():
+    """sglang 0.5.23 wrote both the per-request TTFT/ITL lists and its summaries of them."""
+    fixture = Path(__file__).resolve().parent.parent / "data" / "sglang_bench_serving_0.5.23.jsonl"
+    line = json.loads(fixture.read_text(encoding="utf-8").splitlines()[-1])
+    for name, values in (("ttft", line["ttfts"]), ("itl", [gap for r in line["itls"] for gap in r])):
+        summary = summarize(values)
+        assert summary is not None
+        for stat, value in summary.scaled(1000.0).items():
+            assert value == pytest.approx(line[f"{stat}_{name}_ms"], rel=1e-9), (name, stat)

@@ -2,44 +2,29 @@
 
 It accepts sglang's arguments, prints what sglang prints (the Namespace line, the result block
 on stdout, a tqdm bar on stderr) and appends a result line shaped like the real fixture's to
-`--output-file`. Environment switches make it fail the ways the real one does:
-
-  FAKE_BENCH_MODE       ok | exit (non-zero, traceback) | hang | truncated | nooutput | partial
-  FAKE_BENCH_COMPLETED  completed requests for `partial` (default: half)
-  FAKE_BENCH_STEP_S     seconds per request while drawing the bar (default 0.002)
-  FAKE_BENCH_ARGV_FILE  write argv (JSON) here, for tests that check the command line
-  FAKE_BENCH_PIDFILE    write the pids of this process and its hanging child here
+`--output-file`. The FAKE_BENCH_* switches of fake_bench_common.py make it fail the ways the real
+one does.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
-import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # run by path (runpy), not as a package
+import fake_bench_common as common
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="sglang.bench_serving")
     parser.add_argument("--backend", required=True)
-    parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int)
-    parser.add_argument("--base-url")
-    parser.add_argument("--model")
-    parser.add_argument("--tokenizer")
-    parser.add_argument("--dataset-name", default="sharegpt")
     parser.add_argument("--dataset-path", default="")
-    parser.add_argument("--random-input-len", type=int, default=1024)
-    parser.add_argument("--random-output-len", type=int, default=1024)
-    parser.add_argument("--random-range-ratio", type=float, default=0.0)
-    parser.add_argument("--num-prompts", type=int, default=1000)
-    parser.add_argument("--max-concurrency", type=int)
     parser.add_argument("--request-rate", type=float, default=float("inf"))
-    parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--output-file")
     parser.add_argument("--warmup-requests", type=int, default=1)
+    common.add_workload_args(parser, dataset="sharegpt", output_len=1024, seed=1)
     return parser.parse_args(argv)
 
 
@@ -85,38 +70,17 @@ def draw_bar(done: int, total: int) -> None:
 
 def main() -> int:
     args = parse_args(sys.argv[1:])
-    mode = os.environ.get("FAKE_BENCH_MODE", "ok")
-    step = float(os.environ.get("FAKE_BENCH_STEP_S", "0.002"))
-    if path := os.environ.get("FAKE_BENCH_ARGV_FILE"):
-        with open(path, "w", encoding="utf-8") as out:
-            json.dump(sys.argv[1:], out)
-    print(f"benchmark_args={args}", flush=True)
-    print(f"Namespace({', '.join(f'{k}={v!r}' for k, v in vars(args).items())})", flush=True)
+    switches = common.begin(args, echo_args=True)
     print(f"\n#Input tokens: {args.num_prompts * args.random_input_len // 2}")
     print(f"#Output tokens: {args.num_prompts * args.random_output_len // 2}")
     print("Starting warmup with 1 sequences...")
     print("Warmup completed with 1 sequences. Starting main benchmark run...", flush=True)
+    if switches.mode == "hang":
+        return common.hang(lambda: draw_bar(0, args.num_prompts))
 
-    if mode == "hang":
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-        if path := os.environ.get("FAKE_BENCH_PIDFILE"):
-            with open(path, "w", encoding="utf-8") as out:
-                out.write(f"{os.getpid()} {child.pid}\n")
-        draw_bar(0, args.num_prompts)
-        time.sleep(600)
-        return 0
-
-    total = args.num_prompts
-    completed = total
-    if mode == "partial":
-        completed = int(os.environ.get("FAKE_BENCH_COMPLETED", str(total // 2)))
-    for done in range(total + 1):
-        draw_bar(done, total)
-        if done < total:
-            time.sleep(step)
-    sys.stderr.write("\n")
-
-    if mode == "exit":
+    completed = switches.completed(args.num_prompts)
+    common.run_bar(args.num_prompts, switches.step_s, draw_bar)
+    if switches.mode == "exit":
         sys.stderr.write(
             "Traceback (most recent call last):\n"
             '  File "bench_serving.py", line 1, in <module>\n'
@@ -126,22 +90,13 @@ def main() -> int:
         return 1
 
     line = result_line(args, completed)
-    print("\n{s:{c}^{n}}".format(s=" Serving Benchmark Result ", n=50, c="="))
-    print("{:<40} {:<10}".format("Backend:", args.backend))
-    print("{:<40} {:<10}".format("Successful requests:", completed))
-    print("{:<40} {:<10.2f}".format("Benchmark duration (s):", line["duration"]))
-    print("{:<40} {:<10.2f}".format("Total token throughput (tok/s):", line["total_throughput"]))
-    print("=" * 50, flush=True)
-
-    if mode == "nooutput" or not args.output_file:
+    common.print_result_block([("Backend:", args.backend), ("Successful requests:", completed),
+                        ("Benchmark duration (s):", line["duration"]),
+                        ("Total token throughput (tok/s):", line["total_throughput"])],
+                       leading_newline=True)  # fmt: skip
+    if switches.mode == "nooutput" or not args.output_file:
         return 0
-    text = json.dumps(line)
-    if mode == "truncated":
-        text = text[: len(text) // 2]
-    else:
-        text += "\n"
-    with open(args.output_file, "a", encoding="utf-8") as out:
-        out.write(text)
+    common.write_result(args.output_file, line, switches.mode, append=True)
     return 0
 
 

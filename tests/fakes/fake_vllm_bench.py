@@ -3,23 +3,19 @@
 It accepts the arguments our vllm driver passes, prints what vllm prints (the fixture's
 shape: Namespace, the result block), draws a tqdm bar on stderr and, with `--save-result`,
 writes `{result_dir}/{result_filename}` shaped like the real fixture (plus `spec_decode_*`
-keys, as vllm adds when the server drafts). Switches, as in fake_sglang.py:
-
-  FAKE_BENCH_MODE       ok | exit | hang | truncated | nooutput | partial
-  FAKE_BENCH_COMPLETED  completed requests for `partial`
-  FAKE_BENCH_STEP_S     seconds per request while drawing the bar
-  FAKE_BENCH_ARGV_FILE  write argv (JSON) here
-  FAKE_BENCH_PIDFILE    write the pids of this process and its hanging child here
+keys, as vllm adds when the server drafts). The FAKE_BENCH_* switches of fake_bench_common.py
+make it fail the ways the real one does.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
-import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # run by path (runpy), not as a package
+import fake_bench_common as common
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -27,26 +23,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("command", choices=["bench"])
     parser.add_argument("subcommand", choices=["serve"])
     parser.add_argument("--backend", default="openai")
-    parser.add_argument("--base-url")
-    parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--endpoint", default="/v1/completions")
-    parser.add_argument("--model")
-    parser.add_argument("--tokenizer")
-    parser.add_argument("--dataset-name", default="random")
-    parser.add_argument("--random-input-len", type=int, default=1024)
-    parser.add_argument("--random-output-len", type=int, default=128)
-    parser.add_argument("--random-range-ratio", type=float, default=0.0)
-    parser.add_argument("--num-prompts", type=int, default=1000)
-    parser.add_argument("--max-concurrency", type=int)
     parser.add_argument("--request-rate", default="inf")
     parser.add_argument("--ignore-eos", action="store_true")
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--percentile-metrics")
     parser.add_argument("--metric-percentiles", default="99")
     parser.add_argument("--save-result", action="store_true")
     parser.add_argument("--result-dir")
     parser.add_argument("--result-filename")
+    common.add_workload_args(parser, dataset="random", output_len=128, seed=0)
     return parser.parse_args(argv)
 
 
@@ -82,53 +68,34 @@ def result(args: argparse.Namespace, completed: int) -> dict[str, object]:
     return obj
 
 
+def draw_bar(done: int, total: int) -> None:
+    sys.stderr.write(f"\r{100 * done // total:3d}%|          | {done}/{total} [00:00<00:00]")
+    sys.stderr.flush()
+
+
 def main() -> int:
     args = parse_args(sys.argv[1:])
-    mode = os.environ.get("FAKE_BENCH_MODE", "ok")
-    step = float(os.environ.get("FAKE_BENCH_STEP_S", "0.002"))
-    if path := os.environ.get("FAKE_BENCH_ARGV_FILE"):
-        with open(path, "w", encoding="utf-8") as out:
-            json.dump(sys.argv[1:], out)
-    print(f"Namespace({', '.join(f'{k}={v!r}' for k, v in vars(args).items())})")
+    switches = common.begin(args)
     print("Starting initial single prompt test run...")
     print("Starting main benchmark run...")
     print(f"Traffic request rate: {args.request_rate}")
     print(f"Maximum request concurrency: {args.max_concurrency}", flush=True)
+    if switches.mode == "hang":
+        return common.hang()
     total = args.num_prompts
-    if mode == "hang":
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-        if path := os.environ.get("FAKE_BENCH_PIDFILE"):
-            with open(path, "w", encoding="utf-8") as out:
-                out.write(f"{os.getpid()} {child.pid}\n")
-        time.sleep(600)
-        return 0
-    for done in range(total + 1):
-        sys.stderr.write(f"\r{100 * done // total:3d}%|          | {done}/{total} [00:00<00:00]")
-        sys.stderr.flush()
-        if done < total:
-            time.sleep(step)
-    sys.stderr.write("\n")
-    if mode == "exit":
+    common.run_bar(total, switches.step_s, draw_bar)
+    if switches.mode == "exit":
         sys.stderr.write("RuntimeError: Server is not reachable: connection refused\n")
         return 2
-    completed = total
-    if mode == "partial":
-        completed = int(os.environ.get("FAKE_BENCH_COMPLETED", str(total // 2)))
+    completed = switches.completed(total)
     obj = result(args, completed)
-    print("{s:{c}^{n}}".format(s=" Serving Benchmark Result ", n=50, c="="))
-    print("{:<40} {:<10}".format("Successful requests:", completed))
-    print("{:<40} {:<10}".format("Failed requests:", total - completed))
-    print("{:<40} {:<10.2f}".format("Benchmark duration (s):", obj["duration"]))
-    print("{:<40} {:<10.2f}".format("Total token throughput (tok/s):", obj["total_token_throughput"]))
-    print("=" * 50, flush=True)
-    if mode == "nooutput" or not args.save_result:
+    common.print_result_block([("Successful requests:", completed), ("Failed requests:", total - completed),
+                        ("Benchmark duration (s):", obj["duration"]),
+                        ("Total token throughput (tok/s):", obj["total_token_throughput"])])  # fmt: skip
+    if switches.mode == "nooutput" or not args.save_result:
         return 0
-    text = json.dumps(obj)
-    if mode == "truncated":
-        text = text[: len(text) // 2]
     target = os.path.join(args.result_dir or ".", args.result_filename or "result.json")
-    with open(target, "w", encoding="utf-8") as out:
-        out.write(text)
+    common.write_result(target, obj, switches.mode, append=False)
     return 0
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from dspark_tui.engine.drivers.base import CellError, DriverContext, ProgressCallback
@@ -59,18 +60,27 @@ def api_key_env(ctx: DriverContext) -> dict[str, str]:
     return env
 
 
+def _accept_any(imported: ImportedMetrics) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class CliRun:
+    """One benchmark CLI invocation for a cell: the command, where it writes its result, and how
+    that file is read and checked against the cell (`check` raises CellError on a mismatch)."""
+
+    tool: str
+    driver: str
+    argv: list[str]
+    result_path: Path
+    parse: Callable[[Path], ImportedMetrics]
+    check: Callable[[ImportedMetrics], None] = _accept_any
+
+
 async def run_cli_cell(
-    *,
-    tool: str,
-    driver: str,
-    argv: list[str],
-    cell: CellSpec,
-    ctx: DriverContext,
-    on_progress: ProgressCallback,
-    result_path: Path,
-    parse: Callable[[Path], ImportedMetrics],
-    check: Callable[[ImportedMetrics], None],
+    run: CliRun, cell: CellSpec, ctx: DriverContext, on_progress: ProgressCallback
 ) -> CellResult:
+    tool, argv, result_path = run.tool, run.argv, run.result_path
     log_path = ctx.raw_dir / f"{cell.key.file_stem}.log"
     ctx.raw_dir.mkdir(parents=True, exist_ok=True)
     # Both tools append to an existing result file; a stale one from an earlier try must go.
@@ -92,10 +102,10 @@ async def run_cli_cell(
             f"{tool} exited 0 but wrote no result file {raw_relpath(ctx, result_path)}"
         )
     try:
-        imported = parse(result_path)
+        imported = run.parse(result_path)
     except UserError as exc:
         raise CellError(f"{tool}: {exc}") from None
-    check(imported)
+    run.check(imported)
     metrics = imported.metrics
     notes = list(imported.provenance.notes)
     completed = metrics.completed or 0
@@ -107,7 +117,7 @@ async def run_cli_cell(
     elif metrics.failed is None:
         metrics = metrics.model_copy(update={"failed": 0})
     provenance = cell.provenance(
-        driver,
+        run.driver,
         command=argv,
         raw_output=raw_relpath(ctx, result_path),
         started_at=started_at,

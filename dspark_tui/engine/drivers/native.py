@@ -6,11 +6,9 @@ server. Timing follows sglang's request function: TTFT at the first chunk whose 
 empty, one ITL per such chunk, E2E at the last line received.
 
 HTTP is aiohttp (what sglang.bench_serving uses too): one session per run whose connector holds
-at most `concurrency` keep-alive connections, its C parser de-chunking the stream. On this
-project's 2-core machine (2026-11-29, simulator at speed 1, 512/256 tokens) it spent 0.063 /
-0.015 / 0.012 client CPU seconds per 1,000 output tokens at concurrency 1 / 32 / 128, 0.65-0.70x
-the peer's, at the peer's throughput; httpx's pool and pure-Python h11 parsing cost several
-times that. bench/client_vs_sglang.py repeats the comparison.
+at most `concurrency` keep-alive connections, its C parser de-chunking the stream; it costs less
+client CPU per token than sglang's own client, where httpx's pool and pure-Python parsing cost
+several times more. `bench/client_vs_sglang.py` measures it; bench/README.md has the numbers.
 
 The client runs in the same process as the orchestrator, so each streamed line is handled
 cheaply: the body is read in whatever pieces have arrived (no per-line awaits), a byte search
@@ -31,14 +29,16 @@ from typing import Any
 
 import aiohttp
 
+from dspark_tui.engine.drivers.auth import bearer_headers
 from dspark_tui.engine.drivers.base import CellError, DriverContext, ProgressCallback
 from dspark_tui.engine.drivers.cli_driver import raw_relpath
 from dspark_tui.engine.drivers.prompts import PromptSpec, random_id_prompts
-from dspark_tui.engine.drivers.stats import RequestRecord, client_metrics, percentile
+from dspark_tui.engine.drivers.stats import RequestRecord, client_metrics
 from dspark_tui.model import CellResult, CellSpec
 from dspark_tui.model.events import CellProgress
 from dspark_tui.results.atomic import atomic_write_text
 from dspark_tui.results.manifest import now_iso
+from dspark_tui.stats.descriptive import percentile
 
 PROGRESS_INTERVAL_S = 0.25
 _RATE_WINDOW_S = 5.0
@@ -102,8 +102,7 @@ class LiveStats:
             self._samples.popleft()
         first_t, first_tokens = self._samples[0]
         rate = (self.tokens_estimate - first_tokens) / (now - first_t) if now > first_t else None
-        ttft = sorted(self.ttfts)
-        tpot = sorted(self.tpots)
+        ttft, tpot = self.ttfts, self.tpots
         return CellProgress(
             key=cell.key,
             completed=self.completed,
@@ -125,9 +124,7 @@ class NativeClient:
     """
 
     def __init__(self, ctx: DriverContext, slots: int) -> None:
-        headers = {"Content-Type": "application/json"}
-        if ctx.bench.api_key:
-            headers["Authorization"] = f"Bearer {ctx.bench.api_key}"
+        headers = {"Content-Type": "application/json", **bearer_headers(ctx.bench.api_key)}
         self.model = ctx.served_model_name
         self.url = ctx.base_url.rstrip("/") + "/v1/completions"
         self.session = aiohttp.ClientSession(

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dspark_tui.engine.drivers.base import CellError, DriverContext, ProgressCallback
-from dspark_tui.engine.drivers.cli_driver import run_cli_cell
+from dspark_tui.engine.drivers.cli_driver import CliRun, run_cli_cell
 from dspark_tui.model import CellResult, CellSpec
 from dspark_tui.results.importers import ImportedMetrics, import_sglang_jsonl
 
@@ -58,14 +58,6 @@ class SglangDriver:
 
     async def run(self, cell: CellSpec, ctx: DriverContext, on_progress: ProgressCallback) -> CellResult:
         output_file = ctx.raw_dir / f"{cell.key.file_stem}.jsonl"
-        return await run_cli_cell(
-            tool=TOOL,
-            driver=self.name,
-            argv=sglang_argv(cell, ctx, output_file),
-            cell=cell,
-            ctx=ctx,
-            on_progress=on_progress,
-            result_path=output_file,
-            parse=import_sglang_jsonl,
-            check=_check_matches(cell),
-        )
+        run = CliRun(tool=TOOL, driver=self.name, argv=sglang_argv(cell, ctx, output_file),
+                     result_path=output_file, parse=import_sglang_jsonl, check=_check_matches(cell))
+        return await run_cli_cell(run, cell, ctx, on_progress)

@@ -1,8 +1,7 @@
 """Client metrics from per-request timings, defined exactly as sglang.bench_serving defines them.
 
-sglang computes its summaries with numpy: `np.std` is the population standard deviation and
-`np.percentile` interpolates linearly between the closest ranks. The same definitions are
-written here in plain Python so our numbers and the seed's stay comparable without numpy.
+The summaries (mean, median, population std, linear percentiles) come from
+`dspark_tui.stats.descriptive`, numpy's definitions, as sglang computes them.
 """
 
 from __future__ import annotations
@@ -12,49 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from dspark_tui.model import ClientMetrics
-
-
-def percentile(sorted_values: Sequence[float], q: float) -> float:
-    """numpy's default ('linear') percentile of already sorted values; q in [0, 100]."""
-    n = len(sorted_values)
-    if n == 0:
-        raise ValueError("percentile of no values")
-    if n == 1:
-        return float(sorted_values[0])
-    rank = (n - 1) * q / 100.0
-    low = math.floor(rank)
-    high = min(low + 1, n - 1)
-    fraction = rank - low
-    low_value = sorted_values[low]
-    return float(low_value + (sorted_values[high] - low_value) * fraction)
-
-
-@dataclass(frozen=True)
-class Summary:
-    mean: float
-    median: float
-    std: float
-    p90: float
-    p95: float
-    p99: float
-
-
-def summarize(values: Sequence[float]) -> Summary | None:
-    """mean/median/std(population)/p90/p95/p99, or None for no values (shown as missing)."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    n = len(ordered)
-    mean = math.fsum(ordered) / n
-    variance = math.fsum((v - mean) ** 2 for v in ordered) / n
-    return Summary(
-        mean=mean,
-        median=percentile(ordered, 50),
-        std=math.sqrt(variance),
-        p90=percentile(ordered, 90),
-        p95=percentile(ordered, 95),
-        p99=percentile(ordered, 99),
-    )
+from dspark_tui.stats.descriptive import summarize
 
 
 @dataclass
@@ -104,8 +61,8 @@ def _fill(metrics: dict[str, float | int | None], name: str, values: Sequence[fl
     summary = summarize(values)
     if summary is None:
         return
-    for stat in ("mean", "median", "std", "p90", "p95", "p99"):
-        metrics[f"{stat}_{name}_ms"] = getattr(summary, stat) * 1000.0
+    for stat, value in summary.scaled(1000.0).items():
+        metrics[f"{stat}_{name}_ms"] = value
 
 
 def client_metrics(records: Sequence[RequestRecord], duration_s: float) -> ClientMetrics:

@@ -9,12 +9,13 @@ b = 0.99 (lengths from about L/200 instead of 1); the provenance notes say so.
 from __future__ import annotations
 
 from dspark_tui.engine.drivers.base import DriverContext, ProgressCallback
-from dspark_tui.engine.drivers.cli_driver import run_cli_cell
+from dspark_tui.engine.drivers.cli_driver import CliRun, run_cli_cell
 from dspark_tui.model import CellResult, CellSpec
-from dspark_tui.results.importers import ImportedMetrics, import_vllm_json
+from dspark_tui.results.importers import import_vllm_json
 
 TOOL = "vllm bench serve"
 _MAX_VLLM_RANGE = 0.99
+
 
 def vllm_range(full_len: int, range_ratio: float) -> tuple[int, float]:
     """(length, ratio) for vllm's symmetric range that covers sglang's [L*r, L]."""
@@ -23,6 +24,7 @@ def vllm_range(full_len: int, range_ratio: float) -> tuple[int, float]:
     center = max(1, round(full_len * (1.0 + range_ratio) / 2.0))
     spread = min((1.0 - range_ratio) / (1.0 + range_ratio), _MAX_VLLM_RANGE)
     return center, round(spread, 6)
+
 
 def vllm_argv(cell: CellSpec, ctx: DriverContext, result_filename: str) -> list[str]:
     bench = ctx.bench
@@ -52,25 +54,15 @@ def vllm_argv(cell: CellSpec, ctx: DriverContext, result_filename: str) -> list[
         *bench.extra_args,
     ]  # fmt: skip
 
-def _no_check(imported: ImportedMetrics) -> None:
-    return None
 
 class VllmDriver:
     name = "vllm"
 
     async def run(self, cell: CellSpec, ctx: DriverContext, on_progress: ProgressCallback) -> CellResult:
         filename = f"{cell.key.file_stem}.json"
-        result = await run_cli_cell(
-            tool=TOOL,
-            driver=self.name,
-            argv=vllm_argv(cell, ctx, filename),
-            cell=cell,
-            ctx=ctx,
-            on_progress=on_progress,
-            result_path=ctx.raw_dir / filename,
-            parse=import_vllm_json,
-            check=_no_check,
-        )
+        run = CliRun(tool=TOOL, driver=self.name, argv=vllm_argv(cell, ctx, filename),
+                     result_path=ctx.raw_dir / filename, parse=import_vllm_json)
+        result = await run_cli_cell(run, cell, ctx, on_progress)
         if cell.range_ratio < 1.0:
             length, ratio = vllm_range(cell.input_len, cell.range_ratio)
             result.provenance.notes.append(
