@@ -21,8 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import REPO, median_seconds, print_table, simulator
 
 from dspark_tui.engine.drivers import DriverContext, NativeDriver
-from dspark_tui.model import BenchConfig, CellKey, CellSpec
+from dspark_tui.model import BenchConfig, CellKey, CellResult, CellSpec, ClientMetrics
 from dspark_tui.report import render_report
+from dspark_tui.report.verdicts import Settings, analyse_measurements
 from dspark_tui.results import RunStore, load_run, scan_runs
 
 SAMPLE = REPO / "sample_results" / "dspark_st_comparison_20260707-150649"
@@ -57,6 +58,38 @@ def bench_report(tmp: Path, sizes: list[int], repeats: int) -> None:
         previous = (copies, total)
     print("\n## Report generation (load_run + render_report), median seconds")
     print_table(["cells", "load s", "render s", "ms per cell", "growth"], rows)
+
+
+def measurements(cells: int, rounds: int, repeats: int) -> list[CellResult]:
+    """`cells` cells (two arms) measured rounds x repeats times, with noise."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    out = []
+    for index in range(cells // 2):
+        scenario, concurrency = f"s{index // 6:04d}", 2 ** (index % 6)
+        for arm, effect in (("st=3", 1.0), ("st=5", 1.05)):
+            for rnd in range(1, rounds + 1):
+                for rep in range(1, repeats + 1):
+                    value = 1000.0 * effect * float(np.exp(rng.normal(0, 0.03)))
+                    out.append(CellResult(arm=arm, scenario=scenario, concurrency=concurrency,
+                                          round=rnd, repeat=rep,
+                                          metrics=ClientMetrics(total_throughput=value)))
+    return out
+
+
+def bench_verdicts(sizes: list[int], rounds: int, repeats: int, repeats_timing: int) -> None:
+    """The one analysis every screen calls (report/verdicts.py); target: 3,600 cells x 10
+    measurements in <= 2 s."""
+    settings = Settings(rounds=rounds, adaptive_rounds=2)
+    rows = []
+    for cells in sizes:
+        data = measurements(cells, rounds, repeats)
+        seconds = median_seconds(
+            lambda data=data: analyse_measurements(data, ["st=3", "st=5"], settings), repeats_timing)
+        rows.append([cells, len(data), seconds, "yes" if seconds <= 2.0 * cells / 3600 else "NO"])
+    print(f"\n## Verdicts (analyse_measurements), {rounds} rounds x {repeats} repeats, median seconds")
+    print_table(["cells", "measurements", "seconds", "within 2 s per 3,600 cells"], rows)
 
 
 def make_runs(folder: Path, count: int) -> None:
@@ -114,10 +147,12 @@ def main() -> int:
             bench_report(tmp, [1, 2], repeats=1)
             bench_scan(tmp, [5, 10], repeats=1)
             bench_client(tmp, [1, 4], output_len=16)
+            bench_verdicts([360], rounds=5, repeats=2, repeats_timing=1)
         else:
             bench_report(tmp, [1, 10, 100], repeats=3)
             bench_scan(tmp, [50, 500, 5000], repeats=3)
             bench_client(tmp, [1, 32, 128, 256], output_len=256)
+            bench_verdicts([360, 3600], rounds=5, repeats=2, repeats_timing=3)
     return 0
 
 

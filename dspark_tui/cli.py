@@ -52,6 +52,12 @@ def build_parser() -> argparse.ArgumentParser:
     p_report.add_argument("run_dir", type=Path)
     p_report.add_argument("--lang", choices=["zh", "en"], default="zh")
     p_report.add_argument("--stdout", action="store_true", help="print instead of writing report.md")
+    p_report.add_argument("--json", action="store_true",
+                          help="print the verdicts (analysis.json) instead of the report")
+
+    p_noise = sub.add_parser("noise", help="pool the box's session noise from earlier runs "
+                             "(prints the plan line that states it as a prior)")
+    p_noise.add_argument("run_dirs", nargs="+", type=Path)
 
     p_runs = sub.add_parser("runs", help="list past runs in the results folders")
     p_runs.add_argument("--results", type=Path, action="append", help="extra folder to scan")
@@ -96,6 +102,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from dspark_tui.commands import report_command
 
         return report_command(args)
+    if command == "noise":
+        from dspark_tui.commands import noise_command
+
+        return noise_command(args)
     if command == "runs":
         from dspark_tui.commands import runs_command
 

@@ -53,15 +53,36 @@ def report_command(args: argparse.Namespace) -> int:
         print(f"dspark-tui: warning: {run.path / problem.path}: {problem.reason}", file=sys.stderr)
     if not run.cells:
         raise UserError(f"{run.path}: no readable cells to report on")
+    if getattr(args, "json", False):
+        from dspark_tui.report.outputs import analysis_json
+
+        sys.stdout.write(analysis_json(run))  # computed in memory: works on read-only runs
+        return 0
     text = render_report(run, lang=args.lang)
     if args.stdout:
         sys.stdout.write(text)
         return 0
     try:
         path = RunStore(run.path).write_report(text, lang=args.lang)
+        from dspark_tui.report.outputs import ANALYSIS_FILE, analysis_json
+        from dspark_tui.results import atomic_write_text
+
+        atomic_write_text(run.path / ANALYSIS_FILE, analysis_json(run))
     except OSError as exc:
         raise UserError(f"{run.path}: cannot write the report ({exc.strerror})") from None
     print(path)
+    return 0
+
+
+def noise_command(args: argparse.Namespace) -> int:
+    from dspark_tui.report.noise_prior import pooled_session_noise
+    from dspark_tui.results import load_run
+
+    pooled = pooled_session_noise([load_run(path) for path in args.run_dirs])
+    print(f"between-session sd of the paired log ratio: {pooled.sd:.4f} "
+          f"({pooled.df} degrees of freedom, {pooled.source})")
+    print("to use it as a stated prior, put this line in the plan's [bench] table:")
+    print(pooled.toml_line())
     return 0
 
 

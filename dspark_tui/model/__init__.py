@@ -18,6 +18,7 @@ from dspark_tui.model.plan import (
     Plan,
     PlanError,
     Scenario,
+    SessionNoisePrior,
     ServerConfig,
     load_plan,
     parse_plan,
@@ -26,6 +27,7 @@ from dspark_tui.model.plan import (
 __all__ = [
     "Arm",
     "BenchConfig",
+    "SessionNoisePrior",
     "CellKey",
     "CellResult",
     "CellSpec",

@@ -9,6 +9,8 @@ import pandas as pd
 from dspark_tui.model import CellKey
 from dspark_tui.report import frames as fr
 from dspark_tui.report.layout import RunLayout, layout_of
+from dspark_tui.report.measurements import aggregate_cells, measurements_of
+from dspark_tui.report.verdicts import SINGLE, UNSURE, RunVerdicts, Settings, analyse_measurements
 from dspark_tui.results.store import LoadedRun
 
 LONG_INPUT = 4096
@@ -39,11 +41,18 @@ class RunAnalysis:
     failed: pd.DataFrame
     missing: list[CellKey]
     metric_lookup: dict[tuple[str, int, str], dict[str, float]] = field(default_factory=dict)
+    verdicts: RunVerdicts | None = None
+    unsure: pd.DataFrame = field(default_factory=pd.DataFrame)
     _by_scenario: dict[str, pd.DataFrame] | None = None
 
     @property
     def arms(self) -> list[str]:
         return self.layout.arms
+
+    @property
+    def has_intervals(self) -> bool:
+        """True when some comparison rests on repeated sessions (not single measurements)."""
+        return self.verdicts is not None and any(p.verdict != SINGLE for p in self.verdicts.pairs)
 
     @property
     def has_server_metrics(self) -> bool:
@@ -108,10 +117,17 @@ class RunAnalysis:
 def analyse(run: LoadedRun) -> RunAnalysis:
     layout = layout_of(run)
     arms = layout.arms
-    cells = fr.cells_frame(run.cells.values(), layout)
-    winners = fr.winner_frame(cells, arms)
-    bands = fr.band_frame(winners, arms)
-    best = fr.best_arm_frame(winners, arms, layout.scenario_names())
+    measurements = measurements_of(run)
+    by_cell = aggregate_cells(measurements)
+    settings = Settings.from_bench((run.manifest.plan or {}).get("bench"))
+    verdicts = analyse_measurements(measurements, arms, settings)
+    cells = fr.cells_frame(by_cell.values(), layout)
+    winners = fr.with_verdicts(fr.winner_frame(cells, arms), verdicts)
+    # Findings rest on decided cells only; unsure ones are listed as such.
+    decided = winners[winners["verdict"] != UNSURE].reset_index(drop=True)
+    unsure = winners[winners["verdict"] == UNSURE].reset_index(drop=True)
+    bands = fr.band_frame(decided, arms)
+    best = fr.best_arm_frame(decided, arms, layout.scenario_names())
 
     story: GapStory | None = None
     outlier_parts = []
@@ -131,7 +147,7 @@ def analyse(run: LoadedRun) -> RunAnalysis:
     ) else pd.DataFrame()
 
     failed = cells[cells["status"] != "ok"][["arm", "scenario", "concurrency", "status", "error"]]
-    present = set(run.cells)
+    present = set(by_cell)
     missing = [key for key in layout.expected if key not in present]
 
     lookup: dict[tuple[str, int, str], dict[str, float]] = {}
@@ -154,4 +170,6 @@ def analyse(run: LoadedRun) -> RunAnalysis:
         failed=failed.reset_index(drop=True),
         missing=missing,
         metric_lookup=lookup,
+        verdicts=verdicts,
+        unsure=unsure,
     )

@@ -16,6 +16,7 @@ import pandas as pd
 from dspark_tui.model import CellResult
 from dspark_tui.report.layout import RunLayout
 from dspark_tui.report.live import acceptance_length
+from dspark_tui.report.verdicts import SINGLE, TIE, RunVerdicts
 
 # A margin under this is reported as a tie: run-to-run noise of a bench cell is about this size.
 TIE_MARGIN = 0.02
@@ -159,6 +160,33 @@ def winner_frame(frame: pd.DataFrame, arms: list[str]) -> pd.DataFrame:
     out["tie"] = out["margin"] < TIE_MARGIN
     out["band"] = out["concurrency"].map(band_of)
     return out[result_columns]
+
+
+def with_verdicts(winners: pd.DataFrame, verdicts: RunVerdicts) -> pd.DataFrame:
+    """The winner table under the run's verdicts: where a pair rests on repeated sessions, the
+    leader, margin and tie come from its paired interval (so every screen agrees), with the
+    margin's interval and the verdict; single measurements keep the seed's rule (a margin under
+    the tie band is a tie) and verdict `single`."""
+    out = winners.copy()
+    out["verdict"] = SINGLE
+    out["margin_low"] = np.nan
+    out["margin_high"] = np.nan
+    out["rounds_to_settle"] = np.nan
+    band = verdicts.settings.tie_band
+    out["tie"] = out["margin"] < band
+    for i, row in enumerate(out[["scenario", "concurrency", "winner", "runner_up"]].itertuples(index=False)):
+        pair = verdicts.pair(row.scenario, int(row.concurrency), row.winner, row.runner_up)
+        if pair is None or pair.verdict == SINGLE:
+            continue
+        interval = pair.margin_interval()
+        leader = pair.leader
+        other = pair.a if leader == pair.b else pair.b
+        out.loc[out.index[i], ["winner", "runner_up", "verdict", "tie"]] = [
+            leader, other, pair.verdict, pair.verdict == TIE]
+        out.loc[out.index[i], ["margin", "margin_low", "margin_high", "rounds_to_settle"]] = [
+            pair.margin, interval[0] if interval else np.nan, interval[1] if interval else np.nan,
+            pair.rounds_to_settle if pair.rounds_to_settle is not None else np.nan]
+    return out
 
 
 def verdict(cells: int, ties: int, wins: dict[str, int]) -> str:

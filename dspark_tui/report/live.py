@@ -1,4 +1,5 @@
-"""The live A/B table: recomputed whenever a cell finishes, so plain Python and no pandas."""
+"""The live A/B table: recomputed whenever a measurement finishes (no pandas). Its winner,
+margin and verdict come from report/verdicts.py, the same analysis as the report's."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from dspark_tui.model import CellResult
+from dspark_tui.report.measurements import aggregate_cells
+from dspark_tui.report.verdicts import RunVerdicts, Settings, analyse_measurements
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,10 @@ class ComparisonRow:
     winner: str | None = None
     runner_up: str | None = None
     margin: float | None = None
+    verdict: str | None = None  # wins | tie | unsure | single (report/verdicts.py)
+    margin_low: float | None = None
+    margin_high: float | None = None
+    rounds: int = 0
 
     @property
     def key(self) -> tuple[str, int]:
@@ -60,26 +67,32 @@ def comparison_rows(
     cells: Iterable[CellResult],
     arms: list[str],
     scenarios: Sequence[str] | None = None,
+    settings: Settings | None = None,
 ) -> list[ComparisonRow]:
     """One row per (scenario, concurrency): scenarios in the given (plan) order, else in the
-    order cells arrive (a run writes them in plan order), concurrencies ascending."""
+    order cells arrive (a run writes them in plan order), concurrencies ascending. `cells` may
+    hold several measurements per cell; each arm shows their mean, and the winner is the
+    verdict's."""
+    measurements = list(cells)
     by_key: dict[tuple[str, int], ComparisonRow] = {}
     scenario_order: dict[str, int] = {name: i for i, name in enumerate(scenarios or ())}
-    for cell in cells:
+    for cell in aggregate_cells(measurements).values():
         key = (cell.scenario, cell.concurrency)
         row = by_key.get(key)
         if row is None:
             row = by_key[key] = ComparisonRow(cell.scenario, cell.concurrency)
-            scenario_order.setdefault(cell.scenario, len(scenario_order))
         row.arms[cell.arm] = figures_of(cell)
+    for cell in measurements:  # arrival order decides the order of unknown scenarios
+        scenario_order.setdefault(cell.scenario, len(scenario_order))
     rows = sorted(by_key.values(), key=lambda r: (scenario_order[r.scenario], r.concurrency))
+    verdicts = analyse_measurements(measurements, arms, settings or Settings())
     for row in rows:
         row.arms = {arm: row.arms.get(arm, ArmFigures()) for arm in [*arms, *row.arms] if arm}
-        _decide(row, arms)
+        _decide(row, arms, verdicts)
     return rows
 
 
-def _decide(row: ComparisonRow, arms: list[str]) -> None:
+def _decide(row: ComparisonRow, arms: list[str], verdicts: RunVerdicts) -> None:
     ranked = sorted(
         (
             (figures.total_tok_s, arm)
@@ -90,5 +103,16 @@ def _decide(row: ComparisonRow, arms: list[str]) -> None:
     )
     if len(ranked) < 2:
         return
-    (best, winner), (second, runner_up) = ranked[0], ranked[1]
-    row.winner, row.runner_up, row.margin = winner, runner_up, best / second - 1.0
+    (best, first), (second, runner_up) = ranked[0], ranked[1]
+    pair = verdicts.pair(row.scenario, row.concurrency, first, runner_up)
+    if pair is None:
+        row.winner, row.runner_up, row.margin = first, runner_up, best / second - 1.0
+        return
+    row.verdict, row.rounds = pair.verdict, pair.n
+    row.margin = pair.margin
+    row.runner_up = pair.a if pair.leader == pair.b else pair.b
+    # Named only when the verdict (or, for single measurements, the tie band) says so.
+    row.winner = pair.winner
+    interval = pair.margin_interval()
+    if interval is not None:
+        row.margin_low, row.margin_high = interval

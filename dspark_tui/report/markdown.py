@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dspark_tui.report.advice import advice_section
 from dspark_tui.report.analysis import RunAnalysis, analyse
+from dspark_tui.report.certainty import margin_interval_text, summary_section, unsure_section
 from dspark_tui.report.findings import findings_section
 from dspark_tui.report.frames import CORE_COLUMNS, arm_pairs, core_table, server_table
 from dspark_tui.report.tables import markdown_table, num, pct
@@ -35,9 +36,11 @@ def render_report(run: LoadedRun, lang: str = "zh") -> str:
     analysis = analyse(run)
     sections = [
         _header(analysis, t),
+        summary_section(analysis, t),
         _core(analysis, t),
         _server(analysis, t),
         _winners(analysis, t),
+        unsure_section(analysis, t),
         findings_section(analysis, t),
         _problems(analysis, t),
         advice_section(analysis, t),
@@ -134,10 +137,14 @@ def _winners(analysis: RunAnalysis, t: Texts) -> list[str]:
         *([t("runner_up_col")] if several else []),
         t("margin_col"),
     ]
+    intervals = analysis.has_intervals
+    if intervals:  # the seed's table (single measurements) stays exactly as it was
+        header += [t("interval_col"), t("verdict_col")]
     rows = []
     per_arm = winners[arms].to_numpy(dtype=float)
     for i, record in enumerate(
-        winners[["scenario", "concurrency", "winner", "runner_up", "margin"]].itertuples(index=False)
+        winners[["scenario", "concurrency", "winner", "runner_up", "margin", "margin_low",
+                 "margin_high", "verdict"]].itertuples(index=False)
     ):
         rows.append(
             [
@@ -147,6 +154,8 @@ def _winners(analysis: RunAnalysis, t: Texts) -> list[str]:
                 *(num(v) for v in per_arm[i]),
                 *([record.runner_up] if several else []),
                 pct(record.margin),
+                *([margin_interval_text(record.margin_low, record.margin_high),
+                   t(f"verdict.{record.verdict}")] if intervals else []),
             ]
         )
     return [t("winner_heading"), "", *markdown_table(header, rows)]

@@ -12,6 +12,29 @@ from dspark_tui.model import UserError
 LANGS = ("zh", "en")
 
 _ZH: dict[str, str] = {
+    "summary_heading": "## 结论",
+    "summary_deploy": "- **{where}**：部署 {setting}（{cells} 个已判定单元中胜 {wins} 个{extra}）",
+    "summary_even": "- **{where}**：两者相当（{cells} 个已判定单元中 {ties} 个持平{extra}），任选其一",
+    "summary_mixed": "- **{where}**：没有一致的胜者（{cells} 个已判定单元{extra}），按场景看下文",
+    "summary_unsure": "- **{where}**：太接近，无法判定（{n} 个单元未定）",
+    "summary_unsure_extra": "；另有 {n} 个未定",
+    "summary_single": "- 把握：每个单元只测了一次，没有置信区间；差距小于 {band}% 记为持平，"
+    "更大的差距也可能只是噪声。用 `rounds ≥ 2` 重跑以得到判定。",
+    "summary_sure": "- 把握：{total} 个对比中 {wins} 个胜出、{ties} 个持平（区间在 ±{band}% 以内）、"
+    "{unsure} 个未定（见下文）；区间为 {level}% 配对 t 区间，基于 {rounds} 轮服务端会话"
+    "（方法见 docs/statistics.md）。",
+    "summary_simulated": "- 注意：本次在模拟器（dspark_tui.sim）上测得，数字不代表真实 GPU。",
+    "unsure_heading": "## 未定单元",
+    "unsure_lead": "以下单元的区间跨过了持平带的边界：既不能判胜，也不能判持平。",
+    "unsure_item": "- `{scenario}` c={c}：`{leader}` 领先 {margin}（区间 {low} … {high}），{hint}",
+    "unsure_more": "再测约 {n} 轮可能判定",
+    "unsure_edge": "差距正好在持平带边界上，多测也难以判定",
+    "verdict_col": "判定",
+    "interval_col": "提升区间",
+    "verdict.wins": "胜出",
+    "verdict.tie": "持平",
+    "verdict.unsure": "未定",
+    "verdict.single": "单次",
     "title": "# {backend} {subject} 对比报告",
     "result_dir": "- 结果目录：`{path}`",
     "model": "- 模型：`{model}`",
@@ -121,6 +144,31 @@ _ZH: dict[str, str] = {
 }
 
 _EN: dict[str, str] = {
+    "summary_heading": "## Summary",
+    "summary_deploy": "- **{where}**: deploy {setting} (wins {wins} of {cells} decided cells{extra})",
+    "summary_even": "- **{where}**: either ({ties} of {cells} decided cells are ties{extra})",
+    "summary_mixed": "- **{where}**: no consistent winner ({cells} decided cells{extra}); see the "
+    "scenarios below",
+    "summary_unsure": "- **{where}**: too close to call ({n} unsure cells)",
+    "summary_unsure_extra": "; {n} more unsure",
+    "summary_single": "- How sure: one measurement per cell, so no intervals; margins under "
+    "{band}% count as ties and larger ones may still be noise. Re-run with `rounds >= 2` "
+    "for verdicts.",
+    "summary_sure": "- How sure: of {total} comparisons, {wins} are wins and {ties} ties (the "
+    "interval inside ±{band}%), {unsure} unsure (listed below); intervals are {level}% paired t "
+    "intervals over {rounds} server sessions per arm (method: docs/statistics.md).",
+    "summary_simulated": "- Note: measured on the simulator (dspark_tui.sim), not on a GPU.",
+    "unsure_heading": "## Unsure cells",
+    "unsure_lead": "These cells' intervals cross an edge of the tie band: neither a win nor a tie.",
+    "unsure_item": "- `{scenario}` c={c}: `{leader}` leads by {margin} (interval {low} … {high}); {hint}",
+    "unsure_more": "about {n} more round(s) would likely settle it",
+    "unsure_edge": "the margin sits on the band's edge; more rounds are unlikely to settle it",
+    "verdict_col": "Verdict",
+    "interval_col": "Margin interval",
+    "verdict.wins": "wins",
+    "verdict.tie": "tie",
+    "verdict.unsure": "unsure",
+    "verdict.single": "single",
     "title": "# {backend} {subject} comparison report",
     "result_dir": "- Result directory: `{path}`",
     "model": "- Model: `{model}`",

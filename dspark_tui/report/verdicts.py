@@ -1,19 +1,366 @@
 """Verdicts from a run's measurements: the one analysis that the runner (adaptive rounds), the
-live table, the printer, History and the report all call.
+live table, the printer, History and the report all call, so they cannot disagree.
 
-Interface stub, filled in by the statistics work: `cells_to_remeasure` is what the runner asks
-after each look.
+`analyse_measurements` is a pure function of the measurements and the plan's statistics
+settings; `analysis.json` is its `to_json()`. The method is in docs/statistics.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
 
 from dspark_tui.model import CellResult, Plan
+from dspark_tui.stats.sequential import nominal_alpha
+from dspark_tui.stats.paired import (
+    SINGLE,
+    TIE,
+    UNSURE,
+    WINS,
+    NoiseFit,
+    PairVerdict,
+    SessionPrior,
+    decide,
+    fit_noise,
+    round_means,
+)
 
+ANALYSIS_SCHEMA_VERSION = 1
+# A cell whose log ratio sits this far from the line through its neighbours is re-measured
+# (the report's outlier rule, frames.OUTLIER_LOG_DEVIATION).
+OUTLIER_LOG_DEVIATION = 0.15
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The plan's statistics keys (bench.*), as a run was started with them."""
+
+    tie_band: float = 0.02
+    alpha: float = 0.05
+    rounds: int = 1
+    adaptive_rounds: int = 0
+    prior: SessionPrior | None = None
+    prior_source: str = ""
+
+    @property
+    def looks(self) -> int:
+        """Verdicts are read after the planned rounds and after each adaptive one."""
+        return 1 + self.adaptive_rounds
+
+    @property
+    def look_alpha(self) -> float:
+        """Two-sided level of each look (stats/sequential.py): alpha over all looks together."""
+        return nominal_alpha(self.alpha, self.rounds, self.looks)
+
+    @property
+    def level(self) -> float:
+        """Confidence level of each interval."""
+        return 1.0 - self.look_alpha
+
+    @classmethod
+    def from_bench(cls, bench: Mapping[str, Any] | None) -> Settings:
+        """From a plan's `bench` table (a Plan's or run.json's snapshot); old runs lack the keys."""
+        bench = dict(bench or {})
+        prior = bench.get("session_noise_prior") or None
+        return cls(
+            tie_band=float(bench.get("tie_band", 0.02)),
+            alpha=float(bench.get("alpha", 0.05)),
+            rounds=int(bench.get("rounds", 1)),
+            adaptive_rounds=int(bench.get("adaptive_rounds", 0)),
+            prior=SessionPrior(float(prior["sd"]), int(prior["df"])) if prior else None,
+            prior_source=str(prior.get("source", "")) if prior else "",
+        )
+
+    @classmethod
+    def of_plan(cls, plan: Plan) -> Settings:
+        return cls.from_bench(plan.bench.model_dump())
+
+
+@dataclass(frozen=True)
+class PairResult:
+    scenario: str
+    concurrency: int
+    a: str
+    b: str
+    n: int  # rounds in which both arms have an ok measurement
+    ratio: float  # Total tok/s of b / a (geometric mean over rounds)
+    ci_low: float | None
+    ci_high: float | None
+    verdict: str  # wins | tie | unsure | single
+    winner: str | None
+    rounds_to_settle: int | None = None
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.scenario, self.concurrency)
+
+    @property
+    def margin(self) -> float:
+        """The winner's (or b's) lead: ratio - 1 seen from the leading arm."""
+        return max(self.ratio, 1.0 / self.ratio) - 1.0
+
+    @property
+    def leader(self) -> str:
+        return self.b if self.ratio >= 1.0 else self.a
+
+    def margin_interval(self) -> tuple[float, float] | None:
+        """The interval of the leader's margin (leader / other - 1)."""
+        if self.ci_low is None or self.ci_high is None:
+            return None
+        if self.ratio >= 1.0:
+            return self.ci_low - 1.0, self.ci_high - 1.0
+        return 1.0 / self.ci_high - 1.0, 1.0 / self.ci_low - 1.0
+
+
+@dataclass(frozen=True)
+class CellArmStats:
+    """One arm in one cell over its ok measurements (Total tok/s)."""
+
+    scenario: str
+    concurrency: int
+    arm: str
+    n: int
+    rounds: int
+    mean: float
+    median: float
+    sd: float | None
+    within_session_cv: float | None  # spread of repeats inside a session
+    between_session_cv: float | None  # spread of the session means
+
+
+@dataclass(frozen=True)
+class PairNoise:
+    a: str
+    b: str
+    session_sd: float | None  # log scale, of the paired ratio
+    residual_sd: float | None
+    df: float | None
+    rounds: int
+    replicated_cells: int
+    prior: str | None
+
+
+@dataclass
+class RunVerdicts:
+    settings: Settings
+    arms: list[str]
+    pairs: list[PairResult] = field(default_factory=list)
+    cells: list[CellArmStats] = field(default_factory=list)
+    noise: list[PairNoise] = field(default_factory=list)
+    _index: dict[tuple[str, int, frozenset[str]], PairResult] | None = field(default=None, repr=False)
+
+    def pair(self, scenario: str, concurrency: int, a: str, b: str) -> PairResult | None:
+        if self._index is None or len(self._index) != len(self.pairs):
+            self._index = {(p.scenario, p.concurrency, frozenset((p.a, p.b))): p for p in self.pairs}
+        return self._index.get((scenario, concurrency, frozenset((a, b))))
+
+    def pairs_of(self, scenario: str, concurrency: int) -> list[PairResult]:
+        return [p for p in self.pairs if p.key == (scenario, concurrency)]
+
+    def by_verdict(self, verdict: str) -> list[PairResult]:
+        return [p for p in self.pairs if p.verdict == verdict]
+
+    def to_json(self) -> dict[str, Any]:
+        s = self.settings
+        return {
+            "schema_version": ANALYSIS_SCHEMA_VERSION,
+            "method": "paired log ratio by round; t interval, Satterthwaite df; one level per look "
+                      "(Pocock-type, for this plan's looks)",
+            "settings": {"tie_band": s.tie_band, "alpha": s.alpha, "looks": s.looks,
+                         "level": round(s.level, 6), "rounds": s.rounds,
+                         "adaptive_rounds": s.adaptive_rounds,
+                         "session_noise_prior": (None if s.prior is None else
+                                                 {"sd": s.prior.sd, "df": s.prior.df,
+                                                  "source": s.prior_source})},
+            "arms": self.arms,
+            "pairs": [_rounded(asdict(p)) for p in self.pairs],
+            "cells": [_rounded(asdict(c)) for c in self.cells],
+            "noise": [_rounded(asdict(n)) for n in self.noise],
+        }
+
+
+def _rounded(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in row.items()}
+
+
+@dataclass(frozen=True)
+class _Table:
+    """The ok measurements as arrays: cell index, arm index, round, repeat, log value."""
+
+    cells: list[tuple[str, int]]
+    arms: list[str]
+    cell: np.ndarray
+    arm: np.ndarray
+    rnd: np.ndarray
+    log_value: np.ndarray
+    value: np.ndarray
+    session: list[str]
+
+    @property
+    def n_rounds(self) -> int:
+        return int(self.rnd.max()) if len(self.rnd) else 0
+
+
+def _table(measurements: Iterable[CellResult], arms: Sequence[str]) -> _Table:
+    cell_index: dict[tuple[str, int], int] = {}
+    arm_index = {name: i for i, name in enumerate(arms)}
+    cells, arm_ids, rounds, values, sessions = [], [], [], [], []
+    for m in measurements:
+        value = m.metrics.total_throughput
+        if not m.ok or value is None or not value > 0 or m.arm not in arm_index:
+            continue
+        key = (m.scenario, m.concurrency)
+        cells.append(cell_index.setdefault(key, len(cell_index)))
+        arm_ids.append(arm_index[m.arm])
+        rounds.append(max(m.round, 1))
+        values.append(value)
+        sessions.append(m.session or f"{m.arm}#r{m.round}")
+    value_array = np.asarray(values, dtype=float)
+    return _Table(list(cell_index), list(arms), np.asarray(cells, dtype=int),
+                  np.asarray(arm_ids, dtype=int), np.asarray(rounds, dtype=int),
+                  np.log(value_array), value_array, sessions)
+
+
+def analyse_measurements(measurements: Iterable[CellResult], arms: Sequence[str],
+                         settings: Settings) -> RunVerdicts:
+    """Per cell and arm: descriptive statistics; per cell and pair of arms (in plan order, b
+    after a): the ratio b/a with its interval and verdict; per pair: the noise it rests on."""
+    table = _table(measurements, arms)
+    result = RunVerdicts(settings=settings, arms=list(arms))
+    if not table.cells:
+        return result
+    n_cells, n_rounds = len(table.cells), table.n_rounds
+    means = [round_means(table.cell[table.arm == i], table.rnd[table.arm == i],
+                         table.log_value[table.arm == i], n_cells, n_rounds)
+             for i in range(len(arms))]
+    result.cells = _cell_stats(table, means)
+    for ia, ib in _pairs(len(arms)):
+        d = means[ib] - means[ia]
+        fit = fit_noise(d, settings.prior)
+        verdicts = _sequential_verdicts(d, settings)
+        a, b = arms[ia], arms[ib]
+        result.noise.append(_pair_noise(a, b, fit, settings))
+        band = math.log1p(settings.tie_band)
+        for v in verdicts:
+            scenario, concurrency = table.cells[v.cell]
+            winner = None if v.winner is None else (a if v.winner == "a" else b)
+            if v.verdict == SINGLE and abs(v.log_ratio) >= band:
+                winner = b if v.log_ratio > 0 else a  # the seed's rule: a margin beyond the band
+            result.pairs.append(PairResult(scenario, concurrency, a, b, v.n, v.ratio, v.ci_low,
+                                           v.ci_high, v.verdict, winner, v.rounds_to_settle))
+    return result
+
+
+def _sequential_verdicts(d: np.ndarray, settings: Settings) -> list[PairVerdict]:
+    """Each cell judged at the look after which it was last measured, on the data of that look
+    (rounds 1 .. rounds + look - 1): exactly the decision the runner's schedule made, so the
+    per-look level of stats/sequential.py covers it. Without adaptive rounds: one look, all data."""
+    planned = max(settings.rounds, 1)
+    looks_run = d.shape[1] - planned + 1
+    if settings.adaptive_rounds == 0 or looks_run <= 1:
+        return decide(d, tie_band=settings.tie_band, alpha=settings.look_alpha, prior=settings.prior)
+    present = ~np.isnan(d)
+    last_round = np.where(present.any(axis=1), d.shape[1] - np.argmax(present[:, ::-1], axis=1), 0)
+    look_of_cell = np.clip(last_round - planned + 1, 1, looks_run)
+    chosen: dict[int, PairVerdict] = {}
+    for look in range(1, looks_run + 1):
+        if not np.any(look_of_cell == look):
+            continue
+        at_look = decide(d[:, :planned + look - 1], tie_band=settings.tie_band,
+                         alpha=settings.look_alpha, prior=settings.prior)
+        chosen.update((v.cell, v) for v in at_look if look_of_cell[v.cell] == look)
+    return [chosen[i] for i in sorted(chosen)]
+
+
+def _pairs(count: int) -> list[tuple[int, int]]:
+    return [(i, j) for i in range(count) for j in range(i + 1, count)]
+
+
+def _pair_noise(a: str, b: str, fit: NoiseFit | None, settings: Settings) -> PairNoise:
+    prior = None
+    if settings.prior is not None:
+        prior = f"sd {settings.prior.sd:g}, df {settings.prior.df} {settings.prior_source}".strip()
+    if fit is None:
+        return PairNoise(a, b, None, None, None, 0, 0, prior)
+    return PairNoise(a, b, math.sqrt(fit.session_var), math.sqrt(fit.residual_var), fit.df,
+                     fit.rounds, fit.cells, prior if fit.prior_used else None)
+
+
+def _cell_stats(table: _Table, means: list[np.ndarray]) -> list[CellArmStats]:
+    """Vectorised per (cell, arm): grouping by sort, so 36,000 measurements take milliseconds."""
+    n_arms, n_rounds = len(table.arms), table.n_rounds
+    group = table.cell * n_arms + table.arm
+    size = len(table.cells) * n_arms
+    count = np.bincount(group, minlength=size)
+    mean = np.bincount(group, weights=table.value, minlength=size) / np.maximum(count, 1)
+    square = np.bincount(group, weights=(table.value - mean[group]) ** 2, minlength=size)
+    order = np.lexsort((table.value, group))
+    starts = np.concatenate(([0], np.cumsum(count)[:-1]))
+    sorted_values = table.value[order]
+    lower = sorted_values[np.minimum(starts + (count - 1) // 2, len(order) - 1)]
+    upper = sorted_values[np.minimum(starts + count // 2, len(order) - 1)]
+    median = (lower + upper) / 2.0
+    # Within a session: log values around their (cell, arm, round) mean, pooled over rounds.
+    session = group * n_rounds + (table.rnd - 1)
+    s_count = np.bincount(session, minlength=size * n_rounds)
+    s_mean = np.bincount(session, weights=table.log_value, minlength=size * n_rounds) / np.maximum(s_count, 1)
+    within_ss = np.bincount(group, weights=(table.log_value - s_mean[session]) ** 2, minlength=size)
+    sessions = (s_count > 0).reshape(size, n_rounds).sum(axis=1)
+    within_df = count - sessions
+    out = []
+    for ci, (scenario, concurrency) in enumerate(table.cells):
+        for ai, arm in enumerate(table.arms):
+            g = ci * n_arms + ai
+            n = int(count[g])
+            if n == 0:
+                continue
+            round_means_ = means[ai][ci][~np.isnan(means[ai][ci])]
+            out.append(CellArmStats(
+                scenario, concurrency, arm, n, int(sessions[g]), float(mean[g]), float(median[g]),
+                math.sqrt(square[g] / (n - 1)) if n > 1 else None,
+                math.sqrt(within_ss[g] / within_df[g]) if within_df[g] > 0 else None,
+                float(round_means_.std(ddof=1)) if len(round_means_) > 1 else None,
+            ))
+    return out
+
+
+# -- the runner's question ------------------------------------------------------------------
 
 def cells_to_remeasure(measurements: Sequence[CellResult], plan: Plan, look: int) -> list[tuple[str, int]]:
     """(scenario, concurrency) of the cells whose verdict is still unsure (or that are outliers
     against their neighbours) after `look` (1 = after the planned rounds, 2 = after the first
     adaptive round, ...). Every arm measures each again in one more session."""
-    return []
+    del look  # every look uses the same Bonferroni level; the budget is the runner's to count
+    arms = [arm.name for arm in plan.arms]
+    verdicts = analyse_measurements(measurements, arms, Settings.of_plan(plan))
+    wanted: set[tuple[str, int]] = {p.key for p in verdicts.pairs if p.verdict == UNSURE}
+    wanted |= outlier_cells(verdicts)
+    order = [(s.name, c) for s in plan.scenarios for c in s.concurrencies]
+    return [key for key in order if key in wanted]
+
+
+def outlier_cells(verdicts: RunVerdicts) -> set[tuple[str, int]]:
+    """Cells whose log ratio (any pair) sits far from the line through its two neighbours in
+    the same scenario (log2 concurrency): worth another look rather than a story."""
+    out: set[tuple[str, int]] = set()
+    by_pair: dict[tuple[str, str, str], list[PairResult]] = {}
+    for p in verdicts.pairs:
+        by_pair.setdefault((p.a, p.b, p.scenario), []).append(p)
+    for points in by_pair.values():
+        points.sort(key=lambda p: p.concurrency)
+        for lo, mid, hi in zip(points, points[1:], points[2:], strict=False):
+            x0, x1, x2 = (math.log2(p.concurrency) for p in (lo, mid, hi))
+            y0, y1, y2 = (math.log(p.ratio) for p in (lo, mid, hi))
+            expected = y0 + (y2 - y0) * (x1 - x0) / (x2 - x0)
+            if abs(y1 - expected) >= OUTLIER_LOG_DEVIATION:
+                out.add(mid.key)
+    return out
+
+
+VERDICTS = (WINS, TIE, UNSURE, SINGLE)
+__all__ = ["TIE", "UNSURE", "VERDICTS", "WINS", "SINGLE", "PairResult", "RunVerdicts",
+           "Settings", "analyse_measurements", "cells_to_remeasure", "outlier_cells"]

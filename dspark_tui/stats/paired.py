@@ -1,0 +1,199 @@
+"""Paired comparison of two arms over a grid of cells measured in rounds (server sessions).
+
+The model (docs/statistics.md): for one pair of arms a, b and a cell c measured in round r,
+the paired log ratio of Total tok/s (each arm's mean of log values over its repeats in that
+round) is
+
+    d[c, r] = mu[c] + s[r] + e[c, r]
+
+where mu[c] is the true log ratio of the cell, s[r] the difference of the two arms' session
+offsets in round r — shared by every cell of that round — and e[c, r] the rest (within-session
+drift, last-wave effects, repeats). A cell's mean over its n rounds has variance
+tau^2 / n with tau^2 = var(s) + var(e). We estimate var(e) from the cell x round residuals of
+the additive fit (many degrees of freedom) and var(s) from the round effects (R - 1 degrees of
+freedom, or more with a stated prior), and give the sum the Satterthwaite degrees of freedom of
+that linear combination. The interval is Student's t at the level the caller gives: with adaptive
+re-measurement, the per-look level of stats/sequential.py, so looking again cannot inflate false
+winners.
+
+Only numpy and scipy.special; callers hand in plain arrays.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+WINS, TIE, UNSURE, SINGLE = "wins", "tie", "unsure", "single"
+_FIT_ITERATIONS = 60
+
+
+@dataclass(frozen=True)
+class SessionPrior:
+    """Between-session sd of the paired log ratio learned elsewhere, with its degrees of freedom."""
+
+    sd: float
+    df: int
+
+
+@dataclass(frozen=True)
+class NoiseFit:
+    """The pair's variance components (log scale) and what they rest on."""
+
+    session_var: float  # var(s): estimated, may be pooled with a prior
+    residual_var: float  # var(e)
+    tau2: float  # variance of one round's paired log ratio of a cell
+    df: float  # Satterthwaite degrees of freedom of tau2
+    rounds: int
+    cells: int
+    prior_used: bool = False
+
+
+@dataclass(frozen=True)
+class PairVerdict:
+    cell: int  # index into the caller's cell list
+    n: int  # rounds with both arms measured
+    log_ratio: float  # mean over rounds of log(b / a)
+    log_low: float | None
+    log_high: float | None
+    verdict: str
+    winner: str | None  # "a", "b" or None
+    rounds_to_settle: int | None  # more rounds that would likely settle an unsure verdict
+
+    @property
+    def ratio(self) -> float:
+        return math.exp(self.log_ratio)
+
+    @property
+    def ci_low(self) -> float | None:
+        return None if self.log_low is None else math.exp(self.log_low)
+
+    @property
+    def ci_high(self) -> float | None:
+        return None if self.log_high is None else math.exp(self.log_high)
+
+
+def round_means(cell: np.ndarray, rnd: np.ndarray, log_value: np.ndarray,
+                n_cells: int, n_rounds: int) -> np.ndarray:
+    """Mean log value per (cell, round) of one arm; NaN where it has no measurement."""
+    flat = cell * n_rounds + (rnd - 1)
+    sums = np.bincount(flat, weights=log_value, minlength=n_cells * n_rounds)
+    counts = np.bincount(flat, minlength=n_cells * n_rounds)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = sums / counts
+    return means.reshape(n_cells, n_rounds)
+
+
+def fit_noise(d: np.ndarray, prior: SessionPrior | None = None) -> NoiseFit | None:
+    """Variance components of the additive model from a cells x rounds matrix of paired log
+    ratios (NaN = not measured in that round). None when nothing is replicated across rounds
+    and no prior stands in."""
+    present = ~np.isnan(d)
+    replicated = present.sum(axis=1) >= 2
+    rows = d[replicated]
+    mask = present[replicated]
+    rounds_used = mask.any(axis=0)
+    rows, mask = rows[:, rounds_used], mask[:, rounds_used]
+    n_cells, n_rounds = rows.shape
+    if n_cells == 0 or n_rounds < 2:
+        return None
+    mu, s = _additive_fit(rows, mask)
+    resid = np.where(mask, rows - mu[:, None] - s[None, :], 0.0)
+    n_obs = int(mask.sum())
+    df_e = n_obs - n_cells - n_rounds + 1
+    per_round = mask.sum(axis=0)
+    c_tilde = n_rounds / float(np.sum(1.0 / per_round))  # harmonic mean of cells per round
+    ms_round = float(np.sum((s - s.mean()) ** 2) / (n_rounds - 1))  # var(s) + var(e) / c~
+    df_round = float(n_rounds - 1)
+    if prior is not None:
+        # The prior counts as prior.df more rounds of session spread; its var(e)/c~ part is
+        # taken from this run's residuals.
+        residual_hint = float(np.sum(resid**2) / df_e) if df_e > 0 else 0.0
+        prior_ms = prior.sd**2 + residual_hint / c_tilde
+        ms_round = (prior.df * prior_ms + df_round * ms_round) / (prior.df + df_round)
+        df_round += prior.df
+    if df_e <= 0:  # one cell (or a saturated design): its own spread over rounds is all we have
+        tau2 = ms_round
+        return NoiseFit(max(ms_round, 0.0), 0.0, tau2, df_round, n_rounds, n_cells, prior is not None)
+    ms_e = float(np.sum(resid**2) / df_e)
+    part_round, part_e = ms_round, (1.0 - 1.0 / c_tilde) * ms_e
+    tau2 = part_round + part_e
+    if tau2 < ms_e:
+        # Round effects smaller than the residuals predict: var(s) estimates below zero. Hold
+        # tau2 at var(e), a conservative floor, with the residuals' degrees of freedom.
+        return NoiseFit(0.0, ms_e, ms_e, float(df_e), n_rounds, n_cells, prior is not None)
+    df = tau2**2 / (part_round**2 / df_round + part_e**2 / df_e)
+    return NoiseFit(max(ms_round - ms_e / c_tilde, 0.0), ms_e, tau2, df, n_rounds, n_cells,
+                    prior is not None)
+
+
+def _additive_fit(rows: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Least squares mu[c] + s[r] on the observed entries (alternating means; exact in one step
+    for a complete matrix, a few steps for the few extra rounds of adaptive designs)."""
+    filled = np.where(mask, rows, 0.0)
+    count_c = mask.sum(axis=1)
+    count_r = mask.sum(axis=0)
+    s = np.zeros(rows.shape[1])
+    mu = filled.sum(axis=1) / count_c
+    for _ in range(_FIT_ITERATIONS):
+        s_new = np.where(mask, rows - mu[:, None], 0.0).sum(axis=0) / count_r
+        s_new -= s_new.mean()
+        mu = np.where(mask, rows - s_new[None, :], 0.0).sum(axis=1) / count_c
+        if np.max(np.abs(s_new - s)) < 1e-12:
+            s = s_new
+            break
+        s = s_new
+    return mu, s
+
+
+def t_quantile(p: float, df: float) -> float:
+    from scipy.special import stdtrit
+
+    return float(stdtrit(df, p))
+
+
+def decide(d: np.ndarray, *, tie_band: float, alpha: float,
+           prior: SessionPrior | None = None, fit: NoiseFit | None = None) -> list[PairVerdict]:
+    """One verdict per row (cell) of the cells x rounds matrix `d` of paired log ratios b/a,
+    each interval two-sided at 1 - alpha."""
+    fit = fit if fit is not None else fit_noise(d, prior)
+    band = math.log1p(tie_band)
+    t = t_quantile(1.0 - alpha / 2.0, fit.df) if fit is not None else None
+    counts = (~np.isnan(d)).sum(axis=1)
+    means = np.where(counts > 0, np.nansum(d, axis=1) / np.maximum(counts, 1), 0.0)
+    out = []
+    for index in np.flatnonzero(counts):
+        n, mean = int(counts[index]), float(means[index])
+        if fit is None or t is None:
+            out.append(PairVerdict(int(index), n, mean, None, None, SINGLE, None, None))
+            continue
+        half = t * math.sqrt(fit.tau2 / n)
+        low, high = mean - half, mean + half
+        verdict, winner = classify(low, high, band)
+        settle = None if verdict != UNSURE else rounds_to_settle(mean, fit.tau2, t, band, n)
+        out.append(PairVerdict(int(index), n, mean, low, high, verdict, winner, settle))
+    return out
+
+
+def classify(low: float, high: float, band: float) -> tuple[str, str | None]:
+    """wins: beyond the band on one side; tie: inside the band on both (two one-sided tests);
+    unsure: neither."""
+    if low > band:
+        return WINS, "b"
+    if high < -band:
+        return WINS, "a"
+    if low >= -band and high <= band:
+        return TIE, None
+    return UNSURE, None
+
+
+def rounds_to_settle(mean: float, tau2: float, t: float, band: float, n: int) -> int | None:
+    """Rounds in all that would make the interval clear the band's edge nearest the estimate,
+    if the estimate held still: a planning figure, not a promise. None: never (on the edge)."""
+    distance = abs(abs(mean) - band)
+    if distance < 1e-9:
+        return None
+    needed = math.ceil(tau2 * (t / distance) ** 2)
+    return max(needed - n, 1)

@@ -1,0 +1,119 @@
+"""The paired-interval statistics against independent reference computations on fixed data."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dspark_tui.stats.paired import (
+    SINGLE,
+    TIE,
+    UNSURE,
+    WINS,
+    SessionPrior,
+    classify,
+    decide,
+    fit_noise,
+)
+
+
+def test_one_cell_is_students_t_interval_over_its_rounds():
+    d = np.array([[0.10, 0.04, 0.07, 0.12]])
+    (v,) = decide(d, tie_band=0.02, alpha=0.05)
+    low, high = stats.t.interval(0.95, df=3, loc=d.mean(), scale=stats.sem(d[0]))
+    assert v.log_low == pytest.approx(low, rel=1e-9)
+    assert v.log_high == pytest.approx(high, rel=1e-9)
+    assert v.n == 4
+
+
+def _two_way_reference(d: np.ndarray) -> tuple[float, float]:
+    """Textbook two-way ANOVA without replication (cells x rounds), written out by hand: the
+    variance of one round's value of a cell, MS_R/C + (1 - 1/C) MS_E, and its Satterthwaite df."""
+    c, r = d.shape
+    grand = d.mean()
+    row = d.mean(axis=1, keepdims=True)
+    col = d.mean(axis=0, keepdims=True)
+    ms_r = c * ((col - grand) ** 2).sum() / (r - 1)
+    ms_e = ((d - row - col + grand) ** 2).sum() / ((r - 1) * (c - 1))
+    a1, a2 = 1 / c, 1 - 1 / c
+    tau2 = a1 * ms_r + a2 * ms_e
+    df = tau2**2 / ((a1 * ms_r) ** 2 / (r - 1) + (a2 * ms_e) ** 2 / ((r - 1) * (c - 1)))
+    return tau2, df
+
+
+def test_balanced_grid_matches_the_textbook_anova_and_the_pooled_variance():
+    rng = np.random.default_rng(7)
+    d = rng.normal(0.05, 0.03, size=(6, 3)) + rng.normal(0, 0.05, size=(1, 3))
+    fit = fit_noise(d)
+    tau2, df = _two_way_reference(d)
+    assert fit is not None
+    assert fit.tau2 == pytest.approx(tau2, rel=1e-9)
+    assert fit.df == pytest.approx(df, rel=1e-9)
+    # The same tau2 is the average of the cells' own variances over rounds.
+    assert fit.tau2 == pytest.approx(d.var(axis=1, ddof=1).mean(), rel=1e-9)
+    (first, *_) = decide(d, tie_band=0.02, alpha=0.05, fit=fit)
+    half = stats.t.ppf(0.975, df) * math.sqrt(tau2 / 3)
+    assert first.log_high - first.log_low == pytest.approx(2 * half, rel=1e-9)
+
+
+def test_the_level_is_the_callers():
+    d = np.array([[0.10, 0.04, 0.07]])
+    (wide,) = decide(d, tie_band=0.02, alpha=0.01)
+    (narrow,) = decide(d, tie_band=0.02, alpha=0.05)
+    ratio = stats.t.ppf(1 - 0.005, 2) / stats.t.ppf(0.975, 2)
+    assert (wide.log_high - wide.log_low) / (narrow.log_high - narrow.log_low) == pytest.approx(ratio)
+
+
+def test_one_round_is_single_unless_a_prior_speaks():
+    d = np.array([[0.05], [0.2]])
+    assert [v.verdict for v in decide(d, tie_band=0.02, alpha=0.05)] == [SINGLE, SINGLE]
+
+
+def test_a_prior_adds_degrees_of_freedom_and_narrows_the_interval():
+    rng = np.random.default_rng(3)
+    d = rng.normal(0.1, 0.02, size=(8, 2))
+    bare = fit_noise(d)
+    helped = fit_noise(d, SessionPrior(sd=0.01, df=20))
+    assert bare is not None and helped is not None
+    assert helped.df > bare.df
+    assert helped.prior_used and not bare.prior_used
+
+
+def test_verdicts_follow_the_band():
+    band = math.log1p(0.02)
+    assert classify(0.03, 0.10, band) == (WINS, "b")
+    assert classify(-0.10, -0.03, band) == (WINS, "a")
+    assert classify(-0.01, 0.015, band) == (TIE, None)
+    assert classify(0.005, 0.06, band) == (UNSURE, None)  # excludes 1, not beyond the band
+
+
+def test_unbalanced_rounds_keep_each_cells_own_count():
+    """An adaptive round measures only some cells: they get n = 3, the others keep n = 2."""
+    rng = np.random.default_rng(11)
+    d = rng.normal(0.0, 0.03, size=(5, 3))
+    d[2:, 2] = np.nan
+    verdicts = decide(d, tie_band=0.02, alpha=0.05)
+    assert [v.n for v in verdicts] == [3, 3, 2, 2, 2]
+    widths = [v.log_high - v.log_low for v in verdicts]
+    assert widths[0] < widths[2]
+
+
+def test_the_per_look_level_is_pococks_for_equal_steps_and_keeps_the_family_level():
+    from dspark_tui.stats.sequential import nominal_alpha
+
+    assert nominal_alpha(0.05, 3, 1) == 0.05
+    # Pocock's tabled nominal levels for 2 and 3 equally spaced looks (two-sided 0.05).
+    assert nominal_alpha(0.05, 1, 2) == pytest.approx(0.0294, abs=0.0008)
+    assert nominal_alpha(0.05, 1, 3) == pytest.approx(0.0221, abs=0.0008)
+    # Looks at 2, 3, 4 rounds: between Bonferroni (0.05 / 3) and no correction.
+    level = nominal_alpha(0.05, 2, 3)
+    assert 0.05 / 3 < level < 0.05
+    # Independent check with fresh paths: crossing at any look happens about alpha of the time.
+    rng = np.random.default_rng(1)
+    n = np.array([2.0, 3.0, 4.0])
+    z = np.abs(np.cumsum(rng.standard_normal((200_000, 3)) * np.sqrt(np.diff(n, prepend=0)), axis=1))
+    crossed = (z / np.sqrt(n) > stats.norm.isf(level / 2)).any(axis=1).mean()
+    assert crossed == pytest.approx(0.05, abs=0.002)

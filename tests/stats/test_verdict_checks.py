@@ -1,0 +1,61 @@
+"""Issue 11's statistical checks, in modelled time (bench/verdict_checks.py): the runner's
+schedule, the simulator's noise model on the demo grid, the report's own verdicts."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import pytest
+
+from tests.conftest import REPO
+
+
+@pytest.fixture(scope="module")
+def checks():
+    path = REPO / "bench" / "verdict_checks.py"
+    spec = importlib.util.spec_from_file_location("verdict_checks", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["verdict_checks"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_identical_arms_rarely_exclude_one_and_almost_never_win(checks):
+    result = checks.a_vs_a(seeds=60)
+    assert result["verdicts"] >= 40 * 5
+    assert result["interval_excludes_1"] <= 0.07, result
+    assert result["wins"] <= 0.03, result
+
+
+def test_k3_vs_k5_wins_have_the_true_sign_and_big_margins_get_decided(checks):
+    result = checks.k3_vs_k5(seeds=60)
+    assert result["wrong_sign_wins"] <= 0.01, result
+    assert result["big_margin_cells"] >= 1  # the demo grid has cells with a true margin >= 15 %
+    assert result["big_margin_decided"] >= 0.90, result
+
+
+def test_adaptive_agrees_with_the_full_design_at_less_cost(checks):
+    result = checks.cost_of_certainty(seeds=24)
+    assert result["contradictions"] == 0, result
+    assert result["decided_share_of_full"] >= 0.90, result
+    assert result["cell_runs_adaptive"] < result["cell_runs_full"], result
+
+
+def test_the_check_can_fail(checks):
+    """Without the per-look correction and with a lying variance (tau shrunk tenfold) the same
+    A-vs-A check must catch the over-confident intervals."""
+    from dspark_tui.stats import paired
+
+    original = paired.fit_noise
+
+    def overconfident(d, prior=None):
+        fit = original(d, prior)
+        return None if fit is None else fit.__class__(**{**fit.__dict__, "tau2": fit.tau2 / 100})
+
+    paired.fit_noise = overconfident
+    try:
+        result = checks.a_vs_a(seeds=20)
+    finally:
+        paired.fit_noise = original
+    assert result["interval_excludes_1"] > 0.07
