@@ -38,11 +38,15 @@ from dspark_tui.report.verdicts import (  # noqa: E402
     analyse_measurements,
     cells_to_remeasure,
 )
-from dspark_tui.sim.config import ModelConfig  # noqa: E402
-from dspark_tui.sim.noise import NoiseParams, NoiseSource  # noqa: E402
+from dspark_tui.sim.config import ModelConfig, NoiseParams  # noqa: E402
+from dspark_tui.sim.noise import SessionNoise, measure  # noqa: E402
 from dspark_tui.sim.virtual import VirtualResult, sample_lengths, simulate_closed_loop  # noqa: E402
 
 DEMO_NOISE = NoiseParams(noise_cv=0.03, session_cv=0.02)
+# Acceptance draws differ from pass to pass on the live server even without noise (and so does
+# the last wave): each measurement picks one of these noise-free results.
+ACCEPTANCE_SEEDS = 4
+WARMUP_GAP_S = 2.0  # modelled seconds between a session's start and its first cell
 
 
 @dataclass(frozen=True)
@@ -62,10 +66,13 @@ def grid_of(plan: Plan) -> list[Cell]:
 
 
 @functools.lru_cache(maxsize=512)
-def clean_result(cell: Cell, spec_tokens: int, seed: int) -> VirtualResult:
-    """The noise-free model on the prompts the run would send (same seed, same lengths)."""
+def clean_results(cell: Cell, spec_tokens: int, seed: int) -> tuple[VirtualResult, ...]:
+    """The noise-free model on the prompts the run would send (same seed, same lengths), once
+    per acceptance seed."""
     lengths = sample_lengths(cell.input_len, cell.output_len, cell.num_prompts, cell.range_ratio, seed)
-    return simulate_closed_loop(ModelConfig(spec_tokens=spec_tokens), lengths, cell.concurrency, seed)
+    config = ModelConfig(spec_tokens=spec_tokens)
+    return tuple(simulate_closed_loop(config, lengths, cell.concurrency, seed + i)
+                 for i in range(ACCEPTANCE_SEEDS))
 
 
 @dataclass
@@ -77,13 +84,16 @@ class World:
     noise: NoiseParams
     effect: dict[str, float] = field(default_factory=dict)
 
-    def clean(self, arm: str, cell: Cell) -> VirtualResult:
-        return clean_result(cell, self.spec_tokens[arm], self.plan.bench.seed)
+    def clean(self, arm: str, cell: Cell) -> tuple[VirtualResult, ...]:
+        return clean_results(cell, self.spec_tokens[arm], self.plan.bench.seed)
 
     def true_log_ratio(self, cell: Cell, a: str, b: str) -> float:
-        ra, rb = self.clean(a, cell), self.clean(b, cell)
-        return (math.log(rb.total_throughput * self.effect.get(b, 1.0))
-                - math.log(ra.total_throughput * self.effect.get(a, 1.0)))
+        """The noise-free ratio on the same prompts (geometric mean over acceptance seeds)."""
+        def level(arm: str) -> float:
+            runs = self.clean(arm, cell)
+            return (sum(math.log(r.total_throughput) for r in runs) / len(runs)
+                    + math.log(self.effect.get(arm, 1.0)))
+        return level(b) - level(a)
 
 
 @dataclass
@@ -99,7 +109,7 @@ Remeasure = Callable[[Sequence[CellResult], Plan, int], list[tuple[str, int]]]
 def simulate_run(world: World, plan: Plan, seed: int,
                  remeasure: Remeasure = cells_to_remeasure) -> Outcome:
     """One run of `plan` in modelled time, scheduled as the runner schedules it."""
-    source = NoiseSource(world.noise, seed=seed)
+    rng = np.random.default_rng(seed)
     grid = grid_of(plan)
     arms = [a.name for a in plan.arms]
     measurements: list[CellResult] = []
@@ -112,12 +122,15 @@ def simulate_run(world: World, plan: Plan, seed: int,
         round_no += 1
         order = arms if round_no % 2 == 1 else list(reversed(arms))
         for arm in order:
-            session = source.new_session()
+            session = SessionNoise(world.noise, rng.spawn(1)[0])  # a server start
             starts += 1
+            gap = WARMUP_GAP_S
             for repeat in range(1, plan.bench.repeats + 1):
                 for key in todo:
                     clean = world.clean(arm, by_key[key])
-                    value = session.measure(clean).total_throughput * world.effect.get(arm, 1.0)
+                    value = (measure(clean, session, gap_s=gap).total_throughput
+                             * world.effect.get(arm, 1.0))
+                    gap = 0.0
                     measurements.append(CellResult(
                         arm=arm, scenario=key[0], concurrency=key[1], round=round_no,
                         repeat=repeat, session=f"s{starts}",
