@@ -35,6 +35,7 @@ from dspark_tui.model.events import (
 )
 from dspark_tui.model.run_state import RunState
 from dspark_tui.report import comparison_rows
+from dspark_tui.report.verdicts import Settings
 
 _QUIET_STATES = {"loading"}
 PROGRESS_LINE_EVERY_S = 15.0
@@ -203,7 +204,8 @@ class HeadlessPrinter:
         results = state.results()
         if not any(result.ok for result in results) or len(arms) < 2:
             return
-        rows = comparison_rows(results, arms, state.scenarios())
+        rows = comparison_rows(state.ok_measurements() or results, arms, state.scenarios(),
+                               settings=Settings.from_bench(state.statistics))
         table = Table(title="Total tok/s by arm (winner, margin)", title_justify="left")
         table.add_column("scenario")
         table.add_column("c", justify="right")

@@ -29,6 +29,9 @@ class RunStarted(_Event):
     arms: list[str]
     total_cells: int
     resumed_cells: int = 0
+    # The plan's statistics keys (bench.tie_band, alpha, rounds, adaptive_rounds,
+    # session_noise_prior): a watcher's live verdicts use the run's own settings.
+    statistics: dict[str, object] | None = None
 
 
 class RunFinished(_Event):

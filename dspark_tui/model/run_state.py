@@ -133,6 +133,7 @@ class RunState:
     cells: dict[CellKey, CellState] = field(default_factory=dict)
     current: CurrentCell | None = None
     resumed: int = 0
+    statistics: dict[str, object] | None = None  # the plan's statistics keys (RunStarted)
     started_t: float | None = None
     finished_t: float | None = None
     last_t: float | None = None
@@ -235,6 +236,8 @@ class RunState:
             self.started_t = event.t
         self._total_hint = max(self._total_hint, event.total_cells)
         self.resumed = event.resumed_cells
+        if event.statistics is not None:
+            self.statistics = dict(event.statistics)
         self._drop_running()  # a new runner: what an earlier one left running will not end
         for name in event.arms:
             self._arm(name)

@@ -63,8 +63,13 @@ class RunDetailScreen(Screen[None]):
         self.query_one("#detail-title", Label).update(title)
         for problem in run.problems:
             self.notify(f"{problem}", severity="warning", timeout=6)
+        from dspark_tui.report.measurements import measurements_of
+        from dspark_tui.report.verdicts import Settings
+
         self.query_one(ABTable).show(
-            comparison_rows(run.cells.values(), arms, run.manifest.scenarios), arms)
+            comparison_rows(measurements_of(run), arms, run.manifest.scenarios,
+                            settings=Settings.from_bench((run.manifest.plan or {}).get("bench"))),
+            arms)
         table = self.query_one("#detail-cells", DataTable)
         for label in ("Arm", "Scenario", "C", "Status", "Total tok/s", "Out tok/s", "P99 TTFT",
                       "Mean TPOT", "AL", "KV peak"):

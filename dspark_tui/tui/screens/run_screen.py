@@ -168,9 +168,12 @@ class RunScreen(Screen[None]):
 
     def _show_table(self, results: list) -> None:  # type: ignore[type-arg]
         from dspark_tui.report.live import comparison_rows
+        from dspark_tui.report.verdicts import Settings
 
         arms = list(self.state.arms)
-        self.query_one(ABTable).show(comparison_rows(results, arms, self._scenarios), arms)
+        rows = comparison_rows(self.state.ok_measurements() or results, arms, self._scenarios,
+                               settings=Settings.from_bench(self.state.statistics))
+        self.query_one(ABTable).show(rows, arms)
 
     # -- actions ---------------------------------------------------------------------------
 
