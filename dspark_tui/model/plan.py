@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from dspark_tui.model.cell import CellKey, Provenance
 from dspark_tui.model.errors import UserError
 from dspark_tui.model.naming import safe_name
+from dspark_tui.model.traffic import TrafficMix
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 BUILTIN_VARS = ("model", "port", "host", "served_model_name", "arm", "python")
@@ -170,9 +171,14 @@ class Plan(_Strict):
     arms: list[Arm] = Field(min_length=1)
     bench: BenchConfig = Field(default_factory=BenchConfig)
     scenarios: list[Scenario] = Field(min_length=1)
+    # The user's traffic (docs/decision.md); None: equal weights, and the report says so.
+    traffic: TrafficMix | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> Plan:
+        if self.traffic is not None and (unknown := self.traffic.unknown_scenarios(
+                [s.name for s in self.scenarios])):
+            raise ValueError(f"traffic.scenarios names {unknown[0]!r}, which is no scenario of the plan")
         _unique("arms", [a.name for a in self.arms])
         _unique("arms (as directory names)", [a.dirname for a in self.arms])
         _unique("scenarios", [s.name for s in self.scenarios])
