@@ -165,12 +165,12 @@ class KDecision:
         return ratio_between(verdicts, scenario, concurrency, arms[kx], arms[ky])
 
 
-def decide_k(analysis: RunAnalysis) -> KDecision | None:
-    """The K decision of a run, or None when its arms are not a K sweep."""
+def decide_k(analysis: RunAnalysis, require_sweep: bool = True) -> KDecision | None:
+    """The K decision of a run, or None when its arms are not a K sweep (or, with
+    `require_sweep` False, not K values at all)."""
     k_of = arm_k_values(analysis.layout)
-    if not is_k_sweep(k_of) or analysis.verdicts is None:
+    if k_of is None or (require_sweep and not is_k_sweep(k_of)) or analysis.verdicts is None:
         return None
-    assert k_of is not None
     decision = KDecision(analysis, k_of, analysis.verdicts.settings.tie_band)
     means: dict[tuple[str, int], dict[int, float]] = {}
     for stats in analysis.verdicts.cells:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from dspark_tui.model import CellKey, CellResult
+from dspark_tui.model import CellResult
 from dspark_tui.report.decision import KDecision, Ratio
-from dspark_tui.report.measurements import aggregate_cells, measurements_of
+from dspark_tui.report.measurements import measurements_of
 
 # Acceptance lengths closer than this are "the same per step" (counter noise, not a claim).
 ACCEPT_LENGTH_EPSILON = 0.02
@@ -38,34 +38,43 @@ class SpecCounters:
 
 
 def spec_counters(decision: KDecision) -> dict[tuple[str, int, int], SpecCounters]:
-    """(scenario, concurrency, K) -> counters, for the cells with server metrics."""
-    cells: dict[CellKey, CellResult] = aggregate_cells(measurements_of(decision.analysis.run))
+    """(scenario, concurrency, K) -> counters over the cell's ok measurements (means; the
+    running peak is the highest), for the cells with server metrics. Reads only the fields it
+    needs: aggregate_cells would dump every field of every measurement."""
+    groups: dict[tuple[str, int, int], list[CellResult]] = {}
+    for m in measurements_of(decision.analysis.run):
+        if m.ok and m.arm in decision.k_of and (m.server is not None or m.metrics.accept_length):
+            groups.setdefault((m.scenario, m.concurrency, decision.k_of[m.arm]), []).append(m)
     out: dict[tuple[str, int, int], SpecCounters] = {}
-    for key, cell in cells.items():
-        if not cell.ok or cell.arm not in decision.k_of:
-            continue
-        k = decision.k_of[cell.arm]
-        server = cell.server
-        accept = (server.mean_acceptance_length if server is not None else None) or cell.metrics.accept_length
-        if k == 0 and server is not None:
+    for (scenario, concurrency, k), group in groups.items():
+        servers = [m.server for m in group if m.server is not None]
+        accept = _mean([s.mean_acceptance_length for s in servers if s.mean_acceptance_length])
+        if accept is None:
+            accept = _mean([m.metrics.accept_length for m in group if m.metrics.accept_length])
+        if k == 0 and servers:
             accept = 1.0  # without drafts every step emits one token
-        if server is None and accept is None:
-            continue
-        duration = cell.metrics.duration
-        cumulative = list(server.per_position_acceptance[:k]) if server is not None else []
-        out[(key.scenario, key.concurrency, k)] = SpecCounters(
-            scenario=key.scenario,
-            concurrency=key.concurrency,
+        width = min((len(s.per_position_acceptance) for s in servers), default=0)
+        cumulative = [sum(s.per_position_acceptance[i] for s in servers) / len(servers)
+                      for i in range(min(width, k))]
+        peaks = [s.running_peak for s in servers if s.running_peak is not None]
+        out[(scenario, concurrency, k)] = SpecCounters(
+            scenario=scenario,
+            concurrency=concurrency,
             k=k,
             accept_length=accept,
             cumulative=cumulative,
             conditional=conditional_rates(cumulative),
-            drafted_per_s=_per_second(server.draft_tokens if server else None, duration),
-            accepted_per_s=_per_second(server.accepted_tokens if server else None, duration),
-            running_mean=server.running_mean if server else None,
-            running_peak=server.running_peak if server else None,
+            drafted_per_s=_mean([r for m in group if (r := _rate_of(m, "draft_tokens")) is not None]),
+            accepted_per_s=_mean([r for m in group if (r := _rate_of(m, "accepted_tokens")) is not None]),
+            running_mean=_mean([s.running_mean for s in servers if s.running_mean is not None]),
+            running_peak=max(peaks) if peaks else None,
         )
     return out
+
+
+def _rate_of(m: CellResult, name: str) -> float | None:
+    count = getattr(m.server, name, None) if m.server is not None else None
+    return _per_second(count, m.metrics.duration)
 
 
 def conditional_rates(cumulative: list[float]) -> list[float]:

@@ -230,9 +230,9 @@ class Schedule:
 
 def batch_points(decision: KDecision, counters: dict[tuple[str, int, int], SpecCounters]
                  ) -> tuple[dict[CellId, tuple[float, float, float]], str]:
-    """(mean, low, high) running batch of each cell under its chosen K. The spread is
-    [2 * mean - peak, peak]: the peak's distance from the mean mirrored below it. Without
-    /metrics in every cell, the client's concurrency for all cells (and the key says so)."""
+    """(mean, low, high) running batch of each cell under its chosen K: the window's mean of
+    `vllm:num_requests_running` and its [mean, peak] spread. Without /metrics in every cell,
+    the client's concurrency for all cells (and the key says so)."""
     points: dict[CellId, tuple[float, float, float]] = {}
     for choice in decision.choices:
         counter = counters.get((choice.scenario, choice.concurrency, choice.k))
@@ -241,7 +241,7 @@ def batch_points(decision: KDecision, counters: dict[tuple[str, int, int], SpecC
                     "client_concurrency")
         mean = max(1.0, counter.running_mean)
         peak = max(mean, counter.running_peak if counter.running_peak is not None else mean)
-        points[choice.key] = (mean, max(1.0, 2 * mean - peak), peak)
+        points[choice.key] = (mean, mean, peak)
     return points, "running_batch"
 
 
@@ -257,16 +257,16 @@ def build_schedule(decision: KDecision, points: dict[CellId, tuple[float, float,
     order = sorted(points, key=lambda key: points[key][0])
     if not order:
         return None
+    # A cell joins a group when its mean batch lies within the group's first cell's
+    # [mean, peak]: their batch distributions overlap. (No chaining: a ramp of neighbouring
+    # concurrencies must not melt into one group.)
     groups: list[list[CellId]] = []
-    reach = -math.inf
     for key in order:
-        _, low, high = points[key]
-        if groups and low <= reach:
+        mean = points[key][0]
+        if groups and mean <= points[groups[-1][0]][2]:
             groups[-1].append(key)
-            reach = max(reach, high)
         else:
             groups.append([key])
-            reach = high
     anchors = [_anchor(decision, [by_key[k] for k in group], points, weights) for group in groups]
     ranges: list[list[int]] = []
     end = 0
