@@ -13,7 +13,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from dspark_tui.model.cell import CellKey, Provenance
 from dspark_tui.model.errors import UserError
@@ -191,6 +199,14 @@ class Plan(_Strict):
                     f"vars.{missing[0]}"
                 )
         return self
+
+    @model_serializer(mode="wrap")
+    def _without_absent_traffic(self, handler: Any) -> Any:
+        """A plan without [traffic] snapshots as it did before the table existed."""
+        data = handler(self)
+        if isinstance(data, dict) and "traffic" in data and data["traffic"] is None:
+            del data["traffic"]
+        return data
 
     def placeholders(self) -> set[str]:
         return {m for part in self.server.command for m in _PLACEHOLDER.findall(part)}
