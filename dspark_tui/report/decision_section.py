@@ -190,25 +190,30 @@ def _position_lines(answer: DeployAnswer, d: DecisionTexts) -> list[str]:
                 word = d("position_adds") if g.gain >= 0 else d("position_costs")
                 gains.append(d("position_gain", sign=word, value=_num(abs(g.gain)), scenario=scenario,
                                c=g.concurrency))
-        lines.append(d("position_item", j=p.position, prev=p.position - 1, rate=_rate(p.cumulative),
+        key = "position_item" if p.position > 1 else "position_item_first"
+        lines.append(d(key, j=p.position, prev=p.position - 1, rate=_rate(p.cumulative),
                        cond=_rate(p.conditional), gains=", ".join(gains) or "—"))
-    cells = [c.key for c in answer.decision.choices]
-    columns = [f"{s} c={c}" for s, c in cells]
-    rows = []
-    for p in values:
-        found = {(g.scenario, g.concurrency): g for g in p.gains}
-        row = [str(p.position), _rate(p.cumulative), _rate(p.conditional)]
-        for key in cells:
-            g = found.get(key)
-            if g is None:
-                row.append("—")
-            elif g.low is not None and g.high is not None:
-                row.append(f"{g.gain:+,.0f} ({g.low:+,.0f}…{g.high:+,.0f})")
-            else:
-                row.append(f"{g.gain:+,.0f}")
-        rows.append(row)
-    header = d("positions_header", columns=" | ".join(columns)).strip("| ").split(" | ")
-    return [*lines, "", *markdown_table(header, rows)]
+    scenarios: dict[str, list[int]] = {}
+    for choice in answer.decision.choices:
+        scenarios.setdefault(choice.scenario, []).append(choice.concurrency)
+    for scenario, concurrencies in scenarios.items():  # one table per scenario: c across
+        rows = []
+        for p in values:
+            found = {g.concurrency: g for g in p.gains if g.scenario == scenario}
+            row = [str(p.position), _rate(p.cumulative), _rate(p.conditional)]
+            for concurrency in concurrencies:
+                g = found.get(concurrency)
+                if g is None:
+                    row.append("—")
+                elif g.low is not None and g.high is not None:
+                    row.append(f"{g.gain:+,.0f} ({g.low:+,.0f}…{g.high:+,.0f})")
+                else:
+                    row.append(f"{g.gain:+,.0f}")
+            rows.append(row)
+        columns = " | ".join(f"{scenario} c={c}" for c in concurrencies)
+        header = d("positions_header", columns=columns).strip("| ").split(" | ")
+        lines += ["", *markdown_table(header, rows)]
+    return lines
 
 
 def _warning_lines(answer: DeployAnswer, d: DecisionTexts) -> list[str]:

@@ -60,6 +60,7 @@ _ZH: dict[str, str] = {
     "positions_lead": "增益 = 同一单元中 K=j 与 K=j−1 的 Total tok/s "
     "之差，区间来自两者比值的区间乘以 K=j−1 的吞吐。",
     "position_item": "- 位置 {j} 被接受的比例为 {rate}（在前一位置被接受时为 {cond}）：{gains}",
+    "position_item_first": "- 位置 1 被接受的比例为 {rate}：{gains}",
     "position_gain": "{scenario} c={c} {sign}{value} tok/s",
     "position_adds": "增加",
     "position_costs": "减少",
@@ -135,6 +136,7 @@ _EN: dict[str, str] = {
     "of their ratio times K=j−1's throughput.",
     "position_item": "- Position {j} is accepted {rate} of the time ({cond} when position {prev} "
     "was): {gains}",
+    "position_item_first": "- Position 1 is accepted {rate} of the time: {gains}",
     "position_gain": "{sign} {value} tok/s at {scenario} c={c}",
     "position_adds": "adds",
     "position_costs": "costs",

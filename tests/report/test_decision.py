@@ -133,6 +133,23 @@ def test_schedule_is_keyed_on_the_running_batch_not_the_client_concurrency(tmp_p
     assert answer.schedule.largest_measured_batch <= 66
 
 
+def test_without_server_metrics_the_schedule_is_keyed_on_concurrency_and_says_so(tmp_path):
+    run = k_sweep_run(tmp_path, KS, {"chat": [1, 16, 256]}, server=False)
+    answer = deploy_answer(analyse(run))
+    assert answer.schedule.keyed_on == "client_concurrency" and answer.warnings == []
+    assert "This run has no `/metrics`" in render_report(run, lang="en")
+
+
+def test_a_running_batch_histogram_weighs_the_cells_by_their_measured_batch(tmp_path):
+    # Production saw mostly batches near 30: the c=64 cell runs at ~31 here (requests queue).
+    traffic = "[traffic]\nrunning_batch = { 30 = 1 }\n"
+    run = k_sweep_run(tmp_path, KS, {"chat": [1, 16, 64]}, traffic=traffic,
+                      running=lambda k, s, c: c / 2 if c == 64 else c)
+    answer = deploy_answer(analyse(run))
+    assert answer.weights[("chat", 64)] == 1.0
+    assert answer.single.k == answer.decision.choice("chat", 64).k
+
+
 def test_overlapping_batches_share_one_k_weighted_by_traffic(tmp_path):
     # Two scenarios at the same running batch disagree: "fast" prefers K=5, "slow" prefers K=1.
     def model(k, scenario, c):
