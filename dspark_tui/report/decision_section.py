@@ -8,6 +8,7 @@ import json
 from dspark_tui.report.decision import Crossing, Ratio
 from dspark_tui.report.decision_texts import DecisionTexts
 from dspark_tui.report.deploy import DeployAnswer
+from dspark_tui.report.positions import PositionGain
 from dspark_tui.report.schedule import Gain, shell_line
 from dspark_tui.report.tables import markdown_table
 from dspark_tui.report.texts import Texts
@@ -182,14 +183,14 @@ def _position_lines(answer: DeployAnswer, d: DecisionTexts) -> list[str]:
     lines = ["", d("positions_heading"), "", d("positions_lead"), ""]
     for p in values:
         gains = []
-        by_scenario: dict[str, list] = {}
-        for g in p.gains:
-            by_scenario.setdefault(g.scenario, []).append(g)
-        for scenario, items in by_scenario.items():
-            for g in (items[0], items[-1]) if len(items) > 1 else items[:1]:
-                word = d("position_adds") if g.gain >= 0 else d("position_costs")
-                gains.append(d("position_gain", sign=word, value=_num(abs(g.gain)), scenario=scenario,
-                               c=g.concurrency))
+        by_scenario: dict[str, list[PositionGain]] = {}
+        for gain in p.gains:
+            by_scenario.setdefault(gain.scenario, []).append(gain)
+        for scenario, items in by_scenario.items():  # the lowest and the highest concurrency
+            for gain in (items[0], items[-1]) if len(items) > 1 else items[:1]:
+                word = d("position_adds") if gain.gain >= 0 else d("position_costs")
+                gains.append(d("position_gain", sign=word, value=_num(abs(gain.gain)), scenario=scenario,
+                               c=gain.concurrency))
         key = "position_item" if p.position > 1 else "position_item_first"
         lines.append(d(key, j=p.position, prev=p.position - 1, rate=_rate(p.cumulative),
                        cond=_rate(p.conditional), gains=", ".join(gains) or "—"))

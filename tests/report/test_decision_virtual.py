@@ -45,3 +45,20 @@ def test_best_k_matches_the_models_optimum(tmp_path):
     # The model's crossover: large K at c=1, small K at c=128, so the schedule steps down.
     schedule = deploy_answer(analyse(run)).schedule
     assert schedule.k_at(1) > schedule.k_at(128)
+
+
+def test_the_demo_plans_traffic_spans_the_models_crossover():
+    from dspark_tui.plans import resolve_plan
+
+    plan, _ = resolve_plan("demo-k-sweep")
+    (scenario,) = plan.scenarios
+    loads = sorted(c for c, w in plan.traffic.concurrency.items() if w > 0)
+    ks = [int(arm.vars["spec_tokens"]) for arm in plan.arms]
+    assert ks[0] == 0 and set(loads) <= set(scenario.concurrencies)
+
+    def best_k(c: int) -> int:
+        lengths = sample_lengths(scenario.input_len, scenario.output_len, max(8, 2 * c), 0.0, seed=1)
+        return max(ks, key=lambda k: simulate_closed_loop(ModelConfig(spec_tokens=k), lengths, c)
+                   .total_throughput)
+
+    assert best_k(loads[0]) >= best_k(loads[-1]) + 3
