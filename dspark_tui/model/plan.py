@@ -13,12 +13,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from dspark_tui.model.cell import CellKey, Provenance
 from dspark_tui.model.errors import UserError
 from dspark_tui.model.naming import safe_name
 from dspark_tui.model.toml_location import line_of
+from dspark_tui.model.traffic import TrafficMix
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 BUILTIN_VARS = ("model", "port", "host", "served_model_name", "arm", "python")
@@ -171,9 +180,14 @@ class Plan(_Strict):
     arms: list[Arm] = Field(min_length=1)
     bench: BenchConfig = Field(default_factory=BenchConfig)
     scenarios: list[Scenario] = Field(min_length=1)
+    # The user's traffic (docs/decision.md); None: equal weights, and the report says so.
+    traffic: TrafficMix | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> Plan:
+        if self.traffic is not None and (unknown := self.traffic.unknown_scenarios(
+                [s.name for s in self.scenarios])):
+            raise ValueError(f"traffic.scenarios names {unknown[0]!r}, which is no scenario of the plan")
         _unique("arms", [a.name for a in self.arms])
         _unique("arms (as directory names)", [a.dirname for a in self.arms])
         _unique("scenarios", [s.name for s in self.scenarios])
@@ -186,6 +200,14 @@ class Plan(_Strict):
                     f"vars.{missing[0]}"
                 )
         return self
+
+    @model_serializer(mode="wrap")
+    def _without_absent_traffic(self, handler: Any) -> Any:
+        """A plan without [traffic] snapshots as it did before the table existed."""
+        data = handler(self)
+        if isinstance(data, dict) and "traffic" in data and data["traffic"] is None:
+            del data["traffic"]
+        return data
 
     def placeholders(self) -> set[str]:
         return {m for part in self.server.command for m in _PLACEHOLDER.findall(part)}

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dspark_tui.report.advice import advice_section
 from dspark_tui.report.analysis import RunAnalysis, analyse
 from dspark_tui.report.certainty import margin_interval_text, summary_section, unsure_section
+from dspark_tui.report.decision_section import deploy_section, sweep_section
+from dspark_tui.report.deploy import deploy_answer
 from dspark_tui.report.findings import findings_section
 from dspark_tui.report.frames import CORE_COLUMNS, arm_pairs, core_table, server_table
 from dspark_tui.report.tables import markdown_table, num, pct
@@ -34,12 +36,15 @@ def render_report(run: LoadedRun, lang: str = "zh") -> str:
     """The Markdown report of a run, in Chinese (the seed's language) or English."""
     t = Texts(lang)
     analysis = analyse(run)
+    answer = deploy_answer(analysis)  # None unless the arms are a K sweep
     sections = [
         _header(analysis, t),
+        deploy_section(answer, t),
         summary_section(analysis, t),
         _core(analysis, t),
         _server(analysis, t),
         _winners(analysis, t),
+        sweep_section(answer, t),
         unsure_section(analysis, t),
         findings_section(analysis, t),
         _problems(analysis, t),

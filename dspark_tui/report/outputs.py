@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from dspark_tui.report.deploy import write_schedule
 from dspark_tui.report.layout import layout_of
 from dspark_tui.report.markdown import render_report
 from dspark_tui.report.measurements import measurements_of
@@ -33,4 +34,5 @@ def write_outputs(run: LoadedRun, langs: tuple[str, ...] = ("zh", "en")) -> list
     written = [store.write_report(render_report(run, lang=lang), lang) for lang in langs]
     path = run.path / ANALYSIS_FILE
     atomic_write_text(path, analysis_json(run))
-    return [*written, path]
+    schedule = write_schedule(run)  # K sweeps only: the deployable schedule (docs/decision.md)
+    return [*written, path, *([schedule] if schedule is not None else [])]

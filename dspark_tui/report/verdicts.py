@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from dspark_tui.model import CellResult, Plan
-from dspark_tui.stats.sequential import nominal_alpha
 from dspark_tui.stats.paired import (
     SINGLE,
     TIE,
@@ -28,6 +27,7 @@ from dspark_tui.stats.paired import (
     fit_noise,
     round_means,
 )
+from dspark_tui.stats.sequential import nominal_alpha
 
 ANALYSIS_SCHEMA_VERSION = 1
 # A cell whose log ratio sits this far from the line through its neighbours is re-measured
@@ -362,5 +362,16 @@ def outlier_cells(verdicts: RunVerdicts) -> set[tuple[str, int]]:
 
 
 VERDICTS = (WINS, TIE, UNSURE, SINGLE)
-__all__ = ["TIE", "UNSURE", "VERDICTS", "WINS", "SINGLE", "PairResult", "RunVerdicts",
-           "Settings", "analyse_measurements", "cells_to_remeasure", "outlier_cells"]
+__all__ = [
+    "SINGLE",
+    "TIE",
+    "UNSURE",
+    "VERDICTS",
+    "WINS",
+    "PairResult",
+    "RunVerdicts",
+    "Settings",
+    "analyse_measurements",
+    "cells_to_remeasure",
+    "outlier_cells",
+]

@@ -1,0 +1,174 @@
+"""Everything the K decision says about a run, computed once: the per-cell choices, the
+/metrics explanation, the schedule and its command line, the fixed-K and routing fallbacks;
+and `schedule.json`, written next to report.md."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dspark_tui.report.analysis import RunAnalysis, analyse
+from dspark_tui.report.decision import KDecision, decide_k
+from dspark_tui.report.positions import (
+    Disagreement,
+    PositionValue,
+    SpecCounters,
+    disagreements,
+    position_values,
+    spec_counters,
+)
+from dspark_tui.report.schedule import (
+    SCHEDULE_SCHEMA_VERSION,
+    CellId,
+    Gain,
+    Routing,
+    Schedule,
+    SingleK,
+    batch_points,
+    best_routing,
+    best_single_k,
+    build_schedule,
+    cell_weights,
+    existing_speculative_config,
+    max_num_seqs_of,
+    method_for,
+    plan_of,
+    serve_command,
+    speculative_config,
+    weighted_gain,
+)
+from dspark_tui.results import atomic_write_text
+from dspark_tui.results.store import LoadedRun
+
+SCHEDULE_FILE = "schedule.json"
+
+
+@dataclass
+class DeployAnswer:
+    decision: KDecision
+    counters: dict[tuple[str, int, int], SpecCounters]
+    positions: list[PositionValue]
+    warnings: list[Disagreement]
+    weights: dict[CellId, float]
+    traffic_source: str  # "plan" | "equal"
+    points: dict[CellId, tuple[float, float, float]]
+    schedule: Schedule | None
+    method: str
+    method_source: str
+    config: dict[str, Any] | None
+    command: list[str] | None
+    single: SingleK | None
+    schedule_gain: Gain | None  # the schedule over the best single K, on the traffic
+    routing: Routing | None
+    notes: list[str] = field(default_factory=list)
+
+
+def deploy_answer(analysis: RunAnalysis) -> DeployAnswer | None:
+    """None unless the run's arms are a K sweep (report/decision.is_k_sweep)."""
+    decision = decide_k(analysis)
+    if decision is None or not decision.choices:
+        return None
+    plan = plan_of(analysis.run.manifest.plan or {})
+    counters = spec_counters(decision)
+    points, keyed_on = batch_points(decision, counters)
+    traffic = plan.traffic if plan is not None else None
+    weights = cell_weights(decision, traffic, {key: p[0] for key, p in points.items()})
+    max_seqs, max_source = max_num_seqs_of(plan)
+    schedule = build_schedule(decision, points, keyed_on, weights, max_seqs, max_source)
+    method, method_source = method_for(plan)
+    config = None
+    command = None
+    if schedule is not None:
+        config = speculative_config(schedule, method, existing_speculative_config(plan))
+        if plan is not None and analysis.layout.compared_var is not None:
+            command = serve_command(plan, analysis.layout.compared_var, config)
+    single = best_single_k(decision, weights)
+    schedule_gain = None
+    routing = None
+    if single is not None:
+        if schedule is not None:
+            k_for = {key: schedule.k_at(points[key][0]) for key in weights}
+            schedule_gain = weighted_gain(decision, weights, k_for, dict.fromkeys(weights, single.k))
+        routing = best_routing(decision, weights, single)
+    return DeployAnswer(
+        decision=decision,
+        counters=counters,
+        positions=position_values(decision, counters),
+        warnings=disagreements(decision, counters),
+        weights=weights,
+        traffic_source="plan" if traffic is not None else "equal",
+        points=points,
+        schedule=schedule,
+        method=method,
+        method_source=method_source,
+        config=config,
+        command=command,
+        single=single,
+        schedule_gain=schedule_gain,
+        routing=routing,
+    )
+
+
+def schedule_json(answer: DeployAnswer) -> dict[str, Any]:
+    schedule = answer.schedule
+    decision = answer.decision
+
+    def gain(g: Gain | None) -> dict[str, Any] | None:
+        return None if g is None else {k: (round(v, 6) if isinstance(v, float) else v)
+                                       for k, v in asdict(g).items()}
+
+    out: dict[str, Any] = {
+        "schema_version": SCHEDULE_SCHEMA_VERSION,
+        "verified": decision.verified,
+        "tie_band": decision.tie_band,
+        "traffic": answer.traffic_source,
+    }
+    if schedule is not None:
+        out.update({
+            "keyed_on": schedule.keyed_on,
+            "num_speculative_tokens_per_batch_size": schedule.ranges,
+            "max_num_seqs": schedule.max_num_seqs,
+            "max_num_seqs_source": schedule.max_num_seqs_source,
+            "largest_measured_batch": schedule.largest_measured_batch,
+            "beyond_measured": {"from": schedule.largest_measured_batch + 1,
+                                "to": schedule.max_num_seqs, "k": schedule.k_at(schedule.max_num_seqs)}
+            if schedule.largest_measured_batch < schedule.max_num_seqs else None,
+            "speculative_config": answer.config,
+            "method_source": answer.method_source,
+            "serve_command": answer.command,
+            "anchors": [
+                {"batch": round(a.batch, 3), "low": round(a.low, 3), "high": round(a.high, 3), "k": a.k,
+                 "cells": [{"scenario": c.scenario, "concurrency": c.concurrency, "k": c.k,
+                            "verified": c.verified} for c in a.cells]}
+                for a in schedule.anchors
+            ],
+        })
+    if answer.single is not None:
+        out["single_best_k"] = {
+            "k": answer.single.k,
+            "gain_over": {str(k): gain(g) for k, g in answer.single.gains.items()},
+        }
+    out["schedule_gain_over_single_k"] = gain(answer.schedule_gain)
+    if answer.routing is not None:
+        out["routing"] = {"low_k": answer.routing.low_k, "high_k": answer.routing.high_k,
+                          "threshold_concurrency": answer.routing.threshold,
+                          "gain_over_single_k": gain(answer.routing.gain)}
+    out["cells"] = [
+        {"scenario": c.scenario, "concurrency": c.concurrency, "k": c.k, "top_k": c.top_k,
+         "verified": c.verified, "running_batch": round(answer.points[c.key][0], 3),
+         "weight": round(answer.weights.get(c.key, 0.0), 6)}
+        for c in decision.choices
+    ]
+    return out
+
+
+def write_schedule(run: LoadedRun, analysis: RunAnalysis | None = None) -> Path | None:
+    """Write `schedule.json` next to report.md when the run is a K sweep; OSError to the caller."""
+    answer = deploy_answer(analysis if analysis is not None else analyse(run))
+    if answer is None:
+        return None
+    path = run.path / SCHEDULE_FILE
+    atomic_write_text(path, json.dumps(schedule_json(answer), indent=2, ensure_ascii=False) + "\n")
+    return path

@@ -1,0 +1,410 @@
+"""The deployable answer of a K sweep: vLLM's `num_speculative_tokens_per_batch_size`
+schedule keyed on the running batch the server measured, the `--speculative-config` JSON and
+serve command, and for servers without the field the best single K for the plan's traffic and
+the two-instance routing alternative. docs/decision.md says how each number is made."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from dspark_tui.model import Plan
+from dspark_tui.model.traffic import TrafficMix
+from dspark_tui.report.decision import CellChoice, KDecision
+from dspark_tui.report.positions import SpecCounters
+
+SCHEDULE_SCHEMA_VERSION = 1
+# vLLM's default --max-num-seqs for the OpenAI server (EngineArgs); newer releases raise it on
+# large GPUs, so the schedule's last range says "and beyond" in any case.
+VLLM_DEFAULT_MAX_NUM_SEQS = 256
+DEFAULT_METHOD = "mtp"
+
+CellId = tuple[str, int]
+
+
+def plan_of(snapshot: dict[str, Any]) -> Plan | None:
+    if not snapshot:
+        return None
+    try:
+        return Plan.model_validate(snapshot)
+    except ValidationError:
+        return None
+
+
+# -- traffic ------------------------------------------------------------------------------------
+
+def cell_weights(decision: KDecision, traffic: TrafficMix | None,
+                 batch_of: dict[CellId, float]) -> dict[CellId, float]:
+    """Each cell's share of the traffic: scenario weight x its load's weight within the scenario
+    (a concurrency or batch size off the grid goes to the nearest cell on a log2 scale).
+    Without `[traffic]`: every scenario alike, every concurrency alike within it."""
+    by_scenario: dict[str, list[CellId]] = {}
+    for choice in decision.choices:
+        by_scenario.setdefault(choice.scenario, []).append(choice.key)
+    weights: dict[CellId, float] = {}
+    for scenario, cells in by_scenario.items():
+        share = 1.0 if traffic is None or not traffic.scenarios else traffic.scenarios.get(scenario, 0.0)
+        load = _load_weights(cells, traffic, batch_of)
+        for cell in cells:
+            weights[cell] = share * load.get(cell, 0.0)
+    total = sum(weights.values())
+    if total <= 0:  # the traffic names nothing measured: fall back to equal weights
+        return {cell: 1.0 / len(weights) for cell in weights} if weights else {}
+    return {cell: w / total for cell, w in weights.items()}
+
+
+def _load_weights(cells: list[CellId], traffic: TrafficMix | None,
+                  batch_of: dict[CellId, float]) -> dict[CellId, float]:
+    if traffic is None or not (traffic.concurrency or traffic.running_batch):
+        return {cell: 1.0 / len(cells) for cell in cells}
+    if traffic.concurrency:
+        histogram, position = traffic.concurrency, {cell: float(cell[1]) for cell in cells}
+    else:
+        histogram, position = traffic.running_batch, {cell: batch_of.get(cell, cell[1]) for cell in cells}
+    out = dict.fromkeys(cells, 0.0)
+    for value, weight in histogram.items():
+        nearest = min(cells, key=lambda cell: abs(math.log2(max(position[cell], 1e-9)) - math.log2(value)))
+        out[nearest] += weight
+    total = sum(out.values())
+    return {cell: w / total for cell, w in out.items()} if total > 0 else out
+
+
+# -- expected gains over the traffic ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Gain:
+    """Traffic-weighted geometric mean of per-cell ratios, with the weighted mean of the cells'
+    interval ends (exact when the cells' errors move together, as the session term makes them;
+    conservative otherwise)."""
+
+    ratio: float
+    low: float | None
+    high: float | None
+    cells: int
+
+
+def weighted_gain(decision: KDecision, weights: dict[CellId, float],
+                  k_for: dict[CellId, int], k_against: dict[CellId, int]) -> Gain | None:
+    total = mid = low = high = 0.0
+    intervals = True
+    count = 0
+    for cell, weight in weights.items():
+        kx, ky = k_for.get(cell), k_against.get(cell)
+        if weight <= 0 or kx is None or ky is None:
+            continue
+        ratio = decision.ratio(cell[0], cell[1], kx, ky)
+        if ratio is None:
+            continue
+        total += weight
+        count += 1
+        mid += weight * math.log(ratio.value)
+        if ratio.has_interval and ratio.low and ratio.high:
+            low += weight * math.log(ratio.low)
+            high += weight * math.log(ratio.high)
+        else:
+            intervals = False
+    if total <= 0:
+        return None
+    if not intervals:
+        return Gain(math.exp(mid / total), None, None, count)
+    return Gain(math.exp(mid / total), math.exp(low / total), math.exp(high / total), count)
+
+
+@dataclass(frozen=True)
+class SingleK:
+    """The best fixed K for the traffic: the smallest K whose expected ratio to the highest
+    scoring K is not shown below 1 - tie band; its expected gain over each alternative."""
+
+    k: int
+    gains: dict[int, Gain]  # over each other K
+
+
+def best_single_k(decision: KDecision, weights: dict[CellId, float]) -> SingleK | None:
+    cells = [cell for cell, w in weights.items() if w > 0]
+    complete = [k for k in decision.ks
+                if all(k in choice.throughput for choice in decision.choices if choice.key in cells)]
+    if not complete:
+        return None
+
+    def score(k: int) -> float:
+        return sum(weights[choice.key] * math.log(choice.throughput[k])
+                   for choice in decision.choices if choice.key in cells)
+
+    top = max(complete, key=lambda k: (score(k), -k))
+    chosen = top
+    for k in sorted(complete):
+        if k == top:
+            break
+        gain = weighted_gain(decision, weights, dict.fromkeys(cells, k), dict.fromkeys(cells, top))
+        upper = None if gain is None else (gain.high if gain.high is not None else gain.ratio)
+        if upper is not None and upper >= 1.0 - decision.tie_band:
+            chosen = k
+            break
+    gains = {}
+    for other in complete:
+        if other == chosen:
+            continue
+        gain = weighted_gain(decision, weights, dict.fromkeys(cells, chosen), dict.fromkeys(cells, other))
+        if gain is not None:
+            gains[other] = gain
+    return SingleK(chosen, gains)
+
+
+@dataclass(frozen=True)
+class Routing:
+    """Two instances with fixed K, traffic at client concurrency <= `threshold` on the first."""
+
+    low_k: int
+    high_k: int
+    threshold: int
+    gain: Gain | None  # over the best single K
+
+
+def best_routing(decision: KDecision, weights: dict[CellId, float], single: SingleK) -> Routing | None:
+    cells = [choice for choice in decision.choices if weights.get(choice.key, 0.0) > 0]
+    thresholds = sorted({choice.concurrency for choice in cells})[:-1]
+    if not thresholds:
+        return None
+    best: tuple[float, int, int, int] | None = None
+    for threshold in thresholds:
+        for low_k in decision.ks:
+            for high_k in decision.ks:
+                if low_k == high_k:
+                    continue
+                score = 0.0
+                for choice in cells:
+                    k = low_k if choice.concurrency <= threshold else high_k
+                    if k not in choice.throughput:
+                        break
+                    score += weights[choice.key] * math.log(choice.throughput[k])
+                else:
+                    if best is None or score > best[0]:
+                        best = (score, low_k, high_k, threshold)
+    if best is None:
+        return None
+    _, low_k, high_k, threshold = best
+    k_for = {c.key: (low_k if c.concurrency <= threshold else high_k) for c in cells}
+    gain = weighted_gain(decision, weights, k_for, {c.key: single.k for c in cells})
+    return Routing(low_k, high_k, threshold, gain)
+
+
+# -- the schedule -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Anchor:
+    """Cells whose running-batch spreads overlap, and the one K they get."""
+
+    batch: float  # traffic-weighted mean running batch of the member cells
+    low: float
+    high: float
+    k: int
+    cells: list[CellChoice]
+
+
+@dataclass
+class Schedule:
+    ranges: list[list[int]]  # [[lo, hi, K], ...], inclusive, contiguous from 1
+    max_num_seqs: int
+    max_num_seqs_source: str  # "plan" | "vllm-default"
+    keyed_on: str  # "running_batch" | "client_concurrency"
+    largest_measured_batch: int
+    anchors: list[Anchor] = field(default_factory=list)
+
+    def k_at(self, batch: float) -> int:
+        b = max(1, round(batch))
+        for lo, hi, k in self.ranges:
+            if lo <= b <= hi:
+                return k
+        return self.ranges[-1][2]
+
+    @property
+    def max_k(self) -> int:
+        return max(k for _, _, k in self.ranges)
+
+
+def batch_points(decision: KDecision, counters: dict[tuple[str, int, int], SpecCounters]
+                 ) -> tuple[dict[CellId, tuple[float, float, float]], str]:
+    """(mean, low, high) running batch of each cell under its chosen K: the window's mean of
+    `vllm:num_requests_running` and its [mean, peak] spread. Without /metrics in every cell,
+    the client's concurrency for all cells (and the key says so)."""
+    points: dict[CellId, tuple[float, float, float]] = {}
+    for choice in decision.choices:
+        counter = counters.get((choice.scenario, choice.concurrency, choice.k))
+        if counter is None or counter.running_mean is None:
+            return ({ch.key: (float(ch.concurrency),) * 3 for ch in decision.choices},
+                    "client_concurrency")
+        mean = max(1.0, counter.running_mean)
+        peak = max(mean, counter.running_peak if counter.running_peak is not None else mean)
+        points[choice.key] = (mean, mean, peak)
+    return points, "running_batch"
+
+
+def build_schedule(decision: KDecision, points: dict[CellId, tuple[float, float, float]],
+                   keyed_on: str, weights: dict[CellId, float], max_num_seqs: int,
+                   max_num_seqs_source: str) -> Schedule | None:
+    """Anchors: cells grouped where their batch spreads overlap; one K per anchor (a single
+    cell's own choice; for several, the K with the best traffic-weighted throughput relative to
+    each cell's top, the smallest within the tie band). A batch between two anchors takes the
+    nearer one on a log2 scale; below the first anchor the first K holds, beyond the last the
+    last K holds up to max_num_seqs."""
+    by_key = {c.key: c for c in decision.choices}
+    order = sorted(points, key=lambda key: points[key][0])
+    if not order:
+        return None
+    # A cell joins a group when its mean batch lies within the group's first cell's
+    # [mean, peak]: their batch distributions overlap. (No chaining: a ramp of neighbouring
+    # concurrencies must not melt into one group.)
+    groups: list[list[CellId]] = []
+    for key in order:
+        mean = points[key][0]
+        if groups and mean <= points[groups[-1][0]][2]:
+            groups[-1].append(key)
+        else:
+            groups.append([key])
+    anchors = [_anchor(decision, [by_key[k] for k in group], points, weights) for group in groups]
+    ranges: list[list[int]] = []
+    end = 0
+    for i, anchor in enumerate(anchors):
+        if i + 1 < len(anchors):
+            cut = math.floor(math.sqrt(anchor.batch * anchors[i + 1].batch))
+        else:
+            cut = max_num_seqs
+        cut = min(cut, max_num_seqs)
+        if cut <= end:
+            continue  # anchors closer than one batch size: the neighbour's range covers it
+        ranges.append([end + 1, cut, anchor.k])
+        end = cut
+        if end >= max_num_seqs:
+            break
+    if end < max_num_seqs:
+        ranges[-1][1] = max_num_seqs
+    merged: list[list[int]] = []
+    for lo, hi, k in ranges:
+        if merged and merged[-1][2] == k:
+            merged[-1][1] = hi
+        else:
+            merged.append([lo, hi, k])
+    largest = max(math.ceil(points[key][2]) for key in order)
+    return Schedule(merged, max_num_seqs, max_num_seqs_source, keyed_on, largest, anchors)
+
+
+def _anchor(decision: KDecision, cells: list[CellChoice], points: dict[CellId, tuple[float, float, float]],
+            weights: dict[CellId, float]) -> Anchor:
+    w = {c.key: weights.get(c.key, 0.0) for c in cells}
+    if sum(w.values()) <= 0:
+        w = {c.key: 1.0 for c in cells}
+    total = sum(w.values())
+    batch = sum(w[c.key] * points[c.key][0] for c in cells) / total
+    low = min(points[c.key][1] for c in cells)
+    high = max(points[c.key][2] for c in cells)
+    if len(cells) == 1:
+        return Anchor(batch, low, high, cells[0].k, cells)
+    candidates = [k for k in decision.ks if all(k in c.throughput for c in cells)]
+
+    def score(k: int) -> float:
+        return sum(w[c.key] * math.log(c.throughput[k] / c.throughput[c.top_k]) for c in cells) / total
+
+    best = max(score(k) for k in candidates)
+    floor = best + math.log1p(-decision.tie_band)
+    k = min(k for k in candidates if score(k) >= floor)
+    return Anchor(batch, low, high, k, cells)
+
+
+# -- the command line ---------------------------------------------------------------------------
+
+def max_num_seqs_of(plan: Plan | None) -> tuple[int, str]:
+    """--max-num-seqs from the plan's server command, else vLLM's default."""
+    if plan is not None:
+        command = plan.server.command
+        arm_vars = plan.template_vars(plan.arms[0])
+        for i, part in enumerate(command):
+            value = None
+            if part == "--max-num-seqs" and i + 1 < len(command):
+                value = command[i + 1]
+            elif part.startswith("--max-num-seqs="):
+                value = part.split("=", 1)[1]
+            if value is not None:
+                value = re.sub(r"\{(\w+)\}", lambda m: arm_vars.get(m.group(1), m.group(0)), value)
+                if value.isdigit() and int(value) > 0:
+                    return int(value), "plan"
+    return VLLM_DEFAULT_MAX_NUM_SEQS, "vllm-default"
+
+
+def speculative_config(schedule: Schedule, method: str,
+                       base: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """vLLM's --speculative-config: num_speculative_tokens is the schedule's largest K (the
+    buffers' size; vLLM clamps each range's K to it). None when the schedule never speculates."""
+    if schedule.max_k == 0:
+        return None
+    config = {k: v for k, v in (base or {}).items()
+              if k not in ("num_speculative_tokens", "num_speculative_tokens_per_batch_size")}
+    config["method"] = config.get("method") or method
+    config["num_speculative_tokens"] = schedule.max_k
+    config["num_speculative_tokens_per_batch_size"] = [list(r) for r in schedule.ranges]
+    return config
+
+
+def existing_speculative_config(plan: Plan | None) -> dict[str, Any]:
+    if plan is None:
+        return {}
+    command = plan.server.command
+    for i, part in enumerate(command):
+        text = None
+        if part == "--speculative-config" and i + 1 < len(command):
+            text = command[i + 1]
+        elif part.startswith("--speculative-config="):
+            text = part.split("=", 1)[1]
+        if text is not None:
+            try:
+                found = json.loads(text)
+            except json.JSONDecodeError:
+                return {}
+            return found if isinstance(found, dict) else {}
+    return {}
+
+
+def method_for(plan: Plan | None) -> tuple[str, str]:
+    """The speculative method: the plan's own --speculative-config method, else `dspark` for a
+    DSpark model, else `mtp` (said in the report: check it against the drafter you serve)."""
+    found = existing_speculative_config(plan).get("method")
+    if isinstance(found, str) and found:
+        return found, "plan"
+    if plan is not None and "dspark" in f"{plan.model} {plan.backend_label}".lower():
+        return "dspark", "model name"
+    return DEFAULT_METHOD, "default"
+
+
+def serve_command(plan: Plan, compared_var: str, config: dict[str, Any] | None) -> list[str]:
+    """The plan's server command with the compared K flag (and any --speculative-config)
+    replaced by the schedule's --speculative-config; placeholders filled from the plan."""
+    command = list(plan.server.command)
+    out: list[str] = []
+    skip = False
+    placeholder = f"{{{compared_var}}}"
+    for i, part in enumerate(command):
+        if skip:
+            skip = False
+            continue
+        following = command[i + 1] if i + 1 < len(command) else ""
+        if part.startswith("-") and (placeholder in following or part == "--speculative-config"):
+            skip = True
+            continue
+        if placeholder in part or part.startswith("--speculative-config="):
+            continue
+        out.append(part)
+    values = {k: v for k, v in plan.template_vars(plan.arms[0]).items() if k != compared_var}
+    values["python"] = "python"
+    filled = [re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), part) for part in out]
+    if config is not None:
+        filled += ["--speculative-config", json.dumps(config, separators=(",", ":"))]
+    return filled
+
+
+def shell_line(argv: list[str]) -> str:
+    return shlex.join(argv)

@@ -1,0 +1,111 @@
+"""K-sweep runs for the decision tests: a plan with K = 0..7 arms (and an optional [traffic]),
+measurements made in memory from a small closed-form engine model, with server counters."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from dspark_tui.model import CellResult, ClientMetrics, ServerSummary, parse_plan
+from dspark_tui.results import RunStore, load_run, manifest_for_plan
+from dspark_tui.results.store import LoadedRun
+
+# Conditional acceptance per draft position (the simulator's defaults).
+ACCEPTANCE = (0.90, 0.85, 0.80, 0.76, 0.72, 0.68, 0.64, 0.60)
+
+
+def cumulative_acceptance(k: int) -> list[float]:
+    out, p = [], 1.0
+    for q in ACCEPTANCE[:k]:
+        p *= q
+        out.append(p)
+    return out
+
+
+def model_throughput(k: int, concurrency: int) -> float:
+    """Tokens/s of a batched engine: a step costs max(weights read, verify compute) + drafting;
+    each sequence emits its accept length per step."""
+    accept = 1.0 + sum(cumulative_acceptance(k))
+    step = max(0.0062, 4.0e-5 * concurrency * (k + 1)) + k * (0.00015 + 1.2e-5 * concurrency)
+    return 1.5 * concurrency * accept / step  # 1.5: input tokens ride along in Total tok/s
+
+
+def plan_text(ks: list[int], scenarios: dict[str, list[int]], *, traffic: str = "",
+              command_extra: str = "", rounds: int = 3) -> str:
+    lines = [
+        'name = "k_sweep"',
+        'model = "/models/DeepSeek-V4-Flash-DSpark"',
+        'backend_label = "vllm-dspark (TP=8, FP8 KV cache)"',
+        "[server]",
+        'command = ["vllm", "serve", "{model}", "--port", "{port}", "--tensor-parallel-size", "8",'
+        f' {command_extra} "--spec-tokens", "{{spec_tokens}}"]',
+        "[bench]",
+        'driver = "sglang"',
+        f"rounds = {rounds}",
+        "adaptive_rounds = 0",
+    ]
+    for k in ks:
+        lines += ["[[arms]]", f'name = "K={k}"', f"vars = {{ spec_tokens = {k} }}"]
+    for name, concurrencies in scenarios.items():
+        lines += ["[[scenarios]]", f'name = "{name}"', "input_len = 512", "output_len = 256",
+                  f"concurrencies = {concurrencies}", "num_prompts = 64"]
+    return "\n".join(lines) + "\n" + traffic
+
+
+Model = Callable[[int, str, int], float]
+
+
+def k_sweep_run(folder: Path, ks: list[int], scenarios: dict[str, list[int]], *, rounds: int = 3,
+                noise: float = 0.002, server: bool = True, traffic: str = "",
+                command_extra: str = "", model: Model | None = None,
+                running: Callable[[int, str, int], float] | None = None, seed: int = 3) -> LoadedRun:
+    """A run directory (run.json on disk) whose measurements live in memory, as in
+    test_verdicts: rounds x arms x cells, a session offset per round and arm, noise per cell."""
+    plan = parse_plan(plan_text(ks, scenarios, traffic=traffic, command_extra=command_extra,
+                                rounds=rounds))
+    folder.mkdir(parents=True, exist_ok=True)
+    RunStore(folder).write_manifest(manifest_for_plan(plan, plan_source="test"))
+    run = load_run(folder)
+    rng = np.random.default_rng(seed)
+    truth = model or (lambda k, scenario, c: model_throughput(k, c))
+    measured: list[CellResult] = []
+    for rnd in range(1, rounds + 1):
+        for k in ks:
+            session = rng.normal(0, noise)
+            for scenario, concurrencies in scenarios.items():
+                for c in concurrencies:
+                    total = truth(k, scenario, c) * math.exp(session + rng.normal(0, noise))
+                    measured.append(_cell(k, scenario, c, rnd, total, server,
+                                          running(k, scenario, c) if running else c * 0.97))
+    run.measurements = measured  # type: ignore[attr-defined]
+    run.cells = {m.key: m for m in measured if m.round == rounds}
+    return run
+
+
+def _cell(k: int, scenario: str, c: int, rnd: int, total: float, server: bool,
+          running: float) -> CellResult:
+    duration = 20.0
+    summary = None
+    if server:
+        cumulative = cumulative_acceptance(k)
+        steps = total / 1.5 * duration / max(running, 1.0) / (1.0 + sum(cumulative))
+        drafts = steps * running if k else 0.0
+        summary = ServerSummary(
+            samples=40,
+            drafts=drafts or None,
+            draft_tokens=drafts * k if k else None,
+            accepted_tokens=drafts * sum(cumulative) if k else None,
+            mean_acceptance_length=1.0 + sum(cumulative) if k else None,
+            acceptance_rate=sum(cumulative) / k if k else None,
+            per_position_acceptance=cumulative,
+            running_mean=running,
+            running_peak=math.ceil(running * 1.03),
+            kv_usage_peak=0.3,
+        )
+    return CellResult(arm=f"K={k}", scenario=scenario, concurrency=c, round=rnd,
+                      session=f"K={k}-r{rnd}",
+                      metrics=ClientMetrics(total_throughput=total, duration=duration, completed=64),
+                      server=summary)
