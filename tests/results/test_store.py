@@ -46,20 +46,20 @@ def test_two_runs_in_the_same_second_get_distinct_dirs(tmp_path: Path):
 
 def test_cell_roundtrip_uses_safe_paths(store: RunStore):
     path = store.save_cell(_result())
-    assert path == store.path / "cells" / "st_3" / "chat_short__c8.json"
+    assert path == store.path / "cells" / "st_3" / "chat_short__c8__r1p1.json"
     cells, problems = store.load_cells()
     assert problems == []
     assert cells[CellKey(arm="st=3", scenario="chat_short", concurrency=8)].total_throughput == 1000.0
     assert not list(path.parent.glob(".*tmp")), "no temp files left behind"
 
 
-def test_done_keys_skip_failed_and_broken_cells(store: RunStore):
+def test_done_slots_skip_failed_and_broken_measurements(store: RunStore):
     store.save_cell(_result(c=1))
     store.save_cell(_result(c=16, status=CellStatus.FAILED))
     broken = store.cell_path(CellKey(arm="st=5", scenario="chat_short", concurrency=1))
     broken.parent.mkdir(parents=True)
     broken.write_text('{"schema_version": 1, "arm": "st=5", "scen')
-    assert store.done_keys() == {CellKey(arm="st=3", scenario="chat_short", concurrency=1)}
+    assert store.done_slots() == {(CellKey(arm="st=3", scenario="chat_short", concurrency=1), 1, 1)}
 
 
 def test_load_run_reports_problems_and_keeps_the_rest(store: RunStore):
@@ -76,8 +76,8 @@ def test_load_run_reports_problems_and_keeps_the_rest(store: RunStore):
     assert len(run.cells) == 2
     reasons = {p.path: p.reason for p in run.problems}
     assert "run.json" in reasons and "missing" in reasons["run.json"]
-    assert "truncated" in reasons["cells/st_5/chat_short__c1.json"]
-    assert "schema version 0" in reasons["cells/st_5/chat_short__c16.json"]
+    assert "truncated" in reasons["cells/st_5/chat_short__c1__r1p1.json"]
+    assert "schema version 0" in reasons["cells/st_5/chat_short__c16__r1p1.json"]
     assert run.manifest.arm_names() == ["st=3"]
 
 
@@ -127,12 +127,14 @@ def test_events_follow_ignores_torn_last_line(store: RunStore):
     assert [e.kind for e in follower.poll()] == ["cell_finished", "notice"]
 
 
-def test_results_csv_has_one_row_per_cell(store: RunStore):
-    results = [_result(c=1), _result(arm="st=5", c=1, tok=1200.0)]
+def test_results_csv_has_one_row_per_measurement(store: RunStore):
+    second = _result(c=1).model_copy(update={"round": 2, "session": "s3"})
+    results = [_result(c=1), second, _result(arm="st=5", c=1, tok=1200.0)]
     path = store.write_results_csv(results)
     lines = path.read_text().splitlines()
-    assert len(lines) == 3
-    assert lines[0].startswith("arm,scenario,concurrency,status")
+    assert len(lines) == 4
+    assert lines[0].startswith("arm,scenario,concurrency,round,repeat,session,node,status")
+    assert lines[2].startswith("st=3,chat_short,1,2,1,s3,,ok")
 
 
 def test_scan_lists_broken_runs_with_reasons(tmp_path: Path, store: RunStore):
