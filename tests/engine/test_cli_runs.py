@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -20,6 +21,7 @@ from dspark_tui.engine.launch import RunnerProcess
 from dspark_tui.engine.ports import port_is_free
 from dspark_tui.model import load_plan
 from dspark_tui.results import RunStore, load_run, manifest_for_plan, scan_runs
+from tests.conftest import SAMPLE_RUN
 from tests.engine.helpers import write_sim_plan
 
 CLI = [sys.executable, "-m", "dspark_tui"]
@@ -409,3 +411,16 @@ def test_attach_without_a_directory_follows_the_newest_running_run(tmp_path: Pat
         assert "run completed: 4/4 cells ok" in attached.stdout
     finally:
         runner.stop(timeout=5)
+
+
+def test_a_run_written_by_a_newer_version_is_refused_by_report_and_resume(tmp_path: Path):
+    run_dir = tmp_path / "newer"
+    shutil.copytree(SAMPLE_RUN, run_dir)
+    manifest = json.loads((run_dir / "run.json").read_text())
+    manifest["schema_version"] = 9
+    (run_dir / "run.json").write_text(json.dumps(manifest))
+    expected = [f"dspark-tui: error: {run_dir / 'run.json'}: written by a newer dspark-tui "
+                "(run schema 9; this one reads up to 2); upgrade to open it"]
+    for args in (("report", str(run_dir), "--stdout"), ("run", "--resume", str(run_dir), "--headless")):
+        done = _cli(*args)
+        assert (done.returncode, done.stdout, done.stderr.splitlines()) == (2, "", expected)

@@ -183,3 +183,53 @@ def test_scan_marks_a_dead_runner_interrupted(tmp_path: Path, store: RunStore):
     store.write_manifest(manifest)
     [summary] = scan_runs([tmp_path])
     assert summary.status == "interrupted"
+
+
+def test_a_schema_1_cell_loads_as_round_1_repeat_1_beside_later_measurements(store: RunStore):
+    key = CellKey(arm="st=3", scenario="chat_short", concurrency=8)
+    legacy = _result(tok=900.0).model_dump(mode="json", exclude={"round", "repeat", "session", "node"})
+    legacy["schema_version"] = 1
+    atomic_write_text(store.legacy_cell_path(key), json.dumps(legacy))
+    store.save_cell(_result(tok=1100.0).model_copy(update={"round": 2, "session": "s2"}))
+    store.save_cell(_result(tok=0.0, status=CellStatus.FAILED).model_copy(update={"round": 3}))
+    run = load_run(store.path)
+    assert not run.problems
+    assert sorted((m.round, m.repeat, m.total_throughput) for m in run.measurements) == [
+        (1, 1, 900.0), (2, 1, 1100.0), (3, 1, 0.0)]
+    assert run.cells[key].total_throughput == 1100.0  # the latest ok one, not the failed round 3
+    assert store.done_slots() == {(key, 1, 1), (key, 2, 1)}
+
+
+def test_a_measurement_of_a_newer_schema_is_refused_by_name(store: RunStore):
+    newer = _result().model_dump(mode="json")
+    newer["schema_version"] = 99
+    path = store.cell_path(CellKey(arm="st=3", scenario="chat_short", concurrency=8))
+    atomic_write_text(path, json.dumps(newer))
+    measurements, problems = store.load_measurements()
+    assert measurements == []
+    [problem] = problems
+    assert "written by a newer dspark-tui (this one reads up to 2)" in problem.reason
+
+
+def test_a_run_written_by_a_newer_version_is_refused_in_one_line(store: RunStore):
+    data = json.loads(store.manifest_path.read_text())
+    data["schema_version"] = 7
+    store.manifest_path.write_text(json.dumps(data))
+    with pytest.raises(UserError) as refused:
+        load_run(store.path)
+    message = str(refused.value)
+    assert "\n" not in message
+    assert message.startswith(f"{store.manifest_path}: written by a newer dspark-tui (run schema 7")
+    with pytest.raises(UserError, match="written by a newer dspark-tui"):
+        store.read_manifest()  # and so a resume is refused too
+
+
+def test_scan_counts_cells_from_names_then_trusts_the_finished_count(tmp_path: Path, store: RunStore):
+    for rnd in (1, 2):
+        store.save_cell(_result(c=1).model_copy(update={"round": rnd}))
+    store.save_cell(_result(c=16, status=CellStatus.FAILED))
+    assert scan_runs([tmp_path])[0].cells_done == 2  # two cells have measurements
+    manifest = store.read_manifest()
+    manifest.cells_ok = 1  # what the runner wrote when it finished
+    store.write_manifest(manifest)
+    assert scan_runs([tmp_path])[0].cells_done == 1
