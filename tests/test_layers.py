@@ -16,7 +16,7 @@ ALLOWED = {
     "sim": {"model"},
     "plans": {"model"},
     "config": {"model", "results"},
-    "commands": {"model", "results", "report", "engine", "plans", "config"},
+    "commands": {"model", "results", "report", "engine", "plans", "config", "sim"},
     "cli": {"model", "results", "report", "engine", "plans", "config", "commands", "sim", "tui"},
     "tui": {"model", "results", "report", "engine", "plans", "config"},
     "__init__": set(),

@@ -153,3 +153,22 @@ class Schedule:
             now = cells.get(key, SlotState.OK)
             cells[key] = min(now, st, key=worst.index)
         return cells
+
+
+@dataclass(frozen=True)
+class PlanCost:
+    """What a plan costs in measurements (cell runs) and server starts: as planned, and at most
+    when every adaptive round is spent on every cell (restarts after a crash not counted)."""
+
+    measurements: int
+    measurements_at_most: int
+    server_starts: int
+    server_starts_at_most: int
+
+
+def plan_cost(plan: Plan) -> PlanCost:
+    bench = plan.bench
+    per_round = len(plan.cells()) * bench.repeats  # every arm, every cell, every repeat
+    most = bench.rounds + bench.adaptive_rounds
+    return PlanCost(per_round * bench.rounds, per_round * most,
+                    len(plan.arms) * bench.rounds, len(plan.arms) * most)
