@@ -110,6 +110,12 @@ class RunStore:
     def series_path(self, key: CellKey, round: int = 1, repeat: int = 1) -> Path:
         return self.path / key.relpath("series", f"{measurement_suffix(round, repeat)}.csv")
 
+    def find_series(self, key: CellKey, round: int = 1, repeat: int = 1) -> Path:
+        """The measurement's series file, or the schema 1 one of its cell (one file a cell)."""
+        path = self.series_path(key, round, repeat)
+        legacy = self.path / key.relpath("series", ".csv")
+        return legacy if not path.exists() and legacy.exists() else path
+
     def raw_dir(self, arm: str, round: int = 1, repeat: int = 1) -> Path:
         """Drivers name raw files after the cell; the measurement gets its own folder."""
         return self.path / "raw" / safe_name(arm) / f"r{round}p{repeat}"

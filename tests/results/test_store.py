@@ -233,3 +233,12 @@ def test_scan_counts_cells_from_names_then_trusts_the_finished_count(tmp_path: P
     manifest.cells_ok = 1  # what the runner wrote when it finished
     store.write_manifest(manifest)
     assert scan_runs([tmp_path])[0].cells_done == 1
+
+
+def test_find_series_prefers_the_measurement_and_falls_back_to_a_schema_1_file(store: RunStore):
+    key = CellKey(arm="st=3", scenario="chat_short", concurrency=8)
+    legacy = store.path / "series" / "st_3" / "chat_short__c8.csv"
+    atomic_write_text(legacy, "t,elapsed_s\n")
+    assert store.find_series(key) == legacy
+    atomic_write_text(store.series_path(key), "t,elapsed_s\n")
+    assert store.find_series(key) == store.path / "series" / "st_3" / "chat_short__c8__r1p1.csv"
