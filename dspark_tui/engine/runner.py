@@ -26,6 +26,7 @@ from typing import Literal
 from dspark_tui.engine import finish
 from dspark_tui.engine.control import ControlReader
 from dspark_tui.engine.drivers.base import BenchDriver
+from dspark_tui.engine.event_sink import EventSink, Subscriber
 from dspark_tui.engine.gpu import GpuProbe, detect_gpu
 from dspark_tui.engine.liveness import touch_heartbeat
 from dspark_tui.engine.loops import control_loop, heartbeat_loop, parent_watch_loop
@@ -65,7 +66,6 @@ from dspark_tui.results import RunStore
 
 __all__ = ["RUNNER_PLAN_VAR", "Runner", "filter_plan", "plan_of_run", "preflight", "prepare_run"]
 
-Subscriber = Callable[[Event], None]
 # (measurements, plan, look) -> (scenario, concurrency) to measure again; injectable for tests.
 Remeasure = Callable[[Sequence[CellResult], Plan, int], list[GridCell]]
 SessionEnd = Literal["done", "server_died", "not_started"]
@@ -96,7 +96,7 @@ class Runner:
         self._driver = driver
         self._gpu: GpuProbe | None = detect_gpu() if gpu == "auto" else gpu  # type: ignore[assignment]
         self._remeasure = remeasure
-        self._subscribers: list[Subscriber] = []
+        self._events = EventSink(store)
         self._steering = Steering()
         self._schedule: Schedule | None = None
         self._announced: set[int] = set()  # rounds whose RoundPlanned is in events.jsonl
@@ -110,7 +110,7 @@ class Runner:
     # -- subscribers and control -----------------------------------------------------------
 
     def subscribe(self, subscriber: Subscriber) -> None:
-        self._subscribers.append(subscriber)
+        self._events.subscribe(subscriber)
 
     def pause(self) -> None:
         self._steering.pause()
@@ -379,23 +379,7 @@ class Runner:
     # -- bookkeeping -----------------------------------------------------------------------
 
     def _emit(self, event: Event) -> None:
-        try:
-            self.store.append_event(event)
-        except OSError as exc:
-            if event.kind != "notice":
-                self._notify(Notice(level="error", message=f"events.jsonl not written: {exc}"))
-        self._notify(event)
-
-    def _notify(self, event: Event) -> None:
-        for subscriber in list(self._subscribers):
-            try:
-                subscriber(event)
-            except (Exception, SystemExit) as exc:  # a broken viewer must not stop a benchmark
-                # (rich turns a closed stdout into SystemExit)
-                self._subscribers.remove(subscriber)
-                with contextlib.suppress(OSError):
-                    self.store.append_event(Notice(level="error",
-                                                   message=f"a subscriber failed and was dropped: {exc!r}"))
+        self._events.emit(event)
 
     def _mark_running(self) -> None:
         manifest = self.store.read_manifest()
