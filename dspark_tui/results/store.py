@@ -117,8 +117,9 @@ class RunStore:
         return legacy if not path.exists() and legacy.exists() else path
 
     def raw_dir(self, arm: str, round: int = 1, repeat: int = 1) -> Path:
-        """Drivers name raw files after the cell; the measurement gets its own folder."""
-        return self.path / "raw" / safe_name(arm) / f"r{round}p{repeat}"
+        """`raw/{arm}__r{round}p{repeat}/`: drivers name raw files after the cell, so each
+        measurement gets its own folder (two levels below the run, as drivers expect)."""
+        return self.path / "raw" / f"{safe_name(arm)}{measurement_suffix(round, repeat)}"
 
     def server_log_path(self, arm: str, session: str) -> Path:
         return self.path / "logs" / f"server-{safe_name(arm)}-{safe_name(session)}.log"

@@ -90,6 +90,9 @@ async def test_two_rounds_alternate_arms_each_measurement_in_its_own_file(tmp_pa
     records = sorted(p.name for p in (store.path / "servers").iterdir())
     assert records == ["st_3-s1.json", "st_3-s4.json", "st_5-s2.json", "st_5-s3.json"]
     assert json.loads((store.path / "run.json").read_text())["cells_ok"] == 4
+    raw = {m.provenance.raw_output for m in run.measurements}
+    assert len(raw) == 16 and "raw/st_3__r2p1/chat__c1.jsonl" in raw
+    assert all((store.path / path).is_file() for path in raw)  # type: ignore[operator]
 
 
 async def test_adaptive_rounds_measure_only_the_cells_returned_within_the_budget(
