@@ -188,3 +188,35 @@ def _wait_until(predicate: Callable[[], bool], what: str, timeout: float = 30.0)
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.05)
+
+
+async def test_kill_9_in_an_adaptive_round_then_resume_keeps_the_decision(tmp_path: Path, port: int):
+    # A runner decides an adaptive round (both cells) and is stopped at its start; a detached
+    # runner resumes it and is killed mid-round; the last resume finishes that round.
+    decide = ScriptedRemeasure([("slow", 1), ("slow", 2)])
+    runner, _ = _runner(tmp_path, port, decide, arms=(3,), speed=2, cells=SLOW, rounds=1,
+                        adaptive_rounds=1)
+    runner.subscribe(lambda e: runner.abort() if e.kind == "cell_started" and e.round == 2 else None)
+    assert await runner.run() == "aborted"
+    run_dir = runner.store.path
+    detached = RunnerProcess.start("", results_root=run_dir.parent, resume=run_dir, detach=True)
+    try:
+        _wait_until(lambda: _started(run_dir) >= 5, "the second measurement of the adaptive round")
+        os.kill(detached.pid, signal.SIGKILL)
+        detached.wait(5)
+        before = _files(run_dir)
+        assert sorted(before) == ["cells/st_3/slow__c1__r1p1.json", "cells/st_3/slow__c1__r2p1.json",
+                                  "cells/st_3/slow__c2__r1p1.json"]
+        resumed = subprocess.run(
+            [sys.executable, "-m", "dspark_tui", "run", "--resume", str(run_dir), "--headless"],
+            capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL, check=False,
+            env={**os.environ, "DSPARK_CONFIG_DIR": "/nonexistent-dspark-config"})
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        after = _files(run_dir)
+        assert {k: after[k] for k in before} == before  # byte for byte
+        assert sorted(after) == sorted([*before, "cells/st_3/slow__c2__r2p1.json"])
+        planned = [e for e in RunStore(run_dir).read_events() if e.kind == "round_planned"]
+        assert [(e.round, e.reason) for e in planned] == [(1, "planned"), (2, "adaptive")]
+        assert json.loads((run_dir / "run.json").read_text())["status"] == "completed"
+    finally:
+        detached.stop(timeout=5)
