@@ -14,7 +14,7 @@ from dspark_tui import __version__
 from dspark_tui.model import Plan
 from dspark_tui.model.secrets import REDACTED, redact_argv, redact_env
 
-MANIFEST_SCHEMA_VERSION = 2  # 2: several measurements a cell (rounds, repeats), cells_ok
+MANIFEST_SCHEMA_VERSION = 2  # 2: several measurements a cell (one file each), cells_ok
 
 CLIENT_LABELS = {
     "sglang": "sglang.bench_serving --backend vllm",
@@ -48,8 +48,6 @@ class RunManifest(BaseModel):
     driver: str = ""
     client: str = ""
     total_cells: int = 0
-    rounds: int = 1
-    repeats: int = 1
     # Cells whose every planned measurement is ok, written when the runner finishes, so that
     # History counts them without reading every measurement file (None: not known yet).
     cells_ok: int | None = None
@@ -104,8 +102,6 @@ def manifest_for_plan(plan: Plan, plan_source: str | None = None) -> RunManifest
         driver=plan.bench.driver,
         client=CLIENT_LABELS.get(plan.bench.driver, plan.bench.driver),
         total_cells=len(plan.cells()),
-        rounds=plan.bench.rounds,
-        repeats=plan.bench.repeats,
         started_at=now_iso(),
         host=socket.gethostname(),
         versions={
