@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from dspark_tui.config import settings_or_warn
-from dspark_tui.model import UserError
+from dspark_tui.model import Plan, UserError
 
 
 def plan_command(args: argparse.Namespace) -> int:
@@ -41,7 +41,36 @@ def plan_command(args: argparse.Namespace) -> int:
         print(f"{key.arm:<10} {key.scenario:<22} {key.concurrency:>5} {cell.input_len:>6} "
               f"{cell.output_len:>6} {cell.num_prompts:>8}")
     print(f"{len(cells)} cells")
+    _print_cost(plan)
     return 0
+
+
+def _print_cost(plan: Plan) -> None:
+    """What the plan costs: cell runs and server starts as planned and at most (every adaptive
+    round spent), and the wall time where a model of the server's speed exists."""
+    from dspark_tui.engine.schedule import plan_cost
+    from dspark_tui.sim.estimate import estimate_plan
+
+    bench, cost = plan.bench, plan_cost(plan)
+    print(f"rounds {bench.rounds} x repeats {bench.repeats}, adaptive budget "
+          f"{bench.adaptive_rounds} extra round(s) for the cells still unsure")
+    print(f"cell runs: {cost.measurements} planned, at most {cost.measurements_at_most}")
+    print(f"server starts: {cost.server_starts} planned, at most {cost.server_starts_at_most} "
+          "(plus one restart a session if a server dies)")
+    estimate = estimate_plan(plan)
+    if estimate is None:
+        print("wall time: not estimated (only plans against dspark_tui.sim have a model of "
+              "their speed; History shows what earlier runs of this plan took)")
+        return
+    planned = bench.rounds * estimate.round_s
+    most = (bench.rounds + bench.adaptive_rounds) * estimate.round_s
+    print(f"wall time (rough, from the simulator's model; no HTTP or warmup): about "
+          f"{_duration(planned)} planned, at most {_duration(most)}")
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
 
 
 def report_command(args: argparse.Namespace) -> int:

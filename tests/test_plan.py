@@ -98,7 +98,10 @@ def test_cli_plan_check_prints_cell_count():
         [sys.executable, "-m", "dspark_tui", "plan", "check", "dspark-st3-vs-st5"],
         capture_output=True, text=True, check=True,
     ).stdout
-    assert out.rstrip().endswith("36 cells")
+    lines = out.splitlines()
+    assert "36 cells" in lines
+    # then the cost: 2 arms x 18 cells, 2 rounds planned, 2 more at most (the shipped defaults)
+    assert "cell runs: 72 planned, at most 144" in lines
 
 
 def test_cli_bad_plan_is_one_line_no_traceback(tmp_path: Path):

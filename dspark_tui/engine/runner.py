@@ -1,48 +1,50 @@
-"""The runner: a plan, arm-major — per arm start the server, wait, warm up, run its cells, stop.
+"""The runner: a plan in rounds — per round, per arm (alternating order) one server session
+(start, ready, warm up), `repeats` passes over the round's cells, stop; then adaptive rounds for
+the cells still unsure, up to the plan's budget.
 
 Everything it learns goes two ways at once: to in-process subscribers (TUI, headless printer)
-and into the run directory (events.jsonl, one file per finished cell, run.json), so a crash at
-any moment loses at most the cell in flight and a resume knows exactly where to go on.
+and into the run directory (events.jsonl, one file per measurement, run.json), so a crash at any
+moment loses at most the measurement in flight and a resume knows exactly where to go on.
+
+Its parts: setup.py (run directory, port checks), resume_plan.py (the plan and secrets of a
+resumed run), schedule.py (what to measure), steering.py (pause/skip/abort state), session.py
+(one server session), measure.py (one measurement, an outcome value), finish.py (what is left
+behind), loops.py (heartbeat, control, parent watch).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 import os
 import signal
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Literal
 
+from dspark_tui.engine import finish
 from dspark_tui.engine.control import ControlReader
-from dspark_tui.engine.drivers.base import BenchDriver, CellError, DriverContext
+from dspark_tui.engine.drivers.base import BenchDriver
+from dspark_tui.engine.event_sink import EventSink, Subscriber
 from dspark_tui.engine.gpu import GpuProbe, detect_gpu
-from dspark_tui.engine.liveness import (
-    HEARTBEAT_EVERY_S,
-    orphan_server_on_port,
-    pid_alive,
-    run_holding_port,
-    touch_heartbeat,
+from dspark_tui.engine.liveness import touch_heartbeat
+from dspark_tui.engine.loops import control_loop, heartbeat_loop, parent_watch_loop
+from dspark_tui.engine.measure import Measurement, Outcome, failed_unrun, measure
+from dspark_tui.engine.resume_plan import RUNNER_PLAN_VAR, plan_of_run
+from dspark_tui.engine.schedule import (
+    GridCell,
+    RoundPlan,
+    Schedule,
+    SlotState,
+    adaptive_round,
+    rounds_from_events,
 )
-from dspark_tui.engine.ports import describe_taken_port, port_is_free
-from dspark_tui.engine.scraper import MetricsScraper, write_series
-from dspark_tui.engine.server import ServerError, ServerProcess
 from dspark_tui.engine.server_record import stop_orphaned_server
-from dspark_tui.model import (
-    Arm,
-    CellKey,
-    CellResult,
-    CellSpec,
-    CellStatus,
-    Plan,
-    Provenance,
-    Scenario,
-    ServerSummary,
-    UserError,
-)
+from dspark_tui.engine.session import ArmSession
+from dspark_tui.engine.setup import filter_plan, preflight, prepare_run
+from dspark_tui.engine.steering import Steering
+from dspark_tui.model import Arm, CellResult, Plan, UserError
 from dspark_tui.model.events import (
     CellFailed,
     CellFinished,
@@ -51,126 +53,23 @@ from dspark_tui.model.events import (
     CellStarted,
     Event,
     Notice,
+    RoundPlanned,
     RunControl,
     RunFinished,
     RunStarted,
     RunStatus,
     ServerStateChanged,
+    SessionStarted,
 )
-from dspark_tui.model.secrets import REDACTED
-from dspark_tui.results import RunStore, load_run, manifest_for_plan
-from dspark_tui.results.manifest import now_iso
+from dspark_tui.report.verdicts import cells_to_remeasure
+from dspark_tui.results import RunStore
 
-Subscriber = Callable[[Event], None]
-_Named = TypeVar("_Named", Arm, Scenario)
-_T = TypeVar("_T")
+__all__ = ["RUNNER_PLAN_VAR", "Runner", "filter_plan", "plan_of_run", "preflight", "prepare_run"]
+
+# (measurements, plan, look) -> (scenario, concurrency) to measure again; injectable for tests.
+Remeasure = Callable[[Sequence[CellResult], Plan, int], list[GridCell]]
+SessionEnd = Literal["done", "server_died", "not_started"]
 PROGRESS_EVERY_S = 0.2
-HEALTH_EVERY_S = 2.0
-HEALTH_FAILURES_FATAL = 3
-CELL_TIMEOUT_MARGIN_S = 30.0  # the runner's backstop beyond the drivers' own cell timeouts
-
-
-def prepare_run(plan: Plan, results_root: Path, plan_source: str | None = None) -> RunStore:
-    """Create the run directory (owner-only) before any runner exists, so callers know it at once."""
-    manifest = manifest_for_plan(plan, plan_source)
-    store = RunStore.create(results_root, manifest)
-    os.chmod(store.path, 0o700)
-    touch_heartbeat(store.path)  # alive for the history view until the runner takes over
-    return store
-
-
-def preflight(plan: Plan, roots: Iterable[Path], exclude: Path | None) -> None:
-    """Refuse early, naming the culprit, when the plan's port is taken by a live run or by any
-    other process: two runs on one port (and its GPUs) would spoil both."""
-    server = plan.server
-    holder = run_holding_port(roots, server.port, exclude=exclude)
-    if holder is not None:
-        raise UserError(f"port {server.port} is used by the live run {holder.name} "
-                        f"({holder.path}, runner pid {holder.pid}); wait for it, abort it "
-                        f"(`dspark-tui ctl {holder.path} abort`) or use another server.port")
-    if not port_is_free(server.host, server.port):
-        orphan = orphan_server_on_port(roots, server.port)
-        if orphan is not None:
-            raise UserError(f"port {server.port} is held by the server left behind by the "
-                            f"interrupted run {orphan}; resume that run (`dspark-tui run --resume "
-                            f"{orphan}`), which stops it first, or stop it by hand")
-        raise UserError(describe_taken_port(server.host, server.port))
-
-
-def filter_plan(plan: Plan, arms: Iterable[str] | None, scenarios: Iterable[str] | None) -> Plan:
-    """The plan restricted to the named arms and scenarios; an unknown name is a user error."""
-    data = plan.model_dump()
-    if arms:
-        data["arms"] = [a.model_dump() for a in _pick("arms", plan.name, plan.arms, arms)]
-    if scenarios:
-        data["scenarios"] = [s.model_dump()
-                             for s in _pick("scenarios", plan.name, plan.scenarios, scenarios)]
-    return Plan.model_validate(data) if (arms or scenarios) else plan
-
-
-def _pick(option: str, plan_name: str, items: list[_Named], names: Iterable[str]) -> list[_Named]:
-    wanted = [n.strip() for n in names if n.strip()]
-    known = [item.name for item in items]
-    for name in wanted:
-        if name not in known:
-            raise UserError(f"--{option}: no {option[:-1]} named {name!r} in plan {plan_name!r} "
-                            f"({option}: {', '.join(known)})")
-    return [item for item in items if item.name in wanted]
-
-
-RUNNER_PLAN_VAR = "DSPARK_RUNNER_PLAN"
-
-
-def plan_of_run(store: RunStore) -> Plan:
-    """The plan a run was started with. run.json keeps it with secrets masked; the launcher hands
-    its runner the whole plan in RUNNER_PLAN_VAR, and a later resume takes each masked secret
-    from the environment (DSPARK_API_KEY for bench.api_key, the variable's own name for
-    server.env), so no key is ever written to the run directory."""
-    manifest = store.read_manifest()
-    snapshot = dict(manifest.plan)
-    if not snapshot:
-        raise UserError(f"{store.manifest_path}: holds no plan snapshot; cannot resume this run")
-    handed = os.environ.pop(RUNNER_PLAN_VAR, None)  # not for the server processes it starts
-    if handed:
-        plan = Plan.model_validate_json(handed)
-        if plan.name == snapshot.get("name"):
-            return plan
-    snapshot = _with_secrets_from_environment(snapshot, store.manifest_path)
-    try:
-        return Plan.model_validate(snapshot)
-    except ValueError as exc:
-        first = str(exc).splitlines()[0]
-        raise UserError(f"{store.manifest_path}: its plan snapshot is not valid ({first})") from None
-
-
-def _with_secrets_from_environment(snapshot: dict, where: Path) -> dict:
-    bench = dict(snapshot.get("bench") or {})
-    if bench.get("api_key") == REDACTED:
-        bench["api_key"] = os.environ.get("DSPARK_API_KEY") or None
-        snapshot["bench"] = bench
-    server = dict(snapshot.get("server") or {})
-    env = dict(server.get("env") or {})
-    for name, value in env.items():
-        if value == REDACTED:
-            if name not in os.environ:
-                raise UserError(f"{where}: server.env.{name} is a secret run.json does not keep; "
-                                f"export {name} to resume this run")
-            env[name] = os.environ[name]
-    server["env"] = env
-    if REDACTED in server.get("command", []) or any(
-            str(part).endswith("=" + REDACTED) for part in server.get("command", [])):
-        raise UserError(f"{where}: the server command held a secret run.json does not keep; "
-                        "pass it through server.env (e.g. VLLM_API_KEY) to make runs resumable")
-    snapshot["server"] = server
-    return snapshot
-
-
-class _ServerDied(Exception):
-    pass
-
-
-class _Aborted(Exception):
-    """Startup or warmup given up because the run was aborted."""
 
 
 class Runner:
@@ -187,6 +86,7 @@ class Runner:
         parent_pid: int | None = None,
         other_roots: Iterable[Path] = (),
         gpu: GpuProbe | str | None = "auto",
+        remeasure: Remeasure = cells_to_remeasure,
     ) -> None:
         self.plan = plan
         self.store = store
@@ -195,60 +95,45 @@ class Runner:
         self.other_roots = [store.path.parent, *other_roots]
         self._driver = driver
         self._gpu: GpuProbe | None = detect_gpu() if gpu == "auto" else gpu  # type: ignore[assignment]
-        self._subscribers: list[Subscriber] = []
-        self._cells = plan.cells()
-        self._done: set[CellKey] = set()
-        self._failed: set[CellKey] = set()
-        self._attempted: set[CellKey] = set()
-        self._paused = asyncio.Event()
-        self._paused.set()  # set = not paused
-        self._cell_interrupt = asyncio.Event()
-        self._interrupt_reason: str | None = None
-        self._skip_requested = False
-        self._cell_running = False
-        self._abort_reason: str | None = None
-        self._storage_error: str | None = None
-        self._abort_event = asyncio.Event()
+        self._remeasure = remeasure
+        self._events = EventSink(store)
+        self._steering = Steering()
+        self._schedule: Schedule | None = None
+        self._announced: set[int] = set()  # rounds whose RoundPlanned is in events.jsonl
+        self._sessions = 0  # server sessions of this run so far, earlier runners' included
+        self._looked_empty = False
         self._signal_name: str | None = None
         self._main: asyncio.Task[RunStatus] | None = None
         self._control = ControlReader(store.path)
         self._last_progress_t = 0.0
-        self._server: ServerProcess | None = None
 
     # -- subscribers and control -----------------------------------------------------------
 
     def subscribe(self, subscriber: Subscriber) -> None:
-        self._subscribers.append(subscriber)
+        self._events.subscribe(subscriber)
 
     def pause(self) -> None:
-        self._paused.clear()
+        self._steering.pause()
         self._ack("pause", "will pause after the current cell")
 
     def resume(self) -> None:
-        self._paused.set()
+        self._steering.resume()
         self._ack("resume", "resumed")
 
     def skip(self) -> None:
-        if not self._cell_running:
+        if self._steering.request_skip():
+            self._ack("skip", "skipping the current cell")
+        else:
             self._ack("skip", "no cell is running; nothing to skip")
-            return
-        self._skip_requested = True
-        self._cell_interrupt.set()
-        self._ack("skip", "skipping the current cell")
 
     def abort(self, reason: str = "aborted by user") -> None:
-        if self._abort_reason is None:
-            self._abort_reason = reason
-        self._abort_event.set()
-        self._paused.set()
-        self._cell_interrupt.set()
+        self._steering.stop(reason)
         self._ack("abort", reason)
 
     def retry(self) -> None:
-        """Cells that failed so far go back in the queue (their arm's server restarts if needed)."""
-        queued = self._failed - self._done
-        self._attempted -= queued
-        self._ack("retry", f"{len(queued)} failed cell(s) queued again")
+        """Measurements that failed so far go back in the queue (a server restarts if needed)."""
+        queued = self._schedule.retry() if self._schedule is not None else 0
+        self._ack("retry", f"{queued} failed cell(s) queued again")
 
     def install_signal_handlers(self) -> None:
         loop = asyncio.get_running_loop()
@@ -272,24 +157,13 @@ class Runner:
         self._main = asyncio.current_task()  # type: ignore[assignment]
         self._control.skip_existing()
         self._mark_running()
-        background = [
-            asyncio.create_task(self._heartbeat_loop()),
-            asyncio.create_task(self._control_loop()),
-        ]
-        if self.parent_pid is not None:
-            background.append(asyncio.create_task(self._parent_watch_loop()))
+        background = self._start_background()
         status: RunStatus = "failed"
         message = ""
         try:
             await self._prepare()
             await self._execute()
-            if self._storage_error is not None:
-                status, message = "interrupted", self._storage_error
-                self._emit(Notice(level="error", message=message))
-            elif self._abort_reason is not None:
-                status, message = "aborted", self._abort_reason
-            else:
-                status, message = self._outcome()
+            status, message = self._ending()
         except asyncio.CancelledError:
             status, message = "interrupted", f"{self._signal_name or 'cancelled'}"
             if self._signal_name is None:
@@ -307,316 +181,186 @@ class Runner:
             for task in background:
                 with contextlib.suppress(BaseException):
                     await task
-            await self._finish(status, message)
+            self._finish(status, message)
         return status
 
+    def _start_background(self) -> list[asyncio.Task[None]]:
+        handlers = {"pause": self.pause, "resume": self.resume, "skip": self.skip,
+                    "abort": self.abort, "retry": self.retry}
+        tasks = [asyncio.create_task(heartbeat_loop(self.store.path)),
+                 asyncio.create_task(control_loop(self._control, handlers))]
+        if self.parent_pid is not None:
+            tasks.append(asyncio.create_task(parent_watch_loop(self.parent_pid, self.abort)))
+        return tasks
+
+    def _ending(self) -> tuple[RunStatus, str]:
+        steering = self._steering
+        if steering.storage_failed:
+            message = steering.stop_reason or "the disk refused a save"
+            self._emit(Notice(level="error", message=message))
+            return "interrupted", message
+        if steering.stopping:
+            return "aborted", steering.stop_reason or "aborted"
+        return self._outcome()
+
     def _outcome(self) -> tuple[RunStatus, str]:
-        """Completed only when every cell of the plan has an ok result, this session or before."""
-        cells, _ = self.store.load_cells()
-        statuses = [cells[c.key].status if c.key in cells else None for c in self._cells]
-        failed = statuses.count(CellStatus.FAILED)
-        skipped = statuses.count(CellStatus.SKIPPED)
-        missing = statuses.count(None)
-        if failed == skipped == missing == 0:
+        """Completed only when every planned measurement is ok, this runner's or an earlier one's."""
+        assert self._schedule is not None
+        states = list(self._schedule.cell_states().values())
+        counts = [(states.count(state), what) for state, what in (
+            (SlotState.FAILED, "failed"), (SlotState.SKIPPED, "skipped"),
+            (SlotState.PENDING, "not run"))]
+        if not any(n for n, _ in counts):
             return "completed", ""
-        parts = [f"{n} {what}" for n, what in ((failed, "failed"), (skipped, "skipped"),
-                                               (missing, "not run")) if n]
-        return "failed", "cells: " + ", ".join(parts)
+        return "failed", "cells: " + ", ".join(f"{n} {what}" for n, what in counts if n)
 
     async def _prepare(self) -> None:
+        events = self.store.read_events()
+        rounds = rounds_from_events(self.plan, events)
+        self._schedule = Schedule(self.plan, rounds, self.store.done_slots())
+        self._announced = {e.round for e in events if isinstance(e, RoundPlanned)}
+        self._sessions = sum(1 for e in events if isinstance(e, SessionStarted))
         orphans = await asyncio.to_thread(stop_orphaned_server, self.store.path)
         if orphans:
             self._emit(Notice(level="warning", message="stopped the server left by the previous "
                               f"runner of this run (pids {', '.join(map(str, orphans))})"))
         preflight(self.plan, self.other_roots, exclude=self.store.path)
-        self._done = self.store.done_keys() & {c.key for c in self._cells}
         manifest = self.store.read_manifest()
         self._emit(RunStarted(
             run_dir=str(self.store.path), name=manifest.name, arms=[a.name for a in self.plan.arms],
-            total_cells=len(self._cells), resumed_cells=len(self._done),
+            total_cells=self._schedule.total, resumed_cells=self._schedule.count(SlotState.OK),
         ))
 
     async def _execute(self) -> None:
-        while self._abort_reason is None:
-            todo = self._todo()
-            if not todo:
+        schedule = self._schedule
+        assert schedule is not None
+        while not self._steering.stopping:
+            upcoming = schedule.next_session()
+            if upcoming is not None:
+                rnd, arm = upcoming
+                self._announce(rnd)
+                await self._run_round_arm(rnd, self.plan.arm(arm))
+            elif not self._plan_adaptive_round():
                 return
-            await self._run_arm(self.plan.arm(todo[0].key.arm))
 
-    def _todo(self, arm: str | None = None) -> list[CellSpec]:
-        return [
-            c for c in self._cells
-            if c.key not in self._done and c.key not in self._attempted
-            and (arm is None or c.key.arm == arm)
-        ]
+    def _announce(self, rnd: RoundPlan) -> None:
+        if rnd.round not in self._announced:
+            self._announced.add(rnd.round)
+            self._emit(rnd.event())
 
-    async def _run_arm(self, arm: Arm) -> None:
+    def _plan_adaptive_round(self) -> bool:
+        """Look at the measurements so far; add one more round for the cells still unsure."""
+        schedule = self._schedule
+        assert schedule is not None
+        if self._looked_empty or schedule.extra_rounds >= self.plan.bench.adaptive_rounds:
+            return False
+        look = schedule.extra_rounds + 1
+        measurements, _ = self.store.load_measurements()
+        cells = self._remeasure(measurements, self.plan, look)
+        rnd = adaptive_round(self.plan, len(schedule.rounds) + 1, cells)
+        if not rnd.cells:
+            self._looked_empty = True
+            return False
+        event = rnd.event()
+        event.message = f"look {look}: {len(rnd.cells)} cell(s) still unsure"
+        self._announced.add(rnd.round)
+        schedule.add_round(rnd)
+        self._emit(event)
+        return True
+
+    async def _run_round_arm(self, rnd: RoundPlan, arm: Arm) -> None:
+        """One arm's part of a round: a session, and one restart if its server dies."""
         restarts_left = 1
-        scraper: MetricsScraper | None = None
-        try:
-            while self._abort_reason is None:
-                todo = self._todo(arm.name)
-                if not todo:
-                    return
-                if self._server is None:
-                    try:
-                        scraper = await self._start_server(arm)
-                    except ServerError as exc:
-                        self._fail_cells(todo, f"server failed to start: {exc.reason}")
-                        return
-                    except _Aborted:
-                        return
-                await self._wait_while_paused()
-                if self._abort_reason is not None:
-                    return
-                assert scraper is not None and self._server is not None
-                try:
-                    await self._run_cell(todo[0], self._server, scraper)
-                except _ServerDied:
-                    await self._stop_server(scraper)
-                    scraper = None
-                    if restarts_left == 0:
-                        self._fail_cells(self._todo(arm.name),
-                                         "not run: the server died twice during this arm")
-                        return
-                    restarts_left -= 1
-                    self._emit(ServerStateChanged(arm=arm.name, state="restarting",
-                                                  message="restarting once for the remaining cells"))
-        finally:
-            await self._stop_server(scraper)
-
-    async def _start_server(self, arm: Arm) -> MetricsScraper:
-        """Start, wait ready, warm up; an abort cuts a long startup short."""
-        server = ServerProcess(
-            self.plan, arm, log_path=self.store.server_log_path(arm.name), run_dir=self.store.path,
-            emit=self._emit, gpu=self._gpu,
-        )
-        self._server = server
-        scraper: MetricsScraper | None = None
-        try:
-            await self._unless_aborted(server.start())
-            scraper = MetricsScraper(
-                server.base_url, arm.name, interval_s=self.plan.bench.scrape_interval_s,
-                emit=self._emit, gpu=self._gpu, headers=self._auth_headers(),
-            )
-            await scraper.start()
-            await self._unless_aborted(self._warm_up(arm, server))
-            return scraper
-        except ServerError as exc:
-            self._emit(Notice(level="error", message=f"{arm.name}: {exc.with_tail(10)}"))
-            await self._stop_server(scraper)
-            raise
-        except BaseException:
-            await self._stop_server(scraper)
-            raise
-
-    async def _unless_aborted(self, work: Awaitable[_T]) -> _T:
-        task = asyncio.ensure_future(work)
-        aborted = asyncio.create_task(self._abort_event.wait())
-        try:
-            await asyncio.wait({task, aborted}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            aborted.cancel()
-            if not task.done():
-                task.cancel()
-                with contextlib.suppress(BaseException):
-                    await task
-        if task.cancelled():
-            raise _Aborted()
-        return task.result()
-
-    async def _warm_up(self, arm: Arm, server: ServerProcess) -> None:
-        count = self.plan.bench.warmup_requests
-        if count <= 0:
-            return
-        self._emit(ServerStateChanged(arm=arm.name, state="warming_up",
-                                      message=f"{count} requests", pid=server.pid))
-        from dspark_tui.engine.drivers.native import warmup
-
-        try:
-            await asyncio.wait_for(warmup(self._context(arm, server), count),
-                                   timeout=self.plan.bench.cell_timeout_s)
-        except (CellError, TimeoutError, OSError) as exc:
-            self._emit(Notice(level="warning", message=f"{arm.name}: warmup incomplete ({exc})"))
-        death = server.death_reason()
-        if death is not None:
-            raise ServerError(f"{death} during warmup", server.tail())
-        self._emit(ServerStateChanged(arm=arm.name, state="ready", message="warmed up", pid=server.pid))
-
-    async def _stop_server(self, scraper: MetricsScraper | None) -> None:
-        if scraper is not None:
-            await scraper.stop()
-        server, self._server = self._server, None
-        if server is not None:
-            await server.stop()
-
-    def _context(self, arm: Arm, server: ServerProcess) -> DriverContext:
-        return DriverContext(
-            base_url=server.base_url, host=server.host, port=server.port,
-            served_model_name=self.plan.served_model_name, model_path=self.plan.model,
-            bench=self.plan.bench, raw_dir=self.store.raw_dir(arm.name),
-        )
-
-    def _auth_headers(self) -> dict[str, str]:
-        key = self.plan.bench.api_key
-        return {"Authorization": f"Bearer {key}"} if key else {}
-
-    # -- one cell --------------------------------------------------------------------------
-
-    async def _run_cell(self, cell: CellSpec, server: ServerProcess, scraper: MetricsScraper) -> None:
-        key = cell.key
-        index = next(i for i, c in enumerate(self._cells) if c.key == key) + 1
-        self._emit(CellStarted(key=key, num_prompts=cell.num_prompts, index=index,
-                               total=len(self._cells)))
-        self._skip_requested = False
-        self._cell_interrupt.clear()
-        self._cell_running = True  # until the cell's tasks are over; see skip()
-        if self._abort_reason is not None:
-            self._cell_interrupt.set()
-        started_at = now_iso()
-        await scraper.begin_window(key)
-        driver = self._get_driver()
-        # The drivers time out at cell_timeout_s with their own, detailed message; this one
-        # is only a backstop for a driver that does not return.
-        timeout = self.plan.bench.cell_timeout_s + CELL_TIMEOUT_MARGIN_S
-        run = asyncio.create_task(asyncio.wait_for(
-            driver.run(cell, self._context(self.plan.arm(key.arm), server), self._on_progress),
-            timeout=timeout))
-        watch = asyncio.create_task(self._watch(server, scraper))
-        interrupt = asyncio.create_task(self._cell_interrupt.wait())
-        tasks = {run, watch, interrupt}
-        try:
-            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            self._cell_running = False
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(BaseException):
-                    await task
-        summary, samples = await scraper.end_window()
-        if samples:
-            try:
-                write_series(self.store.series_path(key), samples)
-            except OSError as err:  # evidence, not the result: the cell's own save decides
-                self._emit(Notice(level="warning", message=f"series of {key.id} not written: "
-                                  f"{err.strerror or err}"))
-        self._attempted.add(key)
-        provenance = cell.provenance(driver.name, started_at=started_at, finished_at=now_iso())
-        if run in done and not run.cancelled():
-            exc = run.exception()
-            death = await _death_after_failures(server, run)
-            if exc is None and death is None:
-                self._finish_cell(run.result(), summary, provenance)
+        while not self._steering.stopping:
+            ended = await self._one_session(rnd, arm)
+            if ended != "server_died":
                 return
-            if exc is None:
-                # The client finished only because the server went away under it.
-                metrics = run.result().metrics
-                self._fail_cell(key, f"{death} during the cell ({metrics.completed or 0} requests "
-                                f"completed, {metrics.failed or 0} failed)", summary, provenance)
-                raise _ServerDied(death)
-            if isinstance(exc, TimeoutError):
-                reason = (f"timed out after {timeout:g}s (bench.cell_timeout_s + "
-                          f"{CELL_TIMEOUT_MARGIN_S:g}s; the bench client did not stop by itself)")
-            elif isinstance(exc, CellError):
-                reason = str(exc) or "the bench client failed"
-            else:
-                reason = f"driver error: {type(exc).__name__}: {exc}"
-            self._fail_cell(key, f"{death}: {reason}" if death else reason, summary, provenance)
-            if death:
-                raise _ServerDied(death)
-            return
-        if watch in done and not watch.cancelled() and watch.exception() is None:
-            reason = watch.result()
-            self._fail_cell(key, reason, summary, provenance)
-            raise _ServerDied(reason)
-        if self._abort_reason is not None:
-            self._attempted.discard(key)  # never finished; a resume redoes it
-            return
-        if self._skip_requested:
-            result = CellResult(arm=key.arm, scenario=key.scenario, concurrency=key.concurrency,
-                                status=CellStatus.SKIPPED, error="skipped by user", server=summary,
-                                provenance=provenance)
-            if self._save(result):
-                self._emit(CellSkipped(key=key, reason="skipped by user"))
-
-    def _finish_cell(self, result: CellResult, summary: ServerSummary, provenance: Provenance) -> None:
-        result.server = summary
-        result.provenance.started_at = result.provenance.started_at or provenance.started_at
-        result.provenance.finished_at = result.provenance.finished_at or provenance.finished_at
-        for name in ("input_len", "output_len", "range_ratio", "num_prompts"):
-            if getattr(result.provenance, name) is None:
-                setattr(result.provenance, name, getattr(provenance, name))
-        incomplete = _incomplete_reason(result)
-        if result.status == CellStatus.OK and incomplete:
-            # Throughput over a grid with failed requests is not comparable; keep the numbers
-            # for inspection, but the cell is failed so that retry and resume redo it.
-            result = result.model_copy(update={"status": CellStatus.FAILED, "error": incomplete})
-        if result.status == CellStatus.OK:
-            if not self._save(result):
+            if restarts_left == 0:
+                self._fail_unrun(rnd, arm, "not run: the server died twice during this arm")
                 return
-            self._done.add(result.key)
-            self._failed.discard(result.key)
-            self._emit(CellFinished(result=result))
-        else:
-            result.error = result.error or "the bench client reported failure"
-            if not self._save(result):
-                return
-            self._failed.add(result.key)
-            self._attempted.add(result.key)
-            self._emit(CellFailed(key=result.key, reason=result.error))
+            restarts_left -= 1
+            self._emit(ServerStateChanged(arm=arm.name, state="restarting",
+                                          message="restarting once for the remaining cells"))
 
-    def _fail_cell(self, key: CellKey, reason: str, summary: ServerSummary | None,
-                   provenance: Provenance) -> None:
-        result = CellResult(arm=key.arm, scenario=key.scenario, concurrency=key.concurrency,
-                            status=CellStatus.FAILED, error=reason, server=summary,
-                            provenance=provenance)
+    async def _one_session(self, rnd: RoundPlan, arm: Arm) -> SessionEnd:
+        assert self._schedule is not None
+        self._sessions += 1
+        session_id = f"s{self._sessions}"
+        async with ArmSession(self.plan, arm, self.store, session=session_id, round=rnd.round,
+                              emit=self._emit, steering=self._steering, gpu=self._gpu) as session:
+            problem = await session.open()
+            if problem is not None:
+                if not problem.aborted:
+                    self._fail_unrun(rnd, arm, f"server failed to start: {problem.reason}",
+                                     session_id)
+                return "not_started"
+            while todo := self._schedule.todo(rnd.round, arm.name):
+                if not await self._may_go_on():
+                    return "done"
+                cell, repeat = todo[0]
+                outcome = await self._measure(Measurement(cell, rnd.round, repeat, session_id),
+                                              session)
+                if outcome.kind == "server_died":
+                    return "server_died"
+            return "done"
+
+    async def _may_go_on(self) -> bool:
+        if self._steering.mode == "paused":
+            self._emit(Notice(message="paused; resume to go on"))
+            await self._steering.until_not_paused()
+        return not self._steering.stopping
+
+    async def _measure(self, m: Measurement, session: ArmSession) -> Outcome:
+        assert self._schedule is not None
+        key = m.cell.key
+        slot = (key, m.round, m.repeat)
+        self._emit(CellStarted(key=key, num_prompts=m.cell.num_prompts, round=m.round,
+                               repeat=m.repeat, index=self._schedule.index(slot),
+                               total=self._schedule.total))
+        outcome = await measure(m, session, self._get_driver(), self._steering, self._emit,
+                                self._on_progress)
+        if outcome.result is not None:
+            self._record(outcome.result, outcome.kind)
+        return outcome
+
+    def _record(self, result: CellResult, kind: str) -> None:
+        """Save one measurement and say so; the state changes before the event, so a subscriber
+        reacting to it (retry) sees it."""
+        assert self._schedule is not None
         if not self._save(result):
-            return
-        self._failed.add(key)
-        self._attempted.add(key)
-        self._emit(CellFailed(key=key, reason=reason))
+            return  # stays pending: a resume measures it again
+        slot = (result.key, result.round, result.repeat)
+        which = {"round": result.round, "repeat": result.repeat}
+        if kind == "ok":
+            self._schedule.mark(slot, SlotState.OK)
+            self._emit(CellFinished(result=result))
+        elif kind == "skipped":
+            self._schedule.mark(slot, SlotState.SKIPPED)
+            self._emit(CellSkipped(key=result.key, reason=result.error or "skipped", **which))
+        else:
+            self._schedule.mark(slot, SlotState.FAILED)
+            self._emit(CellFailed(key=result.key, reason=result.error or "failed", **which))
+
+    def _fail_unrun(self, rnd: RoundPlan, arm: Arm, reason: str, session: str | None = None) -> None:
+        assert self._schedule is not None
+        driver = self.plan.bench.driver
+        for cell, repeat in self._schedule.todo(rnd.round, arm.name):
+            self._record(failed_unrun(Measurement(cell, rnd.round, repeat, session), reason,
+                                      driver), "failed")
 
     def _save(self, result: CellResult) -> bool:
-        """Save a cell; when the disk refuses (full, read-only), stop the run: nothing more could
-        be kept, and every cell saved so far stays valid for a resume."""
+        """Save a measurement; when the disk refuses (full, read-only), stop the run: nothing more
+        could be kept, and every measurement saved so far stays valid for a resume."""
         try:
             self.store.save_cell(result)
             return True
         except OSError as exc:
-            self._storage_error = (f"cannot save {result.key.id} in {self.store.path} "
-                                   f"({exc.strerror or exc}); the run stopped with every earlier "
-                                   f"cell kept: free space, then dspark-tui run --resume "
-                                   f"{self.store.path}")
-            self._attempted.discard(result.key)  # never saved: a resume runs it again
-            self.abort(self._storage_error)
+            reason = (f"cannot save {result.key.id} in {self.store.path} "
+                      f"({exc.strerror or exc}); the run stopped with every earlier "
+                      f"cell kept: free space, then dspark-tui run --resume {self.store.path}")
+            self._steering.stop(reason, storage=True)
+            self._ack("abort", reason)
             return False
-
-    def _fail_cells(self, cells: list[CellSpec], reason: str) -> None:
-        for cell in cells:
-            self._fail_cell(cell.key, reason, None, cell.provenance(self.plan.bench.driver))
-
-    async def _watch(self, server: ServerProcess, scraper: MetricsScraper) -> str:
-        """Returns why the server can no longer serve this cell; runs until cancelled otherwise."""
-        failures = 0
-        last_health = time.monotonic()
-        stall_s = self.plan.server.stall_timeout_s
-        while True:
-            await asyncio.sleep(0.25)
-            death = server.death_reason()
-            if death is not None:
-                return death
-            if time.monotonic() - last_health >= HEALTH_EVERY_S:
-                last_health = time.monotonic()
-                ok = await server.probe_health(timeout=3.0)
-                failures = 0 if ok else failures + 1
-                if failures >= HEALTH_FAILURES_FATAL:
-                    death = server.death_reason()
-                    return death or f"server /health failed {failures} times in a row"
-            idle = scraper.seconds_without_progress()
-            if idle is not None and idle > stall_s:
-                return (f"server stalled: no token counted for {idle:.0f}s with requests in "
-                        f"flight (server.stall_timeout_s = {stall_s:g})")
 
     def _on_progress(self, progress: CellProgress) -> None:
         now = time.monotonic()
@@ -632,122 +376,26 @@ class Runner:
             self._driver = make_driver(self.plan.bench)
         return self._driver
 
-    async def _wait_while_paused(self) -> None:
-        if not self._paused.is_set():
-            self._emit(Notice(message="paused; resume to go on"))
-            await self._paused.wait()
-
     # -- bookkeeping -----------------------------------------------------------------------
 
     def _emit(self, event: Event) -> None:
-        try:
-            self.store.append_event(event)
-        except OSError as exc:
-            if event.kind != "notice":
-                self._notify(Notice(level="error", message=f"events.jsonl not written: {exc}"))
-        self._notify(event)
-
-    def _notify(self, event: Event) -> None:
-        for subscriber in list(self._subscribers):
-            try:
-                subscriber(event)
-            except (Exception, SystemExit) as exc:  # a broken viewer must not stop a benchmark
-                # (rich turns a closed stdout into SystemExit)
-                self._subscribers.remove(subscriber)
-                with contextlib.suppress(OSError):
-                    self.store.append_event(Notice(level="error",
-                                                   message=f"a subscriber failed and was dropped: {exc!r}"))
+        self._events.emit(event)
 
     def _mark_running(self) -> None:
         manifest = self.store.read_manifest()
         manifest.status = "running"
         manifest.runner_pid = os.getpid()
         manifest.finished_at = None
+        manifest.cells_ok = None
         self.store.write_manifest(manifest)
         touch_heartbeat(self.store.path)
 
-    async def _finish(self, status: RunStatus, message: str) -> None:
-        if self._server is not None:
-            await self._stop_server(None)
-        cells, _problems = self.store.load_cells()
-        try:
-            self.store.write_results_csv(cells.values())
-        except OSError as exc:
-            self._emit(Notice(level="error", message=f"results.csv not written: {exc}"))
-        if cells:
-            self._write_report()
-        manifest = self.store.read_manifest()
-        manifest.status = status
-        manifest.finished_at = now_iso()
-        if message and status != "completed":
-            manifest.notes.append(f"{dt.datetime.now():%Y-%m-%d %H:%M:%S} {status}: {message}")
-        try:
-            self.store.write_manifest(manifest)
-        except OSError as exc:
-            # run.json still says running; with its runner gone, History shows it interrupted.
-            self._emit(Notice(level="error", message=f"run.json not updated: {exc.strerror or exc}"))
-        ok = sum(1 for c in cells.values() if c.ok)
-        failed = sum(1 for c in cells.values() if c.status == CellStatus.FAILED)
-        self._emit(RunFinished(status=status, done=ok, failed=failed, total=len(self._cells),
-                               message=message))
-        with contextlib.suppress(OSError):
-            (self.store.path / "heartbeat").unlink()
-
-    def _write_report(self) -> None:
-        try:
-            from dspark_tui.report import render_report
-
-            run = load_run(self.store.path)
-            for lang in ("zh", "en"):  # report.md and report.en.md: both are cheap
-                self.store.write_report(render_report(run, lang=lang), lang)
-        except Exception as exc:  # the results are safe; a report bug must not hide them
-            self._emit(Notice(level="error", message=f"report.md not written: "
-                              f"{type(exc).__name__}: {exc} (retry: dspark-tui report "
-                              f"{self.store.path})"))
-
-    async def _heartbeat_loop(self) -> None:
-        while True:
-            await asyncio.to_thread(touch_heartbeat, self.store.path)
-            await asyncio.sleep(HEARTBEAT_EVERY_S)
-
-    async def _control_loop(self) -> None:
-        handlers = {"pause": self.pause, "resume": self.resume, "skip": self.skip,
-                    "abort": self.abort, "retry": self.retry}
-        while True:
-            await asyncio.sleep(0.5)
-            for action in self._control.poll():
-                handlers[action]()
-
-    async def _parent_watch_loop(self) -> None:
-        while True:
-            await asyncio.sleep(1.0)
-            if os.getppid() != self.parent_pid or not pid_alive(self.parent_pid):
-                self.abort("the process that started this runner is gone")
-                return
-
-
-def _incomplete_reason(result: CellResult) -> str | None:
-    """Why a cell whose client returned numbers still does not count: some requests failed."""
-    wanted = result.provenance.num_prompts
-    completed = result.metrics.completed
-    failed = result.metrics.failed or 0
-    if completed is not None and wanted is not None and completed < wanted:
-        failed = max(failed, wanted - completed)
-    if failed <= 0:
-        return None
-    detail = next((n for n in result.provenance.notes if "failed" in n), "")
-    return f"{failed} of {wanted or completed or '?'} requests failed" + (f" ({detail})" if detail else "")
-
-
-async def _death_after_failures(server: ServerProcess, run: asyncio.Task[CellResult]) -> str | None:
-    """A crashing server closes its sockets a moment before its process is reaped: when requests
-    failed, give the exit a short while to show, so the cell is blamed on the death, not on them."""
-    death = server.death_reason()
-    exc = run.exception()
-    failures = exc is not None or bool(_incomplete_reason(run.result()))
-    deadline = time.monotonic() + 1.0
-    while death is None and failures and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-        death = server.death_reason()
-    return death
-
+    def _finish(self, status: RunStatus, message: str) -> None:
+        finish.write_outputs(self.store, self._emit)
+        cells = self._schedule.cell_states() if self._schedule is not None else {}
+        ok = sum(1 for state in cells.values() if state == SlotState.OK)
+        failed = sum(1 for state in cells.values() if state == SlotState.FAILED)
+        finish.close_manifest(self.store, status, message, ok, self._emit)
+        self._emit(RunFinished(status=status, done=ok, failed=failed,
+                               total=len(cells) or len(self.plan.cells()), message=message))
+        finish.drop_heartbeat(self.store)

@@ -268,6 +268,13 @@ class MetricsScraper:
         self._busy = False
         self.counters_exported = False
 
+    async def __aenter__(self) -> MetricsScraper:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
+
     async def start(self) -> None:
         self._client = httpx.AsyncClient(timeout=self.timeout_s, headers=self._headers)
         self._task = asyncio.create_task(self._loop())

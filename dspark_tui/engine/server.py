@@ -87,9 +87,11 @@ class ServerProcess:
         run_dir: Path,
         emit: Emit,
         gpu: GpuProbe | None = None,
+        session: str | None = None,
     ) -> None:
         self.plan = plan
         self.arm = arm
+        self.session = session
         self.log_path = log_path
         self.run_dir = run_dir
         self._emit = emit
@@ -133,6 +135,13 @@ class ServerProcess:
 
     # -- lifecycle -------------------------------------------------------------------------
 
+    async def __aenter__(self) -> ServerProcess:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
+
     async def start(self) -> None:
         """Launch and wait until ready; on any failure the process is stopped and ServerError raised."""
         try:
@@ -172,6 +181,7 @@ class ServerProcess:
         self._record = ServerRecord(
             arm=self.arm.name, pid=pid, pgid=pid, create_time=ref.create_time if ref else 0.0,
             token=self.token, host=self.host, port=self.port, argv=redact_argv(self.argv),
+            session=self.session,
         )
         write_record(self.run_dir, self._record)
         self._set_state("loading", f"pid {pid}")

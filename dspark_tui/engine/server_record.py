@@ -14,6 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from dspark_tui.engine.procs import ProcRef, group_alive, processes_with_token, terminate_tree
+from dspark_tui.model import safe_name
 from dspark_tui.results.atomic import atomic_write_text
 
 SERVER_JSON = "server.json"
@@ -35,6 +36,7 @@ class ServerRecord(BaseModel):
     argv: list[str] = Field(default_factory=list)
     descendants: list[RecordedProc] = Field(default_factory=list)
     state: str = "running"  # running | stopped
+    session: str | None = None  # the run's server session (s1, s2 ...) this process serves
 
     def refs(self) -> list[ProcRef]:
         return [ProcRef(self.pid, self.create_time)] + [
@@ -44,11 +46,17 @@ class ServerRecord(BaseModel):
 
 def write_record(run_dir: Path, record: ServerRecord) -> bool:
     """Best effort: on a full or read-only disk the server must still start and stop; the
-    runner notices the disk when it cannot save a cell, and stops the run there."""
-    path = run_dir / SERVER_JSON
+    runner notices the disk when it cannot save a cell, and stops the run there.
+
+    server.json is the live server (what a resume stops); each session also keeps its own
+    record, `servers/{arm}-{session}.json`, as evidence of what served its measurements."""
+    paths = [run_dir / SERVER_JSON]
+    if record.session:
+        paths.append(run_dir / "servers" / f"{safe_name(record.arm)}-{safe_name(record.session)}.json")
     try:
-        atomic_write_text(path, record.model_dump_json(indent=2) + "\n")
-        os.chmod(path, 0o600)
+        for path in paths:
+            atomic_write_text(path, record.model_dump_json(indent=2) + "\n")
+            os.chmod(path, 0o600)
     except OSError:
         return False
     return True

@@ -14,7 +14,7 @@ from dspark_tui import __version__
 from dspark_tui.model import Plan
 from dspark_tui.model.secrets import REDACTED, redact_argv, redact_env
 
-MANIFEST_SCHEMA_VERSION = 1
+MANIFEST_SCHEMA_VERSION = 2  # 2: several measurements a cell (one file each), cells_ok
 
 CLIENT_LABELS = {
     "sglang": "sglang.bench_serving --backend vllm",
@@ -48,6 +48,9 @@ class RunManifest(BaseModel):
     driver: str = ""
     client: str = ""
     total_cells: int = 0
+    # Cells whose every planned measurement is ok, written when the runner finishes, so that
+    # History counts them without reading every measurement file (None: not known yet).
+    cells_ok: int | None = None
     status: str = "running"
     started_at: str | None = None
     finished_at: str | None = None

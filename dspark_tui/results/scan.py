@@ -75,6 +75,8 @@ def summarize_run(path: Path) -> RunSummary:
     summary.model = str(data.get("model") or "")
     summary.arms = [str(a.get("name")) for a in data.get("arms", []) if isinstance(a, dict)]
     summary.cells_total = int(data.get("total_cells") or 0)
+    if isinstance(data.get("cells_ok"), int):
+        summary.cells_done = data["cells_ok"]  # exact, written by the runner when it finished
     summary.status = str(data.get("status") or "unknown")
     if summary.status == "running" and not runner_alive(path, data.get("runner_pid")):
         # A run whose runner has not written its pid yet is starting, if its directory is fresh.
@@ -91,17 +93,26 @@ def _fresh(path: Path, now: float) -> bool:
 
 
 def _count_cells(path: Path) -> int:
+    """Cells with at least one measurement file, from the names alone (a live or an old run;
+    a finished run says exactly in run.json's cells_ok)."""
     cells = path / "cells"
     try:
-        return sum(
-            1
+        return len({
+            (arm.name, _cell_stem(f.name))
             for arm in os.scandir(cells)
             if arm.is_dir()
             for f in os.scandir(arm.path)
             if f.name.endswith(".json") and not f.name.startswith(".")
-        )
+        })
     except OSError:
         return 0
+
+
+def _cell_stem(filename: str) -> str:
+    """`chat__c8__r2p1.json` and the schema 1 `chat__c8.json` are both cell `chat__c8`."""
+    stem = filename.removesuffix(".json")
+    head, sep, tail = stem.rpartition("__r")
+    return head if sep and "p" in tail else stem
 
 
 def pid_alive(pid: object) -> bool:

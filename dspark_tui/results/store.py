@@ -22,7 +22,7 @@ from dspark_tui.model.cell import CELL_SCHEMA_VERSION
 from dspark_tui.model.events import Event, event_json, parse_event
 from dspark_tui.results.atomic import atomic_write_text
 from dspark_tui.results.jsonl import read_complete_lines
-from dspark_tui.results.manifest import RunManifest
+from dspark_tui.results.manifest import MANIFEST_SCHEMA_VERSION, RunManifest
 
 RUN_JSON = "run.json"
 EVENTS = "events.jsonl"
@@ -44,10 +44,14 @@ class CellProblem:
 
 @dataclass
 class LoadedRun:
+    """`measurements`: every valid record, any status; `cells`: per cell the latest ok
+    measurement, else the latest one (what a one-measurement-per-cell view shows)."""
+
     path: Path
     manifest: RunManifest
     cells: dict[CellKey, CellResult]
     problems: list[CellProblem] = field(default_factory=list)
+    measurements: list[CellResult] = field(default_factory=list)
 
     def ok_cells(self) -> list[CellResult]:
         return [c for c in self.cells.values() if c.ok]
@@ -96,17 +100,30 @@ class RunStore:
     def report_path(self) -> Path:
         return self.path / REPORT
 
-    def cell_path(self, key: CellKey) -> Path:
+    def cell_path(self, key: CellKey, round: int = 1, repeat: int = 1) -> Path:
+        """`cells/{arm}/{scenario}__c{N}__r{round}p{repeat}.json`: one file a measurement."""
+        return self.path / key.relpath("cells", f"{measurement_suffix(round, repeat)}.json")
+
+    def legacy_cell_path(self, key: CellKey) -> Path:
+        """Schema 1 kept one file a cell; it still loads as round 1, repeat 1."""
         return self.path / key.relpath("cells", ".json")
 
-    def series_path(self, key: CellKey) -> Path:
-        return self.path / key.relpath("series", ".csv")
+    def series_path(self, key: CellKey, round: int = 1, repeat: int = 1) -> Path:
+        return self.path / key.relpath("series", f"{measurement_suffix(round, repeat)}.csv")
 
-    def raw_dir(self, arm: str) -> Path:
-        return self.path / "raw" / safe_name(arm)
+    def find_series(self, key: CellKey, round: int = 1, repeat: int = 1) -> Path:
+        """The measurement's series file, or the schema 1 one of its cell (one file a cell)."""
+        path = self.series_path(key, round, repeat)
+        legacy = self.path / key.relpath("series", ".csv")
+        return legacy if not path.exists() and legacy.exists() else path
 
-    def server_log_path(self, arm: str) -> Path:
-        return self.path / "logs" / f"server-{safe_name(arm)}.log"
+    def raw_dir(self, arm: str, round: int = 1, repeat: int = 1) -> Path:
+        """`raw/{arm}__r{round}p{repeat}/`: drivers name raw files after the cell, so each
+        measurement gets its own folder (two levels below the run, as drivers expect)."""
+        return self.path / "raw" / f"{safe_name(arm)}{measurement_suffix(round, repeat)}"
+
+    def server_log_path(self, arm: str, session: str) -> Path:
+        return self.path / "logs" / f"server-{safe_name(arm)}-{safe_name(session)}.log"
 
     # -- writing -------------------------------------------------------------------------
 
@@ -114,7 +131,8 @@ class RunStore:
         atomic_write_text(self.manifest_path, manifest.model_dump_json(indent=2) + "\n")
 
     def save_cell(self, result: CellResult) -> Path:
-        path = self.cell_path(result.key)
+        """Write one measurement whole; only a redo of the same (round, repeat) replaces it."""
+        path = self.cell_path(result.key, result.round, result.repeat)
         atomic_write_text(path, result.model_dump_json(indent=2) + "\n")
         return path
 
@@ -127,7 +145,8 @@ class RunStore:
                 os.fsync(handle.fileno())
 
     def write_results_csv(self, results: Iterable[CellResult]) -> Path:
-        rows = [r.flat_row() for r in sorted(results, key=_cell_order)]
+        """One row a measurement, with its round, repeat, session and node."""
+        rows = [measurement_row(r) for r in sorted(results, key=_cell_order)]
         buffer = io.StringIO()
         if rows:
             columns: list[str] = []
@@ -153,29 +172,40 @@ class RunStore:
 
     def read_manifest(self) -> RunManifest:
         try:
-            return RunManifest.model_validate_json(self.manifest_path.read_bytes())
+            raw = self.manifest_path.read_bytes()
+            _refuse_newer_manifest(raw, self.manifest_path)
+            return RunManifest.model_validate_json(raw)
         except FileNotFoundError:
             raise UserError(f"{self.manifest_path}: missing (is {self.path} a run directory?)") from None
         except (ValidationError, ValueError) as exc:
             first = str(exc).splitlines()[0]
             raise UserError(f"{self.manifest_path}: not a valid run manifest ({first})") from None
 
-    def load_cells(self) -> tuple[dict[CellKey, CellResult], list[CellProblem]]:
-        cells: dict[CellKey, CellResult] = {}
+    def load_measurements(self) -> tuple[list[CellResult], list[CellProblem]]:
+        """Every measurement record that parses and validates, in file order; the rest as problems.
+        A schema 1 file and a schema 2 file of the same slot: the schema 2 one wins."""
+        found: dict[tuple[CellKey, int, int], CellResult] = {}
         problems: list[CellProblem] = []
         for path in sorted((self.path / "cells").glob("*/*.json")):
             rel = str(path.relative_to(self.path))
             result, reason = read_cell_file(path)
             if result is None:
                 problems.append(CellProblem(rel, reason))
-            else:
-                cells[result.key] = result
-        return cells, problems
+                continue
+            slot = (result.key, result.round, result.repeat)
+            if slot not in found or result.schema_version >= found[slot].schema_version:
+                found[slot] = result
+        return list(found.values()), problems
 
-    def done_keys(self) -> set[CellKey]:
-        """Cells a resume must not redo: their file parses, validates and says ok."""
-        cells, _ = self.load_cells()
-        return {key for key, result in cells.items() if result.ok}
+    def load_cells(self) -> tuple[dict[CellKey, CellResult], list[CellProblem]]:
+        """Per cell the latest ok measurement, else the latest one."""
+        measurements, problems = self.load_measurements()
+        return latest_per_cell(measurements), problems
+
+    def done_slots(self) -> set[tuple[CellKey, int, int]]:
+        """(cell, round, repeat) a resume must not redo: the file parses, validates and says ok."""
+        measurements, _ = self.load_measurements()
+        return {(m.key, m.round, m.repeat) for m in measurements if m.ok}
 
     def read_events(self) -> list[Event]:
         events, _ = read_events_from(self.events_path, 0)
@@ -228,10 +258,13 @@ def load_run(path: str | Path) -> LoadedRun:
     problems: list[CellProblem] = []
     try:
         manifest = store.read_manifest()
+    except NewerRunError:
+        raise
     except UserError as exc:
         problems.append(CellProblem(RUN_JSON, str(exc).split(": ", 1)[-1]))
         manifest = RunManifest(name=store.path.name, status="unknown")
-    cells, cell_problems = store.load_cells()
+    measurements, cell_problems = store.load_measurements()
+    cells = latest_per_cell(measurements)
     problems.extend(cell_problems)
     if not manifest.arms and cells:
         names: list[str] = []
@@ -241,8 +274,44 @@ def load_run(path: str | Path) -> LoadedRun:
         from dspark_tui.results.manifest import ArmInfo
 
         manifest.arms = [ArmInfo(name=n) for n in names]
-    return LoadedRun(path=store.path, manifest=manifest, cells=cells, problems=problems)
+    return LoadedRun(path=store.path, manifest=manifest, cells=cells, problems=problems,
+                     measurements=measurements)
 
 
-def _cell_order(result: CellResult) -> tuple[str, int, str]:
-    return (result.scenario, result.concurrency, result.arm)
+def measurement_suffix(round: int, repeat: int) -> str:
+    return f"__r{round}p{repeat}"
+
+
+def latest_per_cell(measurements: Iterable[CellResult]) -> dict[CellKey, CellResult]:
+    """The measurement a one-per-cell view shows: the latest ok one, else the latest one."""
+    cells: dict[CellKey, CellResult] = {}
+    for m in sorted(measurements, key=lambda m: (m.ok, m.round, m.repeat)):
+        cells[m.key] = m
+    return cells
+
+
+def measurement_row(result: CellResult) -> dict[str, object]:
+    """results.csv row: the cell's identity, which measurement it is, then its numbers."""
+    row = result.flat_row()
+    head = {k: row.pop(k) for k in ("arm", "scenario", "concurrency")}
+    which = {"round": result.round, "repeat": result.repeat, "session": result.session or "",
+             "node": result.node or ""}
+    return {**head, **which, **row}
+
+
+def _refuse_newer_manifest(raw: bytes, path: Path) -> None:
+    try:
+        version = json.loads(raw).get("schema_version")
+    except (ValueError, AttributeError):
+        return  # the validation below names what is wrong
+    if isinstance(version, int) and version > MANIFEST_SCHEMA_VERSION:
+        raise NewerRunError(f"{path}: written by a newer dspark-tui (run schema {version}; "
+                            f"this one reads up to {MANIFEST_SCHEMA_VERSION}); upgrade to open it")
+
+
+class NewerRunError(UserError):
+    """A run directory this version must not read, let alone resume."""
+
+
+def _cell_order(result: CellResult) -> tuple[str, int, str, int, int]:
+    return (result.scenario, result.concurrency, result.arm, result.round, result.repeat)

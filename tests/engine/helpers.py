@@ -26,7 +26,8 @@ def fake_server_plan(port: int, *flags: str, **server: Any) -> Plan:
             **server,
         },
         "arms": [{"name": "a=1", "vars": {}}],
-        "bench": {"warmup_requests": 0, "scrape_interval_s": 0.2},
+        "bench": {"warmup_requests": 0, "scrape_interval_s": 0.2, "rounds": 1,
+                  "adaptive_rounds": 0},
         "scenarios": [{"name": "s", "input_len": 8, "output_len": 4, "concurrencies": [1],
                        "num_prompts": 1}],
     })
@@ -49,8 +50,10 @@ class Recorder:
 
 
 def sim_plan_text(port: int, *sim_flags: str, arms: tuple[int, ...] = (3, 5), speed: float = 50,
-                  warmup: int = 2, cells: str | None = None, **server: Any) -> str:
-    """A plan TOML against the simulator; `cells` replaces the default one-scenario grid."""
+                  warmup: int = 2, cells: str | None = None, rounds: int = 1, repeats: int = 1,
+                  adaptive_rounds: int = 0, **server: Any) -> str:
+    """A plan TOML against the simulator; `cells` replaces the default one-scenario grid. One
+    round, one repeat, no adaptive round unless a test is about them."""
     flags = "".join(f', "{f}"' for f in sim_flags)
     server = {"startup_timeout_s": 20, "stop_timeout_s": 3, **server}
     extra = "".join(f"{k} = {v}\n" for k, v in server.items())
@@ -74,6 +77,9 @@ driver = "native"
 warmup_requests = {warmup}
 cell_timeout_s = 30
 scrape_interval_s = 0.2
+rounds = {rounds}
+repeats = {repeats}
+adaptive_rounds = {adaptive_rounds}
 
 {scenarios}"""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -20,6 +21,7 @@ from dspark_tui.engine.launch import RunnerProcess
 from dspark_tui.engine.ports import port_is_free
 from dspark_tui.model import load_plan
 from dspark_tui.results import RunStore, load_run, manifest_for_plan, scan_runs
+from tests.conftest import SAMPLE_RUN
 from tests.engine.helpers import write_sim_plan
 
 CLI = [sys.executable, "-m", "dspark_tui"]
@@ -223,7 +225,7 @@ def test_kill_9_mid_cell_then_resume_redoes_nothing_and_loses_nothing(tmp_path: 
         (summary,) = scan_runs([run_dir.parent])
         assert summary.status == "interrupted"
         before = _cell_files(run_dir)
-        assert list(before) == ["cells/st_3/slow__c1.json"]
+        assert list(before) == ["cells/st_3/slow__c1__r1p1.json"]
         fresh = _cli("run", str(plan), "--headless", "--results", str(run_dir.parent))
         assert fresh.returncode == 2
         assert f"held by the server left behind by the interrupted run {run_dir}" in fresh.stderr
@@ -234,7 +236,7 @@ def test_kill_9_mid_cell_then_resume_redoes_nothing_and_loses_nothing(tmp_path: 
         assert "1 already done" in resumed.stdout
         after = _cell_files(run_dir)
         assert len(after) == 4
-        assert after["cells/st_3/slow__c1.json"] == before["cells/st_3/slow__c1.json"]
+        assert after["cells/st_3/slow__c1__r1p1.json"] == before["cells/st_3/slow__c1__r1p1.json"]
         assert all(not psutil.pid_exists(p) for p in server_pids)
         assert _status(run_dir) == "completed"
         assert len(load_run(run_dir).ok_cells()) == 4
@@ -369,7 +371,7 @@ def test_a_full_disk_stops_the_run_keeping_every_saved_cell_and_resume_finishes(
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             stdin=subprocess.DEVNULL)
     try:
-        _wait_for(lambda: any(results.glob("*/cells/*/slow__c1.json")), what="the first cell")
+        _wait_for(lambda: any(results.glob("*/cells/*/slow__c1__r1p1.json")), what="the first cell")
         filler = _fill(small_disk)  # the disk is full while the second cell runs
         out, _ = proc.communicate(timeout=60)
     finally:
@@ -381,7 +383,7 @@ def test_a_full_disk_stops_the_run_keeping_every_saved_cell_and_resume_finishes(
     (run_dir,) = results.iterdir()
     assert "No space left on device" in out and "the run stopped with every earlier cell kept" in out
     before = _cell_files(run_dir)
-    assert "cells/st_3/slow__c1.json" in before
+    assert "cells/st_3/slow__c1__r1p1.json" in before
     assert all(c.ok for c in load_run(run_dir).cells.values())  # nothing torn on disk
     filler.unlink()
     resumed = _cli("run", "--resume", str(run_dir), "--headless", timeout=90)
@@ -409,3 +411,16 @@ def test_attach_without_a_directory_follows_the_newest_running_run(tmp_path: Pat
         assert "run completed: 4/4 cells ok" in attached.stdout
     finally:
         runner.stop(timeout=5)
+
+
+def test_a_run_written_by_a_newer_version_is_refused_by_report_and_resume(tmp_path: Path):
+    run_dir = tmp_path / "newer"
+    shutil.copytree(SAMPLE_RUN, run_dir)
+    manifest = json.loads((run_dir / "run.json").read_text())
+    manifest["schema_version"] = 9
+    (run_dir / "run.json").write_text(json.dumps(manifest))
+    expected = [f"dspark-tui: error: {run_dir / 'run.json'}: written by a newer dspark-tui "
+                "(run schema 9; this one reads up to 2); upgrade to open it"]
+    for args in (("report", str(run_dir), "--stdout"), ("run", "--resume", str(run_dir), "--headless")):
+        done = _cli(*args)
+        assert (done.returncode, done.stdout, done.stderr.splitlines()) == (2, "", expected)

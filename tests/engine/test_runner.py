@@ -48,6 +48,11 @@ def _statuses(store: RunStore) -> dict[str, str]:
     return {key.id: cell.status.value for key, cell in cells.items()}
 
 
+def _server_logs(store: RunStore) -> str:
+    """Every session's server log of the run, one after another."""
+    return "".join(p.read_text() for p in sorted((store.path / "logs").glob("server-*.log")))
+
+
 def _manifest(store: RunStore) -> dict:
     return json.loads(store.manifest_path.read_text())
 
@@ -62,7 +67,7 @@ async def test_full_run_saves_cells_series_csv_report_and_events(tmp_path: Path,
     assert cell.server is not None and cell.server.samples >= 2
     assert cell.server.mean_acceptance_length is not None and cell.server.mean_acceptance_length > 1
     assert cell.provenance.driver == "native" and cell.provenance.started_at
-    assert (store.path / "series" / "st_3" / "chat__c4.csv").read_text().startswith("t,elapsed_s")
+    assert (store.path / "series" / "st_3" / "chat__c4__r1p1.csv").read_text().startswith("t,elapsed_s")
     assert (store.path / "results.csv").read_text().count("\n") == 5
     assert "chat" in (store.path / "report.md").read_text()
     manifest = _manifest(store)
@@ -121,7 +126,7 @@ async def test_crash_mid_cell_fails_that_cell_and_restarts_the_server_once(
     assert f"server exited with code {exit_code}" in by_id["st=3/big/c4"].error
     assert by_id["st=3/small/c1"].ok and by_id["st=3/small/c2"].ok
     assert [e.state for e in events.of("server_state")].count("restarting") == 1
-    assert "EngineCore encountered a fatal error" in runner.store.server_log_path("st=3").read_text()
+    assert "EngineCore encountered a fatal error" in _server_logs(runner.store)
 
 
 async def test_a_server_dying_twice_fails_the_rest_of_its_arm(tmp_path: Path, port: int):
@@ -163,7 +168,7 @@ async def test_sigterm_ignored_and_workers_spawned_leave_no_process(tmp_path: Pa
 async def test_log_flood_does_not_flood_the_event_log(tmp_path: Path, port: int):
     runner, events = _runner(tmp_path, port, "--log-flood", "3000000", arms=(3,))
     assert await runner.run() == "completed"
-    assert runner.store.server_log_path("st=3").stat().st_size > 300_000
+    assert runner.store.server_log_path("st=3", "s1").stat().st_size > 300_000
     assert len(events.of("server_log")) < 400
 
 
@@ -301,4 +306,4 @@ async def test_requests_failing_on_a_live_server_fail_the_cell_but_keep_its_numb
     assert 0 < (cell.metrics.completed or 0) < 12
     [failed] = events.of("cell_failed")
     assert failed.reason == cell.error
-    assert runner.store.done_keys() == set()  # resume and retry redo it
+    assert runner.store.done_slots() == set()  # resume and retry redo it

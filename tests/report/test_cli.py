@@ -34,7 +34,7 @@ def test_report_writes_the_english_file_and_warns_about_bad_cells(tmp_path: Path
     run_dir = tmp_path / "run"
     shutil.copytree(SAMPLE_RUN, run_dir)
     (run_dir / "report.md").unlink()
-    broken = run_dir / "cells/st_3/decode_heavy__c1.json"
+    broken = run_dir / "cells/st_3/decode_heavy__c1__r1p1.json"
     broken.write_text('{"schema_version": 1, "arm": "st', encoding="utf-8")
 
     done = dspark("report", str(run_dir), "--lang", "en")

@@ -21,7 +21,7 @@ def faster_copy(tmp_path: Path) -> Path:
         data["metrics"]["total_throughput"] = round(data["metrics"]["total_throughput"] * 1.1, 2)
         data["metrics"]["mean_tpot_ms"] = data["metrics"]["mean_tpot_ms"] / 2
         path.write_text(json.dumps(data), encoding="utf-8")
-    (run_dir / "cells/st_3/chat_short__c1.json").unlink()
+    (run_dir / "cells/st_3/chat_short__c1__r1p1.json").unlink()
     return run_dir
 
 

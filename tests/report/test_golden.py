@@ -80,7 +80,7 @@ def test_run_json_keeps_the_seeds_header_facts():
 
 
 def test_cells_hold_only_what_the_seed_gives():
-    cell = json.loads((SAMPLE_RUN / "cells/st_3/stress_standard__c128.json").read_text("utf-8"))
+    cell = json.loads((SAMPLE_RUN / "cells/st_3/stress_standard__c128__r1p1.json").read_text("utf-8"))
     metrics = cell["metrics"]
     assert metrics["total_throughput"] == 29828.36
     assert metrics["completed"] == 1024

@@ -64,17 +64,17 @@ def test_failed_and_missing_cells_are_listed_and_the_rest_rendered(three_arm_run
 def test_unreadable_files_are_reported_and_skipped(tmp_path: Path):
     run_dir = tmp_path / "sample"
     shutil.copytree(SAMPLE_RUN, run_dir)
-    truncated = run_dir / "cells/st_5/rag_medium__c8.json"
+    truncated = run_dir / "cells/st_5/rag_medium__c8__r1p1.json"
     truncated.write_text(truncated.read_text(encoding="utf-8")[:200], encoding="utf-8")
-    old = run_dir / "cells/st_3/chat_short__c1.json"
+    old = run_dir / "cells/st_3/chat_short__c1__r1p1.json"
     data = json.loads(old.read_text(encoding="utf-8"))
     data["schema_version"] = 0
     old.write_text(json.dumps(data), encoding="utf-8")
 
     text = render_report(load_run(run_dir))
     problems = section(text, "## 失败与缺失的单元")
-    assert "- `cells/st_5/rag_medium__c8.json`：truncated or not JSON; skipped" in problems
-    assert re.search(r"`cells/st_3/chat_short__c1.json`：cell schema version 0.*skipped", problems)
+    assert "- `cells/st_5/rag_medium__c8__r1p1.json`：truncated or not JSON; skipped" in problems
+    assert re.search(r"`cells/st_3/chat_short__c1__r1p1.json`：cell schema version 0.*skipped", problems)
     assert "- `st=5` / `rag_medium` / c=8：缺失" in problems
     core = table_after(text, lambda line: line == "## 核心指标对比")
     assert len(core) == 2 + 34

@@ -46,20 +46,20 @@ def test_two_runs_in_the_same_second_get_distinct_dirs(tmp_path: Path):
 
 def test_cell_roundtrip_uses_safe_paths(store: RunStore):
     path = store.save_cell(_result())
-    assert path == store.path / "cells" / "st_3" / "chat_short__c8.json"
+    assert path == store.path / "cells" / "st_3" / "chat_short__c8__r1p1.json"
     cells, problems = store.load_cells()
     assert problems == []
     assert cells[CellKey(arm="st=3", scenario="chat_short", concurrency=8)].total_throughput == 1000.0
     assert not list(path.parent.glob(".*tmp")), "no temp files left behind"
 
 
-def test_done_keys_skip_failed_and_broken_cells(store: RunStore):
+def test_done_slots_skip_failed_and_broken_measurements(store: RunStore):
     store.save_cell(_result(c=1))
     store.save_cell(_result(c=16, status=CellStatus.FAILED))
     broken = store.cell_path(CellKey(arm="st=5", scenario="chat_short", concurrency=1))
     broken.parent.mkdir(parents=True)
     broken.write_text('{"schema_version": 1, "arm": "st=5", "scen')
-    assert store.done_keys() == {CellKey(arm="st=3", scenario="chat_short", concurrency=1)}
+    assert store.done_slots() == {(CellKey(arm="st=3", scenario="chat_short", concurrency=1), 1, 1)}
 
 
 def test_load_run_reports_problems_and_keeps_the_rest(store: RunStore):
@@ -76,8 +76,8 @@ def test_load_run_reports_problems_and_keeps_the_rest(store: RunStore):
     assert len(run.cells) == 2
     reasons = {p.path: p.reason for p in run.problems}
     assert "run.json" in reasons and "missing" in reasons["run.json"]
-    assert "truncated" in reasons["cells/st_5/chat_short__c1.json"]
-    assert "schema version 0" in reasons["cells/st_5/chat_short__c16.json"]
+    assert "truncated" in reasons["cells/st_5/chat_short__c1__r1p1.json"]
+    assert "schema version 0" in reasons["cells/st_5/chat_short__c16__r1p1.json"]
     assert run.manifest.arm_names() == ["st=3"]
 
 
@@ -127,12 +127,14 @@ def test_events_follow_ignores_torn_last_line(store: RunStore):
     assert [e.kind for e in follower.poll()] == ["cell_finished", "notice"]
 
 
-def test_results_csv_has_one_row_per_cell(store: RunStore):
-    results = [_result(c=1), _result(arm="st=5", c=1, tok=1200.0)]
+def test_results_csv_has_one_row_per_measurement(store: RunStore):
+    second = _result(c=1).model_copy(update={"round": 2, "session": "s3"})
+    results = [_result(c=1), second, _result(arm="st=5", c=1, tok=1200.0)]
     path = store.write_results_csv(results)
     lines = path.read_text().splitlines()
-    assert len(lines) == 3
-    assert lines[0].startswith("arm,scenario,concurrency,status")
+    assert len(lines) == 4
+    assert lines[0].startswith("arm,scenario,concurrency,round,repeat,session,node,status")
+    assert lines[2].startswith("st=3,chat_short,1,2,1,s3,,ok")
 
 
 def test_scan_lists_broken_runs_with_reasons(tmp_path: Path, store: RunStore):
@@ -181,3 +183,62 @@ def test_scan_marks_a_dead_runner_interrupted(tmp_path: Path, store: RunStore):
     store.write_manifest(manifest)
     [summary] = scan_runs([tmp_path])
     assert summary.status == "interrupted"
+
+
+def test_a_schema_1_cell_loads_as_round_1_repeat_1_beside_later_measurements(store: RunStore):
+    key = CellKey(arm="st=3", scenario="chat_short", concurrency=8)
+    legacy = _result(tok=900.0).model_dump(mode="json", exclude={"round", "repeat", "session", "node"})
+    legacy["schema_version"] = 1
+    atomic_write_text(store.legacy_cell_path(key), json.dumps(legacy))
+    store.save_cell(_result(tok=1100.0).model_copy(update={"round": 2, "session": "s2"}))
+    store.save_cell(_result(tok=0.0, status=CellStatus.FAILED).model_copy(update={"round": 3}))
+    run = load_run(store.path)
+    assert not run.problems
+    assert sorted((m.round, m.repeat, m.total_throughput) for m in run.measurements) == [
+        (1, 1, 900.0), (2, 1, 1100.0), (3, 1, 0.0)]
+    assert run.cells[key].total_throughput == 1100.0  # the latest ok one, not the failed round 3
+    assert store.done_slots() == {(key, 1, 1), (key, 2, 1)}
+
+
+def test_a_measurement_of_a_newer_schema_is_refused_by_name(store: RunStore):
+    newer = _result().model_dump(mode="json")
+    newer["schema_version"] = 99
+    path = store.cell_path(CellKey(arm="st=3", scenario="chat_short", concurrency=8))
+    atomic_write_text(path, json.dumps(newer))
+    measurements, problems = store.load_measurements()
+    assert measurements == []
+    [problem] = problems
+    assert "written by a newer dspark-tui (this one reads up to 2)" in problem.reason
+
+
+def test_a_run_written_by_a_newer_version_is_refused_in_one_line(store: RunStore):
+    data = json.loads(store.manifest_path.read_text())
+    data["schema_version"] = 7
+    store.manifest_path.write_text(json.dumps(data))
+    with pytest.raises(UserError) as refused:
+        load_run(store.path)
+    message = str(refused.value)
+    assert "\n" not in message
+    assert message.startswith(f"{store.manifest_path}: written by a newer dspark-tui (run schema 7")
+    with pytest.raises(UserError, match="written by a newer dspark-tui"):
+        store.read_manifest()  # and so a resume is refused too
+
+
+def test_scan_counts_cells_from_names_then_trusts_the_finished_count(tmp_path: Path, store: RunStore):
+    for rnd in (1, 2):
+        store.save_cell(_result(c=1).model_copy(update={"round": rnd}))
+    store.save_cell(_result(c=16, status=CellStatus.FAILED))
+    assert scan_runs([tmp_path])[0].cells_done == 2  # two cells have measurements
+    manifest = store.read_manifest()
+    manifest.cells_ok = 1  # what the runner wrote when it finished
+    store.write_manifest(manifest)
+    assert scan_runs([tmp_path])[0].cells_done == 1
+
+
+def test_find_series_prefers_the_measurement_and_falls_back_to_a_schema_1_file(store: RunStore):
+    key = CellKey(arm="st=3", scenario="chat_short", concurrency=8)
+    legacy = store.path / "series" / "st_3" / "chat_short__c8.csv"
+    atomic_write_text(legacy, "t,elapsed_s\n")
+    assert store.find_series(key) == legacy
+    atomic_write_text(store.series_path(key), "t,elapsed_s\n")
+    assert store.find_series(key) == store.path / "series" / "st_3" / "chat_short__c8__r1p1.csv"

@@ -168,7 +168,7 @@ def _short(value: object) -> str:
 
 def read_series(store: RunStore, key: CellKey) -> list[tuple[str, list[float]]]:
     """Every numeric column of the cell's series CSV, whatever columns the scraper wrote."""
-    path = store.series_path(key)
+    path = store.find_series(key)
     try:
         with open(path, newline="", encoding="utf-8") as handle:
             rows = list(csv.DictReader(handle))

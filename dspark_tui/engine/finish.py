@@ -1,0 +1,56 @@
+"""What a runner leaves behind when it ends, however it ends: results.csv, the reports, and
+run.json's status (with the count of cells whose every planned measurement is ok)."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+from collections.abc import Callable
+
+from dspark_tui.model.events import Event, Notice, RunStatus
+from dspark_tui.results import RunStore, load_run
+from dspark_tui.results.manifest import now_iso
+
+Emit = Callable[[Event], None]
+
+
+def write_outputs(store: RunStore, emit: Emit) -> None:
+    measurements, _problems = store.load_measurements()
+    try:
+        store.write_results_csv(measurements)
+    except OSError as exc:
+        emit(Notice(level="error", message=f"results.csv not written: {exc}"))
+    if measurements:
+        write_reports(store, emit)
+
+
+def write_reports(store: RunStore, emit: Emit) -> None:
+    try:
+        from dspark_tui.report import render_report
+
+        run = load_run(store.path)
+        for lang in ("zh", "en"):  # report.md and report.en.md: both are cheap
+            store.write_report(render_report(run, lang=lang), lang)
+    except Exception as exc:  # the results are safe; a report bug must not hide them
+        emit(Notice(level="error", message=f"report.md not written: {type(exc).__name__}: "
+                    f"{exc} (retry: dspark-tui report {store.path})"))
+
+
+def close_manifest(store: RunStore, status: RunStatus, message: str, cells_ok: int,
+                   emit: Emit) -> None:
+    manifest = store.read_manifest()
+    manifest.status = status
+    manifest.finished_at = now_iso()
+    manifest.cells_ok = cells_ok
+    if message and status != "completed":
+        manifest.notes.append(f"{dt.datetime.now():%Y-%m-%d %H:%M:%S} {status}: {message}")
+    try:
+        store.write_manifest(manifest)
+    except OSError as exc:
+        # run.json still says running; with its runner gone, History shows it interrupted.
+        emit(Notice(level="error", message=f"run.json not updated: {exc.strerror or exc}"))
+
+
+def drop_heartbeat(store: RunStore) -> None:
+    with contextlib.suppress(OSError):
+        (store.path / "heartbeat").unlink()

@@ -1,0 +1,174 @@
+"""What a run measures and how far it got: rounds of server sessions, each arm measuring the
+round's cells `repeats` times, and the state of every measurement slot (cell, round, repeat).
+
+Round r runs the arms in plan order when r is odd and reversed when it is even (A B | B A | A B),
+so a linear drift cancels instead of landing on one arm. Planned rounds come from the plan;
+adaptive ones from the `RoundPlanned` events a runner wrote, so a resume keeps its decisions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+
+from dspark_tui.model import CellKey, CellSpec, Plan
+from dspark_tui.model.events import Event, RoundPlanned
+
+Slot = tuple[CellKey, int, int]  # (cell, round, repeat): one measurement
+GridCell = tuple[str, int]  # (scenario, concurrency)
+
+
+class SlotState(StrEnum):
+    PENDING = "pending"  # to be measured (never tried, queued again, or left unfinished)
+    OK = "ok"
+    FAILED = "failed"  # tried in this runner; retry() queues it again, a resume redoes it
+    SKIPPED = "skipped"  # skipped by the user in this runner; a resume redoes it
+
+
+@dataclass(frozen=True)
+class RoundPlan:
+    round: int
+    arms: tuple[str, ...]
+    cells: tuple[GridCell, ...]
+    reason: str = "planned"
+    repeats: int = 1
+
+    def event(self) -> RoundPlanned:
+        return RoundPlanned(round=self.round, arms=list(self.arms), cells=list(self.cells),
+                            reason=self.reason, repeats=self.repeats)  # type: ignore[arg-type]
+
+
+def arm_order(plan: Plan, round: int) -> tuple[str, ...]:
+    names = tuple(arm.name for arm in plan.arms)
+    return names if round % 2 == 1 else names[::-1]
+
+
+def grid(plan: Plan) -> tuple[GridCell, ...]:
+    """The plan's (scenario, concurrency) in plan order."""
+    seen: dict[GridCell, None] = {}
+    for spec in plan.cells():
+        seen.setdefault((spec.key.scenario, spec.key.concurrency), None)
+    return tuple(seen)
+
+
+def planned_rounds(plan: Plan) -> list[RoundPlan]:
+    cells = grid(plan)
+    return [RoundPlan(r, arm_order(plan, r), cells, "planned", plan.bench.repeats)
+            for r in range(1, plan.bench.rounds + 1)]
+
+
+def adaptive_round(plan: Plan, round: int, cells: Iterable[GridCell]) -> RoundPlan:
+    wanted = {(str(s), int(c)) for s, c in cells}
+    ordered = tuple(cell for cell in grid(plan) if cell in wanted)  # plan order, grid cells only
+    return RoundPlan(round, arm_order(plan, round), ordered, "adaptive", plan.bench.repeats)
+
+
+def rounds_from_events(plan: Plan, events: Iterable[Event]) -> list[RoundPlan]:
+    """The plan's rounds, then the adaptive rounds an earlier runner of this run decided."""
+    rounds = planned_rounds(plan)
+    for event in events:
+        if isinstance(event, RoundPlanned) and event.reason == "adaptive" \
+                and event.round == len(rounds) + 1:
+            rounds.append(adaptive_round(plan, event.round, event.cells))
+    return rounds
+
+
+class Schedule:
+    """Every measurement slot of the run and its state; the runner's one source of "what next"."""
+
+    def __init__(self, plan: Plan, rounds: list[RoundPlan], done: set[Slot]) -> None:
+        self.plan = plan
+        self.rounds = list(rounds)
+        self._specs = {spec.key: spec for spec in plan.cells()}
+        self.state: dict[Slot, SlotState] = {}
+        for rnd in self.rounds:
+            self._add(rnd)
+        for slot in done & self.state.keys():
+            self.state[slot] = SlotState.OK
+
+    def _add(self, rnd: RoundPlan) -> None:
+        for arm in rnd.arms:
+            for repeat in range(1, rnd.repeats + 1):
+                for scenario, concurrency in rnd.cells:
+                    key = CellKey(arm=arm, scenario=scenario, concurrency=concurrency)
+                    self.state.setdefault((key, rnd.round, repeat), SlotState.PENDING)
+
+    def add_round(self, rnd: RoundPlan) -> None:
+        self.rounds.append(rnd)
+        self._add(rnd)
+
+    @property
+    def extra_rounds(self) -> int:
+        return sum(1 for rnd in self.rounds if rnd.reason == "adaptive")
+
+    # -- what next -----------------------------------------------------------------------
+
+    def todo(self, round: int, arm: str) -> list[tuple[CellSpec, int]]:
+        """(cell, repeat) still pending in this round for this arm, in pass order."""
+        rnd = self.rounds[round - 1]
+        return [
+            (self._specs[CellKey(arm=arm, scenario=s, concurrency=c)], repeat)
+            for repeat in range(1, rnd.repeats + 1)
+            for s, c in rnd.cells
+            if self.state[(CellKey(arm=arm, scenario=s, concurrency=c), round, repeat)]
+            == SlotState.PENDING
+        ]
+
+    def next_session(self) -> tuple[RoundPlan, str] | None:
+        """The first (round, arm) with a pending measurement, in running order."""
+        for rnd in self.rounds:
+            for arm in rnd.arms:
+                if self.todo(rnd.round, arm):
+                    return rnd, arm
+        return None
+
+    # -- bookkeeping ---------------------------------------------------------------------
+
+    def mark(self, slot: Slot, state: SlotState) -> None:
+        self.state[slot] = state
+
+    def retry(self) -> int:
+        """Failed slots back to pending; how many."""
+        failed = [slot for slot, st in self.state.items() if st == SlotState.FAILED]
+        for slot in failed:
+            self.state[slot] = SlotState.PENDING
+        return len(failed)
+
+    def index(self, slot: Slot) -> int:
+        return list(self.state).index(slot) + 1
+
+    @property
+    def total(self) -> int:
+        return len(self.state)
+
+    def count(self, state: SlotState) -> int:
+        return sum(1 for st in self.state.values() if st == state)
+
+    def cell_states(self) -> dict[CellKey, SlotState]:
+        """Per cell the worst state of its slots: ok only when every planned measurement is ok."""
+        worst = [SlotState.FAILED, SlotState.SKIPPED, SlotState.PENDING, SlotState.OK]
+        cells: dict[CellKey, SlotState] = {}
+        for (key, _, _), st in self.state.items():
+            now = cells.get(key, SlotState.OK)
+            cells[key] = min(now, st, key=worst.index)
+        return cells
+
+
+@dataclass(frozen=True)
+class PlanCost:
+    """What a plan costs in measurements (cell runs) and server starts: as planned, and at most
+    when every adaptive round is spent on every cell (restarts after a crash not counted)."""
+
+    measurements: int
+    measurements_at_most: int
+    server_starts: int
+    server_starts_at_most: int
+
+
+def plan_cost(plan: Plan) -> PlanCost:
+    bench = plan.bench
+    per_round = len(plan.cells()) * bench.repeats  # every arm, every cell, every repeat
+    most = bench.rounds + bench.adaptive_rounds
+    return PlanCost(per_round * bench.rounds, per_round * most,
+                    len(plan.arms) * bench.rounds, len(plan.arms) * most)

@@ -1,0 +1,126 @@
+"""One server session: one start of one arm's server — ready, warmed up, scraped — and its stop.
+
+    async with ArmSession(...) as session:
+        problem = await session.open()      # None: ready to measure
+        ...measure with session.server and session.scraper...
+    # stopped here, whatever happened inside
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from dspark_tui.engine.drivers.base import CellError, DriverContext
+from dspark_tui.engine.gpu import GpuProbe
+from dspark_tui.engine.scraper import MetricsScraper
+from dspark_tui.engine.server import ServerError, ServerProcess
+from dspark_tui.engine.steering import Steering
+from dspark_tui.model import Arm, Plan
+from dspark_tui.model.events import Event, Notice, ServerStateChanged, SessionStarted
+from dspark_tui.results import RunStore
+
+_T = TypeVar("_T")
+
+
+@dataclass
+class StartProblem:
+    reason: str
+    aborted: bool = False  # the user stopped the run during startup: no cell is to blame
+
+
+class ArmSession:
+    def __init__(self, plan: Plan, arm: Arm, store: RunStore, *, session: str, round: int,
+                 emit: Callable[[Event], None], steering: Steering, gpu: GpuProbe | None) -> None:
+        self.plan = plan
+        self.arm = arm
+        self.store = store
+        self.session = session
+        self.round = round
+        self._emit = emit
+        self._steering = steering
+        self._gpu = gpu
+        self.server = ServerProcess(plan, arm, log_path=store.server_log_path(arm.name, session),
+                                    run_dir=store.path, emit=emit, gpu=gpu, session=session)
+        self.scraper: MetricsScraper | None = None
+
+    async def __aenter__(self) -> ArmSession:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def open(self) -> StartProblem | None:
+        """Start, wait ready, warm up; an abort cuts a long startup short."""
+        try:
+            if not await self._unless_stopping(self.server.start()):
+                return StartProblem("aborted", aborted=True)
+            self._emit(SessionStarted(arm=self.arm.name, round=self.round, session=self.session))
+            self.scraper = MetricsScraper(
+                self.server.base_url, self.arm.name, interval_s=self.plan.bench.scrape_interval_s,
+                emit=self._emit, gpu=self._gpu, headers=auth_headers(self.plan),
+            )
+            await self.scraper.start()
+            if not await self._unless_stopping(self._warm_up()):
+                return StartProblem("aborted", aborted=True)
+        except ServerError as exc:
+            self._emit(Notice(level="error", message=f"{self.arm.name}: {exc.with_tail(10)}"))
+            return StartProblem(exc.reason)
+        return None
+
+    async def close(self) -> None:
+        if self.scraper is not None:
+            await self.scraper.stop()
+            self.scraper = None
+        await self.server.stop()
+
+    def driver_context(self, round: int, repeat: int) -> DriverContext:
+        return DriverContext(
+            base_url=self.server.base_url, host=self.server.host, port=self.server.port,
+            served_model_name=self.plan.served_model_name, model_path=self.plan.model,
+            bench=self.plan.bench, raw_dir=self.store.raw_dir(self.arm.name, round, repeat),
+        )
+
+    async def _unless_stopping(self, work: Awaitable[_T]) -> bool:
+        """Run `work` unless the run is stopped first; False when it was cut short."""
+        task = asyncio.ensure_future(work)
+        stopping = asyncio.create_task(self._steering.until_stopping())
+        try:
+            await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+        if task.cancelled():
+            return False
+        task.result()  # raises what the work raised
+        return True
+
+    async def _warm_up(self) -> None:
+        count = self.plan.bench.warmup_requests
+        if count <= 0:
+            return
+        name, server = self.arm.name, self.server
+        self._emit(ServerStateChanged(arm=name, state="warming_up", message=f"{count} requests",
+                                      pid=server.pid))
+        from dspark_tui.engine.drivers.native import warmup
+
+        try:
+            await asyncio.wait_for(warmup(self.driver_context(self.round, 0), count),
+                                   timeout=self.plan.bench.cell_timeout_s)
+        except (CellError, TimeoutError, OSError) as exc:
+            self._emit(Notice(level="warning", message=f"{name}: warmup incomplete ({exc})"))
+        death = server.death_reason()
+        if death is not None:
+            raise ServerError(f"{death} during warmup", server.tail())
+        self._emit(ServerStateChanged(arm=name, state="ready", message="warmed up", pid=server.pid))
+
+
+def auth_headers(plan: Plan) -> dict[str, str]:
+    key = plan.bench.api_key
+    return {"Authorization": f"Bearer {key}"} if key else {}

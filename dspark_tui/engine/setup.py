@@ -1,0 +1,63 @@
+"""Before a runner runs: the run directory, the port check, the plan narrowed to some arms."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TypeVar
+
+from dspark_tui.engine.liveness import orphan_server_on_port, run_holding_port, touch_heartbeat
+from dspark_tui.engine.ports import describe_taken_port, port_is_free
+from dspark_tui.model import Arm, Plan, Scenario, UserError
+from dspark_tui.results import RunStore, manifest_for_plan
+
+_Named = TypeVar("_Named", Arm, Scenario)
+
+
+def prepare_run(plan: Plan, results_root: Path, plan_source: str | None = None) -> RunStore:
+    """Create the run directory (owner-only) before any runner exists, so callers know it at once."""
+    manifest = manifest_for_plan(plan, plan_source)
+    store = RunStore.create(results_root, manifest)
+    os.chmod(store.path, 0o700)
+    touch_heartbeat(store.path)  # alive for the history view until the runner takes over
+    return store
+
+
+def preflight(plan: Plan, roots: Iterable[Path], exclude: Path | None) -> None:
+    """Refuse early, naming the culprit, when the plan's port is taken by a live run or by any
+    other process: two runs on one port (and its GPUs) would spoil both."""
+    server = plan.server
+    holder = run_holding_port(roots, server.port, exclude=exclude)
+    if holder is not None:
+        raise UserError(f"port {server.port} is used by the live run {holder.name} "
+                        f"({holder.path}, runner pid {holder.pid}); wait for it, abort it "
+                        f"(`dspark-tui ctl {holder.path} abort`) or use another server.port")
+    if not port_is_free(server.host, server.port):
+        orphan = orphan_server_on_port(roots, server.port)
+        if orphan is not None:
+            raise UserError(f"port {server.port} is held by the server left behind by the "
+                            f"interrupted run {orphan}; resume that run (`dspark-tui run --resume "
+                            f"{orphan}`), which stops it first, or stop it by hand")
+        raise UserError(describe_taken_port(server.host, server.port))
+
+
+def filter_plan(plan: Plan, arms: Iterable[str] | None, scenarios: Iterable[str] | None) -> Plan:
+    """The plan restricted to the named arms and scenarios; an unknown name is a user error."""
+    data = plan.model_dump()
+    if arms:
+        data["arms"] = [a.model_dump() for a in _pick("arms", plan.name, plan.arms, arms)]
+    if scenarios:
+        data["scenarios"] = [s.model_dump()
+                             for s in _pick("scenarios", plan.name, plan.scenarios, scenarios)]
+    return Plan.model_validate(data) if (arms or scenarios) else plan
+
+
+def _pick(option: str, plan_name: str, items: list[_Named], names: Iterable[str]) -> list[_Named]:
+    wanted = [n.strip() for n in names if n.strip()]
+    known = [item.name for item in items]
+    for name in wanted:
+        if name not in known:
+            raise UserError(f"--{option}: no {option[:-1]} named {name!r} in plan {plan_name!r} "
+                            f"({option}: {', '.join(known)})")
+    return [item for item in items if item.name in wanted]

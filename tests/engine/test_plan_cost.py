@@ -1,0 +1,60 @@
+"""`plan check`'s cost lines: cell runs and server starts as planned and at most, and the rough
+wall time a plan against the simulator takes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from dspark_tui.engine.schedule import plan_cost
+from dspark_tui.model import load_plan, parse_plan
+from dspark_tui.sim.estimate import estimate_plan
+from tests.engine.helpers import sim_plan_text, write_sim_plan
+
+TWO_CELLS = ('[[scenarios]]\nname = "chat"\ninput_len = 64\noutput_len = 32\n'
+             'concurrencies = [1, 4]\nnum_prompts = 4\n')
+
+
+def test_cost_counts_every_arm_cell_repeat_and_round_and_the_adaptive_most(tmp_path: Path):
+    plan = load_plan(write_sim_plan(tmp_path, 8000, cells=TWO_CELLS, rounds=2, repeats=3,
+                                    adaptive_rounds=2))
+    cost = plan_cost(plan)
+    # 2 arms x 2 cells x 3 repeats a round; 2 rounds planned, 4 at most.
+    assert (cost.measurements, cost.measurements_at_most) == (24, 48)
+    assert (cost.server_starts, cost.server_starts_at_most) == (4, 8)
+
+
+def test_the_wall_estimate_follows_the_simulators_speed_and_startup_delay():
+    slow = estimate_plan(parse_plan(sim_plan_text(8000, "--startup-delay", "2", speed=1,
+                                                  cells=TWO_CELLS)))
+    fast = estimate_plan(parse_plan(sim_plan_text(8000, "--startup-delay", "2", speed=10,
+                                                  cells=TWO_CELLS)))
+    assert slow is not None and fast is not None
+    assert slow.startup_s == fast.startup_s == 2.0
+    assert set(slow.cell_s) == {(f"st={k}", "chat", c) for k in (3, 5) for c in (1, 4)}
+    for cell, seconds in slow.cell_s.items():
+        assert seconds > 0 and abs(fast.cell_s[cell] * 10 - seconds) < 1e-9
+    assert slow.round_s == 2 * 2.0 + sum(slow.cell_s.values())
+
+
+def test_a_plan_for_a_real_server_gets_no_wall_estimate():
+    text = sim_plan_text(8000, cells=TWO_CELLS).replace('"-m", "dspark_tui.sim", "serve"',
+                                                        '"-m", "vllm.entrypoints.openai.api_server"')
+    assert estimate_plan(parse_plan(text)) is None
+
+
+def test_plan_check_prints_the_cost_after_the_grid(tmp_path: Path):
+    plan = write_sim_plan(tmp_path, 8000, "--startup-delay", "1", cells=TWO_CELLS, rounds=2,
+                          adaptive_rounds=1)
+    done = subprocess.run([sys.executable, "-m", "dspark_tui", "plan", "check", str(plan)],
+                          capture_output=True, text=True, timeout=60, check=False,
+                          env={**os.environ, "DSPARK_CONFIG_DIR": "/nonexistent-dspark-config"})
+    assert done.returncode == 0, done.stderr
+    tail = done.stdout.splitlines()[-5:]
+    assert tail[0] == "4 cells"
+    assert tail[1] == "rounds 2 x repeats 1, adaptive budget 1 extra round(s) for the cells still unsure"
+    assert tail[2] == "cell runs: 8 planned, at most 12"
+    assert tail[3].startswith("server starts: 4 planned, at most 6")
+    assert tail[4].startswith("wall time (rough, from the simulator's model; no HTTP or warmup): about ")
