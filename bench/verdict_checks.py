@@ -28,9 +28,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dspark_tui.model import CellResult, ClientMetrics, Plan  # noqa: E402
-from dspark_tui.plans import resolve_plan  # noqa: E402
-from dspark_tui.report.verdicts import (  # noqa: E402
+from dspark_tui.model import CellResult, ClientMetrics, Plan
+from dspark_tui.plans import resolve_plan
+from dspark_tui.report.verdicts import (
     UNSURE,
     WINS,
     RunVerdicts,
@@ -38,11 +38,21 @@ from dspark_tui.report.verdicts import (  # noqa: E402
     analyse_measurements,
     cells_to_remeasure,
 )
-from dspark_tui.sim.config import ModelConfig, NoiseParams  # noqa: E402
-from dspark_tui.sim.noise import SessionNoise, measure  # noqa: E402
-from dspark_tui.sim.virtual import VirtualResult, sample_lengths, simulate_closed_loop  # noqa: E402
+from dspark_tui.sim.config import ModelConfig, NoiseParams
+from dspark_tui.sim.noise import SessionNoise, measure
+from dspark_tui.sim.virtual import VirtualResult, sample_lengths, simulate_closed_loop
 
-DEMO_NOISE = NoiseParams(noise_cv=0.03, session_cv=0.02)
+def noise_of(plan: Plan) -> NoiseParams:
+    """The noise the plan's simulator command asks for (--noise-cv, --session-cv, hiccups)."""
+    argv = [str(part) for part in plan.server.command]
+
+    def flag(name: str) -> float:
+        return float(argv[argv.index(name) + 1]) if name in argv else 0.0
+
+    return NoiseParams(noise_cv=flag("--noise-cv"), session_cv=flag("--session-cv"),
+                       hiccup_prob=flag("--hiccup-prob"), hiccup_s=flag("--hiccup-s"))
+
+
 # Acceptance draws differ from pass to pass on the live server even without noise (and so does
 # the last wave): each measurement picks one of these noise-free results.
 ACCEPTANCE_SEEDS = 4
@@ -150,11 +160,12 @@ def plan_with(plan: Plan, **bench: object) -> Plan:
     return plan.model_copy(update={"bench": plan.bench.model_copy(update=bench)})
 
 
-def demo_world(noise: NoiseParams = DEMO_NOISE, *, same: bool = False,
+def demo_world(noise: NoiseParams | None = None, *, same: bool = False,
                effect: float = 1.0) -> World:
-    """The demo's grid; arms K=3 and K=5, or two identical K=5 arms (A vs A), optionally with
-    a known true effect multiplied onto the second arm."""
+    """The demo's grid and noise; arms K=3 and K=5, or two identical K=5 arms (A vs A),
+    optionally with a known true effect multiplied onto the second arm."""
     plan, _ = resolve_plan("demo")
+    noise = noise or noise_of(plan)
     arms = [a.name for a in plan.arms]
     tokens = {arms[0]: 5 if same else 3, arms[1]: 5}
     return World(plan, tokens, noise, {arms[1]: effect} if effect != 1.0 else {})
@@ -248,8 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int)
     args = parser.parse_args(argv)
     seeds = args.seeds or (40 if args.quick else 200)
-    base = demo_world().plan
-    print(f"demo grid, noise cv {DEMO_NOISE.noise_cv:g} / session cv {DEMO_NOISE.session_cv:g}, "
+    world = demo_world()
+    base = world.plan
+    print(f"demo grid, noise cv {world.noise.noise_cv:g} / session cv {world.noise.session_cv:g}, "
           f"rounds {base.bench.rounds} + adaptive {base.bench.adaptive_rounds}, {seeds} seeds")
     print("A vs A:", _fmt(a_vs_a(seeds)))
     print("K=3 vs K=5:", _fmt(k3_vs_k5(seeds)))

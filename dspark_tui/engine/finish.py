@@ -25,12 +25,11 @@ def write_outputs(store: RunStore, emit: Emit) -> None:
 
 
 def write_reports(store: RunStore, emit: Emit) -> None:
+    """report.md, report.en.md, analysis.json (and schedule.json for a K sweep), together."""
     try:
-        from dspark_tui.report import render_report
+        from dspark_tui.report.outputs import write_outputs as write_report_files
 
-        run = load_run(store.path)
-        for lang in ("zh", "en"):  # report.md and report.en.md: both are cheap
-            store.write_report(render_report(run, lang=lang), lang)
+        write_report_files(load_run(store.path))
     except Exception as exc:  # the results are safe; a report bug must not hide them
         emit(Notice(level="error", message=f"report.md not written: {type(exc).__name__}: "
                     f"{exc} (retry: dspark-tui report {store.path})"))

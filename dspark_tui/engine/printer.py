@@ -35,6 +35,7 @@ from dspark_tui.model.events import (
 )
 from dspark_tui.model.run_state import RunState
 from dspark_tui.report import comparison_rows
+from dspark_tui.report.live import interval_text, verdict_text
 from dspark_tui.report.verdicts import Settings
 
 _QUIET_STATES = {"loading"}
@@ -206,13 +207,16 @@ class HeadlessPrinter:
             return
         rows = comparison_rows(state.ok_measurements() or results, arms, state.scenarios(),
                                settings=Settings.from_bench(state.statistics))
-        table = Table(title="Total tok/s by arm (winner, margin)", title_justify="left")
+        table = Table(title="Total tok/s by arm (winner, margin, its interval, verdict)",
+                      title_justify="left")
         table.add_column("scenario")
         table.add_column("c", justify="right")
         for arm in arms:
             table.add_column(arm, justify="right")
         table.add_column("winner")
         table.add_column("margin", justify="right")
+        table.add_column("interval", justify="right")
+        table.add_column("verdict")
         for row in rows:
             figures = [row.arms.get(arm) for arm in arms]
             table.add_row(
@@ -220,6 +224,7 @@ class HeadlessPrinter:
                 *[_num(f.total_tok_s) if f and f.total_tok_s is not None
                   else (f.status or "…") if f else "…" for f in figures],
                 row.winner or "", "" if row.margin is None else f"{row.margin * 100:+.1f}%",
+                interval_text(row), verdict_text(row),
             )
         self._safely(lambda: self.console.print(table))
 

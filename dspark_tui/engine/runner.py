@@ -229,7 +229,16 @@ class Runner:
         self._emit(RunStarted(
             run_dir=str(self.store.path), name=manifest.name, arms=[a.name for a in self.plan.arms],
             total_cells=self._schedule.total, resumed_cells=self._schedule.count(SlotState.OK),
+            statistics=self._statistics(),
         ))
+
+    def _statistics(self) -> dict[str, object]:
+        """The plan's statistics keys, so watchers' live verdicts use the run's own settings."""
+        bench = self.plan.bench
+        return {"tie_band": bench.tie_band, "alpha": bench.alpha, "rounds": bench.rounds,
+                "adaptive_rounds": bench.adaptive_rounds,
+                "session_noise_prior": (bench.session_noise_prior.model_dump()
+                                        if bench.session_noise_prior else None)}
 
     async def _execute(self) -> None:
         schedule = self._schedule

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from dspark_tui.engine.drivers.auth import bearer_headers
 from dspark_tui.engine.drivers.base import CellError, DriverContext
 from dspark_tui.engine.gpu import GpuProbe
 from dspark_tui.engine.scraper import MetricsScraper
@@ -122,5 +123,4 @@ class ArmSession:
 
 
 def auth_headers(plan: Plan) -> dict[str, str]:
-    key = plan.bench.api_key
-    return {"Authorization": f"Bearer {key}"} if key else {}
+    return bearer_headers(plan.bench.api_key)

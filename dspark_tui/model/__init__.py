@@ -18,8 +18,8 @@ from dspark_tui.model.plan import (
     Plan,
     PlanError,
     Scenario,
-    SessionNoisePrior,
     ServerConfig,
+    SessionNoisePrior,
     load_plan,
     parse_plan,
 )
@@ -27,7 +27,6 @@ from dspark_tui.model.plan import (
 __all__ = [
     "Arm",
     "BenchConfig",
-    "SessionNoisePrior",
     "CellKey",
     "CellResult",
     "CellSpec",
@@ -40,6 +39,7 @@ __all__ = [
     "Scenario",
     "ServerConfig",
     "ServerSummary",
+    "SessionNoisePrior",
     "UserError",
     "load_plan",
     "parse_plan",

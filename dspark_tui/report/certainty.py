@@ -13,6 +13,8 @@ from dspark_tui.report.texts import Texts
 from dspark_tui.report.verdicts import TIE, UNSURE, WINS
 
 SIMULATOR_MARK = "dspark_tui.sim"
+# Past this many more rounds, "measure more" is not advice: the margin sits on the band's edge.
+MAX_ROUNDS_WORTH_SAYING = 20
 
 
 def summary_section(analysis: RunAnalysis, t: Texts) -> list[str]:
@@ -75,8 +77,8 @@ def unsure_section(analysis: RunAnalysis, t: Texts) -> list[str]:
     lines = [t("unsure_heading"), "", t("unsure_lead"), ""]
     for row in unsure.itertuples(index=False):
         more = row.rounds_to_settle
-        hint = (t("unsure_more", n=int(more)) if isinstance(more, float) and not math.isnan(more)
-                else t("unsure_edge"))
+        settles = isinstance(more, float) and not math.isnan(more) and more <= MAX_ROUNDS_WORTH_SAYING
+        hint = t("unsure_more", n=int(more)) if settles else t("unsure_edge")
         lines.append(t("unsure_item", scenario=row.scenario, c=int(row.concurrency),
                        leader=row.winner, margin=pct(row.margin, 1),
                        low=_signed(row.margin_low), high=_signed(row.margin_high), hint=hint))

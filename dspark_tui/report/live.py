@@ -116,3 +116,15 @@ def _decide(row: ComparisonRow, arms: list[str], verdicts: RunVerdicts) -> None:
     interval = pair.margin_interval()
     if interval is not None:
         row.margin_low, row.margin_high = interval
+
+
+def interval_text(row: ComparisonRow) -> str:
+    """The leader's margin interval, `+3.9…+27.0%`; empty without one (single measurements)."""
+    if row.margin_low is None or row.margin_high is None:
+        return ""
+    return f"{row.margin_low * 100:+.1f}…{row.margin_high * 100:+.1f}%"
+
+
+def verdict_text(row: ComparisonRow) -> str:
+    """`wins` / `tie` / `unsure` / `single` (report/verdicts.py); empty while a side is missing."""
+    return row.verdict or ""

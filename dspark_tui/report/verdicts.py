@@ -230,6 +230,9 @@ def analyse_measurements(measurements: Iterable[CellResult], arms: Sequence[str]
     """Per cell and arm: descriptive statistics; per cell and pair of arms (in plan order, b
     after a): the ratio b/a with its interval and verdict; per pair: the noise it rests on."""
     table = _table(measurements, arms)
+    first_seen: dict[str, int] = {}
+    for scenario, _ in table.cells:  # scenarios in the order they come (the plan's, for a run)
+        first_seen.setdefault(scenario, len(first_seen))
     result = RunVerdicts(settings=settings, arms=list(arms))
     if not table.cells:
         return result
@@ -252,6 +255,9 @@ def analyse_measurements(measurements: Iterable[CellResult], arms: Sequence[str]
                 winner = b if v.log_ratio > 0 else a  # the seed's rule: a margin beyond the band
             result.pairs.append(PairResult(scenario, concurrency, a, b, v.n, v.ratio, v.ci_low,
                                            v.ci_high, v.verdict, winner, v.rounds_to_settle))
+    order = {key: i for i, key in enumerate(sorted(table.cells, key=lambda k: (first_seen[k[0]], k[1])))}
+    result.pairs.sort(key=lambda p: (order[p.key], arms.index(p.a), arms.index(p.b)))
+    result.cells.sort(key=lambda c: (order[(c.scenario, c.concurrency)], arms.index(c.arm)))
     return result
 
 
