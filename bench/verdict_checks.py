@@ -42,6 +42,7 @@ from dspark_tui.sim.config import ModelConfig, NoiseParams
 from dspark_tui.sim.noise import SessionNoise, measure
 from dspark_tui.sim.virtual import VirtualResult, sample_lengths, simulate_closed_loop
 
+
 def noise_of(plan: Plan) -> NoiseParams:
     """The noise the plan's simulator command asks for (--noise-cv, --session-cv, hiccups)."""
     argv = [str(part) for part in plan.server.command]
