@@ -334,6 +334,35 @@ def _cell_stats(table: _Table, means: list[np.ndarray]) -> list[CellArmStats]:
     return out
 
 
+def best_arm_line(verdicts: RunVerdicts) -> str:
+    """History's one-line answer: the arm that beats every other arm in the most cells, by the
+    verdicts (`st=5 3/5`: wins 3 of 5 compared cells), `tie 4/5` when most cells are ties,
+    `—` when nothing is compared. Single measurements count by the seed's rule (band)."""
+    by_cell: dict[tuple[str, int], list[PairResult]] = {}
+    for pair in verdicts.pairs:
+        by_cell.setdefault(pair.key, []).append(pair)
+    if not by_cell:
+        return "—"
+    wins: dict[str, int] = {}
+    ties = 0
+    for pairs in by_cell.values():
+        beaten = {arm: 0 for arm in verdicts.arms}
+        for pair in pairs:
+            if pair.winner is not None:
+                beaten[pair.winner] += 1
+        top = [arm for arm, n in beaten.items() if n == len(verdicts.arms) - 1 and n > 0]
+        if top:
+            wins[top[0]] = wins.get(top[0], 0) + 1
+        elif all(p.verdict == TIE for p in pairs):
+            ties += 1
+    if not wins and ties == 0:
+        return f"unsure 0/{len(by_cell)}"
+    leader = max(sorted(wins), key=lambda arm: wins[arm]) if wins else None
+    if leader is None or ties > wins[leader]:
+        return f"tie {ties}/{len(by_cell)}"
+    return f"{leader} {wins[leader]}/{len(by_cell)}"
+
+
 # -- the runner's question ------------------------------------------------------------------
 
 def cells_to_remeasure(measurements: Sequence[CellResult], plan: Plan, look: int) -> list[tuple[str, int]]:
