@@ -162,11 +162,14 @@ def plan_with(plan: Plan, **bench: object) -> Plan:
 
 
 def demo_world(noise: NoiseParams | None = None, *, same: bool = False,
-               effect: float = 1.0) -> World:
-    """The demo's grid and noise; arms K=3 and K=5, or two identical K=5 arms (A vs A),
-    optionally with a known true effect multiplied onto the second arm."""
-    plan, _ = resolve_plan("demo")
+               effect: float = 1.0, plan_name: str = "demo") -> World:
+    """The demo's grid and noise (or another plan's grid, e.g. the seed's, with the demo's
+    noise); arms K=3 and K=5, or two identical K=5 arms (A vs A), optionally with a known true
+    effect multiplied onto the second arm."""
+    plan, _ = resolve_plan(plan_name)
     noise = noise or noise_of(plan)
+    if not noise.enabled:  # a real server's plan: assume the demo's box
+        noise = noise_of(resolve_plan("demo")[0])
     arms = [a.name for a in plan.arms]
     tokens = {arms[0]: 5 if same else 3, arms[1]: 5}
     return World(plan, tokens, noise, {arms[1]: effect} if effect != 1.0 else {})
@@ -222,9 +225,10 @@ def decided_by_margin(seeds: int, margins: Sequence[float] = (0.05, 0.10, 0.15, 
     return out
 
 
-def cost_of_certainty(seeds: int, plan: Plan | None = None) -> dict[str, float]:
+def cost_of_certainty(seeds: int, plan: Plan | None = None,
+                      plan_name: str = "demo") -> dict[str, float]:
     """Adaptive against every cell at Rmax (same seeds): contradictions, share decided, cost."""
-    world = demo_world()
+    world = demo_world(plan_name=plan_name)
     adaptive_plan = plan or world.plan
     rmax = adaptive_plan.bench.rounds + adaptive_plan.bench.adaptive_rounds
     full_plan = plan_with(adaptive_plan, rounds=rmax, adaptive_rounds=0)
@@ -258,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="40 seeds instead of 200")
     parser.add_argument("--seeds", type=int)
+    parser.add_argument("--seed-grid", action="store_true",
+                        help="also the cost of certainty on the seed's 18-cell grid (slower)")
     args = parser.parse_args(argv)
     seeds = args.seeds or (40 if args.quick else 200)
     world = demo_world()
@@ -269,6 +275,9 @@ def main(argv: list[str] | None = None) -> int:
     print("decided (right sign) by true margin:",
           ", ".join(f"{m:.0%}: {v:.1%}" for m, v in decided_by_margin(seeds).items()))
     print("adaptive vs full design:", _fmt(cost_of_certainty(max(seeds // 2, 20))))
+    if args.seed_grid:
+        print("adaptive vs full design, the seed's grid (dspark-st3-vs-st5, demo noise):",
+              _fmt(cost_of_certainty(max(seeds // 4, 20), plan_name="dspark-st3-vs-st5")))
     return 0
 
 
