@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
 from textual.app import App
+from textual.color import Color
+from textual.geometry import Region
+from textual.pilot import Pilot
+from textual.widget import Widget
 from textual.widgets import DataTable
 
 from dspark_tui.config import Settings
@@ -38,16 +45,40 @@ def screen_text(app: App[object]) -> str:
     return console.export_text()
 
 
-async def until_shown(pilot: object, app: App[object], text: str, timeout: float = 10.0) -> str:
-    """Wait until `text` is on the screen (rendering a big Markdown table takes a while)."""
-    import asyncio
-    import time
-
+async def wait_until(pilot: Pilot[object], condition: Callable[[], object], timeout: float = 10.0,
+                     what: str = "the condition") -> None:
+    """Poll `condition` while the app runs; fail showing the screen if it does not hold in time."""
     deadline = time.monotonic() + timeout
-    screen = screen_text(app)
-    while text not in screen:
+    while not condition():
         if time.monotonic() > deadline:
-            raise AssertionError(f"{text!r} not shown within {timeout} s; the screen:\n{screen}")
-        await asyncio.sleep(0.1)
-        screen = screen_text(app)
-    return screen
+            raise AssertionError(f"{what} not met within {timeout} s; the screen:\n"
+                                 f"{screen_text(pilot.app)}")
+        await asyncio.sleep(0.02)
+    await pilot.pause()  # let the messages the change posted be handled (no fixed delay)
+
+
+async def until_shown(pilot: Pilot[object], app: App[object], text: str, timeout: float = 10.0) -> str:
+    """Wait until `text` is on the screen (rendering a big Markdown table takes a while)."""
+    await wait_until(pilot, lambda: text in screen_text(app), timeout, what=f"{text!r} on screen")
+    return screen_text(app)
+
+
+def colours_of(widget: Widget, text: str, line_with: str = "") -> set[str]:
+    """The foreground colours `text` is drawn in by `widget` right now, wherever it appears
+    (only on lines that also show `line_with`, to pick one row of a table)."""
+    found: set[str] = set()
+    for strip in widget.render_lines(Region(0, 0, widget.size.width, widget.size.height)):
+        cells = [(char, segment.style) for segment in strip for char in segment.text]
+        line = "".join(char for char, _ in cells)
+        start = line.find(text) if line_with in line else -1
+        while start >= 0:
+            for _, style in cells[start:start + len(text)]:
+                if style is not None and style.color is not None:
+                    found.add(style.color.get_truecolor().hex.upper())
+            start = line.find(text, start + 1)
+    return found
+
+
+def theme_colour(app: App[object], name: str) -> str:
+    """A theme variable (`success`) as the app resolves it now."""
+    return Color.parse(app.theme_variables[name]).hex.upper()
