@@ -10,12 +10,19 @@ from textual.widgets import DataTable
 
 from dspark_tui.tui.app import AttachTarget, DsparkApp
 from dspark_tui.tui.screens.history import HistoryScreen
-from dspark_tui.tui.screens.run_screen import RunScreen
 from dspark_tui.tui.widgets.ab_table import ABTable
 from dspark_tui.tui.widgets.plan_tree import PlanTree
 from dspark_tui.tui.widgets.run_header import RunHeader
 from tests.tui.eventlog import write_run
-from tests.tui.helpers import colours_of, make_app, screen_text, theme_colour, until_shown, wait_until
+from tests.tui.helpers import (
+    colours_of,
+    make_app,
+    run_screen_shown,
+    screen_text,
+    settled,
+    theme_colour,
+    wait_until,
+)
 
 SIZE = (120, 40)
 
@@ -35,9 +42,8 @@ async def test_a_theme_switch_recolours_tree_table_header_and_history(tmp_path: 
     write_run(root, stop_after=3, finish=False, started_at="2026-11-29T10:00:00+00:00")
     app = make_app(tmp_path, results_root=root, start=AttachTarget(run_dir))
     async with app.run_test(size=SIZE) as pilot:
-        await until_shown(pilot, app, "[completed]")
-        screen = app.screen
-        assert isinstance(screen, RunScreen)
+        screen = await run_screen_shown(pilot, "[completed]")
+        await settled(pilot)
         tree, table = screen.query_one(PlanTree), screen.query_one(ABTable)
         header = screen.query_one(RunHeader)
         for theme in ("dspark-light", "dspark-amber"):
