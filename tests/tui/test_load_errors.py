@@ -94,3 +94,17 @@ async def test_a_run_screen_whose_files_break_the_readers_keeps_watching(tmp_pat
         assert isinstance(app.screen, RunScreen) and app.is_running
         await pilot.press("escape")
         await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen), what="back in History")
+
+
+async def test_resuming_a_run_whose_manifest_is_not_a_file_says_so(tmp_path: Path):
+    root = tmp_path / "results"
+    run_dir = write_run(root, stop_after=3, finish=False)
+    (run_dir / "run.json").unlink()
+    (run_dir / "run.json").mkdir()  # read_manifest raises IsADirectoryError, not a UserError
+    app = make_app(tmp_path, results_root=root)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen) and app.screen.runs,
+                         what="History listed")
+        app.resume_run(run_dir)
+        await until_shown(pilot, app, "cannot resume")
+        assert app.is_running and isinstance(app.screen, HistoryScreen)
