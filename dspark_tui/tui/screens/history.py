@@ -88,7 +88,7 @@ class HistoryScreen(LoadingScreen):
         if self._scanned:
             self.rescan()
 
-    def rescan(self) -> Worker[None]:
+    def rescan(self) -> Worker[list[RunSummary]]:
         return self.load(partial(scan_runs, self.roots), self._show_runs, "scanning for runs")
 
     def _show_runs(self, runs: list[RunSummary]) -> None:
