@@ -171,8 +171,9 @@ class DsparkApp(App[None]):
     def resume_run(self, run_dir: Path) -> None:
         try:
             manifest = RunStore(run_dir).read_manifest()
-        except UserError as exc:
-            self.notify(str(exc), severity="error")
+        except (UserError, OSError) as exc:  # OSError: run.json is a folder, or unreadable
+            self.notify(f"{run_dir}: cannot resume ({exc})" if isinstance(exc, OSError) else str(exc),
+                        severity="error")
             return
         request = StartRequest(plan=manifest.plan_source or manifest.name, resume=Path(run_dir))
 

@@ -9,14 +9,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+from textual.command import CommandPalette
+
 from dspark_tui.config import load_settings
 from dspark_tui.tui.app import AttachTarget
 from dspark_tui.tui.launch import _start_of
 from dspark_tui.tui.screens.plan_picker import PlanPickerScreen
-from dspark_tui.tui.screens.run_screen import RunScreen
 from dspark_tui.tui.themes import load_themes, theme_files
 from tests.tui.eventlog import write_run
-from tests.tui.helpers import make_app, screen_text
+from tests.tui.helpers import make_app, run_screen_shown, until_shown, wait_until
 
 SIZE = (100, 30)
 RECORDED = Path(__file__).parent / "data" / "demo_run"
@@ -39,7 +40,7 @@ async def test_theme_chosen_in_the_app_is_remembered(tmp_path: Path):
     async with app.run_test(size=SIZE) as pilot:
         assert app.theme == "dspark-dark"
         app.theme = "dspark-light"
-        await pilot.pause(0.1)
+        await wait_until(pilot, lambda: app.settings.theme == "dspark-light", what="theme remembered")
     settings, warning = load_settings(tmp_path / "config" / "config.toml")
     assert warning is None and settings.theme == "dspark-light"
     again = make_app(tmp_path, settings={"theme": settings.theme})
@@ -50,9 +51,8 @@ async def test_theme_chosen_in_the_app_is_remembered(tmp_path: Path):
 async def test_unknown_theme_falls_back_with_a_notice(tmp_path: Path):
     app = make_app(tmp_path, settings={"theme": "no-such-theme"})
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await pilot.pause(0.2)
+        await until_shown(pilot, app, "unknown theme 'no-such-theme'")
         assert app.theme == "dspark-dark"
-        assert "unknown theme 'no-such-theme'" in screen_text(app)
 
 
 async def test_keymap_from_settings_rebinds_by_id(tmp_path: Path):
@@ -61,16 +61,13 @@ async def test_keymap_from_settings_rebinds_by_id(tmp_path: Path):
     app = make_app(tmp_path, settings={"keymap": {"run.log": "g"}})
     async with app.run_test(size=SIZE) as pilot:
         app.open_replay(run_dir)
-        await pilot.pause(0.4)
-        screen = app.screen
-        assert isinstance(screen, RunScreen)
+        screen = await run_screen_shown(pilot, "[completed]")
         log = screen.query_one("#log-pane")
         await pilot.press("l")
         assert not log.has_class("-visible")
         await pilot.press("g")
-        await pilot.pause(0.2)
-        assert log.has_class("-visible")
-        assert "Starting vLLM API server" in screen_text(app)
+        await wait_until(pilot, lambda: log.has_class("-visible"), what="log shown")
+        await until_shown(pilot, app, "Starting vLLM API server")
 
 
 async def test_help_and_palette_list_the_screen_actions(tmp_path: Path):
@@ -79,17 +76,15 @@ async def test_help_and_palette_list_the_screen_actions(tmp_path: Path):
     app = make_app(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         app.open_replay(run_dir)
-        await pilot.pause(0.4)
+        await run_screen_shown(pilot, "[completed]")
         await pilot.press("question_mark")
-        await pilot.pause(0.3)
-        text = screen_text(app)
+        text = await until_shown(pilot, app, "app.quit")
         for binding_id in ("run.pause", "run.skip", "run.abort", "run.retry", "run.log", "app.quit"):
             assert binding_id in text
         await pilot.press("escape", "ctrl+p")
-        await pilot.pause(0.2)
+        await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette), what="palette open")
         await pilot.press(*"abort")
-        await pilot.pause(0.5)
-        assert "Abort" in screen_text(app)
+        await until_shown(pilot, app, "Abort (a)")  # the screen's binding, with its key
         await pilot.press("escape")
 
 
@@ -97,21 +92,17 @@ async def test_plan_picker_lists_plans_and_counts_the_chosen_cells(tmp_path: Pat
     app = make_app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("n")
-        await pilot.pause(0.2)
+        text = await until_shown(pilot, app, "demo  (shipped)")
         assert isinstance(app.screen, PlanPickerScreen)
-        text = screen_text(app)
-        assert "demo  (shipped)" in text and "dspark-st3-vs-st5  (shipped)" in text
+        assert "dspark-st3-vs-st5  (shipped)" in text
         await pilot.press("enter")  # the default plan (demo) is highlighted
-        await pilot.pause(0.2)
-        assert "demo: 10 cells" in screen_text(app)
+        await until_shown(pilot, app, "demo: 10 cells")
         await pilot.press("space")  # untick arm st=3
-        await pilot.pause(0.1)
-        assert "demo: 5 cells" in screen_text(app)
+        await until_shown(pilot, app, "demo: 5 cells")
         request = app.screen.request()
         assert request.arms == ["st=5"] and request.scenarios is None and not request.detach
         await pilot.press("escape")
-        await pilot.pause(0.1)
-        assert not isinstance(app.screen, PlanPickerScreen)
+        await wait_until(pilot, lambda: not isinstance(app.screen, PlanPickerScreen), what="closed")
 
 
 async def test_plan_picker_names_a_bad_plan_file(tmp_path: Path):
@@ -120,12 +111,11 @@ async def test_plan_picker_names_a_bad_plan_file(tmp_path: Path):
     app = make_app(tmp_path)
     async with app.run_test(size=(160, 30)) as pilot:
         await pilot.press("n")
-        await pilot.pause(0.2)
+        await wait_until(pilot, lambda: isinstance(app.screen, PlanPickerScreen), what="picker open")
         app.screen.query_one("#plan-path").value = str(bad)
         app.screen.query_one("#plan-path").focus()
         await pilot.press("enter")
-        await pilot.pause(0.2)
-        assert f"{bad}:" in screen_text(app)
+        await until_shown(pilot, app, f"{bad}:")
 
 
 def test_cli_names_user_mistakes_in_one_line(tmp_path: Path):
@@ -150,9 +140,8 @@ async def test_a_failing_background_task_is_shown_not_swallowed(tmp_path: Path):
 
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         app.run_worker(broken(), exit_on_error=False, description="loading the plan")
-        await pilot.pause(0.3)
+        await until_shown(pilot, app, "loading the plan failed: disk on fire")
         assert app.is_running
-        assert "loading the plan failed: disk on fire" in screen_text(app)
 
 
 def test_plain_command_opens_history_or_the_run_that_is_going(tmp_path: Path):

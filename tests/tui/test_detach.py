@@ -15,7 +15,7 @@ from dspark_tui.tui.app import AttachTarget
 from dspark_tui.tui.screens.history import HistoryScreen
 from dspark_tui.tui.screens.plan_picker import StartRequest
 from dspark_tui.tui.screens.run_screen import RunScreen
-from tests.tui.helpers import make_app, screen_text, table_text
+from tests.tui.helpers import make_app, table_text, until_shown
 from tests.tui.test_live import demo_plan, run_screen, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
@@ -79,22 +79,19 @@ async def test_killed_runner_shows_interrupted_in_history_and_resumes(tmp_path: 
         runner_pid = json.loads((run_dir / "run.json").read_text())["runner_pid"]
         os.kill(runner_pid, signal.SIGKILL)
         await wait_for(pilot, lambda: screen.state.status == "interrupted", timeout=20)
-        await pilot.pause(0.2)
-        assert "the runner is gone" in screen_text(app)
+        await until_shown(pilot, app, "the runner is gone")
         await pilot.press("escape")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: isinstance(app.screen, HistoryScreen), timeout=10)
         history = app.screen
         assert isinstance(history, HistoryScreen)
-        await history.rescan()
+        await history.rescan().wait()
         row = next(r for r in table_text(app, "#history-table") if r[1] == "demo")
         assert row[2] == "interrupted"
         assert app.focused is history.query_one("#history-table"), app.focused
         await pilot.press("u")
-        await pilot.pause(0.2)
-        assert f"Resume {run_dir.name}?" in screen_text(app), screen_text(app)
+        await until_shown(pilot, app, f"Resume {run_dir.name}?")
         await pilot.press("y")
-        await pilot.pause(0.3)
-        assert "starting" in screen_text(app)
+        await until_shown(pilot, app, "starting")
         await wait_for(pilot, lambda: any(isinstance(s, RunScreen) and s is not screen
                                           for s in app.screen_stack), timeout=30)
         resumed = run_screen(app)
@@ -103,5 +100,5 @@ async def test_killed_runner_shows_interrupted_in_history_and_resumes(tmp_path: 
         assert resumed.state.status == "completed"
         assert resumed.state.done == 4
         await pilot.press("q")
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: not app.is_running, timeout=10)
     app.stop_owned(10)

@@ -18,7 +18,7 @@ TIMING = """
 import asyncio, json, sys, time
 from pathlib import Path
 from dspark_tui.tui.screens.history import HistoryScreen
-from tests.tui.helpers import make_app, table_text
+from tests.tui.helpers import make_app, table_text, wait_until
 started = time.perf_counter()  # imports are the first-paint budget's (bench/tui_overhead.py)
 
 async def main():
@@ -28,11 +28,11 @@ async def main():
         screen = app.screen
         assert isinstance(screen, HistoryScreen)
         while len(screen.runs) < int(sys.argv[3]) and time.perf_counter() - started < 10:
-            await pilot.pause(0.02)
+            await asyncio.sleep(0.02)  # polled here: wait_until's settling would be timed too
         elapsed = time.perf_counter() - started
         names = [r[1] for r in table_text(app, "#history-table")]
         await pilot.press("slash", *"run0499", "enter")
-        await pilot.pause(0.1)
+        await wait_until(pilot, lambda: len(table_text(app, "#history-table")) == 1, timeout=10)
         filtered = [r[1] for r in table_text(app, "#history-table")]
     print(json.dumps({"elapsed": elapsed, "names": names, "filtered": filtered}))
 

@@ -6,19 +6,18 @@ Each asserts what a user sees and what is left on disk and in the process table.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 
 from dspark_tui.plans import shipped_plan_text
 from dspark_tui.tui.app import DsparkApp
 from dspark_tui.tui.screens.plan_picker import StartRequest
 from dspark_tui.tui.screens.run_screen import RunScreen
-from tests.tui.helpers import make_app, screen_text, table_text
+from tests.tui.helpers import make_app, table_text, until_shown, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 SIZE = (120, 40)
@@ -34,14 +33,9 @@ def demo_plan(tmp_path: Path, *, slow: bool = False) -> Path:
     return path
 
 
-async def wait_for(pilot: object, condition: Callable[[], bool], timeout: float = 45.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            app = getattr(pilot, "app", None)
-            screen = screen_text(app) if app is not None else ""
-            raise AssertionError(f"timed out waiting for the app; the screen:\n{screen}")
-        await asyncio.sleep(0.2)
+async def wait_for(pilot: Pilot[object], condition: Callable[[], object], timeout: float = 45.0) -> None:
+    """wait_until with the patience a real runner and simulator need on a loaded machine."""
+    await wait_until(pilot, condition, timeout, what="the run to get there")
 
 
 def run_screen(app: DsparkApp) -> RunScreen:
@@ -60,15 +54,13 @@ async def test_demo_runs_to_its_end_and_fills_the_ab_table(tmp_path: Path):
             screen = run_screen(app)
             await wait_for(pilot, lambda: screen.state.done >= 1)
             await wait_for(pilot, lambda: screen.state.finished)
-            await pilot.pause(0.5)
             assert screen.state.status == "completed", screen.state.message
-            text = screen_text(app)
-            assert "cells 6/6" in text and "[completed]" in text
+            text = await until_shown(pilot, app, "[completed]")
+            assert "cells 6/6" in text
             rows = {(r[0], r[1]): r for r in table_text(app, "#ab-table")}
             assert set(rows) == {("chat_short", "1"), ("chat_short", "16"), ("decode_heavy", "1")}
             assert all(row[2] in ("st=3", "st=5") for row in rows.values())
             await pilot.press("q")
-            await pilot.pause(0.2)
     finally:
         app.stop_owned(10)
     run_dir = screen.run_dir
@@ -86,16 +78,14 @@ async def test_pause_skip_and_abort_from_the_keyboard(tmp_path: Path):
             await wait_for(pilot, lambda: screen.state.current is not None)
             await pilot.press("p")
             await wait_for(pilot, lambda: screen.state.paused, timeout=15)
-            await pilot.pause(0.3)
-            assert "[paused]" in screen_text(app)
+            await until_shown(pilot, app, "[paused]")
             await pilot.press("p")
             await wait_for(pilot, lambda: not screen.state.paused, timeout=15)
             await wait_for(pilot, lambda: screen.state.current is not None)
             await pilot.press("s")
             await wait_for(pilot, lambda: screen.state.skipped >= 1, timeout=15)
             await pilot.press("a")
-            await pilot.pause(0.2)
-            assert "Abort the run?" in screen_text(app)
+            await until_shown(pilot, app, "Abort the run?")
             await pilot.press("y")
             await wait_for(pilot, lambda: screen.state.finished, timeout=30)
             assert screen.state.status == "aborted"
@@ -115,11 +105,10 @@ async def test_quit_while_running_asks_then_stops_the_runner(tmp_path: Path):
             screen = run_screen(app)
             await wait_for(pilot, lambda: screen.state.current is not None)
             await pilot.press("q")
-            await pilot.pause(0.2)
-            assert "A run is going. Stop it and quit?" in screen_text(app)
+            await until_shown(pilot, app, "A run is going. Stop it and quit?")
             await pilot.press("n")
-            await pilot.pause(0.2)
-            assert app.is_running and app.screen is screen
+            await wait_for(pilot, lambda: app.screen is screen, timeout=10)
+            assert app.is_running
             await pilot.press("q", "y")
             await wait_for(pilot, lambda: not app.is_running, timeout=30)
     finally:

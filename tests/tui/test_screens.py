@@ -8,13 +8,19 @@ import pytest
 
 from dspark_tui.model import CellKey
 from dspark_tui.tui.app import AttachTarget
-from dspark_tui.tui.screens.history import HistoryScreen
 from dspark_tui.tui.screens.report import ReportScreen
 from dspark_tui.tui.screens.run_detail import RunDetailScreen
-from dspark_tui.tui.screens.run_screen import RunScreen
 from tests.conftest import SAMPLE_RUN
 from tests.tui.eventlog import append_events, build_events, write_run
-from tests.tui.helpers import make_app, screen_text, table_text, until_shown
+from tests.tui.helpers import (
+    history_listed,
+    make_app,
+    run_screen_shown,
+    screen_text,
+    table_text,
+    until_shown,
+    wait_until,
+)
 
 SIZE = (120, 40)
 
@@ -27,17 +33,15 @@ async def test_history_lists_runs_and_filters_by_typing(tmp_path: Path):
     (root / "junk" / "run.json").write_text("{not json")
     app = make_app(tmp_path, results_root=root)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await pilot.pause(0.3)
-        assert isinstance(app.screen, HistoryScreen)
+        await history_listed(pilot, at_least=3)
         rows = [r for r in table_text(app, "#history-table") if r[1] in ("demo", "junk")]
         statuses = [row[2] for row in rows]
         assert statuses.count("completed") == 1 and statuses.count("interrupted") == 1
         assert any(s.startswith("problem: run.json is unreadable") for s in statuses)
         assert [row[3] for row in rows if row[2] == "completed"] == ["9/10"]
         await pilot.press("slash", *"interr", "enter")
-        await pilot.pause(0.1)
-        rows = table_text(app, "#history-table")
-        assert len(rows) == 1 and rows[0][2] == "interrupted"
+        await wait_until(pilot, lambda: len(table_text(app, "#history-table")) == 1, what="filtered")
+        assert table_text(app, "#history-table")[0][2] == "interrupted"
         assert "— 1 of " in screen_text(app)
 
 
@@ -46,29 +50,28 @@ async def test_opening_a_run_shows_its_ab_table_and_cells(tmp_path: Path):
     write_run(root, fail_index=2)
     app = make_app(tmp_path, results_root=root)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await pilot.pause(0.3)
+        await history_listed(pilot)
         await pilot.press("enter")
-        await pilot.pause(0.5)
-        assert isinstance(app.screen, RunDetailScreen)
+        await wait_until(pilot, lambda: isinstance(app.screen, RunDetailScreen)
+                         and app.screen.run is not None, what="the run loaded")
         rows = {(r[0], r[1]): r for r in table_text(app, "#detail-ab")}
         assert rows[("chat_short", "1")][2] == "st=5"
         assert rows[("stress_standard", "128")][2] == "st=3"
         assert rows[("stress_standard", "128")][3] == "13.64%"
         await pilot.press("e")
-        await pilot.pause(0.2)
+        await wait_until(pilot, lambda: app.focused is app.screen.query_one("#detail-cells"),
+                         what="the cells tab")
         cells = table_text(app, "#detail-cells")
         assert len(cells) == 9
         await pilot.press("enter")
-        await pilot.pause(0.2)
-        assert "client: duration=4" in screen_text(app)
+        await until_shown(pilot, app, "client: duration=4")
 
 
 async def test_finished_run_replays_with_failure_in_tree_and_reason_one_key_away(tmp_path: Path):
     run_dir = write_run(tmp_path / "results", fail_index=2)
     app = make_app(tmp_path, start=AttachTarget(run_dir))
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await pilot.pause(0.5)
-        assert isinstance(app.screen, RunScreen)
+        await run_screen_shown(pilot, "[completed]")
         text = screen_text(app)
         assert "cells 9/10" in text and "failed 1" in text and "[completed]" in text
         assert "✗ c1" in text
@@ -76,9 +79,8 @@ async def test_finished_run_replays_with_failure_in_tree_and_reason_one_key_away
         assert rows[("decode_heavy", "1")][2] == "—"  # no winner against a failed cell
         assert "failed" in rows[("decode_heavy", "1")]
         await pilot.press("f")
-        await pilot.pause(0.2)
-        text = screen_text(app)
-        assert "cell failed" in text and "bench client exited 1" in text
+        text = await until_shown(pilot, app, "bench client exited 1")
+        assert "cell failed" in text
 
 
 async def test_attached_view_follows_the_event_log_as_it_grows(tmp_path: Path):
@@ -87,19 +89,14 @@ async def test_attached_view_follows_the_event_log_as_it_grows(tmp_path: Path):
     already = len(build_events(run_dir, stop_after=4, finish=False))
     app = make_app(tmp_path, start=AttachTarget(run_dir))
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await pilot.pause(0.5)
-        assert "cells 4/10" in screen_text(app)
+        screen = await run_screen_shown(pilot, "cells 4/10")
         assert len(table_text(app, "#ab-table")) == 4
         append_events(run_dir, everything[already:already + 5])
-        await pilot.pause(0.6)
-        screen = app.screen
-        assert isinstance(screen, RunScreen)
+        await until_shown(pilot, app, "st=3 · stress_standard")
         assert screen.state.current is not None
-        assert "st=3 · stress_standard" in screen_text(app)
         append_events(run_dir, everything[already + 5:])
-        await pilot.pause(0.6)
-        text = screen_text(app)
-        assert "cells 10/10" in text and "[completed]" in text
+        text = await until_shown(pilot, app, "cells 10/10")
+        assert "[completed]" in text
         assert len(table_text(app, "#ab-table")) == 5
         assert screen.state.cells[CellKey(arm="st=5", scenario="stress_standard",
                                           concurrency=128)].phase == "done"
@@ -109,10 +106,9 @@ async def test_read_only_view_refuses_control(tmp_path: Path):
     run_dir = write_run(tmp_path / "results", stop_after=2, finish=False, live=True)
     app = make_app(tmp_path, start=AttachTarget(run_dir, read_only=True))
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await pilot.pause(0.4)
+        await run_screen_shown(pilot, "cells 2/10")
         await pilot.press("p")
-        await pilot.pause(0.2)
-        assert "read-only" in screen_text(app)
+        await until_shown(pilot, app, "opened read-only: attach")
         assert not (run_dir / "control.jsonl").exists()
 
 
@@ -120,13 +116,12 @@ async def test_attached_view_sends_control_through_the_run_dir(tmp_path: Path):
     run_dir = write_run(tmp_path / "results", stop_after=2, finish=False, live=True)
     app = make_app(tmp_path, start=AttachTarget(run_dir))
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await pilot.pause(0.4)
+        await run_screen_shown(pilot, "cells 2/10")
         await pilot.press("s")
         await pilot.press("a")
-        await pilot.pause(0.2)
-        assert "Abort the run?" in screen_text(app)
+        await until_shown(pilot, app, "Abort the run?")
         await pilot.press("y")
-        await pilot.pause(0.2)
+        await until_shown(pilot, app, "abort requested")
     lines = (run_dir / "control.jsonl").read_text().splitlines()
     assert ['"skip"' in lines[0], '"abort"' in lines[1]] == [True, True]
 
@@ -135,7 +130,7 @@ async def test_report_viewer_toggles_language_and_saves(tmp_path: Path):
     run_dir = write_run(tmp_path / "results")
     app = make_app(tmp_path, start=AttachTarget(run_dir))
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await pilot.pause(0.4)
+        await run_screen_shown(pilot, "[completed]")
         await pilot.press("r")
         text = await until_shown(pilot, app, "[zh] not saved yet (g saves it)")
         assert isinstance(app.screen, ReportScreen)
@@ -151,7 +146,6 @@ async def test_report_viewer_toggles_language_and_saves(tmp_path: Path):
 async def test_history_opens_the_seed_and_shows_its_winners(tmp_path: Path):
     app = make_app(tmp_path, results_root=SAMPLE_RUN.parent)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await pilot.pause(0.3)
         await until_shown(pilot, app, "st=5 11/18")  # best arm: the seed's winner count
         rows = table_text(app, "#history-table")
         index = next(i for i, row in enumerate(rows) if row[1] == "dspark_st_comparison")
@@ -159,7 +153,8 @@ async def test_history_opens_the_seed_and_shows_its_winners(tmp_path: Path):
         for _ in range(index):
             await pilot.press("down")
         await pilot.press("enter")
-        await pilot.pause(1.0)
+        await wait_until(pilot, lambda: isinstance(app.screen, RunDetailScreen)
+                         and app.screen.run is not None, what="the seed loaded")
         ab = {(r[0], r[1]): r for r in table_text(app, "#detail-ab")}
         assert len(ab) == 18
         assert ab[("chat_short", "16")][2:4] == ["st=5", "32.90%"]
@@ -177,13 +172,12 @@ async def test_marking_two_runs_compares_them_cell_by_cell(tmp_path: Path):
     write_run(root, fail_index=2, started_at="2026-11-29T10:00:00+00:00")
     app = make_app(tmp_path, results_root=root, settings={"language": "en"})
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await pilot.pause(0.3)
+        await history_listed(pilot, at_least=3)
         await pilot.press("c")
-        await pilot.pause(0.1)
-        assert "mark two runs" in screen_text(app)
+        await until_shown(pilot, app, "mark two runs")
         await pilot.press("space", "down", "space")
-        await pilot.pause(0.1)
-        assert [r[0] for r in table_text(app, "#history-table")][:2] == ["*", "*"]
+        await wait_until(pilot, lambda: [r[0] for r in table_text(app, "#history-table")][:2]
+                         == ["*", "*"], what="two runs marked")
         await pilot.press("c")
         text = await until_shown(pilot, app, "Two runs compared")
         assert "demo_20" in text and " vs " in text  # which two, named in the title

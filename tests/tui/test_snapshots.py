@@ -8,14 +8,22 @@ Update after an intended change with `pytest tests/tui/test_snapshots.py --snaps
 from __future__ import annotations
 
 import shutil
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 
 from dspark_tui.model.events import CellFinished, parse_event
 from dspark_tui.results import RunStore
 from dspark_tui.tui.app import DsparkApp
-from tests.tui.helpers import make_app
+from tests.tui.helpers import (
+    make_app,
+    run_screen_shown,
+    screen_text,
+    settled,
+    wait_until,
+)
 
 RECORDED = Path(__file__).parent / "data" / "demo_run"
 MID_RUN_LINES = 49  # inside the fifth cell: st=3 stress_standard c128 running
@@ -50,31 +58,41 @@ def replay_app(tmp_path: Path, run_dir: Path, now: float | None = None) -> Dspar
     return app
 
 
-async def _settle(pilot: object) -> None:
-    await pilot.pause(0.6)  # type: ignore[attr-defined]
+def _settle(header: str) -> Callable[[Pilot[object]], Awaitable[None]]:
+    """Wait until the replayed run is drawn (its header says `header`) and laid out."""
+
+    async def drawn(pilot: Pilot[object]) -> None:
+        await run_screen_shown(pilot, header)
+        await settled(pilot)
+
+    return drawn
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
 def test_finished_run_screen(snap_compare, tmp_path: Path, size: tuple[int, int]):
     run_dir = tmp_path / "demo_run"
     shutil.copytree(RECORDED, run_dir)
-    assert snap_compare(replay_app(tmp_path, run_dir), terminal_size=size, run_before=_settle)
+    assert snap_compare(replay_app(tmp_path, run_dir), terminal_size=size,
+                        run_before=_settle("[completed]"))
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
 def test_mid_run_screen(snap_compare, tmp_path: Path, size: tuple[int, int]):
     run_dir, last = mid_run_copy(tmp_path)
     assert snap_compare(replay_app(tmp_path, run_dir, now=last + 2.0), terminal_size=size,
-                        run_before=_settle)
+                        run_before=_settle("[running]"))
 
 
 def test_mid_run_screen_with_server_log(snap_compare, tmp_path: Path):
     run_dir, last = mid_run_copy(tmp_path)
 
-    async def show_log(pilot: object) -> None:
-        await _settle(pilot)
-        await pilot.press("l")  # type: ignore[attr-defined]
-        await pilot.pause(0.3)  # type: ignore[attr-defined]
+    async def show_log(pilot: Pilot[object]) -> None:
+        screen = await run_screen_shown(pilot, "[running]")
+        await pilot.press("l")
+        await wait_until(pilot, lambda: screen.query_one("#log-pane").has_class("-visible"),
+                         what="the log shown")
+        await settled(pilot)
+        assert "Starting vLLM API server" in screen_text(pilot.app)
 
     assert snap_compare(replay_app(tmp_path, run_dir, now=last + 2.0), terminal_size=(120, 40),
                         run_before=show_log)

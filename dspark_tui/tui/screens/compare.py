@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
+from functools import partial
 from pathlib import Path
 from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.screen import Screen
 from textual.widgets import Footer, Label, MarkdownViewer
 
 from dspark_tui.results import load_run
+from dspark_tui.tui.screens.loading import LoadingScreen
 
 
 def comparison_text(run_a: Path, run_b: Path, lang: str) -> str:
@@ -22,7 +22,7 @@ def comparison_text(run_a: Path, run_b: Path, lang: str) -> str:
     return render_comparison(load_run(run_a), load_run(run_b), lang=lang)
 
 
-class CompareScreen(Screen[None]):
+class CompareScreen(LoadingScreen):
     DEFAULT_CSS = """
     CompareScreen #compare-title {
         background: $panel; padding: 0 1; width: 1fr; height: 1;
@@ -33,6 +33,7 @@ class CompareScreen(Screen[None]):
         Binding("l", "toggle_lang", "zh/en", id="compare.lang"),
         Binding("escape", "back", "Back", id="compare.back"),
     ]
+    ERROR_LINE = "#compare-title"
 
     def __init__(self, run_a: Path, run_b: Path) -> None:
         super().__init__()
@@ -45,18 +46,21 @@ class CompareScreen(Screen[None]):
         yield MarkdownViewer("", show_table_of_contents=False)
         yield Footer(compact=True)
 
-    async def on_mount(self) -> None:
+    def on_mount(self) -> None:
         settings = getattr(self.app, "settings", None)
         self.lang = settings.language if settings is not None else "zh"
-        await self._show_text()
+        self._compare()
 
-    async def _show_text(self) -> None:
-        text = await asyncio.to_thread(comparison_text, self.run_a, self.run_b, self.lang)
+    def _compare(self) -> None:
+        self.load(partial(comparison_text, self.run_a, self.run_b, self.lang), self._show_text,
+                  f"comparing {self.run_a.name} with {self.run_b.name}")
+
+    async def _show_text(self, text: str) -> None:
         await self.query_one(MarkdownViewer).document.update(text)
 
-    async def action_toggle_lang(self) -> None:
+    def action_toggle_lang(self) -> None:
         self.lang = "en" if self.lang == "zh" else "zh"
-        await self._show_text()
+        self._compare()
 
     def action_back(self) -> None:
         self.app.pop_screen()

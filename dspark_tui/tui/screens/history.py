@@ -6,7 +6,7 @@ hundreds of runs open at once; a run's cells are read only when it is opened.
 
 from __future__ import annotations
 
-import asyncio
+from functools import partial
 from pathlib import Path
 from typing import ClassVar
 
@@ -14,17 +14,18 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Label
-from textual.worker import get_current_worker
+from textual.worker import Worker, get_current_worker
 
 from dspark_tui.results import RunStore, RunSummary, scan_runs
+from dspark_tui.tui import colours
+from dspark_tui.tui.screens.loading import LoadingScreen
 
 LIVE_STATUSES = ("running",)
 BEST_ARM_RUNS = 100
 
 
-class HistoryScreen(Screen[None]):
+class HistoryScreen(LoadingScreen):
     DEFAULT_CSS = """
     HistoryScreen #history-title {
         background: $panel; padding: 0 1; width: 1fr; height: 1;
@@ -48,6 +49,7 @@ class HistoryScreen(Screen[None]):
         Binding("f5", "rescan", "Rescan", id="history.rescan", show=False,
                 tooltip="look for new runs now"),
     ]
+    ERROR_LINE = "#history-title"
 
     def __init__(self, roots: list[Path]) -> None:
         super().__init__()
@@ -67,7 +69,7 @@ class HistoryScreen(Screen[None]):
         yield table
         yield Footer(compact=True)
 
-    async def on_mount(self) -> None:
+    def on_mount(self) -> None:
         table = self.query_one(DataTable)
         # Fixed widths: measuring every cell of hundreds of rows on each change is what made a
         # long history slow to open (1.4 s for 500 runs, most of it in column-width updates).
@@ -77,15 +79,20 @@ class HistoryScreen(Screen[None]):
                                   ("Model", "model", 26)):
             table.add_column(label, key=key, width=width)
         table.focus()
-        await self.rescan()
+        # Status colours are theme variables resolved as rows are filled: refill on a switch.
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._fill())
+        self.rescan()
 
-    async def on_screen_resume(self) -> None:
+    def on_screen_resume(self) -> None:
         """Back from a run or a detail view: runs may have started, finished or appeared."""
         if self._scanned:
-            await self.rescan()
+            self.rescan()
 
-    async def rescan(self) -> None:
-        self.runs = await asyncio.to_thread(scan_runs, self.roots)
+    def rescan(self) -> Worker[list[RunSummary]]:
+        return self.load(partial(scan_runs, self.roots), self._show_runs, "scanning for runs")
+
+    def _show_runs(self, runs: list[RunSummary]) -> None:
+        self.runs = runs
         self._scanned = True
         self._fill()
         self._summarize_best()
@@ -113,9 +120,7 @@ class HistoryScreen(Screen[None]):
         table = self.query_one(DataTable)
         words = self.query_one(Input).value.lower().split()
         shown = [run for run in self.runs if _matches(run, words)]
-        theme = self.app.current_theme
-        styles = {"running": theme.accent, "completed": theme.success, "interrupted": theme.warning,
-                  "failed": theme.error, "aborted": theme.warning}
+        styles = {status: colours.rich_style(spec) for status, spec in colours.RUN_STATUS.items()}
         chosen = self.selected()
         wanted = str(self.prefer) if self.prefer is not None else str(chosen.path) if chosen else ""
         with self.app.batch_update():
@@ -125,7 +130,7 @@ class HistoryScreen(Screen[None]):
                 table.add_row(
                     "*" if run.path in self.marked else " ",
                     _short(run.name, 28),
-                    Text(status, style=styles.get(run.status, "") or ""),
+                    Text(status, style=styles.get(run.status, "")),
                     f"{run.cells_done}/{run.cells_total}",
                     self.best.get(run.path, "…"),
                     run.started_at[:16].replace("T", " "),
@@ -164,8 +169,8 @@ class HistoryScreen(Screen[None]):
     def action_filter(self) -> None:
         self.query_one(Input).focus()
 
-    async def action_rescan(self) -> None:
-        await self.rescan()
+    def action_rescan(self) -> None:
+        self.rescan()
 
     def action_open(self) -> None:
         run = self.selected()

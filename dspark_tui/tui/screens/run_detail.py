@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import csv
+from functools import partial
 from pathlib import Path
 from typing import ClassVar
 
@@ -12,22 +12,25 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
-from textual.screen import ModalScreen, Screen
+from textual.content import Content
+from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Label, Sparkline, Static, TabbedContent, TabPane
 
 from dspark_tui.model import CellKey, CellResult
 from dspark_tui.results import RunStore, load_run
 from dspark_tui.results.store import LoadedRun
 from dspark_tui.tui import format as fmt
+from dspark_tui.tui.screens.loading import LoadingScreen
 from dspark_tui.tui.widgets.ab_table import ABTable
 
 
-class RunDetailScreen(Screen[None]):
+class RunDetailScreen(LoadingScreen):
     DEFAULT_CSS = """
     RunDetailScreen #detail-title {
         background: $panel; padding: 0 1; width: 1fr; height: 1;
         text-wrap: nowrap; text-overflow: ellipsis;
     }
+    RunDetailScreen TabbedContent { height: 1fr; }  /* the title stays on screen */
     RunDetailScreen DataTable { height: 1fr; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -36,6 +39,7 @@ class RunDetailScreen(Screen[None]):
         Binding("e", "show_tab('cells')", "Cells", id="detail.cells"),
         Binding("escape", "back", "History", id="detail.back"),
     ]
+    ERROR_LINE = "#detail-title"
 
     def __init__(self, run_dir: Path) -> None:
         super().__init__()
@@ -52,15 +56,18 @@ class RunDetailScreen(Screen[None]):
                 yield cells
         yield Footer(compact=True)
 
-    async def on_mount(self) -> None:
-        self.run = run = await asyncio.to_thread(load_run, self.run_dir)
+    def on_mount(self) -> None:
+        self.load(partial(load_run, self.run_dir), self._show_run, f"loading {self.run_dir.name}")
+
+    def _show_run(self, run: LoadedRun) -> None:
         from dspark_tui.report.live import comparison_rows
 
+        self.run = run
         arms = run.manifest.arm_names()
         title = (f"{run.manifest.name}  {run.manifest.started_at or ''}  {run.manifest.model}  "
                  f"[{run.manifest.status}]  {len(run.cells)}/{run.manifest.total_cells or len(run.cells)}"
                  f" cells  — {run.path}")
-        self.query_one("#detail-title", Label).update(title)
+        self.query_one("#detail-title", Label).update(Content(title))  # plain: "[completed]" is no tag
         for problem in run.problems:
             self.notify(f"{problem}", severity="warning", timeout=6)
         from dspark_tui.report.measurements import measurements_of

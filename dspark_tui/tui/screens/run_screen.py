@@ -86,7 +86,10 @@ class RunScreen(Screen[None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        self._seed_from_disk()
+        try:
+            self._seed_from_disk()
+        except Exception as exc:  # the events still tell the run; a bad file must not end the app
+            self._tell_error("reading the saved cells", exc)
         self.set_interval(REFRESH_S, self._tick)
         self.call_after_refresh(self._tick)
 
@@ -114,6 +117,9 @@ class RunScreen(Screen[None]):
         self._polling = True
         try:
             events = await asyncio.to_thread(self.follower.poll)
+        except Exception as exc:  # an unreadable event log costs the view its updates, not the app
+            self._tell_error("reading the run's events", exc)
+            return
         finally:
             self._polling = False
         try:
@@ -125,10 +131,15 @@ class RunScreen(Screen[None]):
             self._check_runner()
             self.redraw()
         except Exception as exc:  # a drawing bug must not take the watch (and the runner) down
-            log.exception("run screen update failed")
-            if not self._error_told:
-                self._error_told = True
-                self.notify(f"display error (see the log): {exc!r}", severity="error", timeout=15)
+            self._tell_error("display", exc)
+
+    def _tell_error(self, what: str, exc: Exception) -> None:
+        """Logged and told once: every later tick would only repeat it."""
+        if not self._error_told:
+            self._error_told = True
+            log.error("run screen: %s failed", what, exc_info=exc)
+            self.notify(f"{what} failed (see the log): {type(exc).__name__}: {exc}", severity="error",
+                        timeout=15)
 
     def _announce(self, event: Event) -> None:
         if isinstance(event, CellFailed):

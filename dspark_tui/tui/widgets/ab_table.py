@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.widgets import DataTable
 
 from dspark_tui.report.live import ArmFigures, ComparisonRow
+from dspark_tui.tui import colours
 from dspark_tui.tui import format as fmt
 
 _PER_ARM = (
@@ -18,7 +19,10 @@ _PER_ARM = (
 
 
 class ABTable(DataTable[Text | str]):
-    """Rows are added as cells finish and only changed cells are rewritten: no flicker, no jump."""
+    """Rows are added as cells finish and only changed cells are rewritten: no flicker, no jump.
+
+    A theme switch redraws the rows last shown, so the winner's colour is the new theme's.
+    """
 
     DEFAULT_CSS = """
     ABTable { height: 1fr; }
@@ -28,8 +32,17 @@ class ABTable(DataTable[Text | str]):
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self._arms: list[str] = []
         self._shown: dict[str, tuple[Text | str, ...]] = {}
+        self._rows: list[ComparisonRow] = []
+
+    def on_mount(self) -> None:
+        self.app.theme_changed_signal.subscribe(self, self._recolour)
+
+    def _recolour(self, _theme: object) -> None:
+        if self._rows:
+            self.show(self._rows, self._arms)
 
     def show(self, rows: list[ComparisonRow], arms: list[str]) -> None:
+        self._rows = rows
         if arms != self._arms:
             self._set_columns(arms)
         with self.app.batch_update():
@@ -63,8 +76,8 @@ class ABTable(DataTable[Text | str]):
                 self.add_column(f"{label} {arm}", key=f"{arm}:{attr}")
 
     def _render_row(self, row: ComparisonRow) -> tuple[Text | str, ...]:
-        theme = self.app.current_theme
-        win_style = f"bold {theme.success}"
+        win_style = colours.rich_style(colours.WINNER)
+        failed_style = colours.rich_style(colours.FAILED)
         cells: list[Text | str] = [
             row.scenario,
             Text(str(row.concurrency), justify="right"),
@@ -75,7 +88,7 @@ class ABTable(DataTable[Text | str]):
             for arm in self._arms:
                 numbers = row.arms.get(arm, ArmFigures())
                 if numbers.status in ("failed", "skipped") and attr == "total_tok_s":
-                    cells.append(Text(numbers.status, style=theme.error or ""))
+                    cells.append(Text(numbers.status, style=failed_style))
                     continue
                 text = Text(fmt.number(getattr(numbers, attr), digits), justify="right")
                 if attr == "total_tok_s" and row.winner == arm:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from rich.style import Style
 from rich.text import Text
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from dspark_tui.model import CellKey
-from dspark_tui.model.run_state import CellState, RunState
+from dspark_tui.model.run_state import RunState
+from dspark_tui.tui import colours
 from dspark_tui.tui import format as fmt
 
 MARKS = {"pending": "·", "running": "▶", "done": "✓", "failed": "✗", "skipped": "–"}
@@ -33,14 +35,24 @@ class PlanTree(Tree[CellKey | None]):
             node = self._cell_nodes.get(key) or self._add_cell(key)
             shown = (cell.phase, cell.total_tok_s)
             if self._labels.get(key) != shown:
-                node.set_label(self._label(cell))
                 self._labels[key] = shown
+                # Plain text: it marks the node changed; render_label colours it when drawn.
+                node.set_label(Text(self._cell_label(key).plain))
         for name, arm_node in self._arm_nodes.items():
             arm = state.arms.get(name)
             server = arm.server_state if arm is not None else ""
             if self._arm_states.get(name) != server:
                 self._arm_states[name] = server
                 arm_node.set_label(Text.assemble((name, "bold"), f"  {server}"))
+
+    def render_label(self, node: TreeNode[CellKey | None], base_style: Style, style: Style) -> Text:
+        """A cell's label is built at draw time, so its colours follow the current theme."""
+        key = node.data
+        if key is None or key not in self._labels:
+            return super().render_label(node, base_style, style)
+        label = self._cell_label(key)
+        label.stylize(style)
+        return label
 
     def _add_cell(self, key: CellKey) -> TreeNode[CellKey | None]:
         arm_node = self._arm_nodes.get(key.arm)
@@ -54,16 +66,14 @@ class PlanTree(Tree[CellKey | None]):
         self._cell_nodes[key] = node
         return node
 
-    def _label(self, cell: CellState) -> Text:
-        theme = self.app.current_theme
-        styles = {"done": theme.success or "", "failed": theme.error or "",
-                  "running": theme.accent or "", "skipped": theme.warning or "", "pending": ""}
-        mark = MARKS[cell.phase]
-        text = Text.assemble((mark, styles[cell.phase]), f" c{cell.key.concurrency:<4}")
-        if cell.phase == "done":
-            text.append(f" {fmt.number(cell.total_tok_s, 1)}")
-        elif cell.phase in ("failed", "skipped"):
-            text.append(f" {cell.phase}", style=styles[cell.phase])
+    def _cell_label(self, key: CellKey) -> Text:
+        phase, total = self._labels[key]
+        colour = colours.rich_style(colours.CELL_PHASE.get(phase, ""))
+        text = Text.assemble((MARKS[phase], colour), f" c{key.concurrency:<4}")
+        if phase == "done":
+            text.append(f" {fmt.number(total, 1)}")
+        elif phase in ("failed", "skipped"):
+            text.append(f" {phase}", style=colour)
         return text
 
     def node_for(self, key: CellKey) -> TreeNode[CellKey | None] | None:

@@ -2,44 +2,44 @@
 
 from __future__ import annotations
 
-from rich.text import Text
+from textual.content import Content
 from textual.widgets import Static
 
 from dspark_tui.model.run_state import RunState
+from dspark_tui.tui import colours
 from dspark_tui.tui import format as fmt
+
+Part = str | tuple[str, str]
 
 
 class RunHeader(Static):
+    """Styles are theme variables (`$success`) that Textual resolves each time it draws."""
+
     DEFAULT_CSS = """
     RunHeader { height: auto; max-height: 4; background: $panel; color: $foreground; padding: 0 1; }
     """
 
-    _last = ""
+    _last: tuple[Part, ...] = ()
 
     def show(self, state: RunState, now: float, mode: str) -> None:
-        theme = self.app.current_theme
         status = "paused" if state.paused and not state.finished else state.status
-        status_style = {"completed": theme.success, "failed": theme.error, "aborted": theme.warning,
-                        "interrupted": theme.warning, "paused": theme.warning}.get(status, theme.accent)
-        text = Text()
-        text.append(state.name or "run", style="bold")
-        text.append(f"  [{status}]", style=f"bold {status_style}")
+        status_colour = colours.RUN_STATUS.get(status, "$accent")
+        parts: list[Part] = [(state.name or "run", "bold"), (f"  [{status}]", f"bold {status_colour}")]
         if mode:
-            text.append(f"  {mode}")
-        text.append(f"   cells {state.done}/{state.total}")
+            parts.append(f"  {mode}")
+        parts.append(f"   cells {state.done}/{state.total}")
         if state.failed:
-            text.append(f"  failed {state.failed}", style=f"bold {theme.error}")
+            parts.append((f"  failed {state.failed}", f"bold {colours.FAILED}"))
         if state.skipped:
-            text.append(f"  skipped {state.skipped}")
-        text.append(f"   elapsed {fmt.duration(state.elapsed(now))}")
-        text.append(f"  ETA {fmt.duration(state.eta(now))}")
+            parts.append(f"  skipped {state.skipped}")
+        parts.append(f"   elapsed {fmt.duration(state.elapsed(now))}")
+        parts.append(f"  ETA {fmt.duration(state.eta(now))}")
         for arm in state.arms.values():
-            text.append("\n")
-            text.append(f"{arm.name}: ", style="bold")
-            text.append(arm.server_state)
+            parts += ["\n", (f"{arm.name}: ", "bold"), arm.server_state]
             detail = arm.progress_line or arm.message
             if detail and arm.server_state not in ("pending", "stopped"):
-                text.append(f"  {detail}"[:160], style="italic")
-        if text.markup != self._last:
-            self._last = text.markup
-            self.update(text)
+                parts.append((f"  {detail}"[:160], "italic"))
+        shown = tuple(parts)
+        if shown != self._last:
+            self._last = shown
+            self.update(Content.assemble(*parts))
