@@ -126,3 +126,23 @@ def running_sim(*extra_args: str, spec_tokens: int | None = 3, speed: float | No
         stop_process_group(proc, stop_timeout)
         if own_folder:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def demo_plan_text(speed: str, *, single_pass: bool = True, quiet: bool = True) -> str:
+    """The shipped demo plan at another simulator speed; by default one pass without noise,
+    for tests about progress and control rather than about rounds and verdicts."""
+    from dspark_tui.plans import shipped_plan_text
+
+    text = shipped_plan_text("demo")
+    replaced = text.replace('"--speed", "4"', f'"--speed", "{speed}"')
+    assert replaced != text or speed == "4", "the demo plan's --speed changed"
+    if quiet:
+        replaced = replaced.replace(',\n           "--noise-cv", "0.03", "--session-cv", "0.02"]', "]")
+        assert "--noise-cv" not in replaced, "the demo plan's noise flags changed"
+    if single_pass:
+        for key, value in (("rounds", "1"), ("repeats", "1"), ("adaptive_rounds", "0")):
+            before = replaced
+            replaced = "\n".join(f"{key} = {value}" if line.startswith(f"{key} = ") else line
+                                 for line in replaced.splitlines()) + "\n"
+            assert f"\n{key} = {value}\n" in replaced or before == replaced
+    return replaced

@@ -31,8 +31,8 @@ def analysis_json(run: LoadedRun) -> str:
 def write_outputs(run: LoadedRun, langs: tuple[str, ...] = ("zh", "en")) -> list[Path]:
     """Write the reports in `langs` and analysis.json; OSError goes to the caller."""
     store = RunStore(run.path)
-    written = [store.write_report(render_report(run, lang=lang), lang) for lang in langs]
     path = run.path / ANALYSIS_FILE
-    atomic_write_text(path, analysis_json(run))
+    atomic_write_text(path, analysis_json(run))  # first: the verdicts stand even if a report fails
+    written = [store.write_report(render_report(run, lang=lang), lang) for lang in langs]
     schedule = write_schedule(run)  # K sweeps only: the deployable schedule (docs/decision.md)
     return [*written, path, *([schedule] if schedule is not None else [])]

@@ -52,10 +52,21 @@ class OwnedRunner:
         self.process.control(action)
 
     def alive(self) -> bool:
-        return self.process.poll() is None
+        """Running, not merely not exited yet: a runner that has closed its run.json is only
+        winding down (a few tenths of a second), and quitting then needs no question."""
+        return self.process.poll() is None and _status(self.run_dir) in ("running", None)
 
     def stop(self, timeout: float) -> None:
         self.process.stop(timeout)
+
+
+def _status(run_dir: Path) -> str | None:
+    import json
+
+    try:
+        return json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("status")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 @dataclass

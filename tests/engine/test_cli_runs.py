@@ -73,10 +73,15 @@ def test_demo_headless_end_to_end(tmp_path: Path):
                 "--lang", "en", timeout=110)
     assert done.returncode == 0, done.stdout + done.stderr
     (run_dir,) = list(tmp_path.iterdir())
-    assert "run completed: 4/4 cells ok" in done.stdout
+    # The shipped demo: 2 rounds x 2 repeats per arm, plus adaptive rounds for unsure cells.
+    assert "(4/4 cells complete)" in done.stdout
     assert "Total tok/s by arm" in done.stdout and "ETA" in done.stdout
     run = load_run(run_dir)
     assert len(run.ok_cells()) == 4 and not run.problems
+    assert len(run.measurements) >= 4 * 4 and {m.round for m in run.measurements} >= {1, 2}
+    analysis = json.loads((run_dir / "analysis.json").read_text())
+    assert {p["verdict"] for p in analysis["pairs"]} <= {"wins", "tie", "unsure"}
+    assert all(p["ci_low"] < p["ratio"] < p["ci_high"] for p in analysis["pairs"])
     assert run.manifest.status == "completed"
     assert run.manifest.plan["server"]["port"] > 0  # the chosen port is recorded for a resume
     report = (run_dir / "report.md").read_text()

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
-from dspark_tui.plans import shipped_plan_text
 from dspark_tui.tui.app import DsparkApp
 from dspark_tui.tui.screens.plan_picker import StartRequest
 from dspark_tui.tui.screens.run_screen import RunScreen
+from tests.simulator import demo_plan_text
 from tests.tui.helpers import make_app, table_text, until_shown, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
@@ -26,7 +26,7 @@ SIZE = (120, 40)
 def demo_plan(tmp_path: Path, *, slow: bool = False) -> Path:
     """The shipped demo plan, faster; `slow` keeps cells long enough to act during one."""
     speed = "2" if slow else "20"
-    text = shipped_plan_text("demo").replace('"--speed", "1"', f'"--speed", "{speed}"')
+    text = demo_plan_text(speed)
     assert f'"--speed", "{speed}"' in text
     path = tmp_path / "demo-test.toml"
     path.write_text(text)

@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from dspark_tui.plans import shipped_plan_text
+from tests.simulator import demo_plan_text
 
 pytestmark = [pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
               pytest.mark.timeout(90)]
@@ -90,7 +90,7 @@ def test_real_app_in_tmux_replays_a_run_and_quits_with_q(tmux: Tmux, tmp_path: P
 @pytest.mark.slow
 def test_lost_terminal_stops_the_runner_it_started(tmux: Tmux, tmp_path: Path):
     plan = tmp_path / "slow-demo.toml"
-    plan.write_text(shipped_plan_text("demo"))  # --speed 1: cells last seconds
+    plan.write_text(demo_plan_text("1"))  # --speed 1: cells last seconds
     tmux.start([sys.executable, "-m", "dspark_tui", "run", str(plan)], app_env(tmp_path))
     tmux.wait_for("cell 1/10", timeout=40)
     run_dir = next((tmp_path / "results").glob("demo_*"))

@@ -17,7 +17,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Footer, Input, Label
 from textual.worker import Worker, get_current_worker
 
-from dspark_tui.results import RunStore, RunSummary, scan_runs
+from dspark_tui.results import RunSummary, scan_runs
 from dspark_tui.tui import colours
 from dspark_tui.tui.screens.loading import LoadingScreen
 
@@ -247,21 +247,11 @@ def _matches(run: RunSummary, words: list[str]) -> bool:
 
 
 def best_arm_summary(path: Path, arms: list[str]) -> str:
-    """The arm with the most (scenario, concurrency) wins by Total tok/s: `st=5 11/18`."""
-    cells, _ = RunStore(path).load_cells()
-    best: dict[tuple[str, int], tuple[float, str]] = {}
-    seen: dict[tuple[str, int], int] = {}
-    for result in cells.values():
-        total = result.total_throughput
-        if not result.ok or total is None:
-            continue
-        key = (result.scenario, result.concurrency)
-        seen[key] = seen.get(key, 0) + 1
-        if key not in best or total > best[key][0]:
-            best[key] = (total, result.arm)
-    decided = [best[key][1] for key, count in seen.items() if count >= max(2, len(arms))]
-    if not decided:
-        return "—"
-    wins = {arm: decided.count(arm) for arm in set(decided)}
-    leader = max(sorted(wins), key=lambda arm: wins[arm])
-    return f"{leader} {wins[leader]}/{len(decided)}"
+    """History's best-arm column: the verdicts' answer (`st=5 3/5`, `tie 4/5`), the same
+    analysis as the report's; `—` when nothing is compared yet."""
+    from dspark_tui.report.outputs import run_verdicts
+    from dspark_tui.report.verdicts import best_arm_line
+    from dspark_tui.results import load_run
+
+    del arms  # the run's own plan order comes with it
+    return best_arm_line(run_verdicts(load_run(path)))

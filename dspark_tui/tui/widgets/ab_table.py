@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import DataTable
 
-from dspark_tui.report.live import ArmFigures, ComparisonRow
+from dspark_tui.report.live import ArmFigures, ComparisonRow, interval_text, verdict_text
 from dspark_tui.tui import colours
 from dspark_tui.tui import format as fmt
 
@@ -71,6 +71,8 @@ class ABTable(DataTable[Text | str]):
         self.add_column("C", key="concurrency")
         self.add_column("Winner", key="winner")
         self.add_column("Margin", key="margin")
+        self.add_column("Interval", key="interval")
+        self.add_column("Verdict", key="verdict")
         for label, attr, _ in _PER_ARM:
             for arm in arms:
                 self.add_column(f"{label} {arm}", key=f"{arm}:{attr}")
@@ -81,8 +83,10 @@ class ABTable(DataTable[Text | str]):
         cells: list[Text | str] = [
             row.scenario,
             Text(str(row.concurrency), justify="right"),
-            Text(row.winner or fmt.MISSING, style=win_style if row.winner else ""),
+            Text(row.winner or _no_winner(row), style=win_style if row.winner else ""),
             Text(fmt.percent(row.margin), justify="right"),
+            Text(interval_text(row) or fmt.MISSING, justify="right"),
+            verdict_text(row) or fmt.MISSING,
         ]
         for _, attr, digits in _PER_ARM:
             for arm in self._arms:
@@ -95,6 +99,13 @@ class ABTable(DataTable[Text | str]):
                     text.stylize(win_style)
                 cells.append(text)
         return tuple(cells)
+
+
+def _no_winner(row: ComparisonRow) -> str:
+    """What the winner column says when the verdict names none: a tie, or not decided yet."""
+    if row.verdict in ("tie", "single") and row.margin is not None:
+        return "tie"
+    return "unsure" if row.verdict == "unsure" else fmt.MISSING
 
 
 def _style(value: Text | str) -> str:
