@@ -205,7 +205,7 @@ class HeadlessPrinter:
         results = state.results()
         if not any(result.ok for result in results) or len(arms) < 2:
             return
-        rows = comparison_rows(state.ok_measurements() or results, arms, state.scenarios(),
+        rows = comparison_rows(state.table_measurements(), arms, state.scenarios(),
                                settings=Settings.from_bench(state.statistics))
         table = Table(title="Total tok/s by arm (winner, margin, its interval, verdict)",
                       title_justify="left")

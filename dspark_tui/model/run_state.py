@@ -452,6 +452,17 @@ class RunState:
         """Every ok measurement of every cell: what the verdicts are computed from."""
         return [result for cell in self.cells.values() for result in cell.ok_results]
 
+    def table_measurements(self) -> list[CellResult]:
+        """What the live table shows: every ok measurement, and for a cell with none its latest
+        (failed or skipped) result, so the table can say why it has no number."""
+        out = []
+        for cell in self.cells.values():
+            if cell.ok_results:
+                out.extend(cell.ok_results)
+            elif cell.result is not None:
+                out.append(cell.result)
+        return out
+
     def scenarios(self) -> list[str]:
         """Scenario names in the order their cells became known (the plan's, for a run)."""
         return list(dict.fromkeys(key.scenario for key in self.cells))

@@ -146,10 +146,12 @@ async def test_report_viewer_toggles_language_and_saves(tmp_path: Path):
 async def test_history_opens_the_seed_and_shows_its_winners(tmp_path: Path):
     app = make_app(tmp_path, results_root=SAMPLE_RUN.parent)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await until_shown(pilot, app, "st=5 11/18")  # best arm: the seed's winner count
+        # Best arm, by the verdicts: st=5 beats st=3 in 10 of 18 cells (one more leads by 1.8 %,
+        # inside the 2 % tie band, as the report's winner table has it).
+        await until_shown(pilot, app, "st=5 10/18")
         rows = table_text(app, "#history-table")
         index = next(i for i, row in enumerate(rows) if row[1] == "dspark_st_comparison")
-        assert rows[index][4] == "st=5 11/18"
+        assert rows[index][4] == "st=5 10/18"
         for _ in range(index):
             await pilot.press("down")
         await pilot.press("enter")
@@ -159,11 +161,20 @@ async def test_history_opens_the_seed_and_shows_its_winners(tmp_path: Path):
         assert len(ab) == 18
         assert ab[("chat_short", "16")][2:4] == ["st=5", "32.90%"]
         assert ab[("stress_standard", "128")][2:4] == ["st=3", "31.40%"]
-        assert ab[("chat_standard", "64")][2:4] == ["st=3", "0.89%"]
+        # 0.89 % is inside the 2 % tie band: a tie here as in the report, not an st=3 win.
+        assert ab[("chat_standard", "64")][2:4] == ["tie", "0.89%"]
         await pilot.press("r")
-        # the seed's core metrics table, numbers whole (chat_short c=16, st=5)
+        # The answer first: the summary opens the report ...
+        await until_shown(pilot, app, "结论")
+        # ... then the seed's core metrics table, numbers whole (chat_short c=16, st=5).
+        seen = ""
+        for _ in range(3):
+            seen += screen_text(app)
+            if "2171.58" in seen:
+                break
+            await pilot.press("pagedown")
         text = await until_shown(pilot, app, "2171.58")
-        assert "6282.94" in text and "核心指标对比" in text
+        assert "6282.94" in text and "核心指标对比" in seen + text
 
 
 async def test_marking_two_runs_compares_them_cell_by_cell(tmp_path: Path):

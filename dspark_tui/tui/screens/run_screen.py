@@ -182,7 +182,7 @@ class RunScreen(Screen[None]):
         from dspark_tui.report.verdicts import Settings
 
         arms = list(self.state.arms)
-        rows = comparison_rows(self.state.ok_measurements() or results, arms, self._scenarios,
+        rows = comparison_rows(self.state.table_measurements(), arms, self._scenarios,
                                settings=Settings.from_bench(self.state.statistics))
         self.query_one(ABTable).show(rows, arms)
 
