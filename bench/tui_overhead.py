@@ -5,7 +5,7 @@ TUI adds at most 10 % of one core over the headless run of the same plan. The TU
 real terminal (a private tmux server); CPU is summed over our processes (app, runner, bench
 client) and excludes the simulated servers, which both modes run identically.
 
-    python bench/tui_overhead.py [--quick]   (--quick: one scenario, a faster server)
+    python bench/tui_overhead.py [--quick]   (--quick: one scenario, no start-up delay)
 
 Exit status: 0 when both targets are met, 1 when one is missed, 3 with "skipped: tmux missing"
 when there is no tmux to give the app a terminal (nothing is measured then).
@@ -37,7 +37,7 @@ FIRST_PAINT_TARGET_S = 1.5
 CPU_TARGET_PCT = 10.0
 EXIT_MISSED = 1
 EXIT_SKIPPED = 3
-# --quick: the demo plan's first scenario (4 cells), at --speed 10 with no startup delay.
+# --quick: the demo plan's first scenario (4 cells) at --speed 2 (a window of seconds), no start-up delay.
 QUICK_SCENARIOS = "chat_short"
 
 
@@ -229,7 +229,7 @@ def measure_headless(folder: Path, plan: Path, run_args: list[str]) -> tuple[flo
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="one scenario, a faster server")
+    parser.add_argument("--quick", action="store_true", help="one scenario, no start-up delay")
     args = parser.parse_args()
     if shutil.which("tmux") is None:
         print("skipped: tmux missing (it gives the app a terminal); nothing measured")
@@ -238,7 +238,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         paints = [first_paint(base / f"paint{i}") for i in range(2 if args.quick else 5)]
-        plan = plan_file(base, "10", "0") if args.quick else plan_file(base, "4")
+        plan = plan_file(base, "2", "0") if args.quick else plan_file(base, "4")
         headless_pct, headless_wall = measure_headless(base / "headless", plan, run_args)
         tui_pct, app_pct, tui_wall = measure_tui(base / "tui", plan, " ".join(run_args))
     paint = statistics.median(paints)

@@ -79,6 +79,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("slow") is None and slow.starts_processes(item):
             item.add_marker(pytest.mark.slow)
+    # Timing tests first and together: xdist hands the head of the list to one worker, which then
+    # runs them back to back under one exclusive hold, so the others drain once, not per test.
+    items.sort(key=lambda item: not _timing(item))
+
+
+def _timing(item: pytest.Item | None) -> bool:
+    return item is not None and item.get_closest_marker("timing") is not None
+
+
+_alone = exclusive.Hold()  # this worker's exclusive hold, kept across consecutive timing tests
 
 
 @pytest.hookimpl(wrapper=True)
@@ -87,6 +97,12 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     folder = os.environ.get(TIMING_LOCKS)
     if folder is None or "PYTEST_XDIST_WORKER" not in os.environ:
         return (yield)
-    hold = exclusive.alone if item.get_closest_marker("timing") else exclusive.alongside_others
-    with hold(Path(folder)):
+    if not _timing(item):
+        with exclusive.alongside_others(Path(folder)):
+            return (yield)
+    _alone.take(Path(folder))
+    try:
         return (yield)
+    finally:
+        if not _timing(nextitem):
+            _alone.release()

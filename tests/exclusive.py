@@ -37,3 +37,22 @@ def alongside_others(folder: Path) -> Iterator[None]:
         with _flock(folder / "timing.gate", fcntl.LOCK_SH):
             held.enter_context(_flock(folder / "timing.lock", fcntl.LOCK_SH))
         yield
+
+
+class Hold:
+    """An exclusive hold that outlives one test, so that a run of timing tests drains the other
+    workers once rather than once per test."""
+
+    def __init__(self) -> None:
+        self._held: contextlib.ExitStack | None = None
+
+    def take(self, folder: Path) -> None:
+        if self._held is None:
+            held = contextlib.ExitStack()
+            held.enter_context(alone(folder))
+            self._held = held
+
+    def release(self) -> None:
+        if self._held is not None:
+            self._held.close()
+            self._held = None

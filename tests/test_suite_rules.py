@@ -115,3 +115,21 @@ def test_every_xdist_worker_knows_the_timing_locks():
     if "PYTEST_XDIST_WORKER" not in os.environ:
         pytest.skip("not under pytest-xdist (-n 0): nothing runs alongside")
     assert Path(os.environ[TIMING_LOCKS]).is_dir()
+
+
+def test_a_hold_across_timing_tests_keeps_others_out_until_released(tmp_path: Path):
+    entered = threading.Event()
+
+    def other_test() -> None:
+        with exclusive.alongside_others(tmp_path):
+            entered.set()
+
+    hold = exclusive.Hold()
+    hold.take(tmp_path)
+    thread = threading.Thread(target=other_test)
+    thread.start()
+    hold.take(tmp_path)  # the next timing test: already held, not taken twice (that would block)
+    assert not entered.wait(0.3)
+    hold.release()
+    assert entered.wait(10)
+    thread.join(10)
