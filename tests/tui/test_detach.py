@@ -15,7 +15,7 @@ from dspark_tui.tui.app import AttachTarget
 from dspark_tui.tui.screens.history import HistoryScreen
 from dspark_tui.tui.screens.plan_picker import StartRequest
 from dspark_tui.tui.screens.run_screen import RunScreen
-from tests.tui.helpers import make_app, screen_text, table_text
+from tests.tui.helpers import make_app, screen_text, table_text, until_shown
 from tests.tui.test_live import demo_plan, run_screen, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
@@ -79,8 +79,7 @@ async def test_killed_runner_shows_interrupted_in_history_and_resumes(tmp_path: 
         runner_pid = json.loads((run_dir / "run.json").read_text())["runner_pid"]
         os.kill(runner_pid, signal.SIGKILL)
         await wait_for(pilot, lambda: screen.state.status == "interrupted", timeout=20)
-        await pilot.pause(0.2)
-        assert "the runner is gone" in screen_text(app)
+        await until_shown(pilot, app, "the runner is gone")
         await pilot.press("escape")
         await pilot.pause(0.2)
         history = app.screen
