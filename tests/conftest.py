@@ -4,6 +4,7 @@ alone under pytest-xdist."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -11,13 +12,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests import exclusive, slow
 from tests.ports import free_port
-from tests.processes import describe, marked_processes, python_processes_started
+from tests.processes import SESSION_MARK, describe, marked_processes, python_processes_started
 
-__all__ = ["FIXTURES", "REPO", "SAMPLE_RUN", "SEED_REPORT", "free_port"]
+__all__ = ["FIXTURES", "REPO", "SAMPLE_RUN", "SEED_REPORT", "SESSION_MARK", "free_port", "marked_processes"]
 
 REPO = Path(__file__).resolve().parent.parent
 # Copies of ../shared/fixtures (real client and /metrics outputs) and of the seed report, so the
@@ -48,7 +50,8 @@ def no_leaked_processes() -> Iterator[None]:
             return
         time.sleep(0.2)
     for proc in leaked:
-        proc.kill()
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
     pytest.fail("processes left running: " + "; ".join(describe(p) for p in leaked))
 
 
