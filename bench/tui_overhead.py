@@ -186,21 +186,23 @@ def tree_pids(root: psutil.Process) -> list[int]:
         return [root.pid]
 
 
-def measure_tui(folder: Path, plan: Path, run_args: str) -> tuple[float, float, float]:
+def measure_tui(folder: Path, plan: Path, run_args: list[str]) -> tuple[float, float, float]:
     term = Terminal()
-    app: psutil.Process | None = None
+    command = " ".join([sys.executable, "-m", "dspark_tui", "run", str(plan), *run_args])
     try:
-        app = psutil.Process(term.start(f"{sys.executable} -m dspark_tui run {plan} {run_args}",
-                                        env_for(folder)))
-        results = folder / "results"
-        started = app
+        app = psutil.Process(term.start(command, env_for(folder)))
+    except BaseException:
+        term.close()
+        raise
+    results = folder / "results"
 
-        def finished() -> bool:
-            return run_finished(results) and not runner_alive(started)
+    def finished() -> bool:
+        return run_finished(results) and not runner_alive(app)
 
+    try:
         return watch(CpuMeter(app.pid), results, finished, app)
     finally:
-        pids = tree_pids(app) if app is not None else []
+        pids = tree_pids(app)
         term.close()
         stop_tree(pids)
 
@@ -240,7 +242,7 @@ def main() -> int:
         paints = [first_paint(base / f"paint{i}") for i in range(2 if args.quick else 5)]
         plan = plan_file(base, "2", "0") if args.quick else plan_file(base, "4")
         headless_pct, headless_wall = measure_headless(base / "headless", plan, run_args)
-        tui_pct, app_pct, tui_wall = measure_tui(base / "tui", plan, " ".join(run_args))
+        tui_pct, app_pct, tui_wall = measure_tui(base / "tui", plan, run_args)
     paint = statistics.median(paints)
     extra = tui_pct - headless_pct
     print_table(
