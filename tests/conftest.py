@@ -1,15 +1,25 @@
-"""Shared fixtures: free loopback ports, shipped paths, and a guard against leaked processes."""
+"""Shared fixtures and the suite's rules: free loopback ports, shipped paths, a guard against
+leaked processes, the `slow` mark for every test that starts processes, and `timing` tests run
+alone under pytest-xdist."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-import socket
+import shutil
+import tempfile
 import time
-import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
+
+from tests import exclusive, slow
+from tests.ports import free_port
+from tests.processes import SESSION_MARK, describe, marked_processes, python_processes_started
+
+__all__ = ["FIXTURES", "REPO", "SAMPLE_RUN", "SEED_REPORT", "SESSION_MARK", "free_port", "marked_processes"]
 
 REPO = Path(__file__).resolve().parent.parent
 # Copies of ../shared/fixtures (real client and /metrics outputs) and of the seed report, so the
@@ -18,17 +28,8 @@ FIXTURES = REPO / "tests" / "data"
 SEED_REPORT = FIXTURES / "seed_report_000_a9ad07d41d2a76d0.md"
 SAMPLE_RUN = REPO / "sample_results" / "dspark_st_comparison_20260707-150649"
 
-
-# Every process started under this pytest run inherits this marker, even after it is
-# reparented (daemonized workers, orphans of a killed parent), so leaks cannot hide.
-SESSION_MARK = "DSPARK_TEST_SESSION"
-os.environ[SESSION_MARK] = uuid.uuid4().hex
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+# Set by the xdist controller (or a plain run) before any worker starts; workers inherit it.
+TIMING_LOCKS = "DSPARK_TEST_TIMING_LOCKS"
 
 
 @pytest.fixture
@@ -36,48 +37,75 @@ def port() -> int:
     return free_port()
 
 
-def marked_processes() -> dict[int, psutil.Process]:
-    token = os.environ[SESSION_MARK]
-    me = os.getpid()
-    found: dict[int, psutil.Process] = {}
-    for proc in psutil.process_iter():
-        if proc.pid == me:
-            continue
-        try:
-            if proc.environ().get(SESSION_MARK) == token and _alive(proc):
-                found[proc.pid] = proc
-        except psutil.Error:
-            continue
-    return found
-
-
 @pytest.fixture(autouse=True)
-def no_leaked_processes():
+def no_leaked_processes() -> Iterator[None]:
     """Every process a test starts, it stops, grandchildren and orphans included."""
     before = set(marked_processes())
     yield
     deadline = time.monotonic() + 5
-    leaked: list[psutil.Process] = []
+    leaked = []
     while time.monotonic() < deadline:
         leaked = [p for pid, p in marked_processes().items() if pid not in before]
         if not leaked:
             return
         time.sleep(0.2)
-    descriptions = []
-    for p in leaked:
-        try:
-            descriptions.append(f"{p.pid} {' '.join(p.cmdline())[:120]}")
-        except psutil.Error:
-            descriptions.append(str(p.pid))
-        try:
-            p.kill()
-        except psutil.Error:
-            pass
-    pytest.fail("processes left running: " + "; ".join(descriptions))
+    for proc in leaked:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    pytest.fail("processes left running: " + "; ".join(describe(p) for p in leaked))
 
 
-def _alive(proc: psutil.Process) -> bool:
+@pytest.fixture(autouse=True)
+def slow_if_it_starts_processes(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The fast loop (`-m "not slow"`) stays fast: a test that starts Python must be marked slow."""
+    before = python_processes_started()
+    yield
+    started = python_processes_started() - before
+    if started and request.node.get_closest_marker("slow") is None:
+        pytest.fail(f"started {started} Python process(es) without the slow mark: add "
+                    "@pytest.mark.slow, or the starter's name to tests/slow.py STARTERS")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput") and TIMING_LOCKS not in os.environ:
+        folder = tempfile.mkdtemp(prefix="dspark-timing-")
+        os.environ[TIMING_LOCKS] = folder
+        config.add_cleanup(lambda: _forget_locks(folder))
+
+
+def _forget_locks(folder: str) -> None:
+    shutil.rmtree(folder, ignore_errors=True)
+    os.environ.pop(TIMING_LOCKS, None)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("slow") is None and slow.starts_processes(item):
+            item.add_marker(pytest.mark.slow)
+    # Timing tests first and together: xdist hands the head of the list to one worker, which then
+    # runs them back to back under one exclusive hold, so the others drain once, not per test.
+    items.sort(key=lambda item: not _timing(item))
+
+
+def _timing(item: pytest.Item | None) -> bool:
+    return item is not None and item.get_closest_marker("timing") is not None
+
+
+_alone = exclusive.Hold()  # this worker's exclusive hold, kept across consecutive timing tests
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Under xdist, hold the timing lock around a test's setup, call and teardown."""
+    folder = os.environ.get(TIMING_LOCKS)
+    if folder is None or "PYTEST_XDIST_WORKER" not in os.environ:
+        return (yield)
+    if not _timing(item):
+        with exclusive.alongside_others(Path(folder)):
+            return (yield)
+    _alone.take(Path(folder))
     try:
-        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
+        return (yield)
+    finally:
+        if not _timing(nextitem):
+            _alone.release()

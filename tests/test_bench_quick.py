@@ -1,28 +1,80 @@
-"""Every benchmark keeps working: each runs in its --quick mode and prints its table."""
+"""Every benchmark keeps working: one smoke run of each in its --quick mode, checking its numbers.
 
+Two scripts are run by the tests of what they measure, so they are not run again here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
-SCRIPTS = {
-    "scrape_cost.py": "fixture page:",
-    "scaling.py": "Native client CPU",
-    "sim_capacity.py": "",
-    "client_vs_sglang.py": "",
-    "tui_overhead.py": "",
+from tests.conftest import REPO
+
+BENCH = REPO / "bench"
+NUMBER = r"[0-9]+(?:\.[0-9]+)?(?:e-?[0-9]+)?"
+SMOKES = {
+    "scrape_cost.py": "tests/test_bench_quick.py",
+    "scaling.py": "tests/test_bench_quick.py",
+    "tui_overhead.py": "tests/test_bench_quick.py",
+    "sim_capacity.py": "tests/sim/test_capacity.py",
+    "client_vs_sglang.py": "tests/drivers/test_bench_client_quick.py",
 }
+TUI_OVERHEAD_SKIPPED = 3  # bench/tui_overhead.py's exit status without tmux
 
 
-@pytest.mark.parametrize("script", sorted(SCRIPTS))
-def test_bench_quick_mode_runs(script: str):
-    path = BENCH / script
-    if not path.exists():
-        pytest.fail(f"{path} is missing")
-    proc = subprocess.run([sys.executable, str(path), "--quick"], capture_output=True, text=True,
-                          timeout=240)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert SCRIPTS[script] in proc.stdout
-    assert "Traceback" not in proc.stderr
+def _quick(script: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([sys.executable, str(BENCH / script), "--quick"], capture_output=True,
+                          text=True, timeout=240, cwd=REPO, env=env)
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    return done
+
+
+def test_every_bench_script_has_one_smoke_run():
+    scripts = {p.name for p in BENCH.glob("*.py") if not p.name.startswith("_")}
+    assert scripts == set(SMOKES)
+    for script, test_file in SMOKES.items():
+        assert script in (REPO / test_file).read_text(), f"{test_file} does not run {script}"
+
+
+def test_scrape_cost_prints_the_cost_of_a_scrape():
+    done = _quick("scrape_cost.py")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert re.search(rf"^\s+fixture\s+56 KiB\s+{NUMBER}\s+{NUMBER}", done.stdout, re.M), done.stdout
+    assert re.search(rf"^fixture page: {NUMBER} ms per scrape — target (met|missed)$", done.stdout,
+                     re.M), done.stdout
+
+
+def test_scaling_prints_each_growth_table():
+    done = _quick("scaling.py")
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.stdout
+    for title in ("Report generation", "History scan", "Native client CPU"):
+        assert f"## {title}" in out
+    assert re.search(rf"^\s+72\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}x for 2x$", out, re.M), out
+    assert re.search(rf"^\s+10\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}x for 2x$", out, re.M), out
+    for concurrency in (1, 4):
+        assert re.search(rf"^\s+{concurrency}\s+8\s+128(\s+{NUMBER}){{4}}$", out, re.M), out
+
+
+@pytest.mark.timing
+def test_tui_overhead_meets_its_targets():
+    done = _quick("tui_overhead.py")
+    if done.returncode == TUI_OVERHEAD_SKIPPED:
+        assert "skipped: tmux missing" in done.stdout
+        pytest.skip("tmux is not installed")
+    out = done.stdout
+    assert re.search(rf"first paint \(median\)\s+{NUMBER} s\s+<= 1.5 s", out), out
+    assert re.search(rf"TUI over headless\s+[+-]{NUMBER} %\s+<= \+10.0 %", out), out
+    assert done.returncode == 0 and out.rstrip().endswith("targets met"), out + done.stderr[-2000:]
+
+
+def test_tui_overhead_without_tmux_says_skipped(tmp_path: Path):
+    env = {**os.environ, "PATH": str(tmp_path)}  # an empty folder: no tmux on it
+    done = _quick("tui_overhead.py", env=env)
+    assert done.returncode == TUI_OVERHEAD_SKIPPED, done.stdout + done.stderr
+    assert done.stdout.startswith("skipped: tmux missing")

@@ -95,7 +95,7 @@ async def test_server_hanging_at_startup_times_out(tmp_path: Path, port: int):
     runner, _ = _runner(tmp_path, port, "--hang-startup", arms=(3,), startup_timeout_s=2)
     assert await runner.run() == "failed"
     cells, _ = runner.store.load_cells()
-    assert all("not ready after 2s (startup_timeout_s)" in c.error for c in cells.values())
+    assert cells and all("not ready after 2s (startup_timeout_s)" in c.error for c in cells.values())
 
 
 async def test_port_taken_refuses_to_start_naming_the_holder(tmp_path: Path, port: int):

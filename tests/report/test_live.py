@@ -69,6 +69,7 @@ def test_acceptance_length_prefers_the_server_then_the_client():
     assert row.margin == pytest.approx(100 / 90 - 1)
 
 
+@pytest.mark.timing
 def test_cheap_enough_to_run_after_every_cell():
     cells = [model_cell(arm, v, f"s{i}", c) for arm, v in (("st=3", 3), ("st=5", 5))
              for i in range(300) for c in (1, 4, 16, 64, 96, 128)]

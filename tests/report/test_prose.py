@@ -65,10 +65,12 @@ def test_band_statements_match_the_winner_table(zh: str):
 def test_largest_margin_named_in_a_band_is_the_largest(zh: str):
     rows = winner_rows(zh, "## 吞吐 winner 统计")
     findings = section(zh, "### 1.")
-    for label, top, where_s, where_c in re.findall(
+    named = re.findall(
         r"（(c[^）]+)）\*\*：`[^`]+` 赢 \d+/\d+ 个单元（提升 [\d.]+%–([\d.]+)%，最大在 (\S+) c=(\d+)）",
         findings,
-    ):
+    )
+    assert named, findings  # a finding that no longer matches must fail, not pass empty
+    for label, top, where_s, where_c in named:
         band = [r for r in rows if in_label(label, r[1])]
         best = max(band, key=lambda r: r[3])
         assert (best[0], best[1]) == (where_s, int(where_c))

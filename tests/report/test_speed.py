@@ -5,10 +5,13 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from dspark_tui.report import render_report
 from dspark_tui.results.store import LoadedRun
 from tests.report.builders import manifest, model_cell
 
+pytestmark = pytest.mark.timing  # runs alone: its limit is wall time
 ARMS = {"st=3": 3, "st=5": 5}
 CONCURRENCIES = [1, 4, 16, 64, 96, 128]
 

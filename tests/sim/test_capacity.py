@@ -5,7 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import REPO
+
+pytestmark = pytest.mark.timing  # runs alone: the simulator must keep its modelled pace
 
 
 def test_sim_capacity_quick_passes():

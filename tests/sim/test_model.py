@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
+import pytest
+
 from dspark_tui.sim.config import ModelConfig
 from dspark_tui.sim.loadgen import run_closed_loop
 from dspark_tui.sim.scheduler import Scheduler, SimRequest
@@ -73,6 +75,7 @@ def _live(k: int, prompt: int, output: int, concurrency: int, prompts: int,
         return result.total_throughput, mean_accept_length(sim.metrics_text())
 
 
+@pytest.mark.timing  # two live rates compared: nothing else may load the machine between them
 def test_live_k5_beats_k3_at_concurrency_1():
     for prompt, output, speed in ((256, 1024, 20), (2048, 512, 10)):
         k3, accept3 = _live(3, prompt, output, 1, 2, speed)
@@ -81,6 +84,7 @@ def test_live_k5_beats_k3_at_concurrency_1():
         assert accept5 > accept3
 
 
+@pytest.mark.timing
 def test_live_k3_beats_k5_at_concurrency_128():
     k3, accept3 = _live(3, 512, 128, 128, 128, speed=2)
     k5, accept5 = _live(5, 512, 128, 128, 128, speed=2)

@@ -12,6 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.timing  # runs alone: its 1 s limit is wall time
 RUNS = 500
 
 TIMING = """
