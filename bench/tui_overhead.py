@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -83,12 +84,18 @@ def first_paint(folder: Path) -> float:
         term.close()
 
 
-def plan_file(folder: Path, speed: str, startup_delay: str | None = None) -> Path:
-    text = shipped_plan_text("demo").replace('"--speed", "1"', f'"--speed", "{speed}"')
+def plan_file(folder: Path, speed: str, startup_delay: str | None = None,
+              single_pass: bool = False) -> Path:
+    """The shipped demo plan at another speed (and start-up delay); `single_pass` measures each
+    cell once, without rounds or noise, for a short window."""
+    text = shipped_plan_text("demo").replace('"--speed", "4"', f'"--speed", "{speed}"')
     assert f'"--speed", "{speed}"' in text, "the demo plan's --speed changed; update this script"
     if startup_delay is not None:
-        text = text.replace('"--startup-delay", "2"', f'"--startup-delay", "{startup_delay}"')
+        text = text.replace('"--startup-delay", "0.5"', f'"--startup-delay", "{startup_delay}"')
         assert f'"--startup-delay", "{startup_delay}"' in text, "the demo plan's --startup-delay changed"
+    if single_pass:
+        for key, value in (("rounds", "1"), ("repeats", "1"), ("adaptive_rounds", "0")):
+            text = re.sub(rf"^{key} = .*$", f"{key} = {value}", text, flags=re.M)
     path = folder / "bench-demo.toml"
     path.write_text(text)
     return path
@@ -240,7 +247,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         paints = [first_paint(base / f"paint{i}") for i in range(2 if args.quick else 5)]
-        plan = plan_file(base, "2", "0") if args.quick else plan_file(base, "4")
+        plan = (plan_file(base, "2", "0", single_pass=True) if args.quick
+                else plan_file(base, "4"))
         headless_pct, headless_wall = measure_headless(base / "headless", plan, run_args)
         tui_pct, app_pct, tui_wall = measure_tui(base / "tui", plan, run_args)
     paint = statistics.median(paints)

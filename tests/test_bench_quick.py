@@ -23,6 +23,7 @@ SMOKES = {
     "tui_overhead.py": "tests/test_bench_quick.py",
     "sim_capacity.py": "tests/sim/test_capacity.py",
     "client_vs_sglang.py": "tests/drivers/test_bench_client_quick.py",
+    "verdict_checks.py": "tests/stats/test_verdict_checks.py",
 }
 TUI_OVERHEAD_SKIPPED = 3  # bench/tui_overhead.py's exit status without tmux
 

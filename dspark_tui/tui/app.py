@@ -172,8 +172,9 @@ class DsparkApp(App[None]):
         try:
             manifest = RunStore(run_dir).read_manifest()
         except (UserError, OSError) as exc:  # OSError: run.json is a folder, or unreadable
-            self.notify(f"{run_dir}: cannot resume ({exc})" if isinstance(exc, OSError) else str(exc),
-                        severity="error")
+            # markup=False: an OSError reads "[Errno 21] ...", which is not a style
+            self.notify(f"cannot resume {run_dir}: {exc}" if isinstance(exc, OSError) else str(exc),
+                        severity="error", markup=False)
             return
         request = StartRequest(plan=manifest.plan_source or manifest.name, resume=Path(run_dir))
 
