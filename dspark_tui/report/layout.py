@@ -64,7 +64,7 @@ class RunLayout:
 
 def layout_of(run: LoadedRun) -> RunLayout:
     manifest = run.manifest
-    plan = _plan_snapshot(manifest.plan)
+    plan = plan_snapshot(manifest.plan)
     cells = list(run.cells.values())
 
     arms = [a.name for a in manifest.arms] or (
@@ -107,7 +107,8 @@ def layout_of(run: LoadedRun) -> RunLayout:
     )
 
 
-def _plan_snapshot(snapshot: dict[str, object]) -> Plan | None:
+def plan_snapshot(snapshot: dict[str, object]) -> Plan | None:
+    """The plan a run was started with, from run.json's snapshot; None if it does not validate."""
     if not snapshot:
         return None
     try:

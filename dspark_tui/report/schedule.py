@@ -12,11 +12,10 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
-
 from dspark_tui.model import Plan
 from dspark_tui.model.traffic import TrafficMix
 from dspark_tui.report.decision import CellChoice, KDecision
+from dspark_tui.report.layout import plan_snapshot
 from dspark_tui.report.positions import SpecCounters
 
 SCHEDULE_SCHEMA_VERSION = 1
@@ -28,13 +27,7 @@ DEFAULT_METHOD = "mtp"
 CellId = tuple[str, int]
 
 
-def plan_of(snapshot: dict[str, Any]) -> Plan | None:
-    if not snapshot:
-        return None
-    try:
-        return Plan.model_validate(snapshot)
-    except ValidationError:
-        return None
+plan_of = plan_snapshot
 
 
 # -- traffic ------------------------------------------------------------------------------------
@@ -318,21 +311,25 @@ def _anchor(decision: KDecision, cells: list[CellChoice], points: dict[CellId, t
 
 # -- the command line ---------------------------------------------------------------------------
 
+def flag_value(command: list[str], flag: str) -> str | None:
+    """The value of `--flag VALUE` or `--flag=VALUE` in an argv list, None when absent."""
+    for i, part in enumerate(command):
+        if part == flag and i + 1 < len(command):
+            return command[i + 1]
+        if part.startswith(flag + "="):
+            return part.split("=", 1)[1]
+    return None
+
+
 def max_num_seqs_of(plan: Plan | None) -> tuple[int, str]:
     """--max-num-seqs from the plan's server command, else vLLM's default."""
     if plan is not None:
-        command = plan.server.command
-        arm_vars = plan.template_vars(plan.arms[0])
-        for i, part in enumerate(command):
-            value = None
-            if part == "--max-num-seqs" and i + 1 < len(command):
-                value = command[i + 1]
-            elif part.startswith("--max-num-seqs="):
-                value = part.split("=", 1)[1]
-            if value is not None:
-                value = re.sub(r"\{(\w+)\}", lambda m: arm_vars.get(m.group(1), m.group(0)), value)
-                if value.isdigit() and int(value) > 0:
-                    return int(value), "plan"
+        value = flag_value(plan.server.command, "--max-num-seqs")
+        if value is not None:
+            arm_vars = plan.template_vars(plan.arms[0])
+            value = re.sub(r"\{(\w+)\}", lambda m: arm_vars.get(m.group(1), m.group(0)), value)
+            if value.isdigit() and int(value) > 0:
+                return int(value), "plan"
     return VLLM_DEFAULT_MAX_NUM_SEQS, "vllm-default"
 
 
@@ -351,22 +348,14 @@ def speculative_config(schedule: Schedule, method: str,
 
 
 def existing_speculative_config(plan: Plan | None) -> dict[str, Any]:
-    if plan is None:
+    text = None if plan is None else flag_value(plan.server.command, "--speculative-config")
+    if text is None:
         return {}
-    command = plan.server.command
-    for i, part in enumerate(command):
-        text = None
-        if part == "--speculative-config" and i + 1 < len(command):
-            text = command[i + 1]
-        elif part.startswith("--speculative-config="):
-            text = part.split("=", 1)[1]
-        if text is not None:
-            try:
-                found = json.loads(text)
-            except json.JSONDecodeError:
-                return {}
-            return found if isinstance(found, dict) else {}
-    return {}
+    try:
+        found = json.loads(text)
+    except json.JSONDecodeError:
+        return {}
+    return found if isinstance(found, dict) else {}
 
 
 def method_for(plan: Plan | None) -> tuple[str, str]:
