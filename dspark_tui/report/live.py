@@ -36,6 +36,7 @@ class ComparisonRow:
     margin_low: float | None = None
     margin_high: float | None = None
     rounds: int = 0
+    leader: str | None = None  # the faster arm so far, named or not by the verdict
 
     @property
     def key(self) -> tuple[str, int]:
@@ -107,8 +108,9 @@ def _decide(row: ComparisonRow, arms: list[str], verdicts: RunVerdicts) -> None:
     pair = verdicts.pair(row.scenario, row.concurrency, first, runner_up)
     if pair is None:
         row.winner, row.runner_up, row.margin = first, runner_up, best / second - 1.0
+        row.leader = first
         return
-    row.verdict, row.rounds = pair.verdict, pair.n
+    row.verdict, row.rounds, row.leader = pair.verdict, pair.n, pair.leader
     row.margin = pair.margin
     row.runner_up = pair.a if pair.leader == pair.b else pair.b
     # Named only when the verdict (or, for single measurements, the tie band) says so.

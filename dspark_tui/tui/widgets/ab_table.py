@@ -70,9 +70,9 @@ class ABTable(DataTable[Text | str]):
         self.add_column("Scenario", key="scenario")
         self.add_column("C", key="concurrency")
         self.add_column("Winner", key="winner")
+        self.add_column("Verdict", key="verdict")
         self.add_column("Margin", key="margin")
         self.add_column("Interval", key="interval")
-        self.add_column("Verdict", key="verdict")
         for label, attr, _ in _PER_ARM:
             for arm in arms:
                 self.add_column(f"{label} {arm}", key=f"{arm}:{attr}")
@@ -84,9 +84,9 @@ class ABTable(DataTable[Text | str]):
             row.scenario,
             Text(str(row.concurrency), justify="right"),
             Text(row.winner or _no_winner(row), style=win_style if row.winner else ""),
+            verdict_text(row) or fmt.MISSING,
             Text(fmt.percent(row.margin), justify="right"),
             Text(interval_text(row) or fmt.MISSING, justify="right"),
-            verdict_text(row) or fmt.MISSING,
         ]
         for _, attr, digits in _PER_ARM:
             for arm in self._arms:
@@ -105,7 +105,9 @@ def _no_winner(row: ComparisonRow) -> str:
     """What the winner column says when the verdict names none: a tie, or not decided yet."""
     if row.verdict in ("tie", "single") and row.margin is not None:
         return "tie"
-    return "unsure" if row.verdict == "unsure" else fmt.MISSING
+    if row.verdict == "unsure" and row.leader:
+        return f"{row.leader}?"  # ahead so far, not shown to win
+    return fmt.MISSING
 
 
 def _style(value: Text | str) -> str:
