@@ -34,6 +34,19 @@ class ComparedParameter(BaseModel):
     values: list[str] = Field(default_factory=list)
 
 
+class Verification(BaseModel):
+    """What a verification run (`run PLAN --verify SWEEP_DIR`) checks: the sweep's schedule
+    against its best fixed K, each as one arm (docs/decision.md, "Verifying")."""
+
+    sweep: str  # the sweep's run directory
+    sweep_name: str = ""
+    schedule: list[list[int]] = Field(default_factory=list)  # [[lo, hi, K], ...]
+    keyed_on: str = "running_batch"
+    fixed_k: int
+    schedule_arm: str
+    fixed_arm: str
+
+
 class RunManifest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -61,6 +74,7 @@ class RunManifest(BaseModel):
     plan_source: str | None = None
     plan: dict[str, Any] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
+    verification: Verification | None = None
 
     def arm_names(self) -> list[str]:
         return [arm.name for arm in self.arms]
@@ -81,7 +95,8 @@ def now_iso() -> str:
     return dt.datetime.now().astimezone().isoformat(timespec="seconds")
 
 
-def manifest_for_plan(plan: Plan, plan_source: str | None = None) -> RunManifest:
+def manifest_for_plan(plan: Plan, plan_source: str | None = None,
+                      verification: Verification | None = None) -> RunManifest:
     compared = [
         ComparedParameter(
             var=var,
@@ -111,4 +126,5 @@ def manifest_for_plan(plan: Plan, plan_source: str | None = None) -> RunManifest
         },
         plan_source=plan_source,
         plan=snapshot,
+        verification=verification,
     )
