@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from dspark_tui.model import Plan
 from dspark_tui.model.traffic import TrafficMix
-from dspark_tui.report.decision import CellChoice, KDecision
+from dspark_tui.report.decision import CellChoice, KDecision, Ratio
 from dspark_tui.report.positions import SpecCounters
 
 SCHEDULE_SCHEMA_VERSION = 1
@@ -97,15 +97,25 @@ class Gain:
 
 def weighted_gain(decision: KDecision, weights: dict[CellId, float],
                   k_for: dict[CellId, int], k_against: dict[CellId, int]) -> Gain | None:
-    total = mid = low = high = 0.0
-    intervals = True
-    count = 0
+    weighted: list[tuple[float, Ratio]] = []
     for cell, weight in weights.items():
         kx, ky = k_for.get(cell), k_against.get(cell)
         if weight <= 0 or kx is None or ky is None:
             continue
         ratio = decision.ratio(cell[0], cell[1], kx, ky)
-        if ratio is None:
+        if ratio is not None:
+            weighted.append((weight, ratio))
+    return combine_ratios(weighted)
+
+
+def combine_ratios(weighted: list[tuple[float, Ratio]]) -> Gain | None:
+    """The weighted geometric mean of per-cell ratios; its interval the weighted mean of the
+    cells' interval ends on the log scale (none unless every cell has one)."""
+    total = mid = low = high = 0.0
+    intervals = True
+    count = 0
+    for weight, ratio in weighted:
+        if weight <= 0:
             continue
         total += weight
         count += 1
