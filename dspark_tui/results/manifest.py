@@ -8,7 +8,7 @@ import socket
 import sys
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from dspark_tui import __version__
 from dspark_tui.model import Plan
@@ -75,6 +75,14 @@ class RunManifest(BaseModel):
     plan: dict[str, Any] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
     verification: Verification | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_absent_verification(self, handler: Any) -> Any:
+        """A run that verifies nothing keeps the run.json it had before the field existed."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("verification", 0) is None:
+            del data["verification"]
+        return data
 
     def arm_names(self) -> list[str]:
         return [arm.name for arm in self.arms]
