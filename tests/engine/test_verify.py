@@ -96,3 +96,22 @@ def test_cli_refuses_a_non_sweep_without_making_a_run_directory(tmp_path: Path, 
     assert code == 2
     assert len(err.splitlines()) == 1 and "not a K sweep" in err and str(SAMPLE_RUN) in err
     assert not results.exists() or not any(results.iterdir())
+
+
+def test_the_app_checks_verify_before_its_screen_switches(tmp_path: Path):
+    import argparse
+
+    from dspark_tui.tui.launch import _start_of
+
+    plan_file = tmp_path / "plan.toml"
+    plan_file.write_text(plan_text(KS, GRID, traffic=TRAFFIC))
+
+    def args(verify: Path) -> argparse.Namespace:
+        return argparse.Namespace(command="run", plan=str(plan_file), resume=None, arms=None,
+                                  scenarios=None, detach=False, verify=verify)
+
+    with pytest.raises(UserError, match="not a K sweep"):
+        _start_of(args(SAMPLE_RUN), tmp_path / "plans", [tmp_path / "results"])
+    sweep = finished_sweep(tmp_path / "sweep")
+    request = _start_of(args(sweep), tmp_path / "plans", [tmp_path / "results"])
+    assert request.verify == sweep and request.plan == str(plan_file)
