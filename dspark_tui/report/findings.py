@@ -53,6 +53,8 @@ def findings_section(analysis: RunAnalysis, t: Texts) -> list[str]:
 
 def _bands(analysis: RunAnalysis, t: Texts) -> list[str]:
     bands = analysis.bands
+    if bands.empty:  # no cell decided (every comparison unsure): nothing to say by band
+        return []
     arms = analysis.arms
     if bands.empty:  # every cell unsure: the summary and the unsure list say so
         return []

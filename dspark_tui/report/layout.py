@@ -85,7 +85,9 @@ def layout_of(run: LoadedRun) -> RunLayout:
     compared_var: str | None = None
     compared_flag: str | None = None
     values: dict[str, str] = {}
-    if len(manifest.compared) == 1:
+    # A verification run's arms differ in a whole --speculative-config JSON: its arm names
+    # (`schedule`, `K=4`) say what they are better than the value would.
+    if len(manifest.compared) == 1 and manifest.verification is None:
         compared = manifest.compared[0]
         arm_vars = {a.name: a.vars for a in manifest.arms}
         values = {

@@ -14,7 +14,7 @@ from typing import Any
 
 from dspark_tui.model import Plan
 from dspark_tui.model.traffic import TrafficMix
-from dspark_tui.report.decision import CellChoice, KDecision
+from dspark_tui.report.decision import CellChoice, KDecision, Ratio
 from dspark_tui.report.layout import plan_snapshot
 from dspark_tui.report.positions import SpecCounters
 
@@ -37,9 +37,15 @@ def cell_weights(decision: KDecision, traffic: TrafficMix | None,
     """Each cell's share of the traffic: scenario weight x its load's weight within the scenario
     (a concurrency or batch size off the grid goes to the nearest cell on a log2 scale).
     Without `[traffic]`: every scenario alike, every concurrency alike within it."""
+    return traffic_weights([choice.key for choice in decision.choices], traffic, batch_of)
+
+
+def traffic_weights(cell_ids: list[CellId], traffic: TrafficMix | None,
+                    batch_of: dict[CellId, float]) -> dict[CellId, float]:
+    """`cell_weights` for any list of (scenario, concurrency) cells (a verification run's)."""
     by_scenario: dict[str, list[CellId]] = {}
-    for choice in decision.choices:
-        by_scenario.setdefault(choice.scenario, []).append(choice.key)
+    for key in cell_ids:
+        by_scenario.setdefault(key[0], []).append(key)
     weights: dict[CellId, float] = {}
     for scenario, cells in by_scenario.items():
         share = 1.0 if traffic is None or not traffic.scenarios else traffic.scenarios.get(scenario, 0.0)
@@ -84,15 +90,25 @@ class Gain:
 
 def weighted_gain(decision: KDecision, weights: dict[CellId, float],
                   k_for: dict[CellId, int], k_against: dict[CellId, int]) -> Gain | None:
-    total = mid = low = high = 0.0
-    intervals = True
-    count = 0
+    weighted: list[tuple[float, Ratio]] = []
     for cell, weight in weights.items():
         kx, ky = k_for.get(cell), k_against.get(cell)
         if weight <= 0 or kx is None or ky is None:
             continue
         ratio = decision.ratio(cell[0], cell[1], kx, ky)
-        if ratio is None:
+        if ratio is not None:
+            weighted.append((weight, ratio))
+    return combine_ratios(weighted)
+
+
+def combine_ratios(weighted: list[tuple[float, Ratio]]) -> Gain | None:
+    """The weighted geometric mean of per-cell ratios; its interval the weighted mean of the
+    cells' interval ends on the log scale (none unless every cell has one)."""
+    total = mid = low = high = 0.0
+    intervals = True
+    count = 0
+    for weight, ratio in weighted:
+        if weight <= 0:
             continue
         total += weight
         count += 1
@@ -369,10 +385,9 @@ def method_for(plan: Plan | None) -> tuple[str, str]:
     return DEFAULT_METHOD, "default"
 
 
-def serve_command(plan: Plan, compared_var: str, config: dict[str, Any] | None) -> list[str]:
-    """The plan's server command with the compared K flag (and any --speculative-config)
-    replaced by the schedule's --speculative-config; placeholders filled from the plan."""
-    command = list(plan.server.command)
+def without_k_flags(command: list[str], compared_var: str) -> list[str]:
+    """The command without the flag carrying `{compared_var}` (`--spec-tokens {spec_tokens}`,
+    `--k={spec_tokens}`) and without any `--speculative-config`: where a schedule's goes."""
     out: list[str] = []
     skip = False
     placeholder = f"{{{compared_var}}}"
@@ -387,6 +402,13 @@ def serve_command(plan: Plan, compared_var: str, config: dict[str, Any] | None) 
         if placeholder in part or part.startswith("--speculative-config="):
             continue
         out.append(part)
+    return out
+
+
+def serve_command(plan: Plan, compared_var: str, config: dict[str, Any] | None) -> list[str]:
+    """The plan's server command with the compared K flag (and any --speculative-config)
+    replaced by the schedule's --speculative-config; placeholders filled from the plan."""
+    out = without_k_flags(plan.server.command, compared_var)
     values = {k: v for k, v in plan.template_vars(plan.arms[0]).items() if k != compared_var}
     values["python"] = "python"
     filled = [re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), part) for part in out]
