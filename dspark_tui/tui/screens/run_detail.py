@@ -13,11 +13,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Label, Sparkline, Static, TabbedContent, TabPane
 
 from dspark_tui.model import CellKey, CellResult
 from dspark_tui.results import RunStore, load_run
+from dspark_tui.results.manifest import RunManifest
 from dspark_tui.results.store import LoadedRun
 from dspark_tui.tui import format as fmt
 from dspark_tui.tui.screens.loading import LoadingScreen
@@ -37,6 +38,8 @@ class RunDetailScreen(LoadingScreen):
         Binding("r", "report", "Report", id="detail.report"),
         Binding("w", "show_tab('ab')", "A/B", id="detail.ab"),
         Binding("e", "show_tab('cells')", "Cells", id="detail.cells"),
+        Binding("d", "decision", "Decision", id="detail.decision",
+                tooltip="a K sweep's answer: schedule, serve command, best K per cell"),
         Binding("escape", "back", "History", id="detail.back"),
     ]
     ERROR_LINE = "#detail-title"
@@ -60,7 +63,7 @@ class RunDetailScreen(LoadingScreen):
         self.load(partial(load_run, self.run_dir), self._show_run, f"loading {self.run_dir.name}")
 
     def _show_run(self, run: LoadedRun) -> None:
-        from dspark_tui.report.live import comparison_rows
+        from dspark_tui.report.live import baseline_arm, comparison_rows
 
         self.run = run
         arms = run.manifest.arm_names()
@@ -75,7 +78,8 @@ class RunDetailScreen(LoadingScreen):
 
         self.query_one(ABTable).show(
             comparison_rows(measurements_of(run), arms, run.manifest.scenarios,
-                            settings=Settings.from_bench((run.manifest.plan or {}).get("bench"))),
+                            settings=Settings.from_bench((run.manifest.plan or {}).get("bench")),
+                            baseline=baseline_arm(run.manifest)),
             arms)
         table = self.query_one("#detail-cells", DataTable)
         for label in ("Arm", "Scenario", "C", "Status", "Total tok/s", "Out tok/s", "P99 TTFT",
@@ -114,8 +118,25 @@ class RunDetailScreen(LoadingScreen):
 
         self.app.push_screen(ReportScreen(self.run_dir))
 
+    def action_decision(self) -> None:
+        if self.run is None:
+            self.notify("the run is still loading", severity="warning")
+            return
+        open_decision(self, self.run_dir, self.run.manifest)
+
     def action_back(self) -> None:
         self.app.pop_screen()
+
+
+def open_decision(screen: Screen[object], run_dir: Path, manifest: RunManifest) -> None:
+    """The decision view over `screen`, or one notification saying why there is none."""
+    from dspark_tui.report.decision import is_k_sweep, manifest_k_values
+    from dspark_tui.tui.screens.decision import NOT_A_SWEEP, DecisionScreen
+
+    if not is_k_sweep(manifest_k_values(manifest)):
+        screen.notify(NOT_A_SWEEP, severity="warning")
+        return
+    screen.app.push_screen(DecisionScreen(run_dir))
 
 
 class CellDetailScreen(ModalScreen[None]):
