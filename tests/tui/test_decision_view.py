@@ -45,12 +45,16 @@ async def decision_shown(pilot: Pilot[object]) -> DecisionScreen:
     return app.screen
 
 
-async def open_from_history(pilot: Pilot[object]) -> DecisionScreen:
+async def detail_loaded(pilot: Pilot[object]) -> None:
     app = pilot.app
-    await history_listed(pilot)
-    await pilot.press("enter")
     await wait_until(pilot, lambda: isinstance(app.screen, RunDetailScreen) and app.screen.run is not None,
                      timeout=30, what="the run loaded")
+
+
+async def open_from_history(pilot: Pilot[object]) -> DecisionScreen:
+    await history_listed(pilot)
+    await pilot.press("enter")
+    await detail_loaded(pilot)
     await pilot.press("d")
     return await decision_shown(pilot)
 
@@ -127,8 +131,7 @@ async def test_the_best_arm_of_a_sweep_is_shown_against_k0_in_run_detail(tmp_pat
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await history_listed(pilot)
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, RunDetailScreen) and app.screen.run is not None,
-                         timeout=30, what="the run loaded")
+        await detail_loaded(pilot)
         table = app.screen.query_one("#detail-ab")
         headers = [str(column.label) for column in table.ordered_columns][:7]  # type: ignore[attr-defined]
         assert headers == ["Scenario", "C", "Best", "Margin", "Interval", "vs K=0", "Verdict"]
@@ -144,8 +147,7 @@ async def test_a_run_that_is_no_sweep_says_so_in_one_notification(tmp_path: Path
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await history_listed(pilot)
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, RunDetailScreen) and app.screen.run is not None,
-                         what="the run loaded")
+        await detail_loaded(pilot)
         await pilot.press("d")
         await wait_until(pilot, lambda: any(NOT_A_SWEEP in n.message for n in app._notifications),
                          what="the notification")
@@ -161,3 +163,15 @@ async def test_a_running_run_has_no_decision_yet(tmp_path: Path):
         await pilot.press("d")
         await until_shown(pilot, app, "opens when the run has ended")
         assert not isinstance(app.screen, DecisionScreen)
+
+
+async def test_single_measurements_are_marked_unverified(tmp_path: Path):
+    run_dir = write_k_sweep(tmp_path / "results", rounds=1)
+    app = make_app(tmp_path)
+    app.call_after_refresh(lambda: app.push_screen(DecisionScreen(run_dir)))
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        screen = await decision_shown(pilot)
+        assert "UNVERIFIED" in str(screen.query_one("#decision-title").render())
+        best = await seen_whole(pilot, screen, "#decision-map")
+        cells = [line for line in best.splitlines() if "K=" in line]
+        assert cells and all("unverified" in line for line in cells)

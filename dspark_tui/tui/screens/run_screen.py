@@ -48,7 +48,9 @@ class RunScreen(Screen[None]):
         Binding("l", "toggle_log", "Log", id="run.log", tooltip="show/hide the server log"),
         Binding("f", "reason", "Why", id="run.reason", tooltip="why the selected cell failed"),
         Binding("r", "report", "Report", id="run.report"),
-        Binding("d", "decision", "Decision", id="run.decision",
+        # Off the footer (80 columns would lose Back and Quit); in `?`, the palette and the
+        # notice a finished K sweep gives.
+        Binding("d", "decision", "Decision", id="run.decision", show=False,
                 tooltip="when the run has ended: a K sweep's schedule and serve command"),
         Binding("escape", "back", "Back", id="run.back", tooltip="back to History"),
     ]
@@ -159,8 +161,9 @@ class RunScreen(Screen[None]):
             self.notify(event.message, timeout=4)
         elif isinstance(event, RunFinished):
             severity: SeverityLevel = "information" if event.status == "completed" else "warning"
+            sweep = "  d: what to deploy" if self._is_sweep() else ""
             self.notify(f"run {event.status}: {event.done} done, {event.failed} failed"
-                        f" of {event.total}. r: report", severity=severity, timeout=10)
+                        f" of {event.total}. r: report{sweep}", severity=severity, timeout=10)
 
     def _check_runner(self) -> None:
         link = self.link
@@ -268,6 +271,11 @@ class RunScreen(Screen[None]):
             self.notify("no finished cells yet", severity="warning")
             return
         self.app.push_screen(ReportScreen(self.run_dir))
+
+    def _is_sweep(self) -> bool:
+        from dspark_tui.report.decision import is_k_sweep, manifest_k_values
+
+        return self._manifest is not None and is_k_sweep(manifest_k_values(self._manifest))
 
     def action_decision(self) -> None:
         from dspark_tui.tui.screens.run_detail import open_decision
