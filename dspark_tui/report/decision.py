@@ -111,11 +111,16 @@ class CellChoice:
     @property
     def verdict(self) -> str:
         """What the choice rests on: the top's verdict over the runner-up when the top is
-        chosen, else the chosen K's against the top; `unverified` without intervals."""
+        chosen, else the chosen K's against the top (`in band` where the top is shown faster,
+        but by less than the tie band); `unverified` without intervals."""
         if not self.verified:
             return "unverified"
-        ratio = self.top_vs_runner_up if self.k == self.top_k else self.vs_top.get(self.k)
-        return ratio.verdict if ratio is not None else "unverified"
+        if self.k == self.top_k:
+            return self.top_vs_runner_up.verdict if self.top_vs_runner_up is not None else "unverified"
+        ratio = self.vs_top.get(self.k)
+        if ratio is None:
+            return "unverified"
+        return "in band" if ratio.verdict == "wins" else ratio.verdict
 
 
 @dataclass(frozen=True)
