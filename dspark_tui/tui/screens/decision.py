@@ -21,9 +21,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
+from textual.screen import Screen
 from textual.widgets import Footer, Label, Markdown, Static
 
 from dspark_tui.report.analysis import analyse
+from dspark_tui.report.decision import is_k_sweep, manifest_k_values
 from dspark_tui.report.decision_section import break_even_items
 from dspark_tui.report.deploy import DeployAnswer, deploy_answer
 from dspark_tui.report.positions import acceptance_by_k
@@ -46,6 +48,15 @@ def read_decision(run_dir: Path) -> DecisionData:
     """Load the run and compute its K decision (pandas: seconds on a big sweep, so in a worker)."""
     run = load_run(run_dir)
     return DecisionData(run.manifest, deploy_answer(analyse(run)))
+
+
+def open_decision(screen: Screen[object], run_dir: Path, manifest: RunManifest) -> None:
+    """The decision view over `screen`, or one notification saying why there is none; told from
+    run.json alone, before any cell is read."""
+    if not is_k_sweep(manifest_k_values(manifest)):
+        screen.notify(NOT_A_SWEEP, severity="warning")
+        return
+    screen.app.push_screen(DecisionScreen(run_dir))
 
 
 class DecisionScreen(LoadingScreen):

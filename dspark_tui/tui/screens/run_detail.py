@@ -13,12 +13,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
-from textual.screen import ModalScreen, Screen
+from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Label, Sparkline, Static, TabbedContent, TabPane
 
 from dspark_tui.model import CellKey, CellResult
 from dspark_tui.results import RunStore, load_run
-from dspark_tui.results.manifest import RunManifest
 from dspark_tui.results.store import LoadedRun
 from dspark_tui.tui import format as fmt
 from dspark_tui.tui.screens.loading import LoadingScreen
@@ -122,21 +121,12 @@ class RunDetailScreen(LoadingScreen):
         if self.run is None:
             self.notify("the run is still loading", severity="warning")
             return
+        from dspark_tui.tui.screens.decision import open_decision
+
         open_decision(self, self.run_dir, self.run.manifest)
 
     def action_back(self) -> None:
         self.app.pop_screen()
-
-
-def open_decision(screen: Screen[object], run_dir: Path, manifest: RunManifest) -> None:
-    """The decision view over `screen`, or one notification saying why there is none."""
-    from dspark_tui.report.decision import is_k_sweep, manifest_k_values
-    from dspark_tui.tui.screens.decision import NOT_A_SWEEP, DecisionScreen
-
-    if not is_k_sweep(manifest_k_values(manifest)):
-        screen.notify(NOT_A_SWEEP, severity="warning")
-        return
-    screen.app.push_screen(DecisionScreen(run_dir))
 
 
 class CellDetailScreen(ModalScreen[None]):

@@ -278,7 +278,7 @@ class RunScreen(Screen[None]):
         return self._manifest is not None and is_k_sweep(manifest_k_values(self._manifest))
 
     def action_decision(self) -> None:
-        from dspark_tui.tui.screens.run_detail import open_decision
+        from dspark_tui.tui.screens.decision import open_decision
 
         if not self.state.finished:
             self.notify("the decision view opens when the run has ended", severity="warning")
