@@ -35,6 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_run = sub.add_parser("run", help="run a plan (shipped name or TOML file)")
     p_run.add_argument("plan", nargs="?", help="plan name or file (omit with --resume)")
     p_run.add_argument("--resume", type=Path, metavar="RUN_DIR", help="resume an interrupted run")
+    p_run.add_argument("--verify", type=Path, metavar="RUN_DIR",
+                       help="rerun a finished K sweep's schedule against its best fixed K")
     run_options(p_run)
 
     p_demo = sub.add_parser("demo", help="run the demo plan against the built-in simulator")

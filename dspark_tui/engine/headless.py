@@ -16,7 +16,8 @@ from dspark_tui.engine.launch import RESUME_NO_FILTERS, RunnerProcess
 from dspark_tui.engine.liveness import runner_alive
 from dspark_tui.engine.ports import with_concrete_port
 from dspark_tui.engine.printer import HeadlessPrinter, summary_lines
-from dspark_tui.engine.runner import Runner, filter_plan, plan_of_run, preflight, prepare_run
+from dspark_tui.engine.runner import Runner, plan_of_run, preflight, prepare_run
+from dspark_tui.engine.verify import plan_to_run
 from dspark_tui.model import UserError
 from dspark_tui.report.live import baseline_arm
 from dspark_tui.results import RunStore, scan_runs
@@ -39,11 +40,14 @@ def run_command(args: argparse.Namespace) -> int:
         raise UserError("run: name a plan (shipped name or TOML file) or use --resume RUN_DIR")
     if resume is not None and (_split(args.arms) or _split(args.scenarios)):
         raise UserError(RESUME_NO_FILTERS)
+    verify: Path | None = getattr(args, "verify", None)
+    if verify is not None and resume is not None:
+        raise UserError("--verify starts a new run; it cannot be combined with --resume")
     if args.detach:
         process = RunnerProcess.start(
             plan_name or "", results_root=results_root, arms=_split(args.arms),
             scenarios=_split(args.scenarios), resume=resume, detach=True, lang=lang,
-            plans_dir=settings.plans_dir, other_roots=settings.history_roots(),
+            plans_dir=settings.plans_dir, other_roots=settings.history_roots(), verify=verify,
         )
         print(process.run_dir)
         print(f"runner pid {process.pid}, detached; watch: dspark-tui attach {process.run_dir}  "
@@ -59,10 +63,10 @@ def run_command(args: argparse.Namespace) -> int:
         from dspark_tui.plans import resolve_plan
 
         plan, source = resolve_plan(plan_name or "", settings.plans_dir)
-        plan = filter_plan(plan, _split(args.arms), _split(args.scenarios))
+        plan, verification = plan_to_run(plan, verify, _split(args.arms), _split(args.scenarios))
         plan = with_concrete_port(plan)
         preflight(plan, [results_root, *settings.history_roots()], exclude=None)
-        store = prepare_run(plan, results_root, source)
+        store = prepare_run(plan, results_root, source, verification)
     quiet = bool(getattr(args, "quiet_runner", False))
     runner = Runner(plan, store, lang=lang, parent_pid=getattr(args, "parent_pid", None),
                     other_roots=[results_root, *settings.history_roots()])

@@ -17,8 +17,9 @@ from pathlib import Path
 from dspark_tui.engine.control import send_control
 from dspark_tui.engine.liveness import runner_alive
 from dspark_tui.engine.ports import with_concrete_port
-from dspark_tui.engine.runner import RUNNER_PLAN_VAR, filter_plan, preflight, prepare_run
+from dspark_tui.engine.runner import RUNNER_PLAN_VAR, preflight, prepare_run
 from dspark_tui.engine.server_record import stop_orphaned_server
+from dspark_tui.engine.verify import plan_to_run
 from dspark_tui.model import UserError
 from dspark_tui.results import RunStore
 
@@ -59,12 +60,15 @@ class RunnerProcess:
         lang: str = "zh",
         plans_dir: Path | None = None,
         other_roots: list[Path] | None = None,
+        verify: Path | None = None,
     ) -> RunnerProcess:
         """Validate, create (or reuse) the run directory and launch the runner in it."""
         roots = [results_root, *(other_roots or [])]
         if resume is not None:
             if arms or scenarios:
                 raise UserError(RESUME_NO_FILTERS)
+            if verify is not None:
+                raise UserError("--verify starts a new run; it cannot be combined with --resume")
             run_dir = Path(resume).expanduser()
             store = RunStore(run_dir)
             store.read_manifest()
@@ -74,10 +78,10 @@ class RunnerProcess:
             from dspark_tui.plans import resolve_plan
 
             resolved, source = resolve_plan(plan, plans_dir)
-            resolved = filter_plan(resolved, arms, scenarios)
+            resolved, verification = plan_to_run(resolved, verify, arms, scenarios)
             resolved = with_concrete_port(resolved)
             preflight(resolved, roots, exclude=None)
-            store = prepare_run(resolved, results_root, source)
+            store = prepare_run(resolved, results_root, source, verification)
             run_dir = store.path
         env = dict(os.environ)
         if resume is None:

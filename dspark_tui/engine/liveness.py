@@ -52,11 +52,7 @@ def live_runs(roots: Iterable[Path], exclude: Path | None = None) -> list[LiveRu
     skip = exclude.resolve() if exclude is not None else None
     seen: set[Path] = set()
     for root in roots:
-        try:
-            entries = list(Path(root).expanduser().iterdir())
-        except OSError:
-            continue
-        for path in entries:
+        for path in _entries(root):
             real = path.resolve()
             if real == skip or real in seen or not (path / RUN_JSON).is_file():
                 continue
@@ -77,6 +73,14 @@ def live_runs(roots: Iterable[Path], exclude: Path | None = None) -> list[LiveRu
     return found
 
 
+def _entries(root: Path) -> list[Path]:
+    """What a results root holds; nothing when it cannot be listed (missing, unreadable)."""
+    try:
+        return list(Path(root).expanduser().iterdir())
+    except OSError:
+        return []
+
+
 def run_holding_port(roots: Iterable[Path], port: int, exclude: Path | None = None) -> LiveRun | None:
     for run in live_runs(roots, exclude):
         if run.port == port:
@@ -87,11 +91,7 @@ def run_holding_port(roots: Iterable[Path], port: int, exclude: Path | None = No
 def orphan_server_on_port(roots: Iterable[Path], port: int) -> Path | None:
     """A dead run whose server (per its server.json) still listens on the port, if any."""
     for root in roots:
-        try:
-            entries = list(Path(root).expanduser().iterdir())
-        except OSError:
-            continue
-        for path in entries:
+        for path in _entries(root):
             try:
                 record = json.loads((path / "server.json").read_bytes())
             except (OSError, ValueError):

@@ -214,20 +214,22 @@ class HeadlessPrinter:
 
 def comparison_table(rows: list[ComparisonRow], arms: list[str]) -> Table:
     """Two arms: each arm's Total tok/s, then the winner, margin, interval and verdict. More
-    arms (a K sweep): the leader, its margin over the runner-up and over K = 0, and the verdict
-    first, the arms' Total tok/s after — the columns of the TUI's table."""
+    arms (a K sweep): the leader, the verdict, its margin over the runner-up (and interval) and
+    over K = 0 first, the arms' Total tok/s after — the columns of the TUI's table."""
     many = len(arms) > 2
     baseline = next((row.baseline for row in rows if row.baseline), None) if many else None
     if many:
-        title = "Total tok/s by arm (best arm, margin over the runner-up and its interval"
-        title += f", over {baseline}, verdict)" if baseline else ", verdict)"
+        title = "Total tok/s by arm (best arm, verdict, margin over the runner-up and its interval"
+        title += f", over {baseline})" if baseline else ")"
     else:
         title = "Total tok/s by arm (winner, margin, its interval, verdict)"
     table = Table(title=title, title_justify="left")
     table.add_column("scenario")
     table.add_column("c", justify="right")
-    summary = ["best" if many else "winner", "margin", "interval",
-               *([f"vs {baseline}"] if baseline else []), "verdict"]
+    if many:
+        summary = ["best", "verdict", "margin", "interval", *([f"vs {baseline}"] if baseline else [])]
+    else:
+        summary = ["winner", "margin", "interval", "verdict"]
     if not many:
         for arm in arms:
             table.add_column(arm, justify="right")
@@ -241,8 +243,11 @@ def comparison_table(rows: list[ComparisonRow], arms: list[str]) -> Table:
         totals = [_num(f.total_tok_s) if f and f.total_tok_s is not None
                   else (f.status or "…") if f else "…" for f in figures]
         margin = "" if row.margin is None else f"{row.margin * 100:+.1f}%"
-        decided = [(row.leader if many else row.winner) or "", margin, interval_text(row),
-                   *([baseline_text(row)] if baseline else []), verdict_text(row)]
+        if many:
+            decided = [row.leader or "", verdict_text(row), margin, interval_text(row),
+                       *([baseline_text(row)] if baseline else [])]
+        else:
+            decided = [row.winner or "", margin, interval_text(row), verdict_text(row)]
         if many:
             table.add_row(row.scenario, str(row.concurrency), *decided, *totals)
         else:

@@ -45,22 +45,7 @@ from dspark_tui.engine.session import ArmSession
 from dspark_tui.engine.setup import filter_plan, preflight, prepare_run
 from dspark_tui.engine.steering import Steering
 from dspark_tui.model import Arm, CellResult, Plan, UserError
-from dspark_tui.model.events import (
-    CellFailed,
-    CellFinished,
-    CellProgress,
-    CellSkipped,
-    CellStarted,
-    Event,
-    Notice,
-    RoundPlanned,
-    RunControl,
-    RunFinished,
-    RunStarted,
-    RunStatus,
-    ServerStateChanged,
-    SessionStarted,
-)
+from dspark_tui.model import events as ev
 from dspark_tui.report.verdicts import cells_to_remeasure
 from dspark_tui.results import RunStore
 
@@ -99,11 +84,11 @@ class Runner:
         self._events = EventSink(store)
         self._steering = Steering()
         self._schedule: Schedule | None = None
-        self._announced: set[int] = set()  # rounds whose RoundPlanned is in events.jsonl
+        self._announced: set[int] = set()  # rounds whose ev.RoundPlanned is in events.jsonl
         self._sessions = 0  # server sessions of this run so far, earlier runners' included
         self._looked_empty = False
         self._signal_name: str | None = None
-        self._main: asyncio.Task[RunStatus] | None = None
+        self._main: asyncio.Task[ev.RunStatus] | None = None
         self._control = ControlReader(store.path)
         self._last_progress_t = 0.0
 
@@ -144,21 +129,21 @@ class Runner:
         if self._signal_name is not None:
             return  # cleanup is under way; a second Ctrl-C must not cut it short
         self._signal_name = name
-        self._emit(Notice(level="warning", message=f"{name}: stopping the server and saving state"))
+        self._emit(ev.Notice(level="warning", message=f"{name}: stopping the server and saving state"))
         if self._main is not None:
             self._main.cancel()
 
     def _ack(self, action: str, message: str) -> None:
-        self._emit(RunControl(action=action, message=message))
+        self._emit(ev.RunControl(action=action, message=message))
 
     # -- the run ---------------------------------------------------------------------------
 
-    async def run(self) -> RunStatus:
+    async def run(self) -> ev.RunStatus:
         self._main = asyncio.current_task()  # type: ignore[assignment]
         self._control.skip_existing()
         self._mark_running()
         background = self._start_background()
-        status: RunStatus = "failed"
+        status: ev.RunStatus = "failed"
         message = ""
         try:
             await self._prepare()
@@ -170,10 +155,10 @@ class Runner:
                 raise
         except UserError as exc:
             status, message = "failed", str(exc)
-            self._emit(Notice(level="error", message=message))
+            self._emit(ev.Notice(level="error", message=message))
         except Exception as exc:
             status, message = "failed", f"internal error: {type(exc).__name__}: {exc}"
-            self._emit(Notice(level="error", message=message))
+            self._emit(ev.Notice(level="error", message=message))
             raise
         finally:
             for task in background:
@@ -193,17 +178,17 @@ class Runner:
             tasks.append(asyncio.create_task(parent_watch_loop(self.parent_pid, self.abort)))
         return tasks
 
-    def _ending(self) -> tuple[RunStatus, str]:
+    def _ending(self) -> tuple[ev.RunStatus, str]:
         steering = self._steering
         if steering.storage_failed:
             message = steering.stop_reason or "the disk refused a save"
-            self._emit(Notice(level="error", message=message))
+            self._emit(ev.Notice(level="error", message=message))
             return "interrupted", message
         if steering.stopping:
             return "aborted", steering.stop_reason or "aborted"
         return self._outcome()
 
-    def _outcome(self) -> tuple[RunStatus, str]:
+    def _outcome(self) -> tuple[ev.RunStatus, str]:
         """Completed only when every planned measurement is ok, this runner's or an earlier one's."""
         assert self._schedule is not None
         states = list(self._schedule.cell_states().values())
@@ -218,15 +203,15 @@ class Runner:
         events = self.store.read_events()
         rounds = rounds_from_events(self.plan, events)
         self._schedule = Schedule(self.plan, rounds, self.store.done_slots())
-        self._announced = {e.round for e in events if isinstance(e, RoundPlanned)}
-        self._sessions = sum(1 for e in events if isinstance(e, SessionStarted))
+        self._announced = {e.round for e in events if isinstance(e, ev.RoundPlanned)}
+        self._sessions = sum(1 for e in events if isinstance(e, ev.SessionStarted))
         orphans = await asyncio.to_thread(stop_orphaned_server, self.store.path)
         if orphans:
-            self._emit(Notice(level="warning", message="stopped the server left by the previous "
+            self._emit(ev.Notice(level="warning", message="stopped the server left by the previous "
                               f"runner of this run (pids {', '.join(map(str, orphans))})"))
         preflight(self.plan, self.other_roots, exclude=self.store.path)
         manifest = self.store.read_manifest()
-        self._emit(RunStarted(
+        self._emit(ev.RunStarted(
             run_dir=str(self.store.path), name=manifest.name, arms=[a.name for a in self.plan.arms],
             total_cells=self._schedule.total, resumed_cells=self._schedule.count(SlotState.OK),
             statistics=self._statistics(),
@@ -288,7 +273,7 @@ class Runner:
                 self._fail_unrun(rnd, arm, "not run: the server died twice during this arm")
                 return
             restarts_left -= 1
-            self._emit(ServerStateChanged(arm=arm.name, state="restarting",
+            self._emit(ev.ServerStateChanged(arm=arm.name, state="restarting",
                                           message="restarting once for the remaining cells"))
 
     async def _one_session(self, rnd: RoundPlan, arm: Arm) -> SessionEnd:
@@ -315,7 +300,7 @@ class Runner:
 
     async def _may_go_on(self) -> bool:
         if self._steering.mode == "paused":
-            self._emit(Notice(message="paused; resume to go on"))
+            self._emit(ev.Notice(message="paused; resume to go on"))
             await self._steering.until_not_paused()
         return not self._steering.stopping
 
@@ -323,7 +308,7 @@ class Runner:
         assert self._schedule is not None
         key = m.cell.key
         slot = (key, m.round, m.repeat)
-        self._emit(CellStarted(key=key, num_prompts=m.cell.num_prompts, round=m.round,
+        self._emit(ev.CellStarted(key=key, num_prompts=m.cell.num_prompts, round=m.round,
                                repeat=m.repeat, index=self._schedule.index(slot),
                                total=self._schedule.total))
         outcome = await measure(m, session, self._get_driver(), self._steering, self._emit,
@@ -342,13 +327,13 @@ class Runner:
         which = {"round": result.round, "repeat": result.repeat}
         if kind == "ok":
             self._schedule.mark(slot, SlotState.OK)
-            self._emit(CellFinished(result=result))
+            self._emit(ev.CellFinished(result=result))
         elif kind == "skipped":
             self._schedule.mark(slot, SlotState.SKIPPED)
-            self._emit(CellSkipped(key=result.key, reason=result.error or "skipped", **which))
+            self._emit(ev.CellSkipped(key=result.key, reason=result.error or "skipped", **which))
         else:
             self._schedule.mark(slot, SlotState.FAILED)
-            self._emit(CellFailed(key=result.key, reason=result.error or "failed", **which))
+            self._emit(ev.CellFailed(key=result.key, reason=result.error or "failed", **which))
 
     def _fail_unrun(self, rnd: RoundPlan, arm: Arm, reason: str, session: str | None = None) -> None:
         assert self._schedule is not None
@@ -371,7 +356,7 @@ class Runner:
             self._ack("abort", reason)
             return False
 
-    def _on_progress(self, progress: CellProgress) -> None:
+    def _on_progress(self, progress: ev.CellProgress) -> None:
         now = time.monotonic()
         if now - self._last_progress_t < PROGRESS_EVERY_S and progress.completed < progress.total:
             return
@@ -387,7 +372,7 @@ class Runner:
 
     # -- bookkeeping -----------------------------------------------------------------------
 
-    def _emit(self, event: Event) -> None:
+    def _emit(self, event: ev.Event) -> None:
         self._events.emit(event)
 
     def _mark_running(self) -> None:
@@ -399,12 +384,12 @@ class Runner:
         self.store.write_manifest(manifest)
         touch_heartbeat(self.store.path)
 
-    def _finish(self, status: RunStatus, message: str) -> None:
+    def _finish(self, status: ev.RunStatus, message: str) -> None:
         finish.write_outputs(self.store, self._emit)
         cells = self._schedule.cell_states() if self._schedule is not None else {}
         ok = sum(1 for state in cells.values() if state == SlotState.OK)
         failed = sum(1 for state in cells.values() if state == SlotState.FAILED)
         finish.close_manifest(self.store, status, message, ok, self._emit)
-        self._emit(RunFinished(status=status, done=ok, failed=failed,
+        self._emit(ev.RunFinished(status=status, done=ok, failed=failed,
                                total=len(cells) or len(self.plan.cells()), message=message))
         finish.drop_heartbeat(self.store)

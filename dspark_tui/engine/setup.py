@@ -11,13 +11,15 @@ from dspark_tui.engine.liveness import orphan_server_on_port, run_holding_port, 
 from dspark_tui.engine.ports import describe_taken_port, port_is_free
 from dspark_tui.model import Arm, Plan, Scenario, UserError
 from dspark_tui.results import RunStore, manifest_for_plan
+from dspark_tui.results.manifest import Verification
 
 _Named = TypeVar("_Named", Arm, Scenario)
 
 
-def prepare_run(plan: Plan, results_root: Path, plan_source: str | None = None) -> RunStore:
+def prepare_run(plan: Plan, results_root: Path, plan_source: str | None = None,
+                verification: Verification | None = None) -> RunStore:
     """Create the run directory (owner-only) before any runner exists, so callers know it at once."""
-    manifest = manifest_for_plan(plan, plan_source)
+    manifest = manifest_for_plan(plan, plan_source, verification)
     store = RunStore.create(results_root, manifest)
     os.chmod(store.path, 0o700)
     touch_heartbeat(store.path)  # alive for the history view until the runner takes over

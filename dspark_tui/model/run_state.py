@@ -16,24 +16,8 @@ from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from dspark_tui.model import events as ev
 from dspark_tui.model.cell import CellKey, CellResult, CellStatus
-from dspark_tui.model.events import (
-    CellFailed,
-    CellFinished,
-    CellProgress,
-    CellSkipped,
-    CellStarted,
-    Event,
-    MetricsSample,
-    Notice,
-    RoundPlanned,
-    RunControl,
-    RunFinished,
-    RunStarted,
-    ServerLog,
-    ServerStateChanged,
-    SessionStarted,
-)
 from dspark_tui.model.measurements import (
     CellPhase,
     CellState,
@@ -133,7 +117,7 @@ class RunState:
     cells: dict[CellKey, CellState] = field(default_factory=dict)
     current: CurrentCell | None = None
     resumed: int = 0
-    statistics: dict[str, object] | None = None  # the plan's statistics keys (RunStarted)
+    statistics: dict[str, object] | None = None  # the plan's statistics keys (ev.RunStarted)
     started_t: float | None = None
     finished_t: float | None = None
     last_t: float | None = None
@@ -142,14 +126,14 @@ class RunState:
         default_factory=lambda: {name: deque(maxlen=SERIES_LENGTH) for name in SERIES_NAMES}
     )
     log_tail: deque[LogLine] = field(default_factory=lambda: deque(maxlen=LOG_TAIL_LENGTH))
-    notices: deque[Notice] = field(default_factory=lambda: deque(maxlen=NOTICE_LENGTH))
+    notices: deque[ev.Notice] = field(default_factory=lambda: deque(maxlen=NOTICE_LENGTH))
     log_count: int = 0  # lines ever seen, so a view can tell how many of the tail are new
     version: int = 0
     measured: int = 0
     tally: Tally = field(default_factory=Tally)
     _cell_phases: Counter[CellPhase] = field(default_factory=Counter)
     _planned_repeats: bool = False  # a cell is planned more than one measurement
-    _total_hint: int = 0  # RunStarted.total_cells, CellStarted.total: used without a schedule
+    _total_hint: int = 0  # ev.RunStarted.total_cells, ev.CellStarted.total: used without a schedule
     _seq: int = 0
 
     # -- seeding ---------------------------------------------------------------------------
@@ -167,59 +151,59 @@ class RunState:
         self.version += 1
 
     def runner_gone(self, t: float) -> bool:
-        """A watcher found the runner dead without a RunFinished: fold it as an interrupted end,
+        """A watcher found the runner dead without a ev.RunFinished: fold it as an interrupted end,
         so every view shows the same thing. False when the run was not running."""
         if self.status != "running":
             return False
-        self.apply(RunFinished(t=t, status="interrupted", done=self.done, failed=self.failed,
+        self.apply(ev.RunFinished(t=t, status="interrupted", done=self.done, failed=self.failed,
                                total=self.total, message=RUNNER_GONE))
         return True
 
     # -- folding ---------------------------------------------------------------------------
 
-    def apply_all(self, events: Iterable[Event]) -> None:
+    def apply_all(self, events: Iterable[ev.Event]) -> None:
         for event in events:
             self.apply(event)
 
-    def apply(self, event: Event) -> None:
+    def apply(self, event: ev.Event) -> None:
         self.last_t = event.t
-        if isinstance(event, RunStarted):
+        if isinstance(event, ev.RunStarted):
             self._on_run_started(event)
-        elif isinstance(event, ServerStateChanged):
+        elif isinstance(event, ev.ServerStateChanged):
             self._on_server_state(event)
-        elif isinstance(event, ServerLog):
+        elif isinstance(event, ev.ServerLog):
             self.log_tail.append(LogLine(event.arm, event.line))
             self.log_count += 1
             arm = self._arm(event.arm)
             if arm.server_state in _LOADING_STATES and event.line.strip():
                 arm.progress_line = event.line.strip()
-        elif isinstance(event, RoundPlanned):
+        elif isinstance(event, ev.RoundPlanned):
             self._on_round_planned(event)
-        elif isinstance(event, SessionStarted):
+        elif isinstance(event, ev.SessionStarted):
             self.schedule.begin_session(event.arm, event.round)
-        elif isinstance(event, CellStarted):
+        elif isinstance(event, ev.CellStarted):
             self._on_cell_started(event)
-        elif isinstance(event, CellProgress):
+        elif isinstance(event, ev.CellProgress):
             self._on_progress(event)
-        elif isinstance(event, MetricsSample):
+        elif isinstance(event, ev.MetricsSample):
             self._on_sample(event)
-        elif isinstance(event, CellFinished):
+        elif isinstance(event, ev.CellFinished):
             result = event.result
             self._end(result.key, result.round, result.repeat, _phase_of(result), event.t,
                       reason=result.error or "", result=result)
-        elif isinstance(event, CellFailed):
+        elif isinstance(event, ev.CellFailed):
             self._on_failed(event)
-        elif isinstance(event, CellSkipped):
+        elif isinstance(event, ev.CellSkipped):
             self._end(event.key, event.round, event.repeat, "skipped", event.t, reason=event.reason)
-        elif isinstance(event, RunControl):
+        elif isinstance(event, ev.RunControl):
             if event.action == "pause":
                 self.paused = True
             elif event.action in ("resume", "abort"):
                 self.paused = False
             self.message = event.message or event.action
-        elif isinstance(event, Notice):
+        elif isinstance(event, ev.Notice):
             self.notices.append(event)
-        elif isinstance(event, RunFinished):
+        elif isinstance(event, ev.RunFinished):
             self.status = event.status
             self.finished_t = event.t
             self.message = event.message
@@ -227,7 +211,7 @@ class RunState:
             self._drop_running()
         self.version += 1
 
-    def _on_run_started(self, event: RunStarted) -> None:
+    def _on_run_started(self, event: ev.RunStarted) -> None:
         self.run_dir = event.run_dir
         self.name = event.name
         self.status = "running"
@@ -242,7 +226,7 @@ class RunState:
         for name in event.arms:
             self._arm(name)
 
-    def _on_round_planned(self, event: RoundPlanned) -> None:
+    def _on_round_planned(self, event: ev.RoundPlanned) -> None:
         touched: dict[CellKey, CellState] = {}
         for key, slot in self.schedule.plan(event):
             cell = touched[key] = self._cell(key)
@@ -253,7 +237,7 @@ class RunState:
             self._refresh(cell)
             self._planned_repeats = self._planned_repeats or cell.planned > 1
 
-    def _on_server_state(self, event: ServerStateChanged) -> None:
+    def _on_server_state(self, event: ev.ServerStateChanged) -> None:
         arm = self._arm(event.arm)
         arm.server_state = event.state
         arm.message = event.message
@@ -269,7 +253,7 @@ class RunState:
                     arm.startups[-1] = event.t - arm.starting_t
             arm.ready_t = event.t
 
-    def _on_cell_started(self, event: CellStarted) -> None:
+    def _on_cell_started(self, event: ev.CellStarted) -> None:
         self._put(Measurement(key=event.key, round=event.round, repeat=event.repeat,
                               phase="running", started_t=event.t))
         self.schedule.begin_session(event.key.arm, event.round)
@@ -286,7 +270,7 @@ class RunState:
         for samples in self.series.values():
             samples.clear()
 
-    def _on_failed(self, event: CellFailed) -> None:
+    def _on_failed(self, event: ev.CellFailed) -> None:
         cell = self.cells.get(event.key)
         earlier = cell.measurements.get((event.round, event.repeat)) if cell is not None else None
         result = earlier.result if earlier is not None and earlier.result is not None else None
@@ -298,7 +282,7 @@ class RunState:
         self._end(event.key, event.round, event.repeat, "failed", event.t, reason=event.reason,
                   result=result)
 
-    def _on_progress(self, event: CellProgress) -> None:
+    def _on_progress(self, event: ev.CellProgress) -> None:
         current = self.current
         if current is None or current.key != event.key:
             return
@@ -312,7 +296,7 @@ class RunState:
         if event.output_tok_s is not None:
             self.series["tok_s"].append(event.output_tok_s)
 
-    def _on_sample(self, event: MetricsSample) -> None:
+    def _on_sample(self, event: ev.MetricsSample) -> None:
         if event.gap:
             return
         pairs = (

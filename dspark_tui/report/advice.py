@@ -104,7 +104,7 @@ def _merged_label(band_ids: list[str], concurrencies: list[int]) -> str:
 
 
 def _recommendation_rows(analysis: RunAnalysis, t: Texts) -> list[list[str]]:
-    winners = analysis.winners
+    winners = analysis.decided
     if winners.empty:
         return []
     rows: list[list[str]] = []
@@ -156,6 +156,8 @@ def _next_steps(analysis: RunAnalysis, t: Texts) -> list[str]:
                 )
             )
         steps.append(t("next_route"))
+    if not analysis.unsure.empty:
+        steps.append(t("next_unsure", n=len(analysis.unsure)))
     if not analysis.outliers.empty:
         cells = t.join(
             f"`{where(r.scenario, r.concurrency)}`" for r in analysis.outliers.itertuples(index=False)

@@ -50,6 +50,11 @@ class RunAnalysis:
         return self.layout.arms
 
     @property
+    def decided(self) -> pd.DataFrame:
+        """The winner table without its unsure cells: what findings and advice may rest on."""
+        return self.winners[self.winners["verdict"] != UNSURE]
+
+    @property
     def has_intervals(self) -> bool:
         """True when some comparison rests on repeated sessions (not single measurements)."""
         return self.verdicts is not None and any(p.verdict != SINGLE for p in self.verdicts.pairs)
@@ -63,8 +68,10 @@ class RunAnalysis:
         return None if value is None or value != value else value
 
     def scenario_winners(self, scenario: str) -> pd.DataFrame:
+        """The scenario's decided cells (unsure ones make no recommendation)."""
         if self._by_scenario is None:
-            self._by_scenario = dict(tuple(self.winners.groupby("scenario", sort=False)))
+            decided = self.winners[self.winners["verdict"] != UNSURE]
+            self._by_scenario = dict(tuple(decided.groupby("scenario", sort=False)))
         return self._by_scenario.get(scenario, self.winners.iloc[0:0])
 
     def evidence(
@@ -136,12 +143,17 @@ def analyse(run: LoadedRun) -> RunAnalysis:
         if gaps.empty:
             continue
         outlier_parts.append(fr.outlier_frame(gaps))
-        trends = fr.gap_trend_frame(gaps)
+        # The story of a moving gap is a finding: told from decided cells only.
+        open_cells = (set(zip(unsure["scenario"], unsure["concurrency"], strict=True))
+                      if not unsure.empty else set())
+        decided_gaps = gaps[[(s, int(c)) not in open_cells
+                             for s, c in zip(gaps["scenario"], gaps["concurrency"], strict=True)]]
+        trends = fr.gap_trend_frame(decided_gaps.reset_index(drop=True))
         top = fr.most_moving(trends)
         if top is None:
             continue
         if story is None or abs(top["change"]) > abs(story.trend["change"]):
-            story = GapStory(base, other, top, gaps, trends)
+            story = GapStory(base, other, top, decided_gaps.reset_index(drop=True), trends)
     outliers = pd.concat([o for o in outlier_parts if not o.empty], ignore_index=True) if any(
         not o.empty for o in outlier_parts
     ) else pd.DataFrame()

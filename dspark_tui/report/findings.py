@@ -53,7 +53,11 @@ def findings_section(analysis: RunAnalysis, t: Texts) -> list[str]:
 
 def _bands(analysis: RunAnalysis, t: Texts) -> list[str]:
     bands = analysis.bands
+    if bands.empty:  # no cell decided (every comparison unsure): nothing to say by band
+        return []
     arms = analysis.arms
+    if bands.empty:  # every cell unsure: the summary and the unsure list say so
+        return []
     verdicts = list(bands["verdict"])
     arm_verdicts = {v for v in verdicts if v in arms}
     if len(arm_verdicts) == 1 and all(v in arm_verdicts for v in verdicts) and len(verdicts) > 1:

@@ -217,6 +217,11 @@ def _tally(group: pd.DataFrame, arms: list[str]) -> dict[str, object]:
     }
 
 
+def _tally_columns(arms: list[str]) -> list[str]:
+    """The columns _tally fills, so a frame of no decided cells still has them (all unsure)."""
+    return ["cells", "ties", *(f"wins:{arm}" for arm in arms), "verdict"]
+
+
 def band_frame(winners: pd.DataFrame, arms: list[str]) -> pd.DataFrame:
     """Wins per arm in each concurrency band that has cells, and who the band belongs to."""
     rows = []
@@ -226,7 +231,7 @@ def band_frame(winners: pd.DataFrame, arms: list[str]) -> pd.DataFrame:
             continue
         concurrencies = sorted(int(c) for c in group["concurrency"].unique())
         rows.append({"band": band.id, "concurrencies": concurrencies, **_tally(group, arms)})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["band", "concurrencies", *_tally_columns(arms)])
 
 
 def best_arm_frame(winners: pd.DataFrame, arms: list[str], scenarios: list[str]) -> pd.DataFrame:
@@ -235,7 +240,7 @@ def best_arm_frame(winners: pd.DataFrame, arms: list[str], scenarios: list[str])
     rows = [
         {"scenario": name, **_tally(groups[name], arms)} for name in scenarios if name in groups
     ]
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["scenario", *_tally_columns(arms)])
 
 
 # -- gaps between a pair of arms ------------------------------------------------------------

@@ -65,7 +65,7 @@ class RunLayout:
 
 def layout_of(run: LoadedRun) -> RunLayout:
     manifest = run.manifest
-    plan = _plan_snapshot(manifest.plan)
+    plan = plan_snapshot(manifest.plan)
     cells = list(run.cells.values())
 
     arms = [a.name for a in manifest.arms] or (
@@ -97,7 +97,9 @@ def layout_of(run: LoadedRun) -> RunLayout:
 def compared_values(manifest: RunManifest, arms: list[str]) -> tuple[str | None, str | None, dict[str, str]]:
     """The one variable the arms differ in, its flag and each arm's value; (None, None, {})
     unless every arm has its own value of exactly one compared variable."""
-    if len(manifest.compared) != 1:
+    # A verification run's arms differ in a whole --speculative-config JSON: its arm names
+    # (`schedule`, `K=4`) say what they are better than the value would.
+    if len(manifest.compared) != 1 or manifest.verification is not None:
         return None, None, {}
     compared = manifest.compared[0]
     arm_vars = {a.name: a.vars for a in manifest.arms}
@@ -111,7 +113,8 @@ def compared_values(manifest: RunManifest, arms: list[str]) -> tuple[str | None,
     return None, None, {}
 
 
-def _plan_snapshot(snapshot: dict[str, object]) -> Plan | None:
+def plan_snapshot(snapshot: dict[str, object]) -> Plan | None:
+    """The plan a run was started with, from run.json's snapshot; None if it does not validate."""
     if not snapshot:
         return None
     try:

@@ -39,7 +39,7 @@ class ComparisonRow:
     margin_low: float | None = None
     margin_high: float | None = None
     rounds: int = 0
-    leader: str | None = None  # the arm ahead of the runner-up, named even when not a winner
+    leader: str | None = None  # the faster arm so far, named or not by the verdict
     # The leader against the K = 0 arm (N-arm tables), from the same verdict analysis.
     baseline: str | None = None
     baseline_margin: float | None = None
@@ -130,8 +130,7 @@ def _decide(row: ComparisonRow, arms: list[str], verdicts: RunVerdicts) -> None:
         row.winner, row.runner_up, row.margin = first, runner_up, best / second - 1.0
         row.leader = first
         return
-    row.verdict, row.rounds = pair.verdict, pair.n
-    row.leader = pair.leader
+    row.verdict, row.rounds, row.leader = pair.verdict, pair.n, pair.leader
     row.margin = pair.margin
     row.runner_up = pair.a if pair.leader == pair.b else pair.b
     # Named only when the verdict (or, for single measurements, the tie band) says so.

@@ -11,6 +11,8 @@ from dspark_tui.report.findings import findings_section
 from dspark_tui.report.frames import CORE_COLUMNS, arm_pairs, core_table, server_table
 from dspark_tui.report.tables import markdown_table, num, pct
 from dspark_tui.report.texts import Texts
+from dspark_tui.report.verification import verification_of
+from dspark_tui.report.verification_section import verification_section
 from dspark_tui.results.store import LoadedRun
 
 CORE_HEADER = [
@@ -39,6 +41,7 @@ def render_report(run: LoadedRun, lang: str = "zh") -> str:
     answer = deploy_answer(analysis)  # None unless the arms are a K sweep
     sections = [
         _header(analysis, t),
+        verification_section(verification_of(analysis), t),
         deploy_section(answer, t),
         summary_section(analysis, t),
         _core(analysis, t),

@@ -12,11 +12,10 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
-
 from dspark_tui.model import Plan
 from dspark_tui.model.traffic import TrafficMix
-from dspark_tui.report.decision import CellChoice, KDecision
+from dspark_tui.report.decision import CellChoice, KDecision, Ratio
+from dspark_tui.report.layout import plan_snapshot
 from dspark_tui.report.positions import SpecCounters
 
 SCHEDULE_SCHEMA_VERSION = 1
@@ -28,13 +27,7 @@ DEFAULT_METHOD = "mtp"
 CellId = tuple[str, int]
 
 
-def plan_of(snapshot: dict[str, Any]) -> Plan | None:
-    if not snapshot:
-        return None
-    try:
-        return Plan.model_validate(snapshot)
-    except ValidationError:
-        return None
+plan_of = plan_snapshot
 
 
 # -- traffic ------------------------------------------------------------------------------------
@@ -44,9 +37,15 @@ def cell_weights(decision: KDecision, traffic: TrafficMix | None,
     """Each cell's share of the traffic: scenario weight x its load's weight within the scenario
     (a concurrency or batch size off the grid goes to the nearest cell on a log2 scale).
     Without `[traffic]`: every scenario alike, every concurrency alike within it."""
+    return traffic_weights([choice.key for choice in decision.choices], traffic, batch_of)
+
+
+def traffic_weights(cell_ids: list[CellId], traffic: TrafficMix | None,
+                    batch_of: dict[CellId, float]) -> dict[CellId, float]:
+    """`cell_weights` for any list of (scenario, concurrency) cells (a verification run's)."""
     by_scenario: dict[str, list[CellId]] = {}
-    for choice in decision.choices:
-        by_scenario.setdefault(choice.scenario, []).append(choice.key)
+    for key in cell_ids:
+        by_scenario.setdefault(key[0], []).append(key)
     weights: dict[CellId, float] = {}
     for scenario, cells in by_scenario.items():
         share = 1.0 if traffic is None or not traffic.scenarios else traffic.scenarios.get(scenario, 0.0)
@@ -91,15 +90,25 @@ class Gain:
 
 def weighted_gain(decision: KDecision, weights: dict[CellId, float],
                   k_for: dict[CellId, int], k_against: dict[CellId, int]) -> Gain | None:
-    total = mid = low = high = 0.0
-    intervals = True
-    count = 0
+    weighted: list[tuple[float, Ratio]] = []
     for cell, weight in weights.items():
         kx, ky = k_for.get(cell), k_against.get(cell)
         if weight <= 0 or kx is None or ky is None:
             continue
         ratio = decision.ratio(cell[0], cell[1], kx, ky)
-        if ratio is None:
+        if ratio is not None:
+            weighted.append((weight, ratio))
+    return combine_ratios(weighted)
+
+
+def combine_ratios(weighted: list[tuple[float, Ratio]]) -> Gain | None:
+    """The weighted geometric mean of per-cell ratios; its interval the weighted mean of the
+    cells' interval ends on the log scale (none unless every cell has one)."""
+    total = mid = low = high = 0.0
+    intervals = True
+    count = 0
+    for weight, ratio in weighted:
+        if weight <= 0:
             continue
         total += weight
         count += 1
@@ -318,21 +327,25 @@ def _anchor(decision: KDecision, cells: list[CellChoice], points: dict[CellId, t
 
 # -- the command line ---------------------------------------------------------------------------
 
+def flag_value(command: list[str], flag: str) -> str | None:
+    """The value of `--flag VALUE` or `--flag=VALUE` in an argv list, None when absent."""
+    for i, part in enumerate(command):
+        if part == flag and i + 1 < len(command):
+            return command[i + 1]
+        if part.startswith(flag + "="):
+            return part.split("=", 1)[1]
+    return None
+
+
 def max_num_seqs_of(plan: Plan | None) -> tuple[int, str]:
     """--max-num-seqs from the plan's server command, else vLLM's default."""
     if plan is not None:
-        command = plan.server.command
-        arm_vars = plan.template_vars(plan.arms[0])
-        for i, part in enumerate(command):
-            value = None
-            if part == "--max-num-seqs" and i + 1 < len(command):
-                value = command[i + 1]
-            elif part.startswith("--max-num-seqs="):
-                value = part.split("=", 1)[1]
-            if value is not None:
-                value = re.sub(r"\{(\w+)\}", lambda m: arm_vars.get(m.group(1), m.group(0)), value)
-                if value.isdigit() and int(value) > 0:
-                    return int(value), "plan"
+        value = flag_value(plan.server.command, "--max-num-seqs")
+        if value is not None:
+            arm_vars = plan.template_vars(plan.arms[0])
+            value = re.sub(r"\{(\w+)\}", lambda m: arm_vars.get(m.group(1), m.group(0)), value)
+            if value.isdigit() and int(value) > 0:
+                return int(value), "plan"
     return VLLM_DEFAULT_MAX_NUM_SEQS, "vllm-default"
 
 
@@ -351,22 +364,14 @@ def speculative_config(schedule: Schedule, method: str,
 
 
 def existing_speculative_config(plan: Plan | None) -> dict[str, Any]:
-    if plan is None:
+    text = None if plan is None else flag_value(plan.server.command, "--speculative-config")
+    if text is None:
         return {}
-    command = plan.server.command
-    for i, part in enumerate(command):
-        text = None
-        if part == "--speculative-config" and i + 1 < len(command):
-            text = command[i + 1]
-        elif part.startswith("--speculative-config="):
-            text = part.split("=", 1)[1]
-        if text is not None:
-            try:
-                found = json.loads(text)
-            except json.JSONDecodeError:
-                return {}
-            return found if isinstance(found, dict) else {}
-    return {}
+    try:
+        found = json.loads(text)
+    except json.JSONDecodeError:
+        return {}
+    return found if isinstance(found, dict) else {}
 
 
 def method_for(plan: Plan | None) -> tuple[str, str]:
@@ -380,10 +385,9 @@ def method_for(plan: Plan | None) -> tuple[str, str]:
     return DEFAULT_METHOD, "default"
 
 
-def serve_command(plan: Plan, compared_var: str, config: dict[str, Any] | None) -> list[str]:
-    """The plan's server command with the compared K flag (and any --speculative-config)
-    replaced by the schedule's --speculative-config; placeholders filled from the plan."""
-    command = list(plan.server.command)
+def without_k_flags(command: list[str], compared_var: str) -> list[str]:
+    """The command without the flag carrying `{compared_var}` (`--spec-tokens {spec_tokens}`,
+    `--k={spec_tokens}`) and without any `--speculative-config`: where a schedule's goes."""
     out: list[str] = []
     skip = False
     placeholder = f"{{{compared_var}}}"
@@ -398,6 +402,13 @@ def serve_command(plan: Plan, compared_var: str, config: dict[str, Any] | None) 
         if placeholder in part or part.startswith("--speculative-config="):
             continue
         out.append(part)
+    return out
+
+
+def serve_command(plan: Plan, compared_var: str, config: dict[str, Any] | None) -> list[str]:
+    """The plan's server command with the compared K flag (and any --speculative-config)
+    replaced by the schedule's --speculative-config; placeholders filled from the plan."""
+    out = without_k_flags(plan.server.command, compared_var)
     values = {k: v for k, v in plan.template_vars(plan.arms[0]).items() if k != compared_var}
     values["python"] = "python"
     filled = [re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), part) for part in out]

@@ -135,6 +135,8 @@ _ZH: dict[str, str] = {
     "next_uniform": "在所有测试的并发区间 {setting} 都更优：将默认服务改为 {setting}。",
     "next_route": "如果业务混合，可考虑按并发度或输入长度把请求路由到不同配置的服务实例。",
     "next_outlier": "重复测量 {cells}（至少 3 次），确认 outlier 是否可复现。",
+    "next_unsure": "{n} 个单元仍未定（见“未定单元”）：增加 `bench.rounds` 或 "
+    "`bench.adaptive_rounds` 后对它们重跑，或接受它们的差距不超过区间所示。",
     "next_server": "用 dspark-tui 重跑并采集 `/metrics`（接受长度、KV cache 使用率、抢占），"
     "为上面的结论补上服务端证据。",
     "next_resume": "补跑 {n} 个失败或缺失的单元（`dspark-tui run --resume {path}`）。",
@@ -276,6 +278,9 @@ _EN: dict[str, str] = {
     "next_route": "For mixed traffic, consider routing by concurrency or input length to "
     "server instances with different settings.",
     "next_outlier": "Repeat {cells} (at least 3 times) to see whether the outlier reproduces.",
+    "next_unsure": "{n} cells are still unsure (see Unsure cells): re-run them with more "
+    "`bench.rounds` or `bench.adaptive_rounds`, or accept that their gap is no larger than "
+    "their interval shows.",
     "next_server": "Re-run with dspark-tui scraping `/metrics` (acceptance length, KV-cache usage, "
     "preemptions) to back the findings above with server-side evidence.",
     "next_resume": "Re-run the {n} failed or missing cells (`dspark-tui run --resume {path}`).",

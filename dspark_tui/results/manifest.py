@@ -8,7 +8,7 @@ import socket
 import sys
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from dspark_tui import __version__
 from dspark_tui.model import Plan
@@ -32,6 +32,19 @@ class ComparedParameter(BaseModel):
     var: str
     flag: str | None = None
     values: list[str] = Field(default_factory=list)
+
+
+class Verification(BaseModel):
+    """What a verification run (`run PLAN --verify SWEEP_DIR`) checks: the sweep's schedule
+    against its best fixed K, each as one arm (docs/decision.md, "Verifying")."""
+
+    sweep: str  # the sweep's run directory
+    sweep_name: str = ""
+    schedule: list[list[int]] = Field(default_factory=list)  # [[lo, hi, K], ...]
+    keyed_on: str = "running_batch"
+    fixed_k: int
+    schedule_arm: str
+    fixed_arm: str
 
 
 class RunManifest(BaseModel):
@@ -61,6 +74,15 @@ class RunManifest(BaseModel):
     plan_source: str | None = None
     plan: dict[str, Any] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
+    verification: Verification | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_absent_verification(self, handler: Any) -> Any:
+        """A run that verifies nothing keeps the run.json it had before the field existed."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("verification", 0) is None:
+            del data["verification"]
+        return data
 
     def arm_names(self) -> list[str]:
         return [arm.name for arm in self.arms]
@@ -81,7 +103,8 @@ def now_iso() -> str:
     return dt.datetime.now().astimezone().isoformat(timespec="seconds")
 
 
-def manifest_for_plan(plan: Plan, plan_source: str | None = None) -> RunManifest:
+def manifest_for_plan(plan: Plan, plan_source: str | None = None,
+                      verification: Verification | None = None) -> RunManifest:
     compared = [
         ComparedParameter(
             var=var,
@@ -111,4 +134,5 @@ def manifest_for_plan(plan: Plan, plan_source: str | None = None) -> RunManifest
         },
         plan_source=plan_source,
         plan=snapshot,
+        verification=verification,
     )

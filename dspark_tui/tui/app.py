@@ -147,7 +147,7 @@ class DsparkApp(App[None]):
                 start_runner, request.plan, results_root=self.results_root, arms=request.arms,
                 scenarios=request.scenarios, resume=request.resume, detach=request.detach,
                 lang=self.lang, plans_dir=self.settings.plans_dir,
-                other_roots=self.history_roots())
+                other_roots=self.history_roots(), verify=request.verify)
         except UserError as exc:
             self.notify(str(exc), severity="error", timeout=12)
             return

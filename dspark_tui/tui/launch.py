@@ -56,13 +56,17 @@ def _start_of(args: argparse.Namespace, plans_dir: Path,
             from dspark_tui.engine.launch import RESUME_NO_FILTERS
 
             raise UserError(RESUME_NO_FILTERS)
+        verify = getattr(args, "verify", None)
+        if verify is not None and resume is not None:
+            raise UserError("--verify starts a new run; it cannot be combined with --resume")
         if resume is None:
-            from dspark_tui.engine.runner import filter_plan
+            from dspark_tui.engine.verify import plan_to_run
 
-            # A bad plan or an unknown arm fails here, as one line, before the screen switches.
-            filter_plan(resolve_plan(plan, plans_dir)[0], arms, scenarios)
+            # A bad plan, an unknown arm or a run that is no finished sweep fails here, as one
+            # line, before the screen switches.
+            plan_to_run(resolve_plan(plan, plans_dir)[0], verify, arms, scenarios)
         return StartRequest(plan=plan, arms=arms, scenarios=scenarios, detach=bool(args.detach),
-                            resume=resume)
+                            resume=resume, verify=verify)
     if command == "attach":
         run_dir = args.run_dir
         if run_dir is None:

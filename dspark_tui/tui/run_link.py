@@ -96,11 +96,12 @@ class AttachedRun:
 def start_runner(plan: str, *, results_root: Path, arms: list[str] | None,
                  scenarios: list[str] | None, resume: Path | None, detach: bool,
                  lang: str, plans_dir: Path | None = None,
-                 other_roots: list[Path] | None = None) -> OwnedRunner:
+                 other_roots: list[Path] | None = None,
+                 verify: Path | None = None) -> OwnedRunner:
     """Start the runner in its own process (the UI never measures in-process)."""
     from dspark_tui.engine.launch import RunnerProcess
 
     process = RunnerProcess.start(plan, results_root=results_root, arms=arms, scenarios=scenarios,
                                   resume=resume, detach=detach, lang=lang, plans_dir=plans_dir,
-                                  other_roots=other_roots)
+                                  other_roots=other_roots, verify=verify)
     return OwnedRunner(process=process, detached=detach)

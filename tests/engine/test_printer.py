@@ -184,8 +184,8 @@ def test_a_sweeps_comparison_leads_with_the_best_arm_and_its_margin_over_k0(tmp_
         return [cell.strip() for cell in re.split("[│┃]", line)][1:-1]
 
     header = next(cells(line) for line in lines if "scenario" in line)
-    assert header == ["scenario", "c", "best", "margin", "interval", "vs K=0", "verdict",
+    assert header == ["scenario", "c", "best", "verdict", "margin", "interval", "vs K=0",
                       "K=0", "K=1", "K=3", "K=5"]
     rows = {tuple(cells(line)[:2]): cells(line) for line in lines if line.startswith("│")}
-    assert rows[("chat", "1")][2] == "K=5" and rows[("chat", "1")][5].startswith("+")
-    assert rows[("chat", "256")][2] == "K=0" and rows[("chat", "256")][5] == ""
+    assert rows[("chat", "1")][2] == "K=5" and rows[("chat", "1")][6].startswith("+")
+    assert rows[("chat", "256")][2:4] == ["K=0", "wins"] and rows[("chat", "256")][6] == ""

@@ -163,19 +163,24 @@ def test_kill_9_mid_round_then_resume_loses_and_redoes_nothing(tmp_path: Path, p
         before = _files(run_dir)
         assert sorted(before) == ["cells/st_3/slow__c1__r1p1.json", "cells/st_3/slow__c1__r2p1.json",
                                   "cells/st_3/slow__c2__r1p1.json"]
-        resumed = subprocess.run(
-            [sys.executable, "-m", "dspark_tui", "run", "--resume", str(run_dir), "--headless"],
-            capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL, check=False,
-            env={**os.environ, "DSPARK_CONFIG_DIR": "/nonexistent-dspark-config"})
-        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-        after = _files(run_dir)
-        assert {k: after[k] for k in before} == before  # byte for byte
-        assert sorted(after) == sorted([*before, "cells/st_3/slow__c2__r2p1.json"])
+        _resume_keeps_every_file(run_dir, before, added="cells/st_3/slow__c2__r2p1.json")
         events = RunStore(run_dir).read_events()
         assert [e.session for e in events if e.kind == "session_started"] == ["s1", "s2", "s3"]
         assert [e.round for e in events if e.kind == "round_planned"] == [1, 2]
     finally:
         runner.stop(timeout=5)
+
+
+def _resume_keeps_every_file(run_dir: Path, before: dict[str, bytes], added: str) -> None:
+    """`run --resume` as a user types it: every file from before byte for byte, one more."""
+    resumed = subprocess.run(
+        [sys.executable, "-m", "dspark_tui", "run", "--resume", str(run_dir), "--headless"],
+        capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL, check=False,
+        env={**os.environ, "DSPARK_CONFIG_DIR": "/nonexistent-dspark-config"})
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    after = _files(run_dir)
+    assert {k: after[k] for k in before} == before  # byte for byte
+    assert sorted(after) == sorted([*before, added])
 
 
 def _started(run_dir: Path) -> int:
@@ -207,14 +212,7 @@ async def test_kill_9_in_an_adaptive_round_then_resume_keeps_the_decision(tmp_pa
         before = _files(run_dir)
         assert sorted(before) == ["cells/st_3/slow__c1__r1p1.json", "cells/st_3/slow__c1__r2p1.json",
                                   "cells/st_3/slow__c2__r1p1.json"]
-        resumed = subprocess.run(
-            [sys.executable, "-m", "dspark_tui", "run", "--resume", str(run_dir), "--headless"],
-            capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL, check=False,
-            env={**os.environ, "DSPARK_CONFIG_DIR": "/nonexistent-dspark-config"})
-        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-        after = _files(run_dir)
-        assert {k: after[k] for k in before} == before  # byte for byte
-        assert sorted(after) == sorted([*before, "cells/st_3/slow__c2__r2p1.json"])
+        _resume_keeps_every_file(run_dir, before, added="cells/st_3/slow__c2__r2p1.json")
         planned = [e for e in RunStore(run_dir).read_events() if e.kind == "round_planned"]
         assert [(e.round, e.reason) for e in planned] == [(1, "planned"), (2, "adaptive")]
         assert json.loads((run_dir / "run.json").read_text())["status"] == "completed"

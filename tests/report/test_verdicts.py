@@ -152,3 +152,24 @@ def test_session_noise_pools_into_a_prior_line_a_plan_accepts(tmp_path):
     helped_settings = Settings(rounds=2, prior=prior, prior_source=prior.source)
     helped = analyse_measurements(runs[1].measurements, list(ARMS), helped_settings).noise[0]
     assert helped.df > bare and helped.prior
+
+
+def test_a_run_whose_every_cell_is_unsure_still_reports(tmp_path):
+    """Nothing decided: the summary says too close to call, no finding or recommendation is
+    made from the unsure cells, and the next step says to measure them again."""
+    run = loaded(tmp_path, rounds=2)
+    shaky = []
+    for m in run.measurements:
+        if m.arm == "st=5":  # round 1: +0 %, round 2: +20 %: a wide interval around +10 %
+            base = next(x for x in run.measurements if x.arm == "st=3" and x.key.scenario == m.scenario
+                        and x.concurrency == m.concurrency and x.round == m.round)
+            value = base.metrics.total_throughput * (1.0 if m.round == 1 else 1.2)
+            m = m.model_copy(update={"metrics": ClientMetrics(total_throughput=value)})
+        shaky.append(m)
+    run.measurements = shaky  # type: ignore[attr-defined]
+    analysis = analyse(run)
+    assert len(analysis.unsure) == len(TRUE_RATIO) and analysis.bands.empty
+    text = render_report(run, lang="en")
+    assert text.count("too close to call") >= 2
+    assert "Recommended setting" not in text
+    assert f"{len(TRUE_RATIO)} cells are still unsure" in text

@@ -8,21 +8,7 @@ from pathlib import Path
 import pytest
 
 from dspark_tui.model import CellKey, CellResult, ClientMetrics
-from dspark_tui.model.events import (
-    CellFailed,
-    CellFinished,
-    CellProgress,
-    CellSkipped,
-    CellStarted,
-    MetricsSample,
-    RoundPlanned,
-    RunControl,
-    RunFinished,
-    RunStarted,
-    ServerLog,
-    ServerStateChanged,
-    SessionStarted,
-)
+from dspark_tui.model import events as ev
 from dspark_tui.model.run_state import LOG_TAIL_LENGTH, SERIES_LENGTH, RunState
 from dspark_tui.plans import resolve_plan
 from dspark_tui.results.follow import EventFollower
@@ -46,8 +32,8 @@ def test_full_replay_counts_cells_and_finishes(tmp_path: Path):
 def test_mid_run_has_current_cell_eta_and_loading_line(tmp_path: Path):
     state = RunState()
     state.apply_all(build_events(tmp_path, stop_after=3, finish=False))
-    state.apply(CellStarted(t=state.last_t, key=KEY, num_prompts=64, index=4, total=10))
-    state.apply(CellProgress(t=state.last_t + 1, key=KEY, completed=16, total=64, output_tok_s=1234.5,
+    state.apply(ev.CellStarted(t=state.last_t, key=KEY, num_prompts=64, index=4, total=10))
+    state.apply(ev.CellProgress(t=state.last_t + 1, key=KEY, completed=16, total=64, output_tok_s=1234.5,
                              ttft_p99_ms=88.0))
     assert state.current is not None and state.current.fraction == 0.25
     assert state.current.output_tok_s == 1234.5
@@ -59,22 +45,22 @@ def test_mid_run_has_current_cell_eta_and_loading_line(tmp_path: Path):
 
 def test_progress_line_is_kept_only_while_the_server_loads():
     state = RunState()
-    state.apply(RunStarted(t=T0, run_dir="/x", name="demo", arms=["st=3"], total_cells=1))
-    state.apply(ServerStateChanged(t=T0, arm="st=3", state="loading"))
-    state.apply(ServerLog(t=T0, arm="st=3", line="Loading weights: 40% Completed"))
+    state.apply(ev.RunStarted(t=T0, run_dir="/x", name="demo", arms=["st=3"], total_cells=1))
+    state.apply(ev.ServerStateChanged(t=T0, arm="st=3", state="loading"))
+    state.apply(ev.ServerLog(t=T0, arm="st=3", line="Loading weights: 40% Completed"))
     assert state.arms["st=3"].progress_line == "Loading weights: 40% Completed"
-    state.apply(ServerStateChanged(t=T0, arm="st=3", state="ready"))
-    state.apply(ServerLog(t=T0, arm="st=3", line="GET /metrics 200"))
+    state.apply(ev.ServerStateChanged(t=T0, arm="st=3", state="ready"))
+    state.apply(ev.ServerLog(t=T0, arm="st=3", line="GET /metrics 200"))
     assert state.arms["st=3"].progress_line == ""
 
 
 def test_buffers_stay_bounded():
     state = RunState()
-    state.apply(CellStarted(t=T0, key=KEY, num_prompts=10, index=1, total=1))
+    state.apply(ev.CellStarted(t=T0, key=KEY, num_prompts=10, index=1, total=1))
     n = max(SERIES_LENGTH, LOG_TAIL_LENGTH) * 2
     for i in range(n):
-        state.apply(MetricsSample(t=T0 + i, arm="st=3", kv_usage=i / 1000))
-        state.apply(ServerLog(t=T0 + i, arm="st=3", line=f"line {i}"))
+        state.apply(ev.MetricsSample(t=T0 + i, arm="st=3", kv_usage=i / 1000))
+        state.apply(ev.ServerLog(t=T0 + i, arm="st=3", line=f"line {i}"))
     assert len(state.series["kv_usage"]) == SERIES_LENGTH
     assert len(state.log_tail) == LOG_TAIL_LENGTH
     assert state.log_tail[-1].line == f"line {n - 1}"
@@ -82,11 +68,11 @@ def test_buffers_stay_bounded():
 
 def test_gap_samples_do_not_draw_and_pause_is_tracked():
     state = RunState()
-    state.apply(MetricsSample(t=T0, arm="st=3", kv_usage=0.5, gap=True))
+    state.apply(ev.MetricsSample(t=T0, arm="st=3", kv_usage=0.5, gap=True))
     assert not state.series["kv_usage"]
-    state.apply(RunControl(t=T0, action="pause", message="pausing after the current cell"))
+    state.apply(ev.RunControl(t=T0, action="pause", message="pausing after the current cell"))
     assert state.paused
-    state.apply(RunControl(t=T0, action="resume"))
+    state.apply(ev.RunControl(t=T0, action="resume"))
     assert not state.paused
 
 
@@ -123,30 +109,30 @@ def _result(key: CellKey, round_: int, repeat: int, tok_s: float) -> CellResult:
 
 def _measure(state: RunState, key: CellKey, round_: int, repeat: int, t: float,
              tok_s: float | None = 1000.0, seconds: float = 4.0) -> None:
-    state.apply(CellStarted(t=t, key=key, num_prompts=8, index=1, total=state.total,
+    state.apply(ev.CellStarted(t=t, key=key, num_prompts=8, index=1, total=state.total,
                             round=round_, repeat=repeat))
     if tok_s is None:
-        state.apply(CellFailed(t=t + seconds, key=key, reason="connection reset", round=round_,
+        state.apply(ev.CellFailed(t=t + seconds, key=key, reason="connection reset", round=round_,
                                repeat=repeat))
     else:
-        state.apply(CellFinished(t=t + seconds, result=_result(key, round_, repeat, tok_s)))
+        state.apply(ev.CellFinished(t=t + seconds, result=_result(key, round_, repeat, tok_s)))
 
 
 def _planned_run() -> RunState:
     state = RunState()
-    state.apply(RunStarted(t=T0, run_dir="/x", name="ab", arms=ARMS, total_cells=4))
-    state.apply(RoundPlanned(t=T0, round=1, arms=ARMS, cells=CELLS, repeats=2))
-    state.apply(RoundPlanned(t=T0, round=2, arms=ARMS[::-1], cells=CELLS, repeats=2))
+    state.apply(ev.RunStarted(t=T0, run_dir="/x", name="ab", arms=ARMS, total_cells=4))
+    state.apply(ev.RoundPlanned(t=T0, round=1, arms=ARMS, cells=CELLS, repeats=2))
+    state.apply(ev.RoundPlanned(t=T0, round=2, arms=ARMS[::-1], cells=CELLS, repeats=2))
     return state
 
 
 def test_the_total_is_what_the_rounds_plan_and_an_adaptive_round_raises_it():
     state = _planned_run()
     assert state.total == 2 * 2 * 2 * 2  # arms x cells x repeats x rounds
-    state.apply(RoundPlanned(t=T0, round=3, arms=ARMS, cells=[("chat_short", 16)],
+    state.apply(ev.RoundPlanned(t=T0, round=3, arms=ARMS, cells=[("chat_short", 16)],
                              reason="adaptive", repeats=2))
     assert state.total == 16 + 2 * 2
-    state.apply(RoundPlanned(t=T0, round=3, arms=ARMS, cells=[("chat_short", 16)],
+    state.apply(ev.RoundPlanned(t=T0, round=3, arms=ARMS, cells=[("chat_short", 16)],
                              reason="adaptive", repeats=2))  # a resume announcing it again
     assert state.total == 20
     assert state.cells[KEY].planned == 6 and state.repeated
@@ -162,11 +148,11 @@ def test_a_cell_is_done_when_every_planned_measurement_is_ok():
     assert cell.reason == "connection reset" and state.failed_cells == [cell]
     _measure(state, KEY, 1, 2, T0 + 8, tok_s=1100.0)  # retried: the failure is taken back
     _measure(state, KEY, 2, 1, T0 + 12, tok_s=1200.0)
-    state.apply(CellStarted(t=T0 + 16, key=KEY, num_prompts=8, index=4, total=16, round=2,
+    state.apply(ev.CellStarted(t=T0 + 16, key=KEY, num_prompts=8, index=4, total=16, round=2,
                             repeat=2))
     assert state.current is not None and state.current.label == "r2 p2"
     assert cell.phase == "running"
-    state.apply(CellFinished(t=T0 + 20, result=_result(KEY, 2, 2, 1300.0)))
+    state.apply(ev.CellFinished(t=T0 + 20, result=_result(KEY, 2, 2, 1300.0)))
     assert (cell.phase, cell.ok_count, cell.failed_count) == ("done", 4, 0)
     assert [r.total_throughput for r in cell.ok_results] == [1000.0, 1100.0, 1200.0, 1300.0]
     assert cell.total_tok_s == pytest.approx(1150.0)
@@ -177,22 +163,22 @@ def test_a_cell_is_done_when_every_planned_measurement_is_ok():
 
 def test_the_eta_counts_measurements_and_the_sessions_still_to_start():
     state = _planned_run()
-    state.apply(ServerStateChanged(t=T0, arm="st=3", state="starting"))
-    state.apply(ServerStateChanged(t=T0 + 4, arm="st=3", state="ready"))
-    state.apply(ServerStateChanged(t=T0 + 4, arm="st=3", state="warming_up"))
-    state.apply(ServerStateChanged(t=T0 + 10, arm="st=3", state="ready"))
+    state.apply(ev.ServerStateChanged(t=T0, arm="st=3", state="starting"))
+    state.apply(ev.ServerStateChanged(t=T0 + 4, arm="st=3", state="ready"))
+    state.apply(ev.ServerStateChanged(t=T0 + 4, arm="st=3", state="warming_up"))
+    state.apply(ev.ServerStateChanged(t=T0 + 10, arm="st=3", state="ready"))
     assert state.arms["st=3"].startups == [10.0]  # the cells waited for the warmup too
-    state.apply(SessionStarted(t=T0 + 10, arm="st=3", round=1, session="s1"))
+    state.apply(ev.SessionStarted(t=T0 + 10, arm="st=3", round=1, session="s1"))
     _measure(state, KEY, 1, 1, T0 + 10, seconds=4.0)
     # 15 measurements at 4 s; sessions ahead: st=5 in round 1, both arms in round 2.
     assert state.eta(T0 + 14) == pytest.approx(15 * 4.0 + 3 * 10.0)
-    state.apply(ServerStateChanged(t=T0 + 14, arm="st=5", state="starting"))
+    state.apply(ev.ServerStateChanged(t=T0 + 14, arm="st=5", state="starting"))
     assert state.eta(T0 + 14) == pytest.approx(15 * 4.0 + 2 * 10.0)
 
 
 def test_a_lost_runner_is_folded_as_an_interrupted_end():
     state = _planned_run()
-    state.apply(CellStarted(t=T0, key=KEY, num_prompts=8, index=1, total=16))
+    state.apply(ev.CellStarted(t=T0, key=KEY, num_prompts=8, index=1, total=16))
     assert state.runner_gone(T0 + 5)
     assert (state.status, state.finished_t, state.current) == ("interrupted", T0 + 5, None)
     assert state.cells[KEY].phase == "pending" and state.eta(T0 + 9) == 0.0
@@ -203,7 +189,7 @@ def test_a_lost_runner_is_folded_as_an_interrupted_end():
 def test_a_recorded_log_without_rounds_replays_as_single_measurements():
     state = RunState()
     state.apply_all(EventFollower(RECORDED).poll())
-    final = [e for e in EventFollower(RECORDED).poll() if isinstance(e, RunFinished)][-1]
+    final = [e for e in EventFollower(RECORDED).poll() if isinstance(e, ev.RunFinished)][-1]
     assert (state.done, state.failed, state.total) == (final.done, final.failed, final.total)
     assert not state.repeated and state.cells_done == final.done
     assert all(list(cell.measurements) == [(1, 1)] for cell in state.cells.values())
@@ -214,8 +200,8 @@ def test_a_resumed_log_forgets_the_cell_its_killed_runner_left_running(tmp_path:
     state = RunState()
     state.apply_all(build_events(tmp_path, stop_after=3, finish=False))
     fourth = resolve_plan("demo")[0].cells()[3].key
-    state.apply(CellStarted(t=state.last_t, key=fourth, num_prompts=64, index=4, total=10))
-    state.apply(RunStarted(t=state.last_t + 60, run_dir=str(tmp_path), name="demo", arms=ARMS,
+    state.apply(ev.CellStarted(t=state.last_t, key=fourth, num_prompts=64, index=4, total=10))
+    state.apply(ev.RunStarted(t=state.last_t + 60, run_dir=str(tmp_path), name="demo", arms=ARMS,
                            total_cells=10, resumed_cells=3))
     assert state.current is None and state.cells[fourth].phase == "pending"
     assert (state.done, state.total, state.resumed) == (3, 10, 3)
@@ -228,29 +214,29 @@ def test_running_counts_match_a_recount_through_retries_skips_and_resumes():
     state = RunState()
     keys = [CellKey(arm=arm, scenario=s, concurrency=c) for arm in ARMS for s, c in CELLS]
     t = T0
-    state.apply(RunStarted(t=t, run_dir="/x", name="ab", arms=ARMS, total_cells=4))
+    state.apply(ev.RunStarted(t=t, run_dir="/x", name="ab", arms=ARMS, total_cells=4))
     for step in range(400):
         t += 1
         key, round_, repeat = rng.choice(keys), rng.randint(1, 3), rng.randint(1, 2)
         roll = rng.random()
         if roll < 0.3:
-            state.apply(CellStarted(t=t, key=key, num_prompts=8, index=1, total=1, round=round_,
+            state.apply(ev.CellStarted(t=t, key=key, num_prompts=8, index=1, total=1, round=round_,
                                     repeat=repeat))
         elif roll < 0.55:
-            state.apply(CellFinished(t=t, result=_result(key, round_, repeat, 1000.0 + step)))
+            state.apply(ev.CellFinished(t=t, result=_result(key, round_, repeat, 1000.0 + step)))
         elif roll < 0.7:
-            state.apply(CellFailed(t=t, key=key, reason="reset", round=round_, repeat=repeat))
+            state.apply(ev.CellFailed(t=t, key=key, reason="reset", round=round_, repeat=repeat))
         elif roll < 0.75:
-            state.apply(CellSkipped(t=t, key=key, reason="skipped", round=round_, repeat=repeat))
+            state.apply(ev.CellSkipped(t=t, key=key, reason="skipped", round=round_, repeat=repeat))
         elif roll < 0.85:
-            state.apply(RoundPlanned(t=t, round=round_, arms=ARMS, cells=[CELLS[step % 2]],
+            state.apply(ev.RoundPlanned(t=t, round=round_, arms=ARMS, cells=[CELLS[step % 2]],
                                      repeats=repeat))
         elif roll < 0.9:
-            state.apply(RunStarted(t=t, run_dir="/x", name="ab", arms=ARMS, total_cells=4))
+            state.apply(ev.RunStarted(t=t, run_dir="/x", name="ab", arms=ARMS, total_cells=4))
         elif roll < 0.95:
             state.add_saved(_result(key, round_, repeat, 900.0))
         else:
-            state.apply(SessionStarted(t=t, arm=key.arm, round=round_, session=f"s{step}"))
+            state.apply(ev.SessionStarted(t=t, arm=key.arm, round=round_, session=f"s{step}"))
         records = [m for cell in state.cells.values() for m in cell.measurements.values()]
         for phase, count in (("done", state.done), ("failed", state.failed),
                              ("skipped", state.skipped)):

@@ -57,7 +57,7 @@ async def test_opening_a_run_shows_its_ab_table_and_cells(tmp_path: Path):
         rows = {(r[0], r[1]): r for r in table_text(app, "#detail-ab")}
         assert rows[("chat_short", "1")][2] == "st=5"
         assert rows[("stress_standard", "128")][2] == "st=3"
-        assert rows[("stress_standard", "128")][3] == "13.64%"
+        assert rows[("stress_standard", "128")][3:5] == ["single", "13.64%"]
         await pilot.press("e")
         await wait_until(pilot, lambda: app.focused is app.screen.query_one("#detail-cells"),
                          what="the cells tab")
@@ -159,10 +159,10 @@ async def test_history_opens_the_seed_and_shows_its_winners(tmp_path: Path):
                          and app.screen.run is not None, what="the seed loaded")
         ab = {(r[0], r[1]): r for r in table_text(app, "#detail-ab")}
         assert len(ab) == 18
-        assert ab[("chat_short", "16")][2:4] == ["st=5", "32.90%"]
-        assert ab[("stress_standard", "128")][2:4] == ["st=3", "31.40%"]
+        assert ab[("chat_short", "16")][2:5] == ["st=5", "single", "32.90%"]
+        assert ab[("stress_standard", "128")][2:5] == ["st=3", "single", "31.40%"]
         # 0.89 % is inside the 2 % tie band: a tie here as in the report, not an st=3 win.
-        assert ab[("chat_standard", "64")][2:4] == ["tie", "0.89%"]
+        assert ab[("chat_standard", "64")][2:5] == ["tie", "single", "0.89%"]
         await pilot.press("r")
         # The answer first: the summary opens the report ...
         await until_shown(pilot, app, "结论")

@@ -25,6 +25,7 @@ class StartRequest:
     scenarios: list[str] | None = None
     detach: bool = False
     resume: Path | None = None
+    verify: Path | None = None  # a finished K sweep whose schedule this run verifies
     cells: int = 0
     notes: list[str] = field(default_factory=list)
 

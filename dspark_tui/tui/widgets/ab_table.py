@@ -1,7 +1,8 @@
 """The side-by-side table (the seed's winner table, live), updated in place by row key.
 
-Two arms: the winner, its margin, interval and verdict. More arms (a K sweep): the leading
-arm, its margin over the runner-up with the interval, its margin over K = 0 and the verdict.
+Two arms: the winner, the verdict, the margin and its interval. More arms (a K sweep): the
+leading arm, the verdict, its margin over the runner-up with the interval and its margin over
+K = 0.
 """
 
 from __future__ import annotations
@@ -87,11 +88,11 @@ class ABTable(DataTable[Text | str]):
         self.add_column("Scenario", key="scenario")
         self.add_column("C", key="concurrency")
         self.add_column("Best" if self.many_arms else "Winner", key="winner")
+        self.add_column("Verdict", key="verdict")
         self.add_column("Margin", key="margin")
         self.add_column("Interval", key="interval")
         if self.many_arms and baseline is not None:
             self.add_column(f"vs {baseline}", key="baseline")
-        self.add_column("Verdict", key="verdict")
         for label, attr, _ in _PER_ARM:
             for arm in arms:
                 self.add_column(f"{label} {arm}", key=f"{arm}:{attr}")
@@ -104,12 +105,12 @@ class ABTable(DataTable[Text | str]):
             row.scenario,
             Text(str(row.concurrency), justify="right"),
             Text(named or _no_winner(row), style=win_style if row.winner else ""),
+            verdict_text(row) or fmt.MISSING,
             Text(fmt.percent(row.margin), justify="right"),
             Text(interval_text(row) or fmt.MISSING, justify="right"),
         ]
         if self.many_arms and self._baseline is not None:
             cells.append(Text(baseline_text(row) or fmt.MISSING, justify="right"))
-        cells.append(verdict_text(row) or fmt.MISSING)
         for _, attr, digits in _PER_ARM:
             for arm in self._arms:
                 numbers = row.arms.get(arm, ArmFigures())
@@ -127,7 +128,9 @@ def _no_winner(row: ComparisonRow) -> str:
     """What the winner column says when the verdict names none: a tie, or not decided yet."""
     if row.verdict in ("tie", "single") and row.margin is not None:
         return "tie"
-    return "unsure" if row.verdict == "unsure" else fmt.MISSING
+    if row.verdict == "unsure" and row.leader:
+        return f"{row.leader}?"  # ahead so far, not shown to win
+    return fmt.MISSING
 
 
 def _style(value: Text | str) -> str:

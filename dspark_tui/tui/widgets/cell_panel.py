@@ -58,7 +58,8 @@ class CellPanel(Vertical):
             title = "no cell running" if not state.finished else f"run {state.status}"
             numbers, total, progress = "", 1, 0
             if state.finished:  # the bar now tells the run's cells, not an empty cell
-                title += f": {state.done}/{state.total} cells ok"
+                unit = "cell runs" if state.repeated else "cells"
+                title += f": {state.done}/{state.total} {unit} ok"
                 total, progress = max(1, state.total), state.done
         else:
             key = current.key

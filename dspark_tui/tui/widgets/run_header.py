@@ -27,7 +27,8 @@ class RunHeader(Static):
         parts: list[Part] = [(state.name or "run", "bold"), (f"  [{status}]", f"bold {status_colour}")]
         if mode:
             parts.append(f"  {mode}")
-        parts.append(f"   cells {state.done}/{state.total}")
+        unit = "runs" if state.repeated else "cells"  # measurements, when cells are measured again
+        parts.append(f"   {unit} {state.done}/{state.total}")
         if state.failed:
             parts.append((f"  failed {state.failed}", f"bold {colours.FAILED}"))
         if state.skipped:

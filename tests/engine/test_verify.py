@@ -1,0 +1,117 @@
+"""`run PLAN --verify SWEEP_DIR`, without processes: the sweep's recommendation as read from its
+directory, the two-arm plan built from it, and the one-line refusals (no run directory made)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dspark_tui.cli import main
+from dspark_tui.engine.verify import (
+    SCHEDULE_ARM,
+    plan_to_run,
+    read_recommendation,
+    verification_plan,
+)
+from dspark_tui.model import UserError, parse_plan
+from dspark_tui.report.deploy import write_schedule
+from dspark_tui.results import RunStore
+from tests.conftest import SAMPLE_RUN
+from tests.report.k_sweep_builders import k_sweep_run, plan_text
+
+KS = list(range(8))
+GRID = {"chat": [1, 4, 16, 64, 128]}
+TRAFFIC = "[traffic]\nconcurrency = { 1 = 0.3, 16 = 0.2, 128 = 0.5 }\n"
+
+
+def finished_sweep(folder: Path) -> Path:
+    run = k_sweep_run(folder, KS, GRID, traffic=TRAFFIC)
+    assert write_schedule(run) is not None
+    store = RunStore(folder)
+    manifest = store.read_manifest()
+    manifest.status = "completed"
+    store.write_manifest(manifest)
+    return folder
+
+
+def test_the_plan_runs_the_schedule_against_the_best_fixed_k(tmp_path: Path):
+    sweep = finished_sweep(tmp_path / "sweep")
+    saved = json.loads((sweep / "schedule.json").read_text())
+    recommendation = read_recommendation(sweep)
+    assert recommendation.fixed_k == saved["single_best_k"]["k"]
+    assert recommendation.ranges == saved["num_speculative_tokens_per_batch_size"]
+    plan = parse_plan(plan_text(KS, GRID, traffic=TRAFFIC))
+    verifying = verification_plan(plan, recommendation)
+    fixed = f"K={recommendation.fixed_k}"
+    assert [arm.name for arm in verifying.arms] == [SCHEDULE_ARM, fixed]
+    # Same grid, rounds and traffic as the plan.
+    assert verifying.scenarios == plan.scenarios and verifying.bench == plan.bench
+    assert verifying.traffic == plan.traffic
+    schedule_argv = verifying.server_argv(verifying.arm(SCHEDULE_ARM))
+    fixed_argv = verifying.server_argv(verifying.arm(fixed))
+    for argv in (schedule_argv, fixed_argv):
+        assert "--spec-tokens" not in argv and argv.count("--speculative-config") == 1
+    schedule_config = json.loads(schedule_argv[schedule_argv.index("--speculative-config") + 1])
+    assert schedule_config == saved["speculative_config"]
+    fixed_config = json.loads(fixed_argv[fixed_argv.index("--speculative-config") + 1])
+    assert fixed_config == {"method": schedule_config["method"],
+                            "num_speculative_tokens": recommendation.fixed_k}
+
+
+def test_without_schedule_json_the_recommendation_is_computed(tmp_path: Path):
+    sweep = finished_sweep(tmp_path / "sweep")
+    saved = json.loads((sweep / "schedule.json").read_text())
+    (sweep / "schedule.json").unlink()
+    # Measurements on disk this time: the in-memory builder's cells written as files.
+    run = k_sweep_run(tmp_path / "mem", KS, GRID, traffic=TRAFFIC)
+    store = RunStore(sweep)
+    for measurement in run.measurements:
+        store.save_cell(measurement)
+    recommendation = read_recommendation(sweep)
+    assert recommendation.ranges == saved["num_speculative_tokens_per_batch_size"]
+    assert recommendation.fixed_k == saved["single_best_k"]["k"]
+
+
+def test_a_run_that_is_no_finished_sweep_is_refused_in_one_line(tmp_path: Path):
+    with pytest.raises(UserError, match="not a K sweep"):
+        read_recommendation(SAMPLE_RUN)  # the seed: st=3 vs st=5, no K = 0
+    unfinished = tmp_path / "unfinished"
+    k_sweep_run(unfinished, KS, GRID)
+    with pytest.raises(UserError, match="running, not completed"):
+        read_recommendation(unfinished)
+    with pytest.raises(UserError, match="missing"):
+        read_recommendation(tmp_path / "nowhere")
+    plan = parse_plan(plan_text(KS, GRID))
+    with pytest.raises(UserError, match="--arms cannot be combined with --verify"):
+        plan_to_run(plan, finished_sweep(tmp_path / "sweep"), ["K=1"], None)
+
+
+def test_cli_refuses_a_non_sweep_without_making_a_run_directory(tmp_path: Path, capsys):
+    results = tmp_path / "results"
+    code = main(["run", "demo-k-sweep", "--verify", str(SAMPLE_RUN), "--headless",
+                 "--results", str(results)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1 and "not a K sweep" in err and str(SAMPLE_RUN) in err
+    assert not results.exists() or not any(results.iterdir())
+
+
+def test_the_app_checks_verify_before_its_screen_switches(tmp_path: Path):
+    import argparse
+
+    from dspark_tui.tui.launch import _start_of
+
+    plan_file = tmp_path / "plan.toml"
+    plan_file.write_text(plan_text(KS, GRID, traffic=TRAFFIC))
+
+    def args(verify: Path) -> argparse.Namespace:
+        return argparse.Namespace(command="run", plan=str(plan_file), resume=None, arms=None,
+                                  scenarios=None, detach=False, verify=verify)
+
+    with pytest.raises(UserError, match="not a K sweep"):
+        _start_of(args(SAMPLE_RUN), tmp_path / "plans", [tmp_path / "results"])
+    sweep = finished_sweep(tmp_path / "sweep")
+    request = _start_of(args(sweep), tmp_path / "plans", [tmp_path / "results"])
+    assert request.verify == sweep and request.plan == str(plan_file)
