@@ -100,6 +100,11 @@ async def test_the_decision_view_shows_the_schedule_and_command_and_c_copies_it(
         assert "K=0 wins" in best and "K=6 tie, top 7" in best
         acceptance = await seen_whole(pilot, screen, "#decision-acceptance")
         assert "90%   76%   61%   47%   33%   23%   15%" in acceptance
+        command_widget = screen.query_one("#decision-command", Static)
+        command_widget.text_select_all()  # what a mouse drag over it selects
+        await wait_until(pilot, lambda: _words(screen.get_selected_text() or "") == _words(command),
+                         what="the command selected as text")
+        screen.clear_selection()
         await pilot.press("c")
         await wait_until(pilot, lambda: app.clipboard == command, what="the command copied")
         await until_shown(pilot, app, "serve command copied")
