@@ -19,6 +19,7 @@ from dspark_tui.engine.printer import HeadlessPrinter, summary_lines
 from dspark_tui.engine.runner import Runner, plan_of_run, preflight, prepare_run
 from dspark_tui.engine.verify import plan_to_run
 from dspark_tui.model import UserError
+from dspark_tui.report.live import baseline_arm
 from dspark_tui.results import RunStore, scan_runs
 from dspark_tui.results.follow import EventFollower
 
@@ -71,7 +72,8 @@ def run_command(args: argparse.Namespace) -> int:
                     other_roots=[results_root, *settings.history_roots()])
     printer: HeadlessPrinter | None = None
     if not quiet:
-        printer = HeadlessPrinter(Console(highlight=False))
+        printer = HeadlessPrinter(Console(highlight=False),
+                                  baseline=baseline_arm(store.read_manifest()))
         if resume is not None:
             _seed_from_run(printer, store)
         runner.subscribe(printer)
@@ -105,8 +107,8 @@ def attach_command(args: argparse.Namespace) -> int:
             raise UserError("no running run to attach to (list runs with `dspark-tui runs`)")
         run_dir = running[0].path
     run_dir = Path(run_dir).expanduser()
-    RunStore(run_dir).read_manifest()
-    printer = HeadlessPrinter(Console(highlight=False))
+    manifest = RunStore(run_dir).read_manifest()
+    printer = HeadlessPrinter(Console(highlight=False), baseline=baseline_arm(manifest))
     follower = EventFollower(run_dir)
     quiet_since = time.monotonic()
     try:

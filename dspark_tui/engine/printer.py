@@ -35,7 +35,7 @@ from dspark_tui.model.events import (
 )
 from dspark_tui.model.run_state import RunState
 from dspark_tui.report import comparison_rows
-from dspark_tui.report.live import interval_text, verdict_text
+from dspark_tui.report.live import ComparisonRow, baseline_text, interval_text, verdict_text
 from dspark_tui.report.verdicts import Settings
 
 _QUIET_STATES = {"loading"}
@@ -57,8 +57,9 @@ class HeadlessPrinter:
     """Folds each event into `state`, then prints what it means."""
 
     def __init__(self, console: Console | None = None, *, show_server_log: bool = False,
-                 state: RunState | None = None) -> None:
+                 state: RunState | None = None, baseline: str | None = None) -> None:
         self.console = console or Console(highlight=False)
+        self.baseline = baseline  # the K = 0 arm of a K sweep (report.live.baseline_arm)
         self.show_server_log = show_server_log
         self.state = state or RunState()
         self._progress_t = 0.0
@@ -206,27 +207,52 @@ class HeadlessPrinter:
         if not any(result.ok for result in results) or len(arms) < 2:
             return
         rows = comparison_rows(state.table_measurements(), arms, state.scenarios(),
-                               settings=Settings.from_bench(state.statistics))
-        table = Table(title="Total tok/s by arm (winner, margin, its interval, verdict)",
-                      title_justify="left")
-        table.add_column("scenario")
-        table.add_column("c", justify="right")
+                               settings=Settings.from_bench(state.statistics), baseline=self.baseline)
+        table = comparison_table(rows, arms)
+        self._safely(lambda: self.console.print(table))
+
+
+def comparison_table(rows: list[ComparisonRow], arms: list[str]) -> Table:
+    """Two arms: each arm's Total tok/s, then the winner, margin, interval and verdict. More
+    arms (a K sweep): the leader, the verdict, its margin over the runner-up (and interval) and
+    over K = 0 first, the arms' Total tok/s after — the columns of the TUI's table."""
+    many = len(arms) > 2
+    baseline = next((row.baseline for row in rows if row.baseline), None) if many else None
+    if many:
+        title = "Total tok/s by arm (best arm, verdict, margin over the runner-up and its interval"
+        title += f", over {baseline})" if baseline else ")"
+    else:
+        title = "Total tok/s by arm (winner, margin, its interval, verdict)"
+    table = Table(title=title, title_justify="left")
+    table.add_column("scenario")
+    table.add_column("c", justify="right")
+    if many:
+        summary = ["best", "verdict", "margin", "interval", *([f"vs {baseline}"] if baseline else [])]
+    else:
+        summary = ["winner", "margin", "interval", "verdict"]
+    if not many:
         for arm in arms:
             table.add_column(arm, justify="right")
-        table.add_column("winner")
-        table.add_column("margin", justify="right")
-        table.add_column("interval", justify="right")
-        table.add_column("verdict")
-        for row in rows:
-            figures = [row.arms.get(arm) for arm in arms]
-            table.add_row(
-                row.scenario, str(row.concurrency),
-                *[_num(f.total_tok_s) if f and f.total_tok_s is not None
-                  else (f.status or "…") if f else "…" for f in figures],
-                row.winner or "", "" if row.margin is None else f"{row.margin * 100:+.1f}%",
-                interval_text(row), verdict_text(row),
-            )
-        self._safely(lambda: self.console.print(table))
+    for name in summary:
+        table.add_column(name, justify="left" if name in ("best", "winner", "verdict") else "right")
+    if many:
+        for arm in arms:
+            table.add_column(arm, justify="right")
+    for row in rows:
+        figures = [row.arms.get(arm) for arm in arms]
+        totals = [_num(f.total_tok_s) if f and f.total_tok_s is not None
+                  else (f.status or "…") if f else "…" for f in figures]
+        margin = "" if row.margin is None else f"{row.margin * 100:+.1f}%"
+        if many:
+            decided = [row.leader or "", verdict_text(row), margin, interval_text(row),
+                       *([baseline_text(row)] if baseline else [])]
+        else:
+            decided = [row.winner or "", margin, interval_text(row), verdict_text(row)]
+        if many:
+            table.add_row(row.scenario, str(row.concurrency), *decided, *totals)
+        else:
+            table.add_row(row.scenario, str(row.concurrency), *totals, *decided)
+    return table
 
 
 def summary_lines(run_dir: Path, state: RunState, status: str) -> list[str]:

@@ -9,10 +9,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from dspark_tui.report.analysis import RunAnalysis
-from dspark_tui.report.layout import RunLayout
+from dspark_tui.report.layout import RunLayout, compared_values
 from dspark_tui.report.verdicts import SINGLE, RunVerdicts
+from dspark_tui.results.manifest import RunManifest
+
+if TYPE_CHECKING:  # analysis imports live.py, which imports this module
+    from dspark_tui.report.analysis import RunAnalysis
 
 
 @dataclass(frozen=True)
@@ -56,8 +60,21 @@ def arm_k_values(layout: RunLayout) -> dict[str, int] | None:
     """K of each arm when the arms differ in one integer variable (`spec_tokens`), else None."""
     if layout.compared_var is None or len(layout.arm_values) != len(layout.arms):
         return None
+    return _k_values(layout.arm_values)
+
+
+def manifest_k_values(manifest: RunManifest) -> dict[str, int] | None:
+    """The same from run.json alone, before any cell is read (a screen's quick check)."""
+    arms = manifest.arm_names()
+    var, _, values = compared_values(manifest, arms)
+    if var is None or not arms:
+        return None
+    return _k_values(values)
+
+
+def _k_values(arm_values: dict[str, str]) -> dict[str, int] | None:
     try:
-        values = {arm: int(text) for arm, text in layout.arm_values.items()}
+        values = {arm: int(text) for arm, text in arm_values.items()}
     except ValueError:
         return None
     if any(k < 0 for k in values.values()) or len(set(values.values())) != len(values):
@@ -90,6 +107,20 @@ class CellChoice:
     @property
     def key(self) -> tuple[str, int]:
         return (self.scenario, self.concurrency)
+
+    @property
+    def verdict(self) -> str:
+        """What the choice rests on: the top's verdict over the runner-up when the top is
+        chosen, else the chosen K's against the top (`in band` where the top is shown faster,
+        but by less than the tie band); `unverified` without intervals."""
+        if not self.verified:
+            return "unverified"
+        if self.k == self.top_k:
+            return self.top_vs_runner_up.verdict if self.top_vs_runner_up is not None else "unverified"
+        ratio = self.vs_top.get(self.k)
+        if ratio is None:
+            return "unverified"
+        return "in band" if ratio.verdict == "wins" else ratio.verdict
 
 
 @dataclass(frozen=True)

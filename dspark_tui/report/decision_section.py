@@ -126,10 +126,19 @@ def _crossing_text(d: DecisionTexts, crossing: Crossing, low_k: int, high_k: int
 
 
 def _break_even_lines(answer: DeployAnswer, d: DecisionTexts) -> list[str]:
+    items = _break_even_items(answer, d)
+    return ["", d("break_heading"), "", *items] if items else []
+
+
+def break_even_items(answer: DeployAnswer, lang: str = "en") -> list[str]:
+    """The break-even points and where speculation stops paying, one Markdown item each (the
+    report's own sentences, for the TUI's decision view)."""
+    return _break_even_items(answer, DecisionTexts(Texts(lang)))
+
+
+def _break_even_items(answer: DeployAnswer, d: DecisionTexts) -> list[str]:
     decision = answer.decision
-    if not decision.break_evens and not decision.stops:
-        return []
-    lines = ["", d("break_heading"), ""]
+    lines: list[str] = []
     for b in decision.break_evens:
         cs = [c.concurrency for c in decision.choices if c.scenario == b.scenario]
         lines.append(d("break_item", scenario=b.scenario, low_k=b.low_k, high_k=b.high_k,
@@ -231,4 +240,4 @@ def _warning_lines(answer: DeployAnswer, d: DecisionTexts) -> list[str]:
     return lines
 
 
-__all__ = ["deploy_section", "sweep_section"]
+__all__ = ["break_even_items", "deploy_section", "sweep_section"]

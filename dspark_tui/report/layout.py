@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pydantic import ValidationError
 
 from dspark_tui.model import CellKey, CellResult, Plan
+from dspark_tui.results.manifest import RunManifest
 from dspark_tui.results.store import LoadedRun
 
 
@@ -82,23 +83,7 @@ def layout_of(run: LoadedRun) -> RunLayout:
         for c in shape.concurrencies
     ]
 
-    compared_var: str | None = None
-    compared_flag: str | None = None
-    values: dict[str, str] = {}
-    # A verification run's arms differ in a whole --speculative-config JSON: its arm names
-    # (`schedule`, `K=4`) say what they are better than the value would.
-    if len(manifest.compared) == 1 and manifest.verification is None:
-        compared = manifest.compared[0]
-        arm_vars = {a.name: a.vars for a in manifest.arms}
-        values = {
-            arm: str(arm_vars[arm][compared.var])
-            for arm in arms
-            if arm in arm_vars and compared.var in arm_vars[arm]
-        }
-        if len(values) == len(arms) and len(set(values.values())) == len(values):
-            compared_var, compared_flag = compared.var, compared.flag
-        else:
-            values = {}
+    compared_var, compared_flag, values = compared_values(manifest, arms)
     return RunLayout(
         arms=arms,
         scenarios=shapes,
@@ -107,6 +92,25 @@ def layout_of(run: LoadedRun) -> RunLayout:
         compared_flag=compared_flag,
         arm_values=values,
     )
+
+
+def compared_values(manifest: RunManifest, arms: list[str]) -> tuple[str | None, str | None, dict[str, str]]:
+    """The one variable the arms differ in, its flag and each arm's value; (None, None, {})
+    unless every arm has its own value of exactly one compared variable."""
+    # A verification run's arms differ in a whole --speculative-config JSON: its arm names
+    # (`schedule`, `K=4`) say what they are better than the value would.
+    if len(manifest.compared) != 1 or manifest.verification is not None:
+        return None, None, {}
+    compared = manifest.compared[0]
+    arm_vars = {a.name: a.vars for a in manifest.arms}
+    values = {
+        arm: str(arm_vars[arm][compared.var])
+        for arm in arms
+        if arm in arm_vars and compared.var in arm_vars[arm]
+    }
+    if len(values) == len(arms) and len(set(values.values())) == len(values):
+        return compared.var, compared.flag, values
+    return None, None, {}
 
 
 def plan_snapshot(snapshot: dict[str, object]) -> Plan | None:

@@ -1,5 +1,6 @@
 """The live A/B table: recomputed whenever a measurement finishes (no pandas). Its winner,
-margin and verdict come from report/verdicts.py, the same analysis as the report's."""
+margin and verdict come from report/verdicts.py, the same analysis as the report's; with more
+than two arms each row also names the leading arm and its margin over the K = 0 arm."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from dspark_tui.model import CellResult
+from dspark_tui.report.decision import manifest_k_values, ratio_between
 from dspark_tui.report.measurements import aggregate_cells
 from dspark_tui.report.verdicts import RunVerdicts, Settings, analyse_measurements
+from dspark_tui.results.manifest import RunManifest
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,12 @@ class ComparisonRow:
     margin_high: float | None = None
     rounds: int = 0
     leader: str | None = None  # the faster arm so far, named or not by the verdict
+    # The leader against the K = 0 arm (N-arm tables), from the same verdict analysis.
+    baseline: str | None = None
+    baseline_margin: float | None = None
+    baseline_low: float | None = None
+    baseline_high: float | None = None
+    baseline_verdict: str | None = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -69,11 +78,12 @@ def comparison_rows(
     arms: list[str],
     scenarios: Sequence[str] | None = None,
     settings: Settings | None = None,
+    baseline: str | None = None,
 ) -> list[ComparisonRow]:
     """One row per (scenario, concurrency): scenarios in the given (plan) order, else in the
     order cells arrive (a run writes them in plan order), concurrencies ascending. `cells` may
     hold several measurements per cell; each arm shows their mean, and the winner is the
-    verdict's."""
+    verdict's. `baseline` (the K = 0 arm, see `baseline_arm`) adds the leader's margin over it."""
     measurements = list(cells)
     by_key: dict[tuple[str, int], ComparisonRow] = {}
     scenario_order: dict[str, int] = {name: i for i, name in enumerate(scenarios or ())}
@@ -90,7 +100,17 @@ def comparison_rows(
     for row in rows:
         row.arms = {arm: row.arms.get(arm, ArmFigures()) for arm in [*arms, *row.arms] if arm}
         _decide(row, arms, verdicts)
+        if baseline in arms:
+            _against_baseline(row, baseline, verdicts)
     return rows
+
+
+def baseline_arm(manifest: RunManifest) -> str | None:
+    """The arm that runs K = 0 (no speculation) when the arms are K values, else None."""
+    k_of = manifest_k_values(manifest)
+    if k_of is None:
+        return None
+    return next((arm for arm, k in k_of.items() if k == 0), None)
 
 
 def _decide(row: ComparisonRow, arms: list[str], verdicts: RunVerdicts) -> None:
@@ -120,6 +140,20 @@ def _decide(row: ComparisonRow, arms: list[str], verdicts: RunVerdicts) -> None:
         row.margin_low, row.margin_high = interval
 
 
+def _against_baseline(row: ComparisonRow, baseline: str, verdicts: RunVerdicts) -> None:
+    """The leader over K = 0: nothing to say when K = 0 leads or is not measured yet."""
+    row.baseline = baseline
+    if row.leader is None or row.leader == baseline:
+        return
+    ratio = ratio_between(verdicts, row.scenario, row.concurrency, row.leader, baseline)
+    if ratio is None:
+        return
+    row.baseline_margin = ratio.value - 1.0
+    row.baseline_verdict = ratio.verdict
+    if ratio.has_interval and ratio.low is not None and ratio.high is not None:
+        row.baseline_low, row.baseline_high = ratio.low - 1.0, ratio.high - 1.0
+
+
 def interval_text(row: ComparisonRow) -> str:
     """The leader's margin interval, `+3.9…+27.0%`; empty without one (single measurements)."""
     if row.margin_low is None or row.margin_high is None:
@@ -130,3 +164,10 @@ def interval_text(row: ComparisonRow) -> str:
 def verdict_text(row: ComparisonRow) -> str:
     """`wins` / `tie` / `unsure` / `single` (report/verdicts.py); empty while a side is missing."""
     return row.verdict or ""
+
+
+def baseline_text(row: ComparisonRow) -> str:
+    """The leader's margin over K = 0, `+35.2%`; empty when K = 0 leads or is missing."""
+    if row.baseline_margin is None:
+        return ""
+    return f"{row.baseline_margin * 100:+.1f}%"

@@ -72,6 +72,32 @@ def spec_counters(decision: KDecision) -> dict[tuple[str, int, int], SpecCounter
     return out
 
 
+@dataclass(frozen=True)
+class ArmAcceptance:
+    """One K over every cell it was measured in: the means of its cells' counters."""
+
+    k: int
+    cells: int
+    accept_length: float | None
+    cumulative: list[float]
+    conditional: list[float]
+
+
+def acceptance_by_k(counters: dict[tuple[str, int, int], SpecCounters]) -> list[ArmAcceptance]:
+    """Per-position acceptance per arm (K ascending), averaged over the cells with counters."""
+    by_k: dict[int, list[SpecCounters]] = {}
+    for counter in counters.values():
+        by_k.setdefault(counter.k, []).append(counter)
+    out = []
+    for k, group in sorted(by_k.items()):
+        width = min(len(c.cumulative) for c in group)
+        cumulative = [sum(c.cumulative[i] for c in group) / len(group) for i in range(width)]
+        out.append(ArmAcceptance(k, len(group),
+                                 _mean([c.accept_length for c in group if c.accept_length is not None]),
+                                 cumulative, conditional_rates(cumulative)))
+    return out
+
+
 def _rate_of(m: CellResult, name: str) -> float | None:
     count = getattr(m.server, name, None) if m.server is not None else None
     return _per_second(count, m.metrics.duration)

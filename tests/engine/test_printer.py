@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -164,3 +165,27 @@ def test_attach_to_a_run_whose_runner_died_says_so_and_exits_1(tmp_path: Path):
     assert done.returncode == 1, done.stdout + done.stderr
     assert "ok   [ 3/10]" in done.stdout
     assert f"the runner of {run_dir} is not alive; resume with" in done.stdout
+
+
+def test_a_sweeps_comparison_leads_with_the_best_arm_and_its_margin_over_k0(tmp_path: Path):
+    """More than two arms: the summary columns first (as in the TUI's table), then the arms."""
+    from tests.report.k_sweep_builders import k_sweep_run
+
+    run = k_sweep_run(tmp_path, [0, 1, 3, 5], {"chat": [1, 256]}, rounds=2)
+    arms = run.manifest.arm_names()
+    out = io.StringIO()
+    printer = HeadlessPrinter(Console(file=out, width=200, highlight=False), baseline="K=0")
+    printer.seed([RunStarted(t=T0, run_dir=str(tmp_path), name="k_sweep", arms=arms,
+                             total_cells=len(run.measurements))], run.measurements)
+    printer.print_comparison()
+    lines = out.getvalue().splitlines()
+
+    def cells(line: str) -> list[str]:
+        return [cell.strip() for cell in re.split("[│┃]", line)][1:-1]
+
+    header = next(cells(line) for line in lines if "scenario" in line)
+    assert header == ["scenario", "c", "best", "verdict", "margin", "interval", "vs K=0",
+                      "K=0", "K=1", "K=3", "K=5"]
+    rows = {tuple(cells(line)[:2]): cells(line) for line in lines if line.startswith("│")}
+    assert rows[("chat", "1")][2] == "K=5" and rows[("chat", "1")][6].startswith("+")
+    assert rows[("chat", "256")][2:4] == ["K=0", "wins"] and rows[("chat", "256")][6] == ""

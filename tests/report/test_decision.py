@@ -229,3 +229,18 @@ def test_eight_arms_by_forty_cells_by_five_measurements_report_in_a_second(tmp_p
     elapsed = time.perf_counter() - start
     assert "## What to deploy" in text
     assert elapsed <= 1.0, f"8 arms x 40 cells x 5 measurements took {elapsed:.2f} s"
+
+
+def test_a_choice_names_the_verdict_it_rests_on():
+    from dspark_tui.report.decision import CellChoice, Ratio
+
+    def choice(k, vs_top, top_vs_runner_up, verified=True):
+        return CellChoice("chat", 1, k, 7, {6: 99.0, 7: 100.0}, {6: vs_top, 7: Ratio(1, 1, 1, "tie")},
+                          None, top_vs_runner_up, 6, verified)
+
+    tie = Ratio(0.99, 0.985, 0.995, "tie")
+    shown_slower = Ratio(0.985, 0.982, 0.988, "wins")  # the top is faster, by less than the band
+    assert choice(6, tie, Ratio(1.01, 1.005, 1.015, "tie")).verdict == "tie"
+    assert choice(6, shown_slower, None).verdict == "in band"
+    assert choice(7, tie, Ratio(1.05, 1.04, 1.06, "wins")).verdict == "wins"
+    assert choice(6, tie, None, verified=False).verdict == "unverified"

@@ -78,3 +78,40 @@ def test_cheap_enough_to_run_after_every_cell():
     elapsed = time.perf_counter() - start
     assert len(rows) == 1800
     assert elapsed < 0.5, f"{len(cells)} cells took {elapsed:.3f} s"
+
+
+def test_a_sweep_row_names_the_leader_and_its_margin_over_k0(tmp_path):
+    """N arms: the leader is named even in a tie; its margin over K = 0 is the verdict
+    analysis' ratio, with its interval."""
+    from dspark_tui.report.decision import ratio_between
+    from dspark_tui.report.live import baseline_arm, baseline_text
+    from dspark_tui.report.verdicts import Settings, analyse_measurements
+    from tests.report.k_sweep_builders import k_sweep_run
+
+    run = k_sweep_run(tmp_path, list(range(8)), {"chat": [1, 16, 256]}, rounds=3)
+    arms = run.manifest.arm_names()
+    assert baseline_arm(run.manifest) == "K=0"
+    rows = {r.key: r for r in comparison_rows(run.measurements, arms, ["chat"], baseline="K=0")}
+    verdicts = analyse_measurements(run.measurements, arms, Settings())
+
+    low = rows[("chat", 1)]
+    assert (low.leader, low.runner_up, low.winner) == ("K=7", "K=6", None)  # 1.1 % apart: a tie
+    assert low.verdict == "tie"
+    over_k0 = ratio_between(verdicts, "chat", 1, "K=7", "K=0")
+    assert low.baseline_margin == pytest.approx(over_k0.value - 1)
+    assert (low.baseline_low, low.baseline_high) == pytest.approx((over_k0.low - 1, over_k0.high - 1))
+    assert low.baseline_margin > 1.0 and low.baseline_verdict == "wins"  # K=7 more than doubles K=0
+    assert baseline_text(low) == f"{low.baseline_margin * 100:+.1f}%"
+
+    high = rows[("chat", 256)]
+    assert high.leader == high.winner == "K=0" and high.verdict == "wins"
+    assert high.baseline_margin is None and baseline_text(high) == ""  # K=0 leads: nothing over it
+
+
+def test_two_arms_keep_their_rows_and_know_no_k0(sample):
+    from dspark_tui.report.live import baseline_arm
+
+    assert baseline_arm(sample.manifest) is None  # st=3 against st=5: no K = 0 arm
+    rows = comparison_rows(sample.cells.values(), ["st=3", "st=5"], sample.manifest.scenarios)
+    assert all(r.baseline is None and r.baseline_margin is None for r in rows)
+    assert rows[-1].leader == rows[-1].winner == "st=3"

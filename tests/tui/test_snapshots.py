@@ -96,3 +96,20 @@ def test_mid_run_screen_with_server_log(snap_compare, tmp_path: Path):
 
     assert snap_compare(replay_app(tmp_path, run_dir, now=last + 2.0), terminal_size=(120, 40),
                         run_before=show_log)
+
+
+def test_decision_view(snap_compare, tmp_path: Path):
+    """A finished K sweep's decision view at 80x24: title, schedule, notes, the JSON's start."""
+    from dspark_tui.tui.screens.decision import DecisionScreen
+    from tests.tui.k_sweep_dir import write_k_sweep
+
+    run_dir = write_k_sweep(tmp_path / "results")
+    app = make_app(tmp_path)
+    app.call_after_refresh(lambda: app.push_screen(DecisionScreen(run_dir)))
+
+    async def loaded(pilot: Pilot[object]) -> None:
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, DecisionScreen)
+                         and pilot.app.screen.answer is not None, timeout=30, what="the decision")
+        await settled(pilot)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=loaded)

@@ -37,6 +37,8 @@ class RunDetailScreen(LoadingScreen):
         Binding("r", "report", "Report", id="detail.report"),
         Binding("w", "show_tab('ab')", "A/B", id="detail.ab"),
         Binding("e", "show_tab('cells')", "Cells", id="detail.cells"),
+        Binding("d", "decision", "Decision", id="detail.decision",
+                tooltip="a K sweep's answer: schedule, serve command, best K per cell"),
         Binding("escape", "back", "History", id="detail.back"),
     ]
     ERROR_LINE = "#detail-title"
@@ -60,7 +62,7 @@ class RunDetailScreen(LoadingScreen):
         self.load(partial(load_run, self.run_dir), self._show_run, f"loading {self.run_dir.name}")
 
     def _show_run(self, run: LoadedRun) -> None:
-        from dspark_tui.report.live import comparison_rows
+        from dspark_tui.report.live import baseline_arm, comparison_rows
 
         self.run = run
         arms = run.manifest.arm_names()
@@ -75,7 +77,8 @@ class RunDetailScreen(LoadingScreen):
 
         self.query_one(ABTable).show(
             comparison_rows(measurements_of(run), arms, run.manifest.scenarios,
-                            settings=Settings.from_bench((run.manifest.plan or {}).get("bench"))),
+                            settings=Settings.from_bench((run.manifest.plan or {}).get("bench")),
+                            baseline=baseline_arm(run.manifest)),
             arms)
         table = self.query_one("#detail-cells", DataTable)
         for label in ("Arm", "Scenario", "C", "Status", "Total tok/s", "Out tok/s", "P99 TTFT",
@@ -113,6 +116,14 @@ class RunDetailScreen(LoadingScreen):
         from dspark_tui.tui.screens.report import ReportScreen
 
         self.app.push_screen(ReportScreen(self.run_dir))
+
+    def action_decision(self) -> None:
+        if self.run is None:
+            self.notify("the run is still loading", severity="warning")
+            return
+        from dspark_tui.tui.screens.decision import open_decision
+
+        open_decision(self, self.run_dir, self.run.manifest)
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -24,7 +24,7 @@ from textual.widgets import Footer, Tree
 from dspark_tui.model import CellKey, Plan, UserError
 from dspark_tui.model.events import CellFailed, Event, Notice, RunControl, RunFinished
 from dspark_tui.model.run_state import RunState
-from dspark_tui.results import RunStore
+from dspark_tui.results import RunManifest, RunStore
 from dspark_tui.results.follow import EventFollower
 from dspark_tui.tui.run_link import RunLink
 from dspark_tui.tui.screens.confirm import ConfirmScreen
@@ -48,6 +48,10 @@ class RunScreen(Screen[None]):
         Binding("l", "toggle_log", "Log", id="run.log", tooltip="show/hide the server log"),
         Binding("f", "reason", "Why", id="run.reason", tooltip="why the selected cell failed"),
         Binding("r", "report", "Report", id="run.report"),
+        # Off the footer (80 columns would lose Back and Quit); in `?`, the palette and the
+        # notice a finished K sweep gives.
+        Binding("d", "decision", "Decision", id="run.decision", show=False,
+                tooltip="when the run has ended: a K sweep's schedule and serve command"),
         Binding("escape", "back", "Back", id="run.back", tooltip="back to History"),
     ]
 
@@ -60,6 +64,8 @@ class RunScreen(Screen[None]):
         self.state = RunState()
         self.follower = EventFollower(self.run_dir)
         self._scenarios: list[str] = []
+        self._manifest: RunManifest | None = None
+        self._baseline: str | None = None  # the K = 0 arm of a K sweep
         self._drawn_version = -1
         self._drawn_results = -1
         self._polling = False
@@ -102,6 +108,10 @@ class RunScreen(Screen[None]):
             return
         self.state.name = manifest.name
         self._scenarios = list(manifest.scenarios)
+        self._manifest = manifest
+        from dspark_tui.report.live import baseline_arm  # pandas loads with the first table
+
+        self._baseline = baseline_arm(manifest)
         try:
             plan = Plan.model_validate(manifest.plan)
             self.state.expect_cells(cell.key for cell in plan.cells())
@@ -151,8 +161,9 @@ class RunScreen(Screen[None]):
             self.notify(event.message, timeout=4)
         elif isinstance(event, RunFinished):
             severity: SeverityLevel = "information" if event.status == "completed" else "warning"
+            sweep = "  d: what to deploy" if self._is_sweep() else ""
             self.notify(f"run {event.status}: {event.done} done, {event.failed} failed"
-                        f" of {event.total}. r: report", severity=severity, timeout=10)
+                        f" of {event.total}. r: report{sweep}", severity=severity, timeout=10)
 
     def _check_runner(self) -> None:
         link = self.link
@@ -183,7 +194,8 @@ class RunScreen(Screen[None]):
 
         arms = list(self.state.arms)
         rows = comparison_rows(self.state.table_measurements(), arms, self._scenarios,
-                               settings=Settings.from_bench(self.state.statistics))
+                               settings=Settings.from_bench(self.state.statistics),
+                               baseline=self._baseline)
         self.query_one(ABTable).show(rows, arms)
 
     # -- actions ---------------------------------------------------------------------------
@@ -259,6 +271,22 @@ class RunScreen(Screen[None]):
             self.notify("no finished cells yet", severity="warning")
             return
         self.app.push_screen(ReportScreen(self.run_dir))
+
+    def _is_sweep(self) -> bool:
+        from dspark_tui.report.decision import is_k_sweep, manifest_k_values
+
+        return self._manifest is not None and is_k_sweep(manifest_k_values(self._manifest))
+
+    def action_decision(self) -> None:
+        from dspark_tui.tui.screens.decision import open_decision
+
+        if not self.state.finished:
+            self.notify("the decision view opens when the run has ended", severity="warning")
+            return
+        if self._manifest is None:
+            self.notify(f"{self.run_dir}: run.json is unreadable", severity="error", markup=False)
+            return
+        open_decision(self, self.run_dir, self._manifest)
 
     def action_back(self) -> None:
         self.app.pop_screen()

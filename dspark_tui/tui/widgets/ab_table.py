@@ -1,11 +1,22 @@
-"""The side-by-side table (the seed's winner table, live), updated in place by row key."""
+"""The side-by-side table (the seed's winner table, live), updated in place by row key.
+
+Two arms: the winner, the verdict, the margin and its interval. More arms (a K sweep): the
+leading arm, the verdict, its margin over the runner-up with the interval and its margin over
+K = 0.
+"""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.widgets import DataTable
 
-from dspark_tui.report.live import ArmFigures, ComparisonRow, interval_text, verdict_text
+from dspark_tui.report.live import (
+    ArmFigures,
+    ComparisonRow,
+    baseline_text,
+    interval_text,
+    verdict_text,
+)
 from dspark_tui.tui import colours
 from dspark_tui.tui import format as fmt
 
@@ -31,6 +42,7 @@ class ABTable(DataTable[Text | str]):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self._arms: list[str] = []
+        self._baseline: str | None = None
         self._shown: dict[str, tuple[Text | str, ...]] = {}
         self._rows: list[ComparisonRow] = []
 
@@ -43,8 +55,9 @@ class ABTable(DataTable[Text | str]):
 
     def show(self, rows: list[ComparisonRow], arms: list[str]) -> None:
         self._rows = rows
-        if arms != self._arms:
-            self._set_columns(arms)
+        baseline = next((row.baseline for row in rows if row.baseline), None)
+        if arms != self._arms or baseline != self._baseline:
+            self._set_columns(arms, baseline)
         with self.app.batch_update():
             for row in rows:
                 key = row_key(row)
@@ -62,17 +75,24 @@ class ABTable(DataTable[Text | str]):
         column_key = self.ordered_columns[column].key
         self.update_cell(row_key, column_key, value)
 
-    def _set_columns(self, arms: list[str]) -> None:
+    @property
+    def many_arms(self) -> bool:
+        return len(self._arms) > 2
+
+    def _set_columns(self, arms: list[str], baseline: str | None) -> None:
         """Winner first, then one metric at a time across arms: readable at 80 columns."""
         self.clear(columns=True)
         self._shown.clear()
         self._arms = list(arms)
+        self._baseline = baseline
         self.add_column("Scenario", key="scenario")
         self.add_column("C", key="concurrency")
-        self.add_column("Winner", key="winner")
+        self.add_column("Best" if self.many_arms else "Winner", key="winner")
         self.add_column("Verdict", key="verdict")
         self.add_column("Margin", key="margin")
         self.add_column("Interval", key="interval")
+        if self.many_arms and baseline is not None:
+            self.add_column(f"vs {baseline}", key="baseline")
         for label, attr, _ in _PER_ARM:
             for arm in arms:
                 self.add_column(f"{label} {arm}", key=f"{arm}:{attr}")
@@ -80,14 +100,17 @@ class ABTable(DataTable[Text | str]):
     def _render_row(self, row: ComparisonRow) -> tuple[Text | str, ...]:
         win_style = colours.rich_style(colours.WINNER)
         failed_style = colours.rich_style(colours.FAILED)
+        named = row.leader if self.many_arms else row.winner  # N arms: the leader, even in a tie
         cells: list[Text | str] = [
             row.scenario,
             Text(str(row.concurrency), justify="right"),
-            Text(row.winner or _no_winner(row), style=win_style if row.winner else ""),
+            Text(named or _no_winner(row), style=win_style if row.winner else ""),
             verdict_text(row) or fmt.MISSING,
             Text(fmt.percent(row.margin), justify="right"),
             Text(interval_text(row) or fmt.MISSING, justify="right"),
         ]
+        if self.many_arms and self._baseline is not None:
+            cells.append(Text(baseline_text(row) or fmt.MISSING, justify="right"))
         for _, attr, digits in _PER_ARM:
             for arm in self._arms:
                 numbers = row.arms.get(arm, ArmFigures())

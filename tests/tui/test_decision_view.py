@@ -1,0 +1,182 @@
+"""The decision view of a finished K sweep, driven through Pilot over a real run directory:
+reached from History's run detail and from an ended run screen, what it shows at 80x24 and
+120x40 (nothing essential clipped), `c` copying the serve command, and the one notification
+for a run that is no sweep."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.geometry import Region
+from textual.pilot import Pilot
+from textual.widgets import Static
+
+from dspark_tui.report.analysis import analyse
+from dspark_tui.report.deploy import DeployAnswer, deploy_answer
+from dspark_tui.report.schedule import shell_line
+from dspark_tui.results import load_run
+from dspark_tui.tui.app import AttachTarget, DsparkApp
+from dspark_tui.tui.screens.decision import NOT_A_SWEEP, DecisionScreen
+from dspark_tui.tui.screens.help import HelpScreen
+from dspark_tui.tui.screens.run_detail import RunDetailScreen
+from tests.tui.eventlog import write_run
+from tests.tui.helpers import (
+    history_listed,
+    make_app,
+    run_screen_shown,
+    screen_text,
+    until_shown,
+    wait_until,
+)
+from tests.tui.k_sweep_dir import write_k_sweep
+
+
+def _words(text: str) -> str:
+    """Text without its whitespace: what survives any wrapping."""
+    return "".join(text.split())
+
+
+async def decision_shown(pilot: Pilot[object]) -> DecisionScreen:
+    app = pilot.app
+    await wait_until(pilot, lambda: isinstance(app.screen, DecisionScreen)
+                     and app.screen.answer is not None, timeout=30, what="the decision view loaded")
+    assert isinstance(app.screen, DecisionScreen)
+    return app.screen
+
+
+async def detail_loaded(pilot: Pilot[object]) -> None:
+    app = pilot.app
+    await wait_until(pilot, lambda: isinstance(app.screen, RunDetailScreen) and app.screen.run is not None,
+                     timeout=30, what="the run loaded")
+
+
+async def open_from_history(pilot: Pilot[object]) -> DecisionScreen:
+    await history_listed(pilot)
+    await pilot.press("enter")
+    await detail_loaded(pilot)
+    await pilot.press("d")
+    return await decision_shown(pilot)
+
+
+async def seen_whole(pilot: Pilot[object], screen: DecisionScreen, selector: str) -> str:
+    """Scroll the part into view and check every line of it is on the terminal, unclipped."""
+    widget = screen.query_one(selector, Static)
+    screen.query_one("#decision-body").scroll_to_widget(widget, animate=False, top=True)
+    await pilot.pause()
+    # The whole widget, padding included (widget_text draws the content area only).
+    lines = widget.render_lines(Region(0, 0, widget.region.width, widget.region.height))
+    drawn = "\n".join("".join(segment.text for segment in strip) for strip in lines)
+    on_screen = screen_text(pilot.app)
+    assert widget.region.right <= pilot.app.size[0]
+    for line in drawn.splitlines():
+        assert line.rstrip() in on_screen
+    return drawn
+
+
+@pytest.fixture(scope="module")
+def sweep_answer(tmp_path_factory: pytest.TempPathFactory) -> DeployAnswer:
+    answer = deploy_answer(analyse(load_run(write_k_sweep(tmp_path_factory.mktemp("expected")))))
+    assert answer is not None and answer.schedule is not None and answer.command is not None
+    return answer
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+async def test_the_decision_view_shows_the_schedule_and_command_and_c_copies_it(
+        tmp_path: Path, size: tuple[int, int], sweep_answer: DeployAnswer):
+    write_k_sweep(tmp_path / "results")
+    app = make_app(tmp_path)
+    async with app.run_test(size=size, notifications=True) as pilot:
+        screen = await open_from_history(pilot)
+        schedule = await seen_whole(pilot, screen, "#decision-schedule")
+        assert sweep_answer.schedule is not None
+        for lo, hi, k in sweep_answer.schedule.ranges:
+            assert any(line.split()[:2] == [f"{lo}–{hi}", str(k)] for line in schedule.splitlines()
+                       if line.strip()), (lo, hi, k)
+        command = shell_line(sweep_answer.command or [])
+        assert _words(await seen_whole(pilot, screen, "#decision-command")) == _words(command)
+        assert "num_speculative_tokens_per_batch_size" in command
+        best = await seen_whole(pilot, screen, "#decision-map")
+        assert "K=0 wins" in best and "K=6 tie, top 7" in best
+        acceptance = await seen_whole(pilot, screen, "#decision-acceptance")
+        assert "90%   76%   61%   47%   33%   23%   15%" in acceptance
+        command_widget = screen.query_one("#decision-command", Static)
+        command_widget.text_select_all()  # what a mouse drag over it selects
+        await wait_until(pilot, lambda: _words(screen.get_selected_text() or "") == _words(command),
+                         what="the command selected as text")
+        screen.clear_selection()
+        await pilot.press("c")
+        await wait_until(pilot, lambda: app.clipboard == command, what="the command copied")
+        await until_shown(pilot, app, "serve command copied")
+        await pilot.press("j")
+        await wait_until(pilot, lambda: '"num_speculative_tokens":6' in app.clipboard,
+                         what="the JSON copied")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunDetailScreen), what="back")
+
+
+async def test_an_ended_run_screen_opens_it_and_help_lists_the_key(tmp_path: Path):
+    run_dir = write_k_sweep(tmp_path / "results")
+    app = make_app(tmp_path, start=AttachTarget(run_dir))
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await run_screen_shown(pilot, "[completed]")
+        await pilot.press("question_mark")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
+        await until_shown(pilot, app, "run.decision")
+        await pilot.press("escape")
+        await pilot.press("d")
+        screen = await decision_shown(pilot)
+        assert "UNVERIFIED" not in str(screen.query_one("#decision-title").render())
+        await until_shown(pilot, app, "Serve command")
+
+
+async def test_the_best_arm_of_a_sweep_is_shown_against_k0_in_run_detail(tmp_path: Path):
+    write_k_sweep(tmp_path / "results")
+    app: DsparkApp = make_app(tmp_path)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await history_listed(pilot)
+        await pilot.press("enter")
+        await detail_loaded(pilot)
+        table = app.screen.query_one("#detail-ab")
+        headers = [str(column.label) for column in table.ordered_columns][:7]  # type: ignore[attr-defined]
+        assert headers == ["Scenario", "C", "Best", "Verdict", "Margin", "Interval", "vs K=0"]
+        rows = {(str(r[0]), str(r[1])): [str(c) for c in r]
+                for r in (table.get_row_at(i) for i in range(table.row_count))}  # type: ignore[attr-defined]
+        assert rows[("chat", "1")][2:4] == ["K=7", "tie"] and rows[("chat", "1")][6].startswith("+")
+        assert rows[("chat", "256")][2:4] == ["K=0", "wins"] and rows[("chat", "256")][6] == "—"
+
+
+async def test_a_run_that_is_no_sweep_says_so_in_one_notification(tmp_path: Path):
+    write_run(tmp_path / "results")  # st=3 against st=5: the seed's two hand-picked values
+    app = make_app(tmp_path)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await history_listed(pilot)
+        await pilot.press("enter")
+        await detail_loaded(pilot)
+        await pilot.press("d")
+        await wait_until(pilot, lambda: any(NOT_A_SWEEP in n.message for n in app._notifications),
+                         what="the notification")
+        assert isinstance(app.screen, RunDetailScreen)
+        assert sum(NOT_A_SWEEP in n.message for n in app._notifications) == 1
+
+
+async def test_a_running_run_has_no_decision_yet(tmp_path: Path):
+    run_dir = write_run(tmp_path / "results", stop_after=3, finish=False, live=True)
+    app = make_app(tmp_path, start=AttachTarget(run_dir, read_only=True))
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await run_screen_shown(pilot, "[running]")
+        await pilot.press("d")
+        await until_shown(pilot, app, "opens when the run has ended")
+        assert not isinstance(app.screen, DecisionScreen)
+
+
+async def test_single_measurements_are_marked_unverified(tmp_path: Path):
+    run_dir = write_k_sweep(tmp_path / "results", rounds=1)
+    app = make_app(tmp_path)
+    app.call_after_refresh(lambda: app.push_screen(DecisionScreen(run_dir)))
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        screen = await decision_shown(pilot)
+        assert "UNVERIFIED" in str(screen.query_one("#decision-title").render())
+        best = await seen_whole(pilot, screen, "#decision-map")
+        cells = [line for line in best.splitlines() if "K=" in line]
+        assert cells and all("unverified" in line for line in cells)
