@@ -86,7 +86,9 @@ def test_live_k5_beats_k3_at_concurrency_1():
 
 @pytest.mark.timing
 def test_live_k3_beats_k5_at_concurrency_128():
-    k3, accept3 = _live(3, 512, 128, 128, 128, speed=2)
-    k5, accept5 = _live(5, 512, 128, 128, 128, speed=2)
+    # --speed 1: at 2 the simulator and the client can saturate a loaded 2-core machine, and a
+    # CPU-bound simulator serves both K at the same capped rate (seen once: 84.7k vs 84.3k).
+    k3, accept3 = _live(3, 512, 128, 128, 128, speed=1)
+    k5, accept5 = _live(5, 512, 128, 128, 128, speed=1)
     assert k3 > 1.03 * k5, (k3, k5)
     assert accept5 > accept3
