@@ -157,18 +157,24 @@ def test_kill_9_mid_round_then_resume_loses_and_redoes_nothing(tmp_path: Path, p
     runner = RunnerProcess.start(str(plan), results_root=tmp_path / "results", detach=True)
     run_dir = runner.run_dir
     try:
-        _wait_until(lambda: _started(run_dir) >= 4, "the second measurement of round 2")
-        os.kill(runner.pid, signal.SIGKILL)
-        runner.wait(5)
-        before = _files(run_dir)
-        assert sorted(before) == ["cells/st_3/slow__c1__r1p1.json", "cells/st_3/slow__c1__r2p1.json",
-                                  "cells/st_3/slow__c2__r1p1.json"]
-        _resume_keeps_every_file(run_dir, before, added="cells/st_3/slow__c2__r2p1.json")
+        _kill_at_then_resume(runner, run_dir, started=4, what="the second measurement of round 2")
         events = RunStore(run_dir).read_events()
         assert [e.session for e in events if e.kind == "session_started"] == ["s1", "s2", "s3"]
         assert [e.round for e in events if e.kind == "round_planned"] == [1, 2]
     finally:
         runner.stop(timeout=5)
+
+
+def _kill_at_then_resume(runner: RunnerProcess, run_dir: Path, started: int, what: str) -> None:
+    """kill -9 the runner once `started` measurements began (the second one of round 2 is in
+    flight), then resume: the three finished measurements are kept byte for byte, one is added."""
+    _wait_until(lambda: _started(run_dir) >= started, what)
+    os.kill(runner.pid, signal.SIGKILL)
+    runner.wait(5)
+    before = _files(run_dir)
+    assert sorted(before) == ["cells/st_3/slow__c1__r1p1.json", "cells/st_3/slow__c1__r2p1.json",
+                              "cells/st_3/slow__c2__r1p1.json"]
+    _resume_keeps_every_file(run_dir, before, added="cells/st_3/slow__c2__r2p1.json")
 
 
 def _resume_keeps_every_file(run_dir: Path, before: dict[str, bytes], added: str) -> None:
@@ -206,13 +212,8 @@ async def test_kill_9_in_an_adaptive_round_then_resume_keeps_the_decision(tmp_pa
     run_dir = runner.store.path
     detached = RunnerProcess.start("", results_root=run_dir.parent, resume=run_dir, detach=True)
     try:
-        _wait_until(lambda: _started(run_dir) >= 5, "the second measurement of the adaptive round")
-        os.kill(detached.pid, signal.SIGKILL)
-        detached.wait(5)
-        before = _files(run_dir)
-        assert sorted(before) == ["cells/st_3/slow__c1__r1p1.json", "cells/st_3/slow__c1__r2p1.json",
-                                  "cells/st_3/slow__c2__r1p1.json"]
-        _resume_keeps_every_file(run_dir, before, added="cells/st_3/slow__c2__r2p1.json")
+        _kill_at_then_resume(detached, run_dir, started=5,
+                             what="the second measurement of the adaptive round")
         planned = [e for e in RunStore(run_dir).read_events() if e.kind == "round_planned"]
         assert [(e.round, e.reason) for e in planned] == [(1, "planned"), (2, "adaptive")]
         assert json.loads((run_dir / "run.json").read_text())["status"] == "completed"
