@@ -37,8 +37,8 @@ _ZH: dict[str, str] = {
     "gain_fmt": "{value}（{low} … {high}）",
     "sweep_heading": "## K 扫描",
     "best_k_heading": "### 各单元的最佳 K",
-    "best_k_lead": "取不比最优者差超过持平带（{band}%）的最小 K：其相对最优者比值的区间上界 ≥ 1 − "
-    "{band}%。",
+    "best_k_lead": "取已证明与最优者相差不超过持平带（{band}%）的最小 K：其相对最优者比值的区间下界 ≥ "
+    "1 − {band}%；没有这样的 K 时取最优者本身。",
     "best_k_header": "| 场景 | 并发 | 运行 batch | 选择 K | 最快 K | 选择/最快 | 选择/K=0 | "
     "最快/第二 | 已验证 |",
     "yes": "是",
@@ -111,8 +111,9 @@ _EN: dict[str, str] = {
     "gain_fmt": "{value} ({low} … {high})",
     "sweep_heading": "## K sweep",
     "best_k_heading": "### Best K per cell",
-    "best_k_lead": "The smallest K not shown worse than the cell's fastest by more than the tie band "
-    "({band}%): its ratio's upper bound against the fastest is >= 1 − {band}%.",
+    "best_k_lead": "The smallest K shown to be within the tie band ({band}%) of the cell's fastest: "
+    "its ratio's lower bound against the fastest is >= 1 − {band}%; the fastest itself when no "
+    "cheaper K is.",
     "best_k_header": "| Scenario | Concurrency | Running batch | Chosen K | Fastest K | Chosen/fastest | "
     "Chosen/K=0 | Fastest/runner-up | Verified |",
     "yes": "yes",
