@@ -24,6 +24,7 @@ SMOKES = {
     "sim_capacity.py": "tests/sim/test_capacity.py",
     "client_vs_sglang.py": "tests/drivers/test_bench_client_quick.py",
     "verdict_checks.py": "tests/stats/test_verdict_checks.py",
+    "sim_keepup.py": "tests/test_bench_quick.py",
 }
 TUI_OVERHEAD_SKIPPED = 3  # bench/tui_overhead.py's exit status without tmux
 
@@ -79,3 +80,11 @@ def test_tui_overhead_without_tmux_says_skipped(tmp_path: Path):
     done = _quick("tui_overhead.py", env=env)
     assert done.returncode == TUI_OVERHEAD_SKIPPED, done.stdout + done.stderr
     assert done.stdout.startswith("skipped: tmux missing")
+
+
+def test_sim_keepup_prints_served_over_model_per_arm():
+    done = _quick("sim_keepup.py")
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    for arm in ("K=1", "K=5"):
+        assert re.search(rf"^{arm}\s+2\s+{NUMBER}\s+{NUMBER}\s+(yes|no)$", done.stdout, re.M), done.stdout
+    assert re.search(rf"^spread across arms: {NUMBER}%", done.stdout, re.M), done.stdout
