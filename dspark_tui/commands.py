@@ -93,10 +93,12 @@ def report_command(args: argparse.Namespace) -> int:
         return 0
     try:
         path = RunStore(run.path).write_report(text, lang=args.lang)
+        from dspark_tui.report.deploy import write_schedule
         from dspark_tui.report.outputs import ANALYSIS_FILE, analysis_json
         from dspark_tui.results import atomic_write_text
 
         atomic_write_text(run.path / ANALYSIS_FILE, analysis_json(run))
+        write_schedule(run)  # K sweeps only, as the runner does at the end of a run
     except OSError as exc:
         raise UserError(f"{run.path}: cannot write the report ({exc.strerror})") from None
     print(path)
