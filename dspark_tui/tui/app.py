@@ -25,7 +25,7 @@ from textual.worker import Worker, WorkerState
 from dspark_tui.config import Settings, save_setting
 from dspark_tui.model import UserError
 from dspark_tui.results import RunStore
-from dspark_tui.tui.run_link import AttachedRun, RunLink, start_runner
+from dspark_tui.tui.run_link import AttachedRun, RunLink, run_closed, start_runner
 from dspark_tui.tui.screens.confirm import ConfirmScreen
 from dspark_tui.tui.screens.help import HelpScreen
 from dspark_tui.tui.screens.history import HistoryScreen
@@ -186,7 +186,8 @@ class DsparkApp(App[None]):
                                        "failed and missing cells run again.", "Resume"), answered)
 
     def live_owned(self) -> list[RunLink]:
-        return [link for link in self.links if link.owned and link.alive()]
+        return [link for link in self.links
+                if link.owned and link.alive() and not run_closed(link.run_dir)]
 
     def stop_owned(self, timeout: float = STOP_TIMEOUT_S) -> None:
         """Stop every non-detached runner this app started; each stops its own servers."""

@@ -52,21 +52,23 @@ class OwnedRunner:
         self.process.control(action)
 
     def alive(self) -> bool:
-        """Running, not merely not exited yet: a runner that has closed its run.json is only
-        winding down (a few tenths of a second), and quitting then needs no question."""
-        return self.process.poll() is None and _status(self.run_dir) in ("running", None)
+        return self.process.poll() is None
 
     def stop(self, timeout: float) -> None:
         self.process.stop(timeout)
 
 
-def _status(run_dir: Path) -> str | None:
+def run_closed(run_dir: Path) -> bool:
+    """The runner has written its final status to run.json: it is only winding down (a few
+    tenths of a second, its last event may still be on the way), so quitting needs no question.
+    Not a liveness test: a watcher waits for the process to exit before calling it gone."""
     import json
 
     try:
-        return json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("status")
+        status = json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("status")
     except (OSError, ValueError, AttributeError):
-        return None
+        return False
+    return status not in ("running", None)
 
 
 @dataclass
