@@ -102,7 +102,7 @@ class HeadlessPrinter:
 
     def _on_run_started(self, event: RunStarted) -> None:
         resumed = f", {event.resumed_cells} already done" if event.resumed_cells else ""
-        self._print(f"[bold]run[/] {event.name}: {event.total_cells} cells, arms "
+        self._print(f"[bold]run[/] {event.name}: {event.total_cells} cell runs, arms "
                     f"{', '.join(event.arms)}{resumed}\n  {event.run_dir}")
 
     def _on_round_planned(self, event: RoundPlanned) -> None:

@@ -204,7 +204,7 @@ class Runner:
         rounds = rounds_from_events(self.plan, events)
         self._schedule = Schedule(self.plan, rounds, self.store.done_slots())
         self._announced = {e.round for e in events if isinstance(e, ev.RoundPlanned)}
-        self._sessions = sum(1 for e in events if isinstance(e, ev.SessionStarted))
+        self._sessions = self.store.sessions_used()
         orphans = await asyncio.to_thread(stop_orphaned_server, self.store.path)
         if orphans:
             self._emit(ev.Notice(level="warning", message="stopped the server left by the previous "
@@ -386,10 +386,14 @@ class Runner:
 
     def _finish(self, status: ev.RunStatus, message: str) -> None:
         finish.write_outputs(self.store, self._emit)
-        cells = self._schedule.cell_states() if self._schedule is not None else {}
-        ok = sum(1 for state in cells.values() if state == SlotState.OK)
-        failed = sum(1 for state in cells.values() if state == SlotState.FAILED)
-        finish.close_manifest(self.store, status, message, ok, self._emit)
-        self._emit(ev.RunFinished(status=status, done=ok, failed=failed,
-                               total=len(cells) or len(self.plan.cells()), message=message))
+        schedule = self._schedule
+        cells = schedule.cell_states() if schedule is not None else {}
+        cells_ok = sum(1 for state in cells.values() if state == SlotState.OK)
+        finish.close_manifest(self.store, status, message, cells_ok, self._emit)
+        # Counted in measurements, as RunStarted and CellStarted count them (and runner_gone).
+        done = schedule.count(SlotState.OK) if schedule is not None else 0
+        failed = schedule.count(SlotState.FAILED) if schedule is not None else 0
+        total = schedule.total if schedule is not None else len(self.plan.cells())
+        self._emit(ev.RunFinished(status=status, done=done, failed=failed, total=total,
+                                  message=message))
         finish.drop_heartbeat(self.store)

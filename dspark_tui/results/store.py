@@ -11,6 +11,7 @@ import datetime as dt
 import io
 import json
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,7 @@ from dspark_tui.results.jsonl import read_complete_lines
 from dspark_tui.results.manifest import MANIFEST_SCHEMA_VERSION, RunManifest
 
 RUN_JSON = "run.json"
+_SESSION_LOG = re.compile(r"-s(\d+)\.log$")
 EVENTS = "events.jsonl"
 RESULTS_CSV = "results.csv"
 REPORT = "report.md"
@@ -124,6 +126,14 @@ class RunStore:
 
     def server_log_path(self, arm: str, session: str) -> Path:
         return self.path / "logs" / f"server-{safe_name(arm)}-{safe_name(session)}.log"
+
+    def sessions_used(self) -> int:
+        """The highest session number `sN` any runner of this run has started a server under,
+        from the logs it leaves (a start that failed or was aborted has a log, but no
+        session_started event), so a resume never reuses one."""
+        numbers = [int(m.group(1)) for path in (self.path / "logs").glob("server-*-s*.log")
+                   if (m := _SESSION_LOG.search(path.name))]
+        return max(numbers, default=0)
 
     # -- writing -------------------------------------------------------------------------
 
