@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
-import tomlkit
 from pydantic import Field, TypeAdapter, ValidationError
 from pydantic_settings import (
     BaseSettings,
@@ -23,7 +22,6 @@ from pydantic_settings import (
     SettingsConfigDict,
     SettingsError,
 )
-from tomlkit.exceptions import TOMLKitError
 
 APP_NAME = "dspark-tui"
 ENV_PREFIX = "DSPARK_"
@@ -158,6 +156,9 @@ def save_setting(key: str, value: str, path: Path | None = None) -> None:
     A file that is not valid TOML is left alone (it was reported when loaded): the choice is kept
     for this session only rather than overwrite what the user wrote.
     """
+    import tomlkit  # only here: writing a setting is rare, and every CLI start loads this module
+    from tomlkit.exceptions import TOMLKitError
+
     from dspark_tui.results.atomic import atomic_write_text
 
     path = path or config_path()

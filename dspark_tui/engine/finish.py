@@ -15,21 +15,19 @@ Emit = Callable[[Event], None]
 
 
 def write_outputs(store: RunStore, emit: Emit) -> None:
-    measurements, _problems = store.load_measurements()
+    """results.csv, then report.md, report.en.md, analysis.json (and schedule.json for a K
+    sweep), all from one reading of the run's files."""
+    run = load_run(store.path)
     try:
-        store.write_results_csv(measurements)
+        store.write_results_csv(run.measurements)
     except OSError as exc:
         emit(Notice(level="error", message=f"results.csv not written: {exc}"))
-    if measurements:
-        write_reports(store, emit)
-
-
-def write_reports(store: RunStore, emit: Emit) -> None:
-    """report.md, report.en.md, analysis.json (and schedule.json for a K sweep), together."""
+    if not run.measurements:
+        return
     try:
         from dspark_tui.report.outputs import write_outputs as write_report_files
 
-        write_report_files(load_run(store.path))
+        write_report_files(run)
     except Exception as exc:  # the results are safe; a report bug must not hide them
         emit(Notice(level="error", message=f"report.md not written: {type(exc).__name__}: "
                     f"{exc} (retry: dspark-tui report {store.path})"))

@@ -12,7 +12,7 @@ from pathlib import Path
 from rich.console import Console
 
 from dspark_tui.config import settings_or_warn
-from dspark_tui.engine.launch import RESUME_NO_FILTERS, RunnerProcess
+from dspark_tui.engine.launch import RESUME_NO_FILTERS, RESUME_NO_VERIFY, RunnerProcess
 from dspark_tui.engine.liveness import runner_alive
 from dspark_tui.engine.ports import with_concrete_port
 from dspark_tui.engine.printer import HeadlessPrinter, summary_lines
@@ -42,7 +42,7 @@ def run_command(args: argparse.Namespace) -> int:
         raise UserError(RESUME_NO_FILTERS)
     verify: Path | None = getattr(args, "verify", None)
     if verify is not None and resume is not None:
-        raise UserError("--verify starts a new run; it cannot be combined with --resume")
+        raise UserError(RESUME_NO_VERIFY)
     if args.detach:
         process = RunnerProcess.start(
             plan_name or "", results_root=results_root, arms=_split(args.arms),
@@ -88,8 +88,8 @@ def run_command(args: argparse.Namespace) -> int:
 def _seed_from_run(printer: HeadlessPrinter, store: RunStore) -> None:
     """A resumed run's printer starts from what its earlier runners did: their events (rounds
     planned, measurements ended) and the measurements saved on disk, which are the truth."""
-    saved, _ = store.load_cells()
-    printer.seed(store.read_events(), saved.values())
+    saved, _ = store.load_measurements()
+    printer.seed(store.read_events(), saved)
 
 
 async def _run(runner: Runner) -> str:

@@ -24,6 +24,7 @@ from dspark_tui.model import UserError
 from dspark_tui.results import RunStore
 
 RUNNER_LOG = "runner.log"
+RESUME_NO_VERIFY = "--verify starts a new run; it cannot be combined with --resume"
 RESUME_NO_FILTERS = ("--arms/--scenarios cannot be combined with --resume; a resume runs the "
                      "run's own plan")
 
@@ -68,7 +69,7 @@ class RunnerProcess:
             if arms or scenarios:
                 raise UserError(RESUME_NO_FILTERS)
             if verify is not None:
-                raise UserError("--verify starts a new run; it cannot be combined with --resume")
+                raise UserError(RESUME_NO_VERIFY)
             run_dir = Path(resume).expanduser()
             store = RunStore(run_dir)
             store.read_manifest()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from dataclasses import dataclass, field
 
 # Conditional acceptance probability of draft position i given positions < i were accepted.
@@ -59,8 +58,11 @@ class ModelConfig:
         """
         if not self.spec_schedule:
             return self.spec_tokens
-        index = bisect_right([lo for lo, _, _ in self.spec_schedule], max(1, batch_size)) - 1
-        return min(self.spec_tokens, self.spec_schedule[max(0, index)][2])
+        batch = max(1, batch_size)
+        # Called every engine step: a few entries, so a scan from the top beats building a list.
+        k = next((k for lo, _, k in reversed(self.spec_schedule) if lo <= batch),
+                 self.spec_schedule[0][2])
+        return min(self.spec_tokens, k)
 
     def acceptance_for(self, k: int) -> tuple[float, ...]:
         """The first k conditional probabilities, repeating the last one if too few are given."""

@@ -58,7 +58,9 @@ def _start_of(args: argparse.Namespace, plans_dir: Path,
             raise UserError(RESUME_NO_FILTERS)
         verify = getattr(args, "verify", None)
         if verify is not None and resume is not None:
-            raise UserError("--verify starts a new run; it cannot be combined with --resume")
+            from dspark_tui.engine.launch import RESUME_NO_VERIFY
+
+            raise UserError(RESUME_NO_VERIFY)
         if resume is None:
             from dspark_tui.engine.verify import plan_to_run
 
