@@ -32,10 +32,6 @@ class Outcome:
     kind: OutcomeKind
     result: CellResult | None = None  # what to save; None only when aborted
 
-    @property
-    def reason(self) -> str:
-        return (self.result.error or "") if self.result is not None else "aborted"
-
 
 @dataclass
 class Measurement:

@@ -75,7 +75,6 @@ class CellState:
     finished_t: float | None = None
     planned: int = 1
     measurements: dict[Slot, Measurement] = field(default_factory=dict)
-    latest: Measurement | None = None
     # Every ok measurement, by round and repeat: what the verdicts are computed from.
     ok_results: list[CellResult] = field(default_factory=list)
 
@@ -89,10 +88,6 @@ class CellState:
     @property
     def failed_count(self) -> int:
         return self._count("failed")
-
-    @property
-    def skipped_count(self) -> int:
-        return self._count("skipped")
 
     @property
     def ok_of_planned(self) -> str:
@@ -114,7 +109,7 @@ class CellState:
                 ok.append(m.result)
             elif m.phase in ("failed", "skipped") and (unhappy is None or m.seq > unhappy.seq):
                 unhappy = m
-        self.latest, self.ok_results = latest, ok
+        self.ok_results = ok
         self.result = ok[-1] if ok else (latest.result if latest is not None else None)
         throughputs = [r.total_throughput for r in ok if r.total_throughput is not None]
         if throughputs:
@@ -173,7 +168,6 @@ class RoundSchedule:
 
     planned: dict[CellKey, set[Slot]] = field(default_factory=dict)
     begun: set[tuple[str, int]] = field(default_factory=set)
-    rounds: dict[int, RoundPlanned] = field(default_factory=dict)
     open: Counter[tuple[str, int]] = field(default_factory=Counter)
     total: int = 0
 
@@ -185,7 +179,6 @@ class RoundSchedule:
     def plan(self, event: RoundPlanned) -> list[tuple[CellKey, Slot]]:
         """Adds the round's measurements; returns those that were not planned before, which the
         caller counts as open unless they already ended."""
-        self.rounds[event.round] = event
         added = []
         for arm in event.arms:
             for scenario, concurrency in event.cells:

@@ -134,14 +134,6 @@ class Scheduler:
         point.append(reach)
         return list(accumulate(point))[:-1]
 
-    def expected_accept_length(self, k: int | None = None) -> float:
-        """1 + E[accepted drafts]: tokens emitted per verify step, on average."""
-        length, reach = 1.0, 1.0
-        for p in self.config.acceptance_for(self.k if k is None else k):
-            reach *= p
-            length += reach
-        return length
-
     # -- bookkeeping -------------------------------------------------------------------
 
     def add(self, request: SimRequest) -> None:
