@@ -75,7 +75,7 @@ def _duration(seconds: float) -> str:
 
 def report_command(args: argparse.Namespace) -> int:
     from dspark_tui.report import render_report
-    from dspark_tui.results import RunStore, load_run
+    from dspark_tui.results import load_run
 
     run = load_run(args.run_dir)
     for problem in run.problems:
@@ -87,18 +87,13 @@ def report_command(args: argparse.Namespace) -> int:
 
         sys.stdout.write(analysis_json(run))  # computed in memory: works on read-only runs
         return 0
-    text = render_report(run, lang=args.lang)
     if args.stdout:
-        sys.stdout.write(text)
+        sys.stdout.write(render_report(run, lang=args.lang))
         return 0
-    try:
-        path = RunStore(run.path).write_report(text, lang=args.lang)
-        from dspark_tui.report.deploy import write_schedule
-        from dspark_tui.report.outputs import ANALYSIS_FILE, analysis_json
-        from dspark_tui.results import atomic_write_text
+    from dspark_tui.report.outputs import write_outputs
 
-        atomic_write_text(run.path / ANALYSIS_FILE, analysis_json(run))
-        write_schedule(run)  # K sweeps only, as the runner does at the end of a run
+    try:  # the report, analysis.json and (K sweeps) schedule.json, as a finishing runner does
+        path, *_ = write_outputs(run, (args.lang,))
     except OSError as exc:
         raise UserError(f"{run.path}: cannot write the report ({exc.strerror})") from None
     print(path)

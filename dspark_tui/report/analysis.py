@@ -126,7 +126,7 @@ def analyse(run: LoadedRun) -> RunAnalysis:
     arms = layout.arms
     measurements = measurements_of(run)
     by_cell = aggregate_cells(measurements)
-    settings = Settings.from_bench((run.manifest.plan or {}).get("bench"))
+    settings = Settings.of_manifest(run.manifest)
     verdicts = analyse_measurements(measurements, arms, settings)
     cells = fr.cells_frame(by_cell.values(), layout)
     winners = fr.with_verdicts(fr.winner_frame(cells, arms), verdicts)

@@ -63,11 +63,14 @@ def _how_sure(analysis: RunAnalysis, t: Texts) -> str:
     verdicts = winners["verdict"].tolist()
     noise = analysis.verdicts.noise[0] if analysis.verdicts and analysis.verdicts.noise else None
     rounds = noise.rounds if noise else 0
-    return t(
+    line = t(
         "summary_sure", wins=verdicts.count(WINS), ties=verdicts.count(TIE),
         unsure=verdicts.count(UNSURE), total=len(verdicts), band=band,
         level=f"{settings.level * 100:.1f}" if settings else "95", rounds=rounds,
     )
+    if noise is not None and noise.prior:
+        line += " " + t("summary_prior", prior=noise.prior)
+    return line
 
 
 def unsure_section(analysis: RunAnalysis, t: Texts) -> list[str]:

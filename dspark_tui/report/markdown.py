@@ -34,10 +34,11 @@ CORE_HEADER = [
 SEPARATOR = "---"
 
 
-def render_report(run: LoadedRun, lang: str = "zh") -> str:
-    """The Markdown report of a run, in Chinese (the seed's language) or English."""
+def render_report(run: LoadedRun, lang: str = "zh", analysis: RunAnalysis | None = None) -> str:
+    """The Markdown report of a run, in Chinese (the seed's language) or English; pass the
+    run's `analyse(run)` when it is at hand, to compute it once for several outputs."""
     t = Texts(lang)
-    analysis = analyse(run)
+    analysis = analysis if analysis is not None else analyse(run)
     answer = deploy_answer(analysis)  # None unless the arms are a K sweep
     sections = [
         _header(analysis, t),

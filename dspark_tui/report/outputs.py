@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from dspark_tui.report.analysis import analyse
 from dspark_tui.report.deploy import write_schedule
 from dspark_tui.report.layout import layout_of
 from dspark_tui.report.markdown import render_report
@@ -20,7 +21,7 @@ ANALYSIS_FILE = "analysis.json"
 
 def run_verdicts(run: LoadedRun) -> RunVerdicts:
     """The verdicts of a loaded run under the statistics settings it was started with."""
-    settings = Settings.from_bench((run.manifest.plan or {}).get("bench"))
+    settings = Settings.of_manifest(run.manifest)
     return analyse_measurements(measurements_of(run), layout_of(run).arms, settings)
 
 
@@ -29,10 +30,15 @@ def analysis_json(run: LoadedRun) -> str:
 
 
 def write_outputs(run: LoadedRun, langs: tuple[str, ...] = ("zh", "en")) -> list[Path]:
-    """Write the reports in `langs` and analysis.json; OSError goes to the caller."""
+    """Write the reports in `langs`, analysis.json and (K sweeps) schedule.json, from one
+    analysis of the run; OSError goes to the caller. The reports come first in the list."""
     store = RunStore(run.path)
+    analysis = analyse(run)
     path = run.path / ANALYSIS_FILE
-    atomic_write_text(path, analysis_json(run))  # first: the verdicts stand even if a report fails
-    written = [store.write_report(render_report(run, lang=lang), lang) for lang in langs]
-    schedule = write_schedule(run)  # K sweeps only: the deployable schedule (docs/decision.md)
+    verdicts = analysis.verdicts if analysis.verdicts is not None else run_verdicts(run)
+    # First: the verdicts stand even if a report fails.
+    atomic_write_text(path, json.dumps(verdicts.to_json(), indent=2, ensure_ascii=False) + "\n")
+    written = [store.write_report(render_report(run, lang=lang, analysis=analysis), lang)
+               for lang in langs]
+    schedule = write_schedule(run, analysis)  # K sweeps only (docs/decision.md)
     return [*written, path, *([schedule] if schedule is not None else [])]

@@ -23,6 +23,7 @@ _ZH: dict[str, str] = {
     "summary_sure": "- 把握：{total} 个对比中 {wins} 个胜出、{ties} 个持平（区间在 ±{band}% 以内）、"
     "{unsure} 个未定（见下文）；区间为 {level}% 配对 t 区间，基于 {rounds} 轮服务端会话"
     "（方法见 docs/statistics.md）。",
+    "summary_prior": "会话间噪声用了声明的先验（{prior}）。",
     "summary_simulated": "- 注意：本次在模拟器（dspark_tui.sim）上测得，数字不代表真实 GPU。",
     "unsure_heading": "## 未定单元",
     "unsure_lead": "以下单元的区间跨过了持平带的边界：既不能判胜，也不能判持平。",
@@ -159,6 +160,7 @@ _EN: dict[str, str] = {
     "summary_sure": "- How sure: of {total} comparisons, {wins} are wins and {ties} ties (the "
     "interval inside ±{band}%), {unsure} unsure (listed below); intervals are {level}% paired t "
     "intervals over {rounds} server sessions per arm (method: docs/statistics.md).",
+    "summary_prior": "The session noise leans on a stated prior ({prior}).",
     "summary_simulated": "- Note: measured on the simulator (dspark_tui.sim), not on a GPU.",
     "unsure_heading": "## Unsure cells",
     "unsure_lead": "These cells' intervals cross an edge of the tie band: neither a win nor a tie.",

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from dspark_tui.model import CellResult, Plan
+from dspark_tui.results.manifest import RunManifest
 from dspark_tui.stats.paired import (
     SINGLE,
     TIE,
@@ -78,6 +79,11 @@ class Settings:
     @classmethod
     def of_plan(cls, plan: Plan) -> Settings:
         return cls.from_bench(plan.bench.model_dump())
+
+    @classmethod
+    def of_manifest(cls, manifest: RunManifest) -> Settings:
+        """What a run was started with (its run.json plan snapshot)."""
+        return cls.from_bench((manifest.plan or {}).get("bench"))
 
 
 @dataclass(frozen=True)
@@ -157,12 +163,6 @@ class RunVerdicts:
         if self._index is None or len(self._index) != len(self.pairs):
             self._index = {(p.scenario, p.concurrency, frozenset((p.a, p.b))): p for p in self.pairs}
         return self._index.get((scenario, concurrency, frozenset((a, b))))
-
-    def pairs_of(self, scenario: str, concurrency: int) -> list[PairResult]:
-        return [p for p in self.pairs if p.key == (scenario, concurrency)]
-
-    def by_verdict(self, verdict: str) -> list[PairResult]:
-        return [p for p in self.pairs if p.verdict == verdict]
 
     def to_json(self) -> dict[str, Any]:
         s = self.settings
@@ -244,7 +244,7 @@ def analyse_measurements(measurements: Iterable[CellResult], arms: Sequence[str]
     for ia, ib in _pairs(len(arms)):
         d = means[ib] - means[ia]
         fit = fit_noise(d, settings.prior)
-        verdicts = _sequential_verdicts(d, settings)
+        verdicts = _sequential_verdicts(d, settings, fit)
         a, b = arms[ia], arms[ib]
         result.noise.append(_pair_noise(a, b, fit, settings))
         band = math.log1p(settings.tie_band)
@@ -261,14 +261,15 @@ def analyse_measurements(measurements: Iterable[CellResult], arms: Sequence[str]
     return result
 
 
-def _sequential_verdicts(d: np.ndarray, settings: Settings) -> list[PairVerdict]:
+def _sequential_verdicts(d: np.ndarray, settings: Settings, fit: NoiseFit | None) -> list[PairVerdict]:
     """Each cell judged at the look after which it was last measured, on the data of that look
     (rounds 1 .. rounds + look - 1): exactly the decision the runner's schedule made, so the
     per-look level of stats/sequential.py covers it. Without adaptive rounds: one look, all data."""
     planned = max(settings.rounds, 1)
     looks_run = d.shape[1] - planned + 1
-    if settings.adaptive_rounds == 0 or looks_run <= 1:
-        return decide(d, tie_band=settings.tie_band, alpha=settings.look_alpha, prior=settings.prior)
+    if settings.adaptive_rounds == 0 or looks_run <= 1:  # one look: all the data, `fit` of it
+        return decide(d, tie_band=settings.tie_band, alpha=settings.look_alpha, prior=settings.prior,
+                      fit=fit)
     present = ~np.isnan(d)
     last_round = np.where(present.any(axis=1), d.shape[1] - np.argmax(present[:, ::-1], axis=1), 0)
     look_of_cell = np.clip(last_round - planned + 1, 1, looks_run)
@@ -369,7 +370,10 @@ def cells_to_remeasure(measurements: Sequence[CellResult], plan: Plan, look: int
     """(scenario, concurrency) of the cells whose verdict is still unsure (or that are outliers
     against their neighbours) after `look` (1 = after the planned rounds, 2 = after the first
     adaptive round, ...). Every arm measures each again in one more session."""
-    del look  # every look uses the same Bonferroni level; the budget is the runner's to count
+    # `look` is part of the runner's remeasure contract (scripted ones in tests plan by it); this
+    # one needs no look number: every look uses the same per-look level (stats/sequential.py),
+    # each cell is judged at its own last look, and the budget is the runner's to count.
+    del look
     arms = [arm.name for arm in plan.arms]
     verdicts = analyse_measurements(measurements, arms, Settings.of_plan(plan))
     wanted: set[tuple[str, int]] = {p.key for p in verdicts.pairs if p.verdict == UNSURE}

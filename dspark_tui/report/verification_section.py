@@ -22,7 +22,7 @@ _ZH: dict[str, str] = {
     "traffic.equal": "等权（计划没有 `[traffic]`）",
     "gain_interval": "- 区间：各单元 log 比值区间端点的加权平均（每个单元是判定分析的 t 区间，"
     "置信水平 {level}%，自由度同判定分析）；单元误差完全同向时准确，否则偏宽。",
-    "gain_single": "- 只有单次测量（一轮、无先验）：收益没有区间，只是点估计；用 `rounds ≥ 2` 重跑。",
+    "gain_single": "- 只有单次测量（只有一轮）：收益没有区间，只是点估计；用 `rounds ≥ 2` 重跑。",
     "fixed_wins": "- {fixed_arm} 胜过调度的单元：{cells}。",
     "no_fixed_wins": "- 没有任何单元 {fixed_arm} 胜过调度。",
     "schedule_wins": "- 调度胜出的单元：{cells}。",
@@ -49,7 +49,7 @@ _EN: dict[str, str] = {
     "gain_interval": "- Interval: the weighted mean of the cells' log-ratio interval ends (each the "
     "verdict analysis' t interval at {level}%, with its degrees of freedom); exact when the "
     "cells' errors move together, wider otherwise.",
-    "gain_single": "- Single measurements (one round, no prior): the gain has no interval, it is a "
+    "gain_single": "- Single measurements (one round): the gain has no interval, it is a "
     "point estimate; rerun with `rounds ≥ 2`.",
     "fixed_wins": "- Cells where {fixed_arm} beats the schedule: {cells}.",
     "no_fixed_wins": "- {fixed_arm} beats the schedule in no cell.",

@@ -89,7 +89,8 @@ def round_means(cell: np.ndarray, rnd: np.ndarray, log_value: np.ndarray,
 def fit_noise(d: np.ndarray, prior: SessionPrior | None = None) -> NoiseFit | None:
     """Variance components of the additive model from a cells x rounds matrix of paired log
     ratios (NaN = not measured in that round). None when nothing is replicated across rounds
-    and no prior stands in."""
+    (one round): a prior adds degrees of freedom to the session term, it does not replace the
+    rounds' own estimate of tau2."""
     present = ~np.isnan(d)
     replicated = present.sum(axis=1) >= 2
     rows = d[replicated]

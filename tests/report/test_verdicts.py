@@ -152,6 +152,10 @@ def test_session_noise_pools_into_a_prior_line_a_plan_accepts(tmp_path):
     helped_settings = Settings(rounds=2, prior=prior, prior_source=prior.source)
     helped = analyse_measurements(runs[1].measurements, list(ARMS), helped_settings).noise[0]
     assert helped.df > bare and helped.prior
+    # ... and the report says it leaned on it.
+    runs[1].manifest.plan["bench"]["session_noise_prior"] = {"sd": prior.sd, "df": prior.df,
+                                                             "source": prior.source}
+    assert "leans on a stated prior (sd" in render_report(runs[1], lang="en")
 
 
 def test_a_run_whose_every_cell_is_unsure_still_reports(tmp_path):

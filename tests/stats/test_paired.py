@@ -67,9 +67,11 @@ def test_the_level_is_the_callers():
     assert (wide.log_high - wide.log_low) / (narrow.log_high - narrow.log_low) == pytest.approx(ratio)
 
 
-def test_one_round_is_single_unless_a_prior_speaks():
+def test_one_round_is_single_even_with_a_prior():
     d = np.array([[0.05], [0.2]])
     assert [v.verdict for v in decide(d, tie_band=0.02, alpha=0.05)] == [SINGLE, SINGLE]
+    with_prior = decide(d, tie_band=0.02, alpha=0.05, prior=SessionPrior(sd=0.01, df=20))
+    assert [v.verdict for v in with_prior] == [SINGLE, SINGLE]
 
 
 def test_a_prior_adds_degrees_of_freedom_and_narrows_the_interval():
@@ -80,6 +82,9 @@ def test_a_prior_adds_degrees_of_freedom_and_narrows_the_interval():
     assert bare is not None and helped is not None
     assert helped.df > bare.df
     assert helped.prior_used and not bare.prior_used
+    widths = [[v.log_high - v.log_low for v in decide(d, tie_band=0.02, alpha=0.05, fit=fit)]
+              for fit in (bare, helped)]
+    assert max(widths[1]) < min(widths[0])
 
 
 def test_verdicts_follow_the_band():

@@ -77,7 +77,7 @@ class RunDetailScreen(LoadingScreen):
 
         self.query_one(ABTable).show(
             comparison_rows(measurements_of(run), arms, run.manifest.scenarios,
-                            settings=Settings.from_bench((run.manifest.plan or {}).get("bench")),
+                            settings=Settings.of_manifest(run.manifest),
                             baseline=baseline_arm(run.manifest)),
             arms)
         table = self.query_one("#detail-cells", DataTable)
