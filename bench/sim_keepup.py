@@ -27,7 +27,7 @@ from _common import REPO, print_table
 
 from dspark_tui.model import Plan
 from dspark_tui.results import load_run
-from dspark_tui.sim.config import ModelConfig
+from dspark_tui.sim.estimate import sim_config
 from dspark_tui.sim.virtual import sample_lengths, simulate_closed_loop
 
 TARGET = 0.97
@@ -59,30 +59,25 @@ num_prompts = 16
 """
 
 
-def speed_of(plan: Plan) -> float:
-    argv = [str(part) for part in plan.server.command]
-    return float(argv[argv.index("--speed") + 1]) if "--speed" in argv else 1.0
-
-
 def served_over_model(run_dir: Path) -> dict[str, list[float]]:
     run = load_run(run_dir)
     plan = Plan.model_validate(run.manifest.plan)
-    speed = speed_of(plan)
     specs = {cell.key: cell for cell in plan.cells()}
-    model: dict[tuple[int, str, int], float] = {}
+    configs = {arm.name: sim_config(plan, arm.name) for arm in plan.arms}  # what each arm ran
+    model: dict[tuple[str, str, int], float] = {}
     ratios: dict[str, list[float]] = {}
     for m in run.measurements:
-        if not m.ok or not m.metrics.total_throughput:
+        config = configs.get(m.arm)
+        if config is None or not m.ok or not m.metrics.total_throughput:
             continue
         spec = specs[m.key]
-        k = int(plan.arm(m.arm).vars.get("spec_tokens", 0))
-        key = (k, m.scenario, m.concurrency)
+        key = (m.arm, m.scenario, m.concurrency)
         if key not in model:
             lengths = sample_lengths(spec.input_len, spec.output_len, spec.num_prompts,
                                      spec.range_ratio, plan.bench.seed)
-            model[key] = simulate_closed_loop(ModelConfig(spec_tokens=k), lengths, m.concurrency,
+            model[key] = simulate_closed_loop(config.engine, lengths, m.concurrency,
                                               plan.bench.seed).total_throughput
-        ratios.setdefault(m.arm, []).append(m.metrics.total_throughput / speed / model[key])
+        ratios.setdefault(m.arm, []).append(m.metrics.total_throughput / config.speed / model[key])
     return ratios
 
 

@@ -21,7 +21,7 @@ import functools
 import math
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -39,19 +39,16 @@ from dspark_tui.report.verdicts import (
     cells_to_remeasure,
 )
 from dspark_tui.sim.config import ModelConfig, NoiseParams
+from dspark_tui.sim.estimate import sim_config
 from dspark_tui.sim.noise import SessionNoise, measure
 from dspark_tui.sim.virtual import VirtualResult, sample_lengths, simulate_closed_loop
 
 
 def noise_of(plan: Plan) -> NoiseParams:
-    """The noise the plan's simulator command asks for (--noise-cv, --session-cv, hiccups)."""
-    argv = [str(part) for part in plan.server.command]
-
-    def flag(name: str) -> float:
-        return float(argv[argv.index(name) + 1]) if name in argv else 0.0
-
-    return NoiseParams(noise_cv=flag("--noise-cv"), session_cv=flag("--session-cv"),
-                       hiccup_prob=flag("--hiccup-prob"), hiccup_s=flag("--hiccup-s"))
+    """The noise the plan's simulator command asks for (its first arm's, as the simulator's
+    own parser reads it); none for a plan that does not run the simulator."""
+    config = sim_config(plan, plan.arms[0].name)
+    return config.noise if config is not None else NoiseParams()
 
 
 # Acceptance draws differ from pass to pass on the live server even without noise (and so does
@@ -289,4 +286,4 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-__all__ = ["World", "a_vs_a", "cost_of_certainty", "decided_by_margin", "k3_vs_k5", "replace"]
+__all__ = ["World", "a_vs_a", "cost_of_certainty", "decided_by_margin", "k3_vs_k5"]
