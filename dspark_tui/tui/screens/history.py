@@ -107,7 +107,7 @@ class HistoryScreen(LoadingScreen):
                 return
             if run.problem or (run.path in self.best and run.status != "running"):
                 continue
-            summary = best_arm_summary(run.path, run.arms)
+            summary = best_arm_summary(run.path)
             self.app.call_from_thread(self._show_best, run.path, summary)
 
     def _show_best(self, path: Path, summary: str) -> None:
@@ -246,12 +246,11 @@ def _matches(run: RunSummary, words: list[str]) -> bool:
     return all(word in haystack for word in words)
 
 
-def best_arm_summary(path: Path, arms: list[str]) -> str:
+def best_arm_summary(path: Path) -> str:
     """History's best-arm column: the verdicts' answer (`st=5 3/5`, `tie 4/5`), the same
     analysis as the report's; `—` when nothing is compared yet."""
     from dspark_tui.report.outputs import run_verdicts
     from dspark_tui.report.verdicts import best_arm_line
     from dspark_tui.results import load_run
 
-    del arms  # the run's own plan order comes with it
     return best_arm_line(run_verdicts(load_run(path)))

@@ -16,7 +16,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Label, Sparkline, Static, TabbedContent, TabPane
 
-from dspark_tui.model import CellKey, CellResult
+from dspark_tui.model import CellResult
 from dspark_tui.results import RunStore, load_run
 from dspark_tui.results.store import LoadedRun
 from dspark_tui.tui import format as fmt
@@ -152,7 +152,7 @@ class CellDetailScreen(ModalScreen[None]):
             yield Label(Text(self.result.key.id, style="bold"))
             with VerticalScroll():
                 yield Static(_describe(self.result), id="cell-facts")
-                for name, values in read_series(RunStore(self.run_dir), self.result.key):
+                for name, values in read_series(RunStore(self.run_dir), self.result):
                     yield Label(f"{name}  min {min(values):.3g}  max {max(values):.3g}",
                                 classes="series-label")
                     yield Sparkline(values)
@@ -184,9 +184,10 @@ def _short(value: object) -> str:
     return str(value)
 
 
-def read_series(store: RunStore, key: CellKey) -> list[tuple[str, list[float]]]:
-    """Every numeric column of the cell's series CSV, whatever columns the scraper wrote."""
-    path = store.find_series(key)
+def read_series(store: RunStore, result: CellResult) -> list[tuple[str, list[float]]]:
+    """Every numeric column of the series CSV of the measurement shown (its round and repeat,
+    beside its own numbers), whatever columns the scraper wrote."""
+    path = store.find_series(result.key, result.round, result.repeat)
     try:
         with open(path, newline="", encoding="utf-8") as handle:
             rows = list(csv.DictReader(handle))

@@ -71,7 +71,7 @@ class RunScreen(Screen[None]):
         self._polling = False
         self._runner_gone_told = False
         self._caught_up = False  # the first poll replays history: no notifications for it
-        self._error_told = False
+        self._errors_told: set[str] = set()
 
     @property
     def mode(self) -> str:
@@ -144,9 +144,9 @@ class RunScreen(Screen[None]):
             self._tell_error("display", exc)
 
     def _tell_error(self, what: str, exc: Exception) -> None:
-        """Logged and told once: every later tick would only repeat it."""
-        if not self._error_told:
-            self._error_told = True
+        """Logged and told once per kind of failure: every later tick would only repeat it."""
+        if what not in self._errors_told:
+            self._errors_told.add(what)
             log.error("run screen: %s failed", what, exc_info=exc)
             self.notify(f"{what} failed (see the log): {type(exc).__name__}: {exc}", severity="error",
                         timeout=15)
@@ -169,7 +169,13 @@ class RunScreen(Screen[None]):
         link = self.link
         if link is None or self.state.finished or self._runner_gone_told:
             return
-        if not link.alive() and self.state.runner_gone(self.clock()):
+        if link.alive():
+            return
+        # Gone since the poll: its last events (RunFinished) may have landed in between.
+        for event in self.follower.poll():
+            self.state.apply(event)
+            self._announce(event)
+        if not self.state.finished and self.state.runner_gone(self.clock()):
             self._runner_gone_told = True
             self.notify("the runner is gone without finishing; resume it from History (u)",
                         severity="error", timeout=10)
@@ -186,9 +192,9 @@ class RunScreen(Screen[None]):
             self.query_one(LogPane).show(self.state)
             if self.state.measured != self._drawn_results:  # a measurement ended: new figures
                 self._drawn_results = self.state.measured
-                self._show_table(self.state.results())
+                self._show_table()
 
-    def _show_table(self, results: list) -> None:  # type: ignore[type-arg]
+    def _show_table(self) -> None:
         from dspark_tui.report.live import comparison_rows
         from dspark_tui.report.verdicts import Settings
 
