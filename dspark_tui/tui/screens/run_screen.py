@@ -109,7 +109,7 @@ class RunScreen(Screen[None]):
         self.state.name = manifest.name
         self._scenarios = list(manifest.scenarios)
         self._manifest = manifest
-        from dspark_tui.report.live import baseline_arm  # pandas loads with the first table
+        from dspark_tui.report.live import baseline_arm
 
         self._baseline = baseline_arm(manifest)
         try:
