@@ -45,8 +45,7 @@ def deploy_section(answer: DeployAnswer | None, t: Texts) -> list[str]:
     lines += [d("deploy_schedule_lead_client" if client else "deploy_schedule_lead"), ""]
     rows = []
     for lo, hi, k in schedule.ranges:
-        sources = [f"{c.scenario} c={c.concurrency}" for a in schedule.anchors
-                   if lo <= max(1, round(a.batch)) <= hi for c in a.cells]
+        sources = schedule.sources(lo, hi)
         rows.append([f"{lo}–{hi}", str(k), ", ".join(sources) or "—"])
     lines += markdown_table(d("deploy_table_header").strip("| ").split(" | "), rows)
     lines.append("")

@@ -11,8 +11,7 @@ from dspark_tui.results.store import LoadedRun
 
 def measurements_of(run: LoadedRun) -> list[CellResult]:
     """Every measurement record of a run (older loaders knew only one per cell)."""
-    found = getattr(run, "measurements", None)
-    return list(found) if found else list(run.cells.values())
+    return list(run.measurements or run.cells.values())
 
 
 def aggregate_cells(measurements: Iterable[CellResult]) -> dict[CellKey, CellResult]:

@@ -225,6 +225,11 @@ class Schedule:
     largest_measured_batch: int
     anchors: list[Anchor] = field(default_factory=list)
 
+    def sources(self, lo: int, hi: int) -> list[str]:
+        """The cells whose measured batch falls in [lo, hi]: where a range's K comes from."""
+        return [f"{c.scenario} c={c.concurrency}" for a in self.anchors
+                if lo <= max(1, round(a.batch)) <= hi for c in a.cells]
+
     def k_at(self, batch: float) -> int:
         b = max(1, round(batch))
         for lo, hi, k in self.ranges:

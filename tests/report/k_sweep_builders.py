@@ -80,7 +80,7 @@ def k_sweep_run(folder: Path, ks: list[int], scenarios: dict[str, list[int]], *,
                     total = truth(k, scenario, c) * math.exp(session + rng.normal(0, noise))
                     measured.append(_cell(k, scenario, c, rnd, total, server,
                                           running(k, scenario, c) if running else c * 0.97))
-    run.measurements = measured  # type: ignore[attr-defined]
+    run.measurements = measured
     run.cells = {m.key: m for m in measured if m.round == rounds}
     return run
 

@@ -56,7 +56,7 @@ def loaded(tmp_path, rounds: int, **bench: object):
     store.write_manifest(m)
     run = load_run(tmp_path)
     data = measurements(rounds)
-    run.measurements = data  # type: ignore[attr-defined]
+    run.measurements = data
     run.cells = {c.key: c for c in data}
     return run
 
@@ -170,7 +170,7 @@ def test_a_run_whose_every_cell_is_unsure_still_reports(tmp_path):
             value = base.metrics.total_throughput * (1.0 if m.round == 1 else 1.2)
             m = m.model_copy(update={"metrics": ClientMetrics(total_throughput=value)})
         shaky.append(m)
-    run.measurements = shaky  # type: ignore[attr-defined]
+    run.measurements = shaky
     analysis = analyse(run)
     assert len(analysis.unsure) == len(TRUE_RATIO) and analysis.bands.empty
     text = render_report(run, lang="en")

@@ -165,8 +165,7 @@ def schedule_table(answer: DeployAnswer) -> Table | Text:
     key = "batch" if schedule.keyed_on == "running_batch" else "client c"
     table = _table(f"running {key}", "K", "from the cells")
     for lo, hi, k in schedule.ranges:
-        sources = [f"{c.scenario} c={c.concurrency}" for a in schedule.anchors
-                   if lo <= max(1, round(a.batch)) <= hi for c in a.cells]
+        sources = schedule.sources(lo, hi)
         table.add_row(f"{lo}–{hi}", str(k), ", ".join(sources) or "—")
     return table
 
