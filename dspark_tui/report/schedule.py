@@ -345,12 +345,9 @@ def flag_value(command: list[str], flag: str) -> str | None:
 def max_num_seqs_of(plan: Plan | None) -> tuple[int, str]:
     """--max-num-seqs from the plan's server command, else vLLM's default."""
     if plan is not None:
-        value = flag_value(plan.server.command, "--max-num-seqs")
-        if value is not None:
-            arm_vars = plan.template_vars(plan.arms[0])
-            value = re.sub(r"\{(\w+)\}", lambda m: arm_vars.get(m.group(1), m.group(0)), value)
-            if value.isdigit() and int(value) > 0:
-                return int(value), "plan"
+        value = flag_value(plan.server_argv(plan.arms[0]), "--max-num-seqs")
+        if value is not None and value.isdigit() and int(value) > 0:
+            return int(value), "plan"
     return VLLM_DEFAULT_MAX_NUM_SEQS, "vllm-default"
 
 

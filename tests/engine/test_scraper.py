@@ -69,23 +69,24 @@ def test_empty_window_has_no_numbers():
     assert summary.acceptance_rate is None and summary.kv_usage_peak is None
 
 
+def _server(tmp_path: Path, port: int, *flags: str) -> ServerProcess:
+    """The fake server, used as the engine may: `async with` starts it ready and stops it."""
+    plan = fake_server_plan(port, *flags)
+    return ServerProcess(plan, plan.arms[0], log_path=tmp_path / "server.log", run_dir=tmp_path,
+                         emit=lambda e: None)
+
+
+def _scraper(server: ServerProcess) -> MetricsScraper:
+    return MetricsScraper(server.base_url, "a=1", interval_s=0.1, emit=lambda e: None)
+
+
 async def test_scrapes_a_live_server_and_saves_the_series(tmp_path: Path, port: int):
-    plan = fake_server_plan(port)
-    server = ServerProcess(plan, plan.arms[0], log_path=tmp_path / "server.log",
-                           run_dir=tmp_path, emit=lambda e: None)
-    samples: list[MetricsSample] = []
-    await server.start()
-    try:
-        scraper = MetricsScraper(server.base_url, "a=1", interval_s=0.1, emit=samples.append)
-        await scraper.start()
-        key = CellKey(arm="a=1", scenario="s", concurrency=1)
+    key = CellKey(arm="a=1", scenario="s", concurrency=1)
+    async with _server(tmp_path, port) as server, _scraper(server) as scraper:
         await scraper.begin_window(key)
         await asyncio.sleep(0.6)
         summary, window = await scraper.end_window()
         idle = scraper.seconds_without_progress()
-        await scraper.stop()
-    finally:
-        await server.stop()
     assert summary.samples >= 4 and summary.scrape_gaps == 0
     assert summary.generation_tokens is not None and summary.generation_tokens >= 30
     assert summary.running_peak == 1
@@ -114,20 +115,11 @@ async def test_a_dead_endpoint_is_a_gap_not_an_error(port: int):
 
 
 async def test_scrapes_the_real_vllm_page_over_http(tmp_path: Path, port: int):
-    plan = fake_server_plan(port, "--metrics-file", str(PAGE))
-    server = ServerProcess(plan, plan.arms[0], log_path=tmp_path / "server.log",
-                           run_dir=tmp_path, emit=lambda e: None)
-    samples: list[MetricsSample] = []
-    await server.start()
-    try:
-        scraper = MetricsScraper(server.base_url, "a=1", interval_s=0.1, emit=samples.append)
-        await scraper.start()
+    async with (_server(tmp_path, port, "--metrics-file", str(PAGE)) as server,
+                _scraper(server) as scraper):
         await scraper.begin_window(CellKey(arm="a=1", scenario="s", concurrency=16))
         await asyncio.sleep(0.3)
         summary, window = await scraper.end_window()
-        await scraper.stop()
-    finally:
-        await server.stop()
     # A page that does not change: gauges as printed, counters moved by nothing.
     assert summary.kv_usage_peak == pytest.approx(0.0734) and summary.running_mean == 16
     assert summary.drafts == 0 and summary.generation_tokens == 0
