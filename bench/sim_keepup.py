@@ -8,7 +8,7 @@ What the model leaves out (HTTP, the client, a cell's ramp-up) also lowers the r
 short cells, and alike for every arm; so read the spread across arms as well as the level.
 
     python bench/sim_keepup.py RUN_DIR             # a finished run of a simulator plan
-    python bench/sim_keepup.py --quick             # runs a tiny two-arm plan first (a test)
+    python bench/sim_keepup.py --quick             # runs one pass of the demo first (a test)
 
 Exit 0 when every arm's geometric mean is within 10 % of the best arm's (no K bias), else 1.
 """
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import subprocess
 import sys
 import tempfile
@@ -26,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import REPO, print_table
 
 from dspark_tui.model import Plan
+from dspark_tui.plans import shipped_plan_text
 from dspark_tui.results import load_run
 from dspark_tui.sim.estimate import sim_config
 from dspark_tui.sim.virtual import sample_lengths, simulate_closed_loop
@@ -33,30 +35,6 @@ from dspark_tui.sim.virtual import sample_lengths, simulate_closed_loop
 TARGET = 0.97
 ARM_SPREAD = 0.10
 
-QUICK_PLAN = """name = "keepup"
-model = "demo/sim"
-[server]
-command = ["{python}", "-m", "dspark_tui.sim", "serve", "{model}", "--host", "{host}",
-           "--port", "{port}", "--spec-tokens", "{spec_tokens}", "--speed", "4",
-           "--startup-delay", "0"]
-port = 0
-[[arms]]
-name = "K=1"
-vars = { spec_tokens = 1 }
-[[arms]]
-name = "K=5"
-vars = { spec_tokens = 5 }
-[bench]
-warmup_requests = 2
-rounds = 1
-adaptive_rounds = 0
-[[scenarios]]
-name = "chat"
-input_len = 256
-output_len = 256
-concurrencies = [1, 16]
-num_prompts = 16
-"""
 
 
 def served_over_model(run_dir: Path) -> dict[str, list[float]]:
@@ -82,18 +60,22 @@ def served_over_model(run_dir: Path) -> dict[str, list[float]]:
 
 
 def quick_run(folder: Path) -> Path:
+    """The demo plan, one pass over chat_short (two cells per arm)."""
+    text = shipped_plan_text("demo")
+    for key, value in (("rounds", 1), ("repeats", 1), ("adaptive_rounds", 0)):
+        text = re.sub(rf"^{key} = .*$", f"{key} = {value}", text, flags=re.M)
     plan = folder / "keepup.toml"
-    plan.write_text(QUICK_PLAN)
+    plan.write_text(text)
     subprocess.run([sys.executable, "-m", "dspark_tui", "run", str(plan), "--headless",
-                    "--results", str(folder / "results")], check=True, cwd=REPO,
-                   stdout=subprocess.DEVNULL, timeout=180)
-    return next((folder / "results").glob("keepup_*"))
+                    "--scenarios", "chat_short", "--results", str(folder / "results")],
+                   check=True, cwd=REPO, stdout=subprocess.DEVNULL, timeout=180)
+    return next((folder / "results").glob("demo_*"))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", nargs="?", type=Path)
-    parser.add_argument("--quick", action="store_true", help="run a tiny plan first, then judge it")
+    parser.add_argument("--quick", action="store_true", help="run one pass of the demo first, then judge it")
     args = parser.parse_args()
     if args.run_dir is None and not args.quick:
         parser.error("give a RUN_DIR, or --quick")

@@ -87,6 +87,6 @@ def test_tui_overhead_without_tmux_says_skipped(tmp_path: Path):
 def test_sim_keepup_prints_served_over_model_per_arm():
     done = _quick("sim_keepup.py")
     assert done.returncode in (0, 1), done.stderr[-2000:]
-    for arm in ("K=1", "K=5"):
+    for arm in ("st=3", "st=5"):
         assert re.search(rf"^{arm}\s+2\s+{NUMBER}\s+{NUMBER}\s+(yes|no)$", done.stdout, re.M), done.stdout
     assert re.search(rf"^spread across arms: {NUMBER}%", done.stdout, re.M), done.stdout
