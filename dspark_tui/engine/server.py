@@ -159,6 +159,13 @@ class ServerProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, **self.plan.server.env, TOKEN_VAR: self.token}
         self._set_state("starting", " ".join(redact_argv(self.argv)))
+        # Recorded before the spawn: a runner killed between Popen and the record below would
+        # otherwise leave a server no resume knows of (the token finds it; pid 0 = not yet known).
+        self._record = ServerRecord(
+            arm=self.arm.name, pid=0, pgid=0, create_time=0.0, token=self.token, host=self.host,
+            port=self.port, argv=redact_argv(self.argv), session=self.session, state="starting",
+        )
+        write_record(self.run_dir, self._record)
         fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             self._log_offset = os.fstat(fd).st_size
@@ -173,16 +180,16 @@ class ServerProcess:
                     close_fds=True,
                 )
             except OSError as exc:
+                self._record.state = "stopped"
+                write_record(self.run_dir, self._record)
                 raise ServerError(f"cannot run {self.argv[0]!r}: {exc.strerror or exc}") from None
         finally:
             os.close(fd)
         pid = self._popen.pid
         ref = ProcRef.of(pid)
-        self._record = ServerRecord(
-            arm=self.arm.name, pid=pid, pgid=pid, create_time=ref.create_time if ref else 0.0,
-            token=self.token, host=self.host, port=self.port, argv=redact_argv(self.argv),
-            session=self.session,
-        )
+        self._record = self._record.model_copy(update={
+            "pid": pid, "pgid": pid, "create_time": ref.create_time if ref else 0.0,
+            "state": "running"})
         write_record(self.run_dir, self._record)
         self._set_state("loading", f"pid {pid}")
         self._tasks = [

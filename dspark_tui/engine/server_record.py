@@ -35,13 +35,12 @@ class ServerRecord(BaseModel):
     port: int
     argv: list[str] = Field(default_factory=list)
     descendants: list[RecordedProc] = Field(default_factory=list)
-    state: str = "running"  # running | stopped
+    state: str = "running"  # starting (pid not yet known) | running | stopped
     session: str | None = None  # the run's server session (s1, s2 ...) this process serves
 
     def refs(self) -> list[ProcRef]:
-        return [ProcRef(self.pid, self.create_time)] + [
-            ProcRef(d.pid, d.create_time) for d in self.descendants
-        ]
+        own = [ProcRef(self.pid, self.create_time)] if self.pid > 0 else []
+        return own + [ProcRef(d.pid, d.create_time) for d in self.descendants]
 
 
 def write_record(run_dir: Path, record: ServerRecord) -> bool:
@@ -80,7 +79,7 @@ def stop_orphaned_server(run_dir: Path, grace_s: float = 5.0) -> list[int]:
         return []
     refs = record.refs()
     live = [ref for ref in refs if ref.process() is not None]
-    pgid = record.pgid if live and group_alive(record.pgid) else None
+    pgid = record.pgid if live and record.pgid > 0 and group_alive(record.pgid) else None
     tokened = processes_with_token(record.token)
     found = sorted({r.pid for r in live} | {p.pid for p in tokened})
     if found or pgid is not None:

@@ -130,3 +130,41 @@ def test_secrets_in_the_server_command_are_hidden():
             "--token", "t0"]
     assert redact_argv(argv) == ["vllm", "serve", "m", "--api-key", "***", "--hf-token=***",
                                  "--spec-tokens", "5", "--token", "***"]
+
+
+def test_a_server_spawned_before_its_pid_was_recorded_is_still_stopped(tmp_path: Path):
+    """The runner writes server.json before the spawn; killed between the two, its resume must
+    still find the server (by the token in its environment) and end it."""
+    import os
+    import subprocess
+    import sys
+
+    from dspark_tui.engine.procs import TOKEN_VAR
+    from dspark_tui.engine.server_record import ServerRecord, stop_orphaned_server, write_record
+
+    token = "starting-token-0123456789"
+    write_record(tmp_path, ServerRecord(arm="a", pid=0, pgid=0, create_time=0.0, token=token,
+                                        host="127.0.0.1", port=1, state="starting"))
+    orphan = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                              env={**os.environ, TOKEN_VAR: token}, start_new_session=True)
+    try:
+        assert stop_orphaned_server(tmp_path, grace_s=2.0) == [orphan.pid]
+        assert orphan.wait(5) is not None
+        record = read_record(tmp_path)
+        assert record is not None and record.state == "stopped"
+    finally:
+        if orphan.poll() is None:
+            orphan.kill()
+            orphan.wait()
+
+
+
+async def test_the_record_is_written_before_the_spawn(tmp_path: Path, port: int):
+    """server.json names the token before Popen, so no moment exists in which a server lives
+    that a resume cannot find. Seen through a spawn that fails: the record is already there."""
+    server, _ = _server(tmp_path, port)
+    server.argv = [str(tmp_path / "no-such-server")]
+    with pytest.raises(ServerError, match="cannot run"):
+        await server.start()
+    record = read_record(tmp_path)
+    assert record is not None and record.token == server.token and record.state == "stopped"
