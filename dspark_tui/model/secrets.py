@@ -1,33 +1,140 @@
-"""What must never be written to run.json, events or logs: API keys, tokens, passwords."""
+"""What must never be written to run.json, events or logs: API keys, tokens, passwords.
+
+Two tools: masking, for what the tool itself saves (the plan snapshot: values of secret-named
+flags, `Name=value` pairs and variables, passwords inside URLs), and scrubbing, for what a
+server prints (every secret value the tool knows, wherever it appears as a whole token).
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 
 REDACTED = "***"
-_SECRET_NAME = re.compile(r"api[-_]?key|(^|[-_])token$|secret|password", re.IGNORECASE)
+MIN_SCRUBBED_LEN = 8  # shorter values would mangle ordinary log text
+
+# KEY, TOKEN, SECRET, PASSWORD, CREDENTIAL, AUTH in a name, but not the token counts and
+# tokenizers every vLLM command names (--spec-tokens, TOKENIZERS_PARALLELISM,
+# --return-tokens-as-token-ids) nor key files (--ssl-keyfile: a path).
+_SECRET_NAME = re.compile(
+    r"key(?![a-z])|token(?![a-z]|[-_]ids?\b)|secret|passw(or)?d|credential|auth", re.IGNORECASE)
+# scheme://user:password@host: the password is what to hide.
+_URL_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^/\s:@]*:)(?P<password>[^/\s@]+)(?=@)",
+                           re.IGNORECASE)
+# `Authorization=Bearer x`, `Authorization: Bearer x`, `token=x`: a secret-named pair in a value.
+_PAIR = re.compile(r"^(?P<name>[A-Za-z][\w.-]*)(?P<sep>\s*[=:]\s*)(?P<value>.+)$", re.DOTALL)
 
 
 def is_secret_name(name: str) -> bool:
-    """`--api-key`, `HF_TOKEN`, `VLLM_API_KEY`: yes; `--spec-tokens`, `max_num_batched_tokens`: no."""
+    """`--api-key`, `HF_TOKEN`, `OPENAI_KEY`, `DB_PASSWORD`: yes; `--spec-tokens`,
+    `max_num_batched_tokens`, `TOKENIZERS_PARALLELISM`: no."""
     return bool(_SECRET_NAME.search(name.lstrip("-")))
 
 
+def url_passwords(text: str) -> list[str]:
+    return [match["password"] for match in _URL_PASSWORD.finditer(text)
+            if match["password"] != REDACTED]
+
+
+def mask_value(value: str) -> str:
+    """A value as it may be saved: a secret-named pair's value and URL passwords hidden."""
+    pair = _PAIR.match(value)
+    if pair and is_secret_name(pair["name"]) and "://" not in pair["name"]:
+        return pair["name"] + pair["sep"] + REDACTED
+    return _URL_PASSWORD.sub(lambda m: m["head"] + REDACTED, value)
+
+
+def is_masked(value: str) -> bool:
+    """Whether a saved value lost a secret to masking (a resume must get it from elsewhere)."""
+    if value == REDACTED:
+        return True
+    pair = _PAIR.match(value)
+    if pair and is_secret_name(pair["name"]) and pair["value"] == REDACTED:
+        return True
+    return any(m["password"] == REDACTED for m in _URL_PASSWORD.finditer(value))
+
+
 def redact_argv(argv: list[str]) -> list[str]:
-    """The command as it may be shown or saved: values of key/token/secret flags hidden."""
-    shown: list[str] = []
+    """The command as it may be shown or saved: values of secret-named flags hidden, and
+    secret pairs and URL passwords inside any argument."""
+    return [shown for shown, _ in _argv_split(argv)]
+
+
+def _argv_split(argv: list[str]) -> list[tuple[str, str | None]]:
+    """Each argument as shown, with the secret it held (None if it held none)."""
+    out: list[tuple[str, str | None]] = []
     hide_next = False
     for part in argv:
-        if hide_next:
-            shown.append(REDACTED)
+        if hide_next and not part.startswith("--"):
+            out.append((REDACTED, part))
             hide_next = False
-        elif part.startswith("-") and "=" in part and is_secret_name(part.split("=", 1)[0]):
-            shown.append(part.split("=", 1)[0] + "=" + REDACTED)
-        else:
-            shown.append(part)
-            hide_next = part.startswith("-") and is_secret_name(part)
-    return shown
+            continue
+        hide_next = False
+        if part.startswith("-") and "=" in part and is_secret_name(part.split("=", 1)[0]):
+            name, value = part.split("=", 1)
+            out.append((name + "=" + REDACTED, value))
+            continue
+        shown = mask_value(part)
+        out.append((shown, part if shown != part else None))
+        hide_next = part.startswith("-") and "=" not in part and is_secret_name(part)
+    return out
 
 
-def redact_env(env: dict[str, str]) -> dict[str, str]:
-    return {name: REDACTED if is_secret_name(name) else value for name, value in env.items()}
+def redact_env(env: Mapping[str, str]) -> dict[str, str]:
+    return {name: REDACTED if is_secret_name(name) else mask_value(value)
+            for name, value in env.items()}
+
+
+def secret_values(*, argvs: Iterable[list[str]] = (), env: Mapping[str, str] | None = None,
+                  keys: Iterable[str | None] = ()) -> set[str]:
+    """Every secret value these hold, as a log scrubber must know them: the keys themselves,
+    what masking hides in each command and variable, URL passwords anywhere."""
+    found: set[str] = {key for key in keys if key}
+    for argv in argvs:
+        for _, hidden in _argv_split(argv):
+            if hidden is not None:
+                found.add(hidden)
+                found.update(_hidden_in_value(hidden))
+    for name, value in (env or {}).items():
+        if is_secret_name(name):
+            found.add(value)
+        found.update(_hidden_in_value(value))
+    return {value for value in found if len(value) >= MIN_SCRUBBED_LEN}
+
+
+def _hidden_in_value(value: str) -> set[str]:
+    found = set(url_passwords(value))
+    pair = _PAIR.match(value)
+    if pair and is_secret_name(pair["name"]):
+        found.add(pair["value"])
+        found.update(pair["value"].split())  # `Bearer sk-…`: the key alone, too
+    return found
+
+
+class Scrubber:
+    """Replaces known secret values in text with REDACTED, where each stands as a whole token:
+    `hf_abc12345` in `HF_TOKEN=hf_abc12345` or `"hf_abc12345"`, not inside a longer word."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        values = sorted({s.encode() for s in secrets if len(s) >= MIN_SCRUBBED_LEN},
+                        key=len, reverse=True)  # a longer secret before one it contains
+        self._patterns = [(value, _whole_token(value)) for value in values]
+        self.longest = len(values[0]) if values else 0
+
+    def __bool__(self) -> bool:
+        return bool(self._patterns)
+
+    def scrub(self, data: bytes) -> bytes:
+        for value, pattern in self._patterns:
+            if value in data:  # a plain search first: far faster than any regex
+                data = pattern.sub(REDACTED.encode(), data)
+        return data
+
+
+def _whole_token(value: bytes) -> re.Pattern[bytes]:
+    """A value's pattern: not preceded (followed) by a word character where it starts (ends)
+    with one, so `password1` is found in `x=password1` but not in `mypassword12`. The check
+    before it is a look back from its end, so the regex starts with a literal (10x faster)."""
+    head = rb"(?<!\w[\s\S]{%d})" % len(value) if re.match(rb"\w", value[:1]) else b""
+    tail = rb"(?!\w)" if re.match(rb"\w", value[-1:]) else b""
+    return re.compile(re.escape(value) + head + tail)

@@ -89,13 +89,15 @@ class RunManifest(BaseModel):
 
 
 def redacted_plan_snapshot(plan: Plan) -> dict[str, Any]:
-    """The plan as run.json keeps it: secrets (API key, key/token flags, secret env) masked.
-    A resume gets them back from the environment (see engine.runner.plan_of_run)."""
+    """The plan as run.json keeps it: secrets (API key, secret-named flags and variables, URL
+    passwords, in the server command, its env and bench.extra_args) masked. A resume gets them
+    back from the environment (see engine.resume_plan.plan_of_run)."""
     snapshot = plan.model_dump(mode="json")
     if snapshot["bench"].get("api_key"):
         snapshot["bench"]["api_key"] = REDACTED
     snapshot["server"]["command"] = redact_argv(snapshot["server"]["command"])
     snapshot["server"]["env"] = redact_env(snapshot["server"]["env"])
+    snapshot["bench"]["extra_args"] = redact_argv(snapshot["bench"]["extra_args"])
     return snapshot
 
 

@@ -16,6 +16,7 @@ from dspark_tui.engine.drivers.base import CellError, DriverContext, ProgressCal
 from dspark_tui.engine.drivers.external import ChildOutcome, run_child
 from dspark_tui.model import CellResult, CellSpec, ClientMetrics, UserError
 from dspark_tui.model.events import CellProgress
+from dspark_tui.model.secrets import redact_argv
 from dspark_tui.results.importers import ImportedMetrics
 from dspark_tui.results.manifest import now_iso
 
@@ -118,7 +119,7 @@ async def run_cli_cell(
         metrics = metrics.model_copy(update={"failed": 0})
     provenance = cell.provenance(
         run.driver,
-        command=argv,
+        command=redact_argv(argv),
         raw_output=raw_relpath(ctx, result_path),
         started_at=started_at,
         finished_at=now_iso(),

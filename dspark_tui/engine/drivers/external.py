@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dspark_tui.engine.drivers.base import CellError
+from dspark_tui.model.secrets import redact_argv
 
 # `  45%|████▌     | 9/20 [00:01<00:01,  7.9it/s]` -> 9, 20
 _TQDM = re.compile(rb"(\d+)/(\d+) \[")
@@ -121,7 +122,7 @@ async def run_child(
     reader = TqdmReader(on_count)
     started = time.monotonic()
     with open(log_path, "ab", buffering=0) as log:
-        log.write(f"$ {' '.join(argv)}\n".encode())
+        log.write(f"$ {' '.join(redact_argv(list(argv)))}\n".encode())
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
