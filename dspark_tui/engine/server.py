@@ -1,8 +1,9 @@
 """One arm's inference server: launch, wait until it really serves, watch it, stop all of it.
 
-The server writes straight into its log file (never into a pipe nobody drains), runs in its
-own session so one signal reaches its whole process group, and carries an environment token
-so workers that left the group are still found at stop time.
+The server writes into a pipe that a relay process (log_relay.py) copies to its log file with
+every known secret scrubbed; it runs in its own session so one signal reaches its whole process
+group, and carries an environment token so workers that left the group (and the relay) are
+still found at stop time.
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ import httpx
 
 from dspark_tui.engine.drivers.auth import bearer_headers
 from dspark_tui.engine.gpu import GpuProbe
+from dspark_tui.engine.log_relay import caught_up, start_relay
 from dspark_tui.engine.ports import describe_taken_port, port_is_free, wait_port_free
 from dspark_tui.engine.procs import TOKEN_VAR, ProcRef, descendants, terminate_tree
 from dspark_tui.engine.server_record import RecordedProc, ServerRecord, write_record
 from dspark_tui.model import Arm, Plan
 from dspark_tui.model.events import Event, ServerLog, ServerState, ServerStateChanged
-from dspark_tui.model.secrets import redact_argv
+from dspark_tui.model.secrets import redact_argv, secret_values
 
 # Lines worth showing while a server starts: what vLLM prints as it loads, compiles and binds.
 _PROGRESS = re.compile(
@@ -51,6 +53,7 @@ READ_CHUNK = 1 << 20
 MAX_BACKLOG = 4 << 20  # a flood beyond this is skipped, not parsed
 MAX_LOG_BYTES = 512 << 20
 LOG_EVENTS_PER_S = 20.0
+RELAY_DRAIN_S = 3.0  # how long a stopped server's last lines may take to reach the log
 
 
 def is_progress_line(line: str) -> bool:
@@ -101,6 +104,7 @@ class ServerProcess:
         self.port = plan.server.port
         self.token = uuid.uuid4().hex
         self._popen: subprocess.Popen[bytes] | None = None
+        self._relay: subprocess.Popen[bytes] | None = None
         self._refs: dict[int, ProcRef] = {}
         self._record: ServerRecord | None = None
         self._tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
@@ -166,9 +170,12 @@ class ServerProcess:
             port=self.port, argv=redact_argv(self.argv), session=self.session, state="starting",
         )
         write_record(self.run_dir, self._record)
-        fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with contextlib.suppress(OSError):
+            self._log_offset = os.path.getsize(self.log_path)
+        # The relay carries the token (a resume finds it) but not the plan's secret variables.
+        self._relay, fd = start_relay(self.log_path, self._secrets(env),
+                                      {**os.environ, TOKEN_VAR: self.token})
         try:
-            self._log_offset = os.fstat(fd).st_size
             try:
                 self._popen = subprocess.Popen(
                     self.argv,
@@ -184,7 +191,7 @@ class ServerProcess:
                 write_record(self.run_dir, self._record)
                 raise ServerError(f"cannot run {self.argv[0]!r}: {exc.strerror or exc}") from None
         finally:
-            os.close(fd)
+            os.close(fd)  # the server holds the only write end: its exit ends the relay
         pid = self._popen.pid
         ref = ProcRef.of(pid)
         self._record = self._record.model_copy(update={
@@ -197,6 +204,12 @@ class ServerProcess:
             asyncio.create_task(self._track_descendants_loop()),
         ]
 
+    def _secrets(self, env: dict[str, str]) -> set[str]:
+        """Every secret this server could print: the API key, what masking hides in its command
+        and the bench's extra arguments, the secret-named variables of its environment."""
+        return secret_values(argvs=[self.argv, self.plan.bench.extra_args], env=env,
+                             keys=[self.plan.bench.api_key])
+
     async def wait_ready(self) -> None:
         timeout = self.plan.server.startup_timeout_s
         deadline = time.monotonic() + timeout
@@ -205,10 +218,12 @@ class ServerProcess:
                 self._read_log()
                 code = self.exit_code()
                 if code is not None:
+                    await self._drain_log()
                     raise ServerError(f"server exited with code {code} while starting", self.tail())
                 if self._fatal is not None:
                     code = await self._exit_within(1.0)
                     if code is not None:
+                        await self._drain_log()
                         raise ServerError(f"server exited with code {code} while starting: "
                                           f"{self._fatal}", self.tail())
                     raise ServerError(f"server log shows a fatal error: {self._fatal}", self.tail())
@@ -216,7 +231,7 @@ class ServerProcess:
                     raise ServerError(f"server not ready after {timeout:g}s (startup_timeout_s)",
                                       self.tail())
                 if await self._health(client) and await self._tiny_completion(client):
-                    self._read_log()  # what it printed while we probed comes before "ready"
+                    await self._catch_up_log()  # what it printed so far comes before "ready"
                     self._ready = True
                     self._set_state("ready", f"{self.base_url} pid {self.pid}")
                     return
@@ -241,6 +256,7 @@ class ServerProcess:
                 await task
         self._tasks = []
         if self._popen is None or self._stopped:
+            await self._drain_log()
             return
         self._stopped = True
         if not quiet:
@@ -256,7 +272,7 @@ class ServerProcess:
         )
         with contextlib.suppress(subprocess.TimeoutExpired):
             await asyncio.to_thread(popen.wait, 5)
-        self._read_log()
+        await self._drain_log()
         if self._record is not None:
             self._record.state = "stopped"
             write_record(self.run_dir, self._record)
@@ -273,6 +289,26 @@ class ServerProcess:
         if not quiet:
             self._set_state("stopped", "; ".join(notes))
         self._ready = False
+
+    async def _catch_up_log(self, timeout: float = 2.0) -> None:
+        deadline = time.monotonic() + timeout
+        while (self._relay is not None and not caught_up(self._relay)
+               and time.monotonic() < deadline):
+            await asyncio.sleep(0.01)
+        self._read_log()
+
+    async def _drain_log(self) -> None:
+        """Wait for the relay to copy the server's last lines (it ends with the server's output),
+        then read them. A worker still holding the pipe past RELAY_DRAIN_S costs its lines."""
+        relay = self._relay
+        if relay is not None:
+            try:
+                await asyncio.to_thread(relay.wait, RELAY_DRAIN_S)
+            except subprocess.TimeoutExpired:
+                relay.kill()
+                await asyncio.to_thread(relay.wait)
+            self._relay = None
+        self._read_log()
 
     async def _wait_gpu_released(self, timeout: float) -> bool:
         if self._gpu is None:
@@ -361,7 +397,7 @@ class ServerProcess:
                     self._on_line(line)
 
     def _truncate_log(self) -> None:
-        """The server holds the file with O_APPEND, so truncating is safe; its next write lands
+        """The relay holds the file with O_APPEND, so truncating is safe; its next write lands
         at the new end. Only a runaway log gets here."""
         with contextlib.suppress(OSError):
             os.truncate(self.log_path, 0)
