@@ -7,6 +7,7 @@ then starts `python -m dspark_tui run --resume DIR --headless` in a new session.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -17,6 +18,7 @@ from pathlib import Path
 from dspark_tui.engine.control import send_control
 from dspark_tui.engine.liveness import runner_alive
 from dspark_tui.engine.ports import with_concrete_port
+from dspark_tui.engine.resume_plan import PLAN_ON_STDIN
 from dspark_tui.engine.runner import RUNNER_PLAN_VAR, preflight, prepare_run
 from dspark_tui.engine.server_record import stop_orphaned_server
 from dspark_tui.engine.verify import plan_to_run
@@ -35,6 +37,18 @@ def runner_argv(run_dir: Path, *, lang: str, parent_pid: int | None) -> list[str
     if parent_pid is not None:
         argv += ["--parent-pid", str(parent_pid)]
     return argv
+
+
+def _hand_over(popen: subprocess.Popen[bytes], plan_json: bytes) -> None:
+    """Write the plan to the runner's stdin and close it; a runner that died first reads none."""
+    assert popen.stdin is not None
+    try:
+        popen.stdin.write(plan_json)
+    except BrokenPipeError:
+        pass
+    finally:
+        with contextlib.suppress(BrokenPipeError):
+            popen.stdin.close()
 
 
 class RunnerProcess:
@@ -85,18 +99,24 @@ class RunnerProcess:
             store = prepare_run(resolved, results_root, source, verification)
             run_dir = store.path
         env = dict(os.environ)
+        handover: bytes | None = None
         if resume is None:
-            # The whole plan, secrets included, goes to the runner in memory; run.json masks them.
-            env[RUNNER_PLAN_VAR] = resolved.model_dump_json()
+            # The whole plan, secrets included, goes to the runner on its stdin, never in its
+            # environment (/proc/PID/environ keeps that for life); run.json masks them.
+            env[RUNNER_PLAN_VAR] = PLAN_ON_STDIN
+            handover = resolved.model_dump_json().encode()
         log = open(run_dir / RUNNER_LOG, "ab")  # noqa: SIM115 - handed to the child
         try:
             popen = subprocess.Popen(
                 runner_argv(run_dir, lang=lang, parent_pid=None if detach else os.getpid()),
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL if handover is None else subprocess.PIPE,
+                stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True, close_fds=True, env=env,
             )
         finally:
             log.close()
+        if handover is not None:
+            _hand_over(popen, handover)
         return cls(run_dir, popen)
 
     def control(self, action: str) -> None:
