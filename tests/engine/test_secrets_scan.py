@@ -1,0 +1,153 @@
+"""Secrets the tool holds never reach the disk: planted in every place a plan can hold one,
+served by a server that prints its argv and environment, looked for in every file of the
+finished run and in the detached runner's /proc entries. And a resume still hands the server
+the real values, and a runner killed with -9 costs the server's log no line."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+
+from tests.engine.helpers import FAKES, sim_plan_text
+from tests.fakes.loud_server import digest
+
+CLI = [sys.executable, "-m", "dspark_tui"]
+LOUD = FAKES / "loud_server.py"
+
+API_KEY = "sk-bench-key-0001"
+SERVER_FLAG = "sk-server-flag-0002"
+OPENAI_KEY = "sk-openai-env-0003"
+HUB_TOKEN = "hf_hub_token_0004"
+URL_PASSWORD = "PWurl-secret-0005"
+DB_URL = f"postgres://user:{URL_PASSWORD}@db.example:5432/x"
+EXTRA_ARG = "sk-extra-args-0006"
+ALL = (API_KEY, SERVER_FLAG, OPENAI_KEY, HUB_TOKEN, URL_PASSWORD, EXTRA_ARG)
+# Cells of about a second each at --speed 2, so the runner can be killed while one is in flight.
+SLOW_CELLS = """[[scenarios]]
+name = "slow"
+input_len = 64
+output_len = 512
+range_ratio = 1.0
+concurrencies = [1, 2, 3]
+num_prompts = 2
+"""
+
+
+def _loud_plan(folder: Path, port: int, *server_flags: str, extra_args: list[str] | None = None,
+               **kwargs: object) -> Path:
+    """A one-arm simulator plan served through loud_server.py, with secrets in the bench's API
+    key and the server's environment (and wherever the caller adds them)."""
+    text = sim_plan_text(port, *server_flags, arms=(3,), warmup=0, **kwargs)  # type: ignore[arg-type]
+    text = text.replace('"-m", "dspark_tui.sim"', json.dumps(str(LOUD)))
+    env = (f'\n[server.env]\nOPENAI_KEY = "{OPENAI_KEY}"\nHF_HUB_TOKEN_X = "{HUB_TOKEN}"\n'
+           f'DB_URL = "{DB_URL}"\n\n[[arms]]')
+    text = text.replace("\n[[arms]]", env, 1)
+    bench = f'driver = "native"\napi_key = "{API_KEY}"'
+    if extra_args:
+        bench += f"\nextra_args = {json.dumps(extra_args)}"
+    text = text.replace('driver = "native"', bench)
+    path = folder / "plan.toml"
+    path.write_text(text)
+    return path
+
+
+def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "DSPARK_CONFIG_DIR": "/nonexistent-dspark-config",
+                               **(env or {})},
+                          stdin=subprocess.DEVNULL, check=False)
+
+
+def _wait_for(predicate: Callable[[], object], timeout: float = 60.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _manifest(run_dir: Path) -> dict:
+    return json.loads((run_dir / "run.json").read_text())
+
+
+def _secrets_in_files(run_dir: Path, secrets: tuple[str, ...]) -> list[str]:
+    return [f"{secret} in {path.relative_to(run_dir)}"
+            for path in run_dir.rglob("*") if path.is_file()
+            for secret in secrets if secret.encode() in path.read_bytes()]
+
+
+def _runner_pid(run_dir: Path) -> int:
+    _wait_for(lambda: _manifest(run_dir).get("runner_pid"), what="the runner's pid")
+    return int(_manifest(run_dir)["runner_pid"])
+
+
+def _gone(pid: int) -> bool:
+    return not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_no_secret_reaches_the_run_directory_nor_the_runners_environment(tmp_path: Path,
+                                                                        port: int):
+    plan = _loud_plan(tmp_path, port, "--api-key", SERVER_FLAG, speed=20,
+                      extra_args=["--header", f"Authorization=Bearer {EXTRA_ARG}"])
+    done = _cli("run", str(plan), "--detach", "--results", str(tmp_path / "results"))
+    assert done.returncode == 0, done.stderr
+    run_dir = Path(done.stdout.strip().splitlines()[0])
+    pid = _runner_pid(run_dir)
+    # Read while the runner lives: its environment, its command line.
+    proc_entries = (Path(f"/proc/{pid}/environ").read_bytes()
+                    + Path(f"/proc/{pid}/cmdline").read_bytes())
+    assert b"DSPARK_SERVER_TOKEN" not in proc_entries  # it is the runner's, not a server's
+    _wait_for(lambda: _manifest(run_dir)["status"] != "running", what="the run to end")
+    assert _manifest(run_dir)["status"] == "completed", (run_dir / "runner.log").read_text()
+
+    assert [s for s in ALL if s.encode() in proc_entries] == []
+    assert _secrets_in_files(run_dir, ALL) == []
+    # The server did print them, and the log shows where they were.
+    (log,) = (run_dir / "logs").glob("server-*.log")
+    text = log.read_text()
+    assert "--api-key ***" in text
+    assert "OPENAI_KEY=***" in text and "HF_HUB_TOKEN_X=***" in text
+    assert "DB_URL=postgres://user:***@db.example:5432/x" in text
+    assert "loud heartbeat 1" in text  # a line that holds no secret is left alone
+
+
+def test_a_killed_runner_costs_the_log_no_line_and_a_resume_hands_the_server_the_real_secrets(
+        tmp_path: Path, port: int):
+    plan = _loud_plan(tmp_path, port, speed=2, cells=SLOW_CELLS)
+    done = _cli("run", str(plan), "--detach", "--results", str(tmp_path / "results"))
+    assert done.returncode == 0, done.stderr
+    run_dir = Path(done.stdout.strip().splitlines()[0])
+    pid = _runner_pid(run_dir)
+    _wait_for(lambda: any(run_dir.glob("cells/*/slow__c1__r1p1.json")), what="the first cell")
+    (first_log,) = (run_dir / "logs").glob("server-*.log")
+
+    def beats() -> int:
+        return max(map(int, re.findall(r"loud heartbeat (\d+)", first_log.read_text())), default=0)
+
+    os.kill(pid, signal.SIGKILL)
+    _wait_for(lambda: _gone(pid), what="the runner to die")
+    after_kill = beats()
+    # The orphaned server goes on printing, and its lines still reach the log, scrubbed.
+    _wait_for(lambda: beats() >= after_kill + 5, timeout=20, what="heartbeats after the kill")
+
+    real = {"OPENAI_KEY": OPENAI_KEY, "DB_URL": DB_URL, "HF_HUB_TOKEN_X": HUB_TOKEN,
+            "DSPARK_API_KEY": API_KEY}
+    resumed = _cli("run", "--resume", str(run_dir), "--headless", env=real)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert _manifest(run_dir)["status"] == "completed"
+    logs = sorted((run_dir / "logs").glob("server-*.log"))
+    assert len(logs) == 2, logs
+    resumed_log = next(p for p in logs if p != first_log).read_text()
+    for name in ("OPENAI_KEY", "DB_URL", "HF_HUB_TOKEN_X"):
+        assert f"digest {name} {digest(real[name])}" in resumed_log, name
+    assert _secrets_in_files(run_dir, ALL) == []
