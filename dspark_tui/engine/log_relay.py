@@ -84,7 +84,7 @@ def caught_up(relay: subprocess.Popen[bytes]) -> bool:
         return True
 
 
-def relay(source: int, log_fd: int, scrubber: Scrubber) -> None:
+def copy_scrubbed(source: int, log_fd: int, scrubber: Scrubber) -> None:
     """Copy source to log_fd until EOF, scrubbing whole lines (a secret is never cut in two)."""
     pending = b""
     while True:
@@ -126,7 +126,7 @@ def main(argv: list[str]) -> int:
         secrets = json.loads(handle.read() or b"[]")
     log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
-        relay(sys.stdin.fileno(), log_fd, Scrubber(secrets))
+        copy_scrubbed(sys.stdin.fileno(), log_fd, Scrubber(secrets))
     finally:
         os.close(log_fd)
     return 0

@@ -173,8 +173,13 @@ class ServerProcess:
         with contextlib.suppress(OSError):
             self._log_offset = os.path.getsize(self.log_path)
         # The relay carries the token (a resume finds it) but not the plan's secret variables.
-        self._relay, fd = start_relay(self.log_path, self._secrets(env),
-                                      {**os.environ, TOKEN_VAR: self.token})
+        try:
+            self._relay, fd = start_relay(self.log_path, self._secrets(env),
+                                          {**os.environ, TOKEN_VAR: self.token})
+        except OSError as exc:
+            self._record.state = "stopped"
+            write_record(self.run_dir, self._record)
+            raise ServerError(f"cannot start the server's log relay: {exc}") from None
         try:
             try:
                 self._popen = subprocess.Popen(

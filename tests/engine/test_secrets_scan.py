@@ -5,18 +5,24 @@ the real values, and a runner killed with -9 costs the server's log no line."""
 
 from __future__ import annotations
 
+import array
+import fcntl
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import termios
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import psutil
 
+from dspark_tui.engine.log_relay import HOLD_MAX, copy_scrubbed
+from dspark_tui.model.secrets import Scrubber
 from tests.engine.helpers import FAKES, sim_plan_text
 from tests.fakes.loud_server import digest
 
@@ -91,8 +97,39 @@ def _runner_pid(run_dir: Path) -> int:
     return int(_manifest(run_dir)["runner_pid"])
 
 
+def _queued(pipe_read_end: int) -> int:
+    queued = array.array("i", [0])
+    fcntl.ioctl(pipe_read_end, termios.FIONREAD, queued)
+    return queued[0]
+
+
 def _gone(pid: int) -> bool:
     return not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_the_relay_scrubs_a_secret_cut_across_reads_and_inside_a_line_longer_than_it_holds(
+        tmp_path: Path):
+    secret = "hf_split_secret_0007"
+    pieces = [b"HF_TOKEN=hf_split_", b"secret_0007 and more\n",
+              b"y" * (HOLD_MAX + 5) + b" " + secret.encode()[:6], secret.encode()[6:] + b" end",
+              b"\nno newline at the end " + secret.encode()]
+    source, sink = os.pipe()
+    log = tmp_path / "log"
+    log_fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    copier = threading.Thread(target=copy_scrubbed, args=(source, log_fd, Scrubber([secret])))
+    copier.start()
+    for piece in pieces:  # one read each: the next is written once the relay took this one
+        os.write(sink, piece)
+        _wait_for(lambda: _queued(source) == 0, timeout=10, what="the relay to read")
+    os.close(sink)
+    copier.join(10)
+    os.close(log_fd)
+    os.close(source)
+    written = log.read_bytes()
+    assert secret.encode() not in written
+    assert written.count(b"***") == 3
+    assert written.startswith(b"HF_TOKEN=*** and more\n") and written.endswith(b"at the end ***")
+    assert written.count(b"y") == HOLD_MAX + 5
 
 
 def test_no_secret_reaches_the_run_directory_nor_the_runners_environment(tmp_path: Path,
