@@ -103,6 +103,15 @@ def _queued(pipe_read_end: int) -> int:
     return queued[0]
 
 
+def _relays_of(run_dir: Path) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = " ".join(proc.info["cmdline"] or [])
+        if "dspark_tui.engine.log_relay" in cmdline and str(run_dir) in cmdline:
+            found.append(proc)
+    return found
+
+
 def _gone(pid: int) -> bool:
     return not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
@@ -144,6 +153,11 @@ def test_no_secret_reaches_the_run_directory_nor_the_runners_environment(tmp_pat
     proc_entries = (Path(f"/proc/{pid}/environ").read_bytes()
                     + Path(f"/proc/{pid}/cmdline").read_bytes())
     assert b"DSPARK_SERVER_TOKEN" not in proc_entries  # it is the runner's, not a server's
+    # The log relay holds what it scrubs in memory only, not in its environment or argv.
+    relays: list[psutil.Process] = []
+    _wait_for(lambda: relays.extend(_relays_of(run_dir)) or relays, what="the log relay")
+    proc_entries += (Path(f"/proc/{relays[0].pid}/environ").read_bytes()
+                     + Path(f"/proc/{relays[0].pid}/cmdline").read_bytes())
     _wait_for(lambda: _manifest(run_dir)["status"] != "running", what="the run to end")
     assert _manifest(run_dir)["status"] == "completed", (run_dir / "runner.log").read_text()
 
