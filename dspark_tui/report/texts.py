@@ -26,7 +26,8 @@ _ZH: dict[str, str] = {
     "summary_prior": "会话间噪声用了声明的先验（{prior}）。",
     "summary_simulated": "- 注意：本次在模拟器（dspark_tui.sim）上测得，数字来自模型而非真实 GPU；"
     "部署哪个配置，要由 GPU 服务器上的一次运行来决定。",
-    "summary_sim_favours": "- **{where}**：模拟器上 {setting} 更优（{cells} 个已判定单元中胜 {wins} 个{extra}）",
+    "summary_sim_favours": "- **{where}**：模拟器上 {setting} 更优"
+    "（{cells} 个已判定单元中胜 {wins} 个{extra}）",
     "summary_k_range": "{lo}–{hi} → K={k}",
     "summary_k_keyed_batch": "按服务端实测的运行 batch",
     "summary_k_keyed_client": "按客户端并发，本次没有 `/metrics`",
@@ -61,7 +62,8 @@ _ZH: dict[str, str] = {
     "compared": "- 对比参数：{settings}",
     "warmup": "- Warmup：{n} 条",
     "client": "- 压测客户端：`{client}`",
-    "cells_line": "- 单元：{status} — {ok} 个完成，{skipped}{failed} 个失败，{missing} 个未测（共 {total} 个）",
+    "cells_line": "- 单元：{status} — {ok} 个完成，{skipped}{failed} 个失败，{missing} 个未测"
+    "（共 {total} 个）",
     "cells_skipped": "{n} 个跳过，",
     "server_line_none": "- 服务端指标：无（本次运行没有采集 `/metrics`，下文不推断原因）",
     "server_line_not_started": "- 服务端指标：无（服务没有启动：{reason}）",
@@ -225,7 +227,8 @@ _EN: dict[str, str] = {
     "compared": "- Compared: {settings}",
     "warmup": "- Warmup: {n} requests",
     "client": "- Benchmark client: `{client}`",
-    "cells_line": "- Cells: {status} — {ok} ok, {skipped}{failed} failed, {missing} not run (of {total})",
+    "cells_line": "- Cells: {status} — {ok} ok, {skipped}{failed} failed, {missing} not run "
+    "(of {total})",
     "cells_skipped": "{n} skipped, ",
     "server_line_none": "- Server metrics: none (this run did not scrape `/metrics`; "
     "no causes are inferred below)",
