@@ -74,9 +74,10 @@ def _draw_panel(ax: Axes, panel: Panel, chart: ChartData, colours: dict[str, Any
                 label=series.label)
         if series.low is not None and series.high is not None:
             ax.fill_between(series.x, series.low, series.high, color=colour, alpha=0.18, linewidth=0)
-            # Bars too: a scenario measured at one concurrency has no band to fill.
-            below = [y - low for y, low in zip(series.y, series.low, strict=True)]
-            above = [high - y for y, high in zip(series.y, series.high, strict=True)]
+        if chart.tie_band is not None and series.low is not None and series.high is not None:
+            # Intervals get bars too: a scenario measured at one concurrency has no band to fill.
+            below = [max(0.0, y - low) for y, low in zip(series.y, series.low, strict=True)]
+            above = [max(0.0, high - y) for y, high in zip(series.y, series.high, strict=True)]
             ax.errorbar(series.x, series.y, yerr=[below, above], fmt="none", ecolor=colour,
                         elinewidth=1, capsize=3)
     if chart.log2_x:
@@ -104,10 +105,15 @@ def write_charts(charts: list[ChartData], run_dir: Path) -> tuple[list[tuple[str
     written: list[tuple[str, str]] = []
     problems: list[str] = []
     folder = run_dir / CHARTS_DIR
+    if not charts:
+        return written, problems
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError as exc:  # not worth drawing what cannot be saved
+        return written, [f"{folder}: charts not written ({exc.strerror or exc})"]
     for chart in charts:
         try:
             svg = chart_svg(chart)
-            folder.mkdir(exist_ok=True)
             atomic_write_text(folder / chart.file_name, svg)
         except OSError as exc:
             problems.append(f"{folder / chart.file_name}: not written ({exc.strerror or exc})")
