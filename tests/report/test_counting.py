@@ -76,7 +76,8 @@ def test_a_user_skip_reads_completed_1_skipped(tmp_path: Path):
     assert cell_counts(run) == CellCounts(ok=3, skipped=1)
     en = render_report(run, lang="en")
     assert "- Cells: completed, 1 skipped — 3 ok, 1 skipped, 0 failed, 0 not run (of 4)" in en
-    assert "- 单元：已完成，1 个跳过 — 3 个完成，1 个跳过，0 个失败，0 个未测（共 4 个）" in render_report(run)
+    zh = render_report(run)
+    assert "- 单元：已完成，1 个跳过 — 3 个完成，1 个跳过，0 个失败，0 个未测（共 4 个）" in zh
 
 
 def test_a_cell_is_ok_only_when_every_planned_round_is(tmp_path: Path):
