@@ -1,9 +1,10 @@
-"""How a run ended, counted in cells: one rule for every view that says it (report header,
-`runs`, History, the run screen), so none of them can call a user's skip a failure.
+"""A run's cells counted across rounds from their saved measurements: one rule for every view
+that counts from files (the report's header today), so none of them calls a user's skip a
+failure.
 
 A cell is ok when every measurement planned for it is ok, skipped when the user skipped one of
 them (and none failed), failed when one failed, and not run while some planned measurement has
-no record yet. A run whose cells are all ok or skipped is completed: "completed, 1 skipped".
+no record yet. A run whose cells are all ok or skipped is completed ("completed, 1 skipped").
 """
 
 from __future__ import annotations
@@ -49,11 +50,3 @@ class CellCounts:
     def completed(self) -> bool:
         """Nothing failed and nothing is left to run; skips the user asked for do not count."""
         return self.failed == 0 and self.not_run == 0
-
-    def status_text(self) -> str:
-        """`completed`, `completed, 1 skipped`, or what keeps the run from being complete
-        (`2 failed, 1 not run`)."""
-        if self.completed:
-            return f"completed, {self.skipped} skipped" if self.skipped else "completed"
-        parts = [(self.failed, "failed"), (self.not_run, "not run"), (self.skipped, "skipped")]
-        return ", ".join(f"{n} {what}" for n, what in parts if n)
