@@ -10,6 +10,7 @@ an SVG must not depend on the reader having a CJK font.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 
@@ -55,6 +56,12 @@ class ChartData:
     @property
     def file_name(self) -> str:
         return f"{self.kind}.svg"
+
+
+def existing_charts(run_dir: Path) -> list[tuple[str, str]]:
+    """(kind, relative path) of the charts already written beside the run's report."""
+    return [(kind, f"{CHARTS_DIR}/{kind}.svg") for kind in KINDS
+            if (run_dir / CHARTS_DIR / f"{kind}.svg").is_file()]
 
 
 def chart_data(analysis: RunAnalysis) -> list[ChartData]:

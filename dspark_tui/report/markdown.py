@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dspark_tui.report.advice import advice_section
 from dspark_tui.report.analysis import RunAnalysis, analyse
 from dspark_tui.report.certainty import margin_interval_text, unsure_section
+from dspark_tui.report.charts import existing_charts
 from dspark_tui.report.counting import cell_counts, start_failure
 from dspark_tui.report.decision_section import deploy_section, sweep_section
 from dspark_tui.report.deploy import deploy_answer
@@ -39,16 +40,19 @@ SEPARATOR = "---"
 
 
 def render_report(run: LoadedRun, lang: str = "zh", analysis: RunAnalysis | None = None,
-                  charts: Sequence[tuple[str, str]] = ()) -> str:
+                  charts: Sequence[tuple[str, str]] | None = None) -> str:
     """The Markdown report of a run, in Chinese (the seed's language) or English; pass the
     run's `analyse(run)` when it is at hand, to compute it once for several outputs. `charts`
     are (kind, path relative to the run directory) of the charts drawn beside it
-    (report/charts.py): linked from the summary and shown after the winner table.
+    (report/charts.py), linked from the summary and shown after the winner table; None links
+    those already in the run's charts/ folder (a report regenerated from a screen keeps them).
 
     The title, then the answer (report/headline.py), then the run's facts and the tables."""
     t = Texts(lang)
     analysis = analysis if analysis is not None else analyse(run)
     answer = deploy_answer(analysis)  # None unless the arms are a K sweep
+    if charts is None:
+        charts = existing_charts(run.path)
     titled = [(t(f"chart.{kind}"), path) for kind, path in charts]
     sections = [
         [_title(analysis, t), "", *summary_section(analysis, answer, t, titled)],

@@ -126,3 +126,16 @@ def test_importing_the_report_does_not_import_matplotlib():
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
                          check=True, timeout=60)
     assert out.stdout.strip() == "False"
+
+
+def test_a_report_rendered_again_links_the_charts_already_drawn(tmp_path: Path):
+    """A screen that regenerates report.md (render_report alone) keeps the charts' links."""
+    from dspark_tui.report import render_report
+
+    run_dir = tmp_path / "seed"
+    shutil.copytree(SAMPLE_RUN, run_dir)
+    assert "charts/" not in render_report(load_run(run_dir), lang="en")
+    write_outputs(load_run(run_dir), warn=lambda line: pytest.fail(line))
+    again = render_report(load_run(run_dir), lang="en")
+    assert again == (run_dir / "report.en.md").read_text(encoding="utf-8")
+    assert "[Total tok/s vs concurrency](charts/throughput.svg)" in again
