@@ -37,9 +37,9 @@ def advice_section(analysis: RunAnalysis, t: Texts) -> list[str]:
             setting = f"`{layout.compared_var}`"
         else:
             setting = "arm"
-        key = "recommend_header_sim" if is_simulated(analysis.run.manifest) else "recommend_header"
-        header = t(key, setting=setting).strip("| ").split(" | ")
-        lines.extend([t("recommend_heading"), "", *markdown_table(header, rows, left=3), ""])
+        sim = "_sim" if is_simulated(analysis.run.manifest) else ""
+        header = t(f"recommend_header{sim}", setting=setting).strip("| ").split(" | ")
+        lines.extend([t(f"recommend_heading{sim}"), "", *markdown_table(header, rows, left=3), ""])
     lines.extend([t("next_heading"), ""])
     steps = _next_steps(analysis, t)
     lines.extend(f"{i}. {step}" for i, step in enumerate(steps, start=1))

@@ -162,6 +162,7 @@ _ZH: dict[str, str] = {
     "next_uniform_sim": "模拟器上所有测试的并发区间 {setting} 都领先；在 GPU 服务器上运行这个计划，"
     "由那次运行决定默认配置。",
     "recommend_header_sim": "| 负载特征 | 模拟器上更优的 {setting} | 说明 |",
+    "recommend_heading_sim": "### 模拟器上各负载的结果",
     "next_route": "如果业务混合，可考虑按并发度或输入长度把请求路由到不同配置的服务实例。",
     "next_outlier": "重复测量 {cells}（至少 3 次），确认 outlier 是否可复现。",
     "next_unsure": "{n} 个单元仍未定（见“未定单元”）：增加 `bench.rounds` 或 "
@@ -334,6 +335,7 @@ _EN: dict[str, str] = {
     "next_uniform_sim": "On the simulator {setting} leads in every tested concurrency band; run this "
     "plan on the GPU server and let that run decide the default.",
     "recommend_header_sim": "| Load | Simulator favours {setting} | Why |",
+    "recommend_heading_sim": "### What the simulator favours per load",
     "next_route": "For mixed traffic, consider routing by concurrency or input length to "
     "server instances with different settings.",
     "next_outlier": "Repeat {cells} (at least 3 times) to see whether the outlier reproduces.",

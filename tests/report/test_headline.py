@@ -86,6 +86,7 @@ def test_a_simulated_run_shows_what_the_simulator_favours_and_never_says_deploy(
         assert caveat in top
     en = render_report(run, lang="en")
     assert "- **c≥96**: the simulator favours `--spec-tokens 3`" in en
+    assert "### What the simulator favours per load" in en and "Recommended" not in en
     assert "On the simulator `--spec-tokens 3` leads at high concurrency (c≥96); run this plan on " \
         "the GPU server and let that run decide the default." in en
 
