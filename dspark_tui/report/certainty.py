@@ -16,7 +16,8 @@ from dspark_tui.report.verdicts import TIE, UNSURE, WINS
 MAX_ROUNDS_WORTH_SAYING = 20
 
 
-def how_sure(analysis: RunAnalysis, t: Texts) -> str:
+def how_sure(analysis: RunAnalysis, t: Texts, in_report: bool = True) -> str:
+    """The summary's how-sure line; `in_report` points at the list of unsure cells below it."""
     winners = analysis.winners
     settings = analysis.verdicts.settings if analysis.verdicts else None
     band = f"{(settings.tie_band if settings else fr.TIE_MARGIN) * 100:g}"
@@ -28,6 +29,7 @@ def how_sure(analysis: RunAnalysis, t: Texts) -> str:
     line = t(
         "summary_sure", wins=verdicts.count(WINS), ties=verdicts.count(TIE),
         unsure=verdicts.count(UNSURE), total=len(verdicts), band=band,
+        below=t("summary_below") if in_report and UNSURE in verdicts else "",
         level=f"{settings.level * 100:.1f}" if settings else "95", rounds=rounds,
     )
     if noise is not None and noise.prior:

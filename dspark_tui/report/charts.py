@@ -161,7 +161,10 @@ def margin_chart(analysis: RunAnalysis) -> ChartData | None:
     if not panels:
         return None
     settings = verdicts.settings
-    return ChartData("margin", f"Margin over {reference}, with its {settings.level * 100:.1f}% interval",
+    banded = any(s.low is not None for p in panels for s in p.series)
+    title = f"Margin over {reference}, with its {settings.level * 100:.1f}% interval" if banded else \
+        f"Margin over {reference} (one measurement a cell: no interval)"
+    return ChartData("margin", title,
                      "Concurrency (log2 scale)", tuple(panels), tuple(analysis.arms),
                      tie_band=settings.tie_band)
 

@@ -38,7 +38,8 @@ def headline_markdown(run: LoadedRun, lang: str) -> str:
     no heading, no table, no links to files."""
     t = Texts(lang)
     analysis = analyse(run)
-    return "\n".join(headline_lines(analysis, deploy_answer(analysis), t)).strip() + "\n"
+    lines = headline_lines(analysis, deploy_answer(analysis), t, in_report=False)
+    return "\n".join(lines).strip() + "\n"
 
 
 def summary_section(analysis: RunAnalysis, answer: DeployAnswer | None, t: Texts,
@@ -52,13 +53,14 @@ def summary_section(analysis: RunAnalysis, answer: DeployAnswer | None, t: Texts
     return lines
 
 
-def headline_lines(analysis: RunAnalysis, answer: DeployAnswer | None, t: Texts) -> list[str]:
+def headline_lines(analysis: RunAnalysis, answer: DeployAnswer | None, t: Texts,
+                   in_report: bool = True) -> list[str]:
     if analysis.winners.empty:
         return [t("no_findings")]
     simulated = is_simulated(analysis.run.manifest)
     lines = _sweep_lines(answer, t, simulated) if _has_schedule(answer) else \
         _band_lines(analysis, t, simulated)
-    lines += ["", how_sure(analysis, t)]
+    lines += ["", how_sure(analysis, t, in_report)]
     if simulated:
         lines.append(t("summary_simulated"))
     return lines

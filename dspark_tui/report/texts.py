@@ -21,8 +21,9 @@ _ZH: dict[str, str] = {
     "summary_single": "- 把握：每个单元只测了一次，没有置信区间；差距小于 {band}% 记为持平，"
     "更大的差距也可能只是噪声。用 `rounds ≥ 2` 重跑以得到判定。",
     "summary_sure": "- 把握：{total} 个对比中 {wins} 个胜出、{ties} 个持平（区间在 ±{band}% 以内）、"
-    "{unsure} 个未定（见下文）；区间为 {level}% 配对 t 区间，基于 {rounds} 轮服务端会话"
+    "{unsure} 个未定{below}；区间为 {level}% 配对 t 区间，基于 {rounds} 轮服务端会话"
     "（方法见 docs/statistics.md）。",
+    "summary_below": "（见下文）",
     "summary_prior": "会话间噪声用了声明的先验（{prior}）。",
     "summary_simulated": "- 注意：本次在模拟器（dspark_tui.sim）上测得，数字来自模型而非真实 GPU；"
     "部署哪个配置，要由 GPU 服务器上的一次运行来决定。",
@@ -187,8 +188,9 @@ _EN: dict[str, str] = {
     "{band}% count as ties and larger ones may still be noise. Re-run with `rounds >= 2` "
     "for verdicts.",
     "summary_sure": "- How sure: of {total} comparisons, {wins} are wins and {ties} ties (the "
-    "interval inside ±{band}%), {unsure} unsure (listed below); intervals are {level}% paired t "
+    "interval inside ±{band}%), {unsure} unsure{below}; intervals are {level}% paired t "
     "intervals over {rounds} server sessions per arm (method: docs/statistics.md).",
+    "summary_below": " (listed below)",
     "summary_prior": "The session noise leans on a stated prior ({prior}).",
     "summary_simulated": "- Caveat: measured on the simulator (dspark_tui.sim), not on a GPU: these are "
     "the model's numbers, and a run of this plan on the GPU server decides what to deploy.",

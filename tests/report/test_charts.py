@@ -97,6 +97,7 @@ def test_a_chart_without_data_is_left_out_without_error(tmp_path: Path):
     assert "acceptance.svg" not in (run_dir / "report.md").read_text(encoding="utf-8")
     margin = margin_chart(analyse(load_run(run_dir)))
     assert margin is not None and all(s.low is None for p in margin.panels for s in p.series)
+    assert margin.title == "Margin over st=3 (one measurement a cell: no interval)"
     assert math.isclose(margin.panels[-1].series[0].y[-1], (22700.92 / 29828.36 - 1) * 100)
 
 
