@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 PANEL_WIDTH_IN = 4.6
 PANEL_HEIGHT_IN = 3.3
-_RC = {
+_RC: Any = {  # matplotlib types the keys as a Literal of every rcParam
     "svg.fonttype": "none",
     "svg.hashsalt": "dspark-tui",
     "font.size": 9,

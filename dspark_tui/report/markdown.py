@@ -221,8 +221,8 @@ def _problems(analysis: RunAnalysis, t: Texts) -> list[str]:
     lines = [t("failed_heading"), ""]
     for row in failed.itertuples(index=False):
         reason = row.error or row.status
-        key = "skipped_item" if row.status == "skipped" else "failed_item"  # a skip is no failure
-        lines.append(t(key, arm=row.arm, scenario=row.scenario, c=int(row.concurrency), reason=reason))
+        template = "skipped_item" if row.status == "skipped" else "failed_item"  # a skip is no failure
+        lines.append(t(template, arm=row.arm, scenario=row.scenario, c=int(row.concurrency), reason=reason))
     for key in missing:
         lines.append(t("missing_item", arm=key.arm, scenario=key.scenario, c=key.concurrency))
     if problems:
