@@ -36,6 +36,16 @@ def default_results_root() -> Path:
     return platformdirs.user_data_path(APP_NAME) / "results"
 
 
+def locale_language() -> Literal["zh", "en"]:
+    """The report language a user who has set none gets: zh under a Chinese locale, else en.
+    The first of LC_ALL, LC_MESSAGES, LANG that is set decides, as POSIX orders them."""
+    for name in ("LC_ALL", "LC_MESSAGES", "LANG"):
+        value = os.environ.get(name, "")
+        if value:
+            return "zh" if value.lower().startswith("zh") else "en"
+    return "en"
+
+
 def sample_results_dir() -> Path | None:
     """The seed's run shipped beside the package in a source checkout (absent in a bare wheel)."""
     candidate = Path(__file__).resolve().parent.parent / "sample_results"
@@ -52,7 +62,9 @@ class Settings(BaseSettings):
     plans_dir: Path = Field(default_factory=lambda: config_dir() / "plans")
     default_plan: str = "demo"
     theme: str = "dspark-dark"
-    language: Literal["zh", "en"] = "zh"
+    # The language screens and the viewer open in; report.md (zh) and report.en.md are both
+    # written whatever it is.
+    language: Literal["zh", "en"] = Field(default_factory=locale_language)
     keymap: dict[str, str] = Field(default_factory=dict)
 
     @classmethod

@@ -28,10 +28,13 @@ def _write(tmp_path: Path, text: str) -> Path:
     return path
 
 
-def test_a_bad_value_is_named_and_dropped_alone(tmp_path: Path):
+def test_a_bad_value_is_named_and_dropped_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("LC_ALL", raising=False)
+    monkeypatch.delenv("LC_MESSAGES", raising=False)
+    monkeypatch.setenv("LANG", "zh_CN.UTF-8")
     path = _write(tmp_path, f'language = "fr"\nresults_root = "{tmp_path / "mine"}"\ntheme = "x"\n')
     settings, warning = load_settings(path)
-    assert settings.language == "zh"  # the default, for this key only
+    assert settings.language == "zh"  # the default (the locale's), for this key only
     assert settings.results_root == tmp_path / "mine" and settings.theme == "x"
     assert warning == f"{path}: key 'language' ignored, Input should be 'zh' or 'en', got 'fr'"
 
@@ -132,3 +135,26 @@ def test_the_cli_warns_in_one_line_and_applies_the_other_keys(tmp_path: Path):
     assert done.stderr == (f"dspark-tui: warning: {tmp_path / 'config.toml'}: key 'language' ignored, "
                            "Input should be 'zh' or 'en', got 'fr'\n")
     assert f"mine                     {plans / 'mine.toml'}" in done.stdout
+
+
+@pytest.mark.parametrize(("env", "expected"), [
+    ({"LANG": "zh_CN.UTF-8"}, "zh"),
+    ({"LANG": "zh_TW.UTF-8"}, "zh"),
+    ({"LANG": "en_US.UTF-8"}, "en"),
+    ({"LANG": "C.UTF-8"}, "en"),
+    ({}, "en"),
+    ({"LC_ALL": "zh_CN.UTF-8", "LANG": "en_US.UTF-8"}, "zh"),  # LC_ALL wins
+    ({"LC_MESSAGES": "en_GB.UTF-8", "LANG": "zh_CN.UTF-8"}, "en"),  # then LC_MESSAGES
+])
+def test_the_default_report_language_follows_the_locale(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str], expected: str):
+    for name in ("LC_ALL", "LC_MESSAGES", "LANG", "DSPARK_LANGUAGE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    settings, warning = load_settings(tmp_path / "absent.toml")
+    assert (settings.language, warning) == (expected, None)
+    # A language the user set wins over the locale.
+    other = "zh" if expected == "en" else "en"
+    settings, _ = load_settings(_write(tmp_path, f'language = "{other}"\n'))
+    assert settings.language == other

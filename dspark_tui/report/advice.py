@@ -10,7 +10,9 @@ import pandas as pd
 
 from dspark_tui.report import frames as fr
 from dspark_tui.report.analysis import RunAnalysis
+from dspark_tui.report.counting import start_failure
 from dspark_tui.report.findings import band_label
+from dspark_tui.report.headline import is_simulated
 from dspark_tui.report.phrases import (
     counts,
     decisive_wins,
@@ -35,8 +37,9 @@ def advice_section(analysis: RunAnalysis, t: Texts) -> list[str]:
             setting = f"`{layout.compared_var}`"
         else:
             setting = "arm"
-        header = t("recommend_header", setting=setting).strip("| ").split(" | ")
-        lines.extend([t("recommend_heading"), "", *markdown_table(header, rows, left=3), ""])
+        sim = "_sim" if is_simulated(analysis.run.manifest) else ""
+        header = t(f"recommend_header{sim}", setting=setting).strip("| ").split(" | ")
+        lines.extend([t(f"recommend_heading{sim}"), "", *markdown_table(header, rows, left=3), ""])
     lines.extend([t("next_heading"), ""])
     steps = _next_steps(analysis, t)
     lines.extend(f"{i}. {step}" for i, step in enumerate(steps, start=1))
@@ -140,17 +143,19 @@ def _recommendation_rows(analysis: RunAnalysis, t: Texts) -> list[list[str]]:
 def _next_steps(analysis: RunAnalysis, t: Texts) -> list[str]:
     layout = analysis.layout
     steps: list[str] = []
+    # A simulated run shows what the simulator favours; a GPU run decides the default.
+    sim = "_sim" if is_simulated(analysis.run.manifest) else ""
     merged = _merged_bands(analysis)
     arm_verdicts = [v for _, _, v in merged if v in layout.arms]
     if merged and len(merged) == 1 and arm_verdicts:
-        steps.append(t("next_uniform", setting=f"`{layout.setting(arm_verdicts[0])}`"))
+        steps.append(t(f"next_uniform{sim}", setting=f"`{layout.setting(arm_verdicts[0])}`"))
     elif len(set(arm_verdicts)) > 1 or (arm_verdicts and len(merged) > 1):
         band_ids, concurrencies, verdict = merged[-1]
         others = {v for _, _, v in merged[:-1] if v in layout.arms}
         if band_ids[-1] == "high" and verdict in layout.arms and others - {verdict}:
             steps.append(
                 t(
-                    "next_high",
+                    f"next_high{sim}",
                     label=_merged_label(band_ids, concurrencies),
                     setting=f"`{layout.setting(verdict)}`",
                 )
@@ -163,7 +168,7 @@ def _next_steps(analysis: RunAnalysis, t: Texts) -> list[str]:
             f"`{where(r.scenario, r.concurrency)}`" for r in analysis.outliers.itertuples(index=False)
         )
         steps.append(t("next_outlier", cells=cells))
-    if not analysis.has_server_metrics:
+    if not analysis.has_server_metrics and start_failure(analysis.run) is None:
         steps.append(t("next_server"))
     broken = len(analysis.failed) + len(analysis.missing)
     if broken:

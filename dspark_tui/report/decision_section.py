@@ -35,12 +35,14 @@ def _c(value: float | None) -> str:
     return f"{value:.0f}" if value >= 10 else f"{value:.1f}"
 
 
-def deploy_section(answer: DeployAnswer | None, t: Texts) -> list[str]:
+def deploy_section(answer: DeployAnswer | None, t: Texts, simulated: bool = False) -> list[str]:
     if answer is None or answer.schedule is None:
         return []
     d = DecisionTexts(t)
     schedule = answer.schedule
     lines = [d("deploy_heading"), ""]
+    if simulated:
+        lines += [d("deploy_simulated"), ""]
     client = schedule.keyed_on == "client_concurrency"
     lines += [d("deploy_schedule_lead_client" if client else "deploy_schedule_lead"), ""]
     rows = []

@@ -7,6 +7,8 @@ from dspark_tui.report.texts import Texts
 
 _ZH: dict[str, str] = {
     "deploy_heading": "## 部署建议（K 调度）",
+    "deploy_simulated": "**模拟器上的结果**：下面是模拟器（dspark_tui.sim）给出的调度，"
+    "不是可以直接部署的设置；在 GPU 服务器上运行这个计划，由那次运行决定。",
     "deploy_schedule_lead": "按服务端实测的运行 batch（`vllm:num_requests_running`）选择 K：",
     "deploy_schedule_lead_client": "本次没有 `/metrics`，下表按客户端并发（而非运行 batch）给出；"
     "请求排队时两者不同，部署前请在带指标的运行上复核：",
@@ -73,6 +75,9 @@ _ZH: dict[str, str] = {
 
 _EN: dict[str, str] = {
     "deploy_heading": "## What to deploy (K schedule)",
+    "deploy_simulated": "**Measured on the simulator**: this is the schedule the simulator "
+    "(dspark_tui.sim) shows, not a setting to deploy; run this plan on the GPU server and let that "
+    "run decide.",
     "deploy_schedule_lead": "K by the running batch the server measured (`vllm:num_requests_running`):",
     "deploy_schedule_lead_client": "This run has no `/metrics`, so the table is keyed on the client's "
     "concurrency, not the running batch; they differ once requests queue — check on a run with metrics:",

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from dspark_tui.report.advice import advice_section
 from dspark_tui.report.analysis import RunAnalysis, analyse
-from dspark_tui.report.certainty import margin_interval_text, summary_section, unsure_section
+from dspark_tui.report.certainty import margin_interval_text, unsure_section
+from dspark_tui.report.charts import existing_charts
+from dspark_tui.report.counting import cell_counts, start_failure
 from dspark_tui.report.decision_section import deploy_section, sweep_section
 from dspark_tui.report.deploy import deploy_answer
 from dspark_tui.report.findings import findings_section
 from dspark_tui.report.frames import CORE_COLUMNS, arm_pairs, core_table, server_table
+from dspark_tui.report.headline import is_simulated, summary_section
 from dspark_tui.report.tables import markdown_table, num, pct
 from dspark_tui.report.texts import Texts
 from dspark_tui.report.verification import verification_of
@@ -34,20 +39,30 @@ CORE_HEADER = [
 SEPARATOR = "---"
 
 
-def render_report(run: LoadedRun, lang: str = "zh", analysis: RunAnalysis | None = None) -> str:
+def render_report(run: LoadedRun, lang: str = "zh", analysis: RunAnalysis | None = None,
+                  charts: Sequence[tuple[str, str]] | None = None) -> str:
     """The Markdown report of a run, in Chinese (the seed's language) or English; pass the
-    run's `analyse(run)` when it is at hand, to compute it once for several outputs."""
+    run's `analyse(run)` when it is at hand, to compute it once for several outputs. `charts`
+    are (kind, path relative to the run directory) of the charts drawn beside it
+    (report/charts.py), linked from the summary and shown after the winner table; None links
+    those already in the run's charts/ folder (a report regenerated from a screen keeps them).
+
+    The title, then the answer (report/headline.py), then the run's facts and the tables."""
     t = Texts(lang)
     analysis = analysis if analysis is not None else analyse(run)
     answer = deploy_answer(analysis)  # None unless the arms are a K sweep
+    if charts is None:
+        charts = existing_charts(run.path)
+    titled = [(t(f"chart.{kind}"), path) for kind, path in charts]
     sections = [
+        [_title(analysis, t), "", *summary_section(analysis, answer, t, titled)],
         _header(analysis, t),
         verification_section(verification_of(analysis), t),
-        deploy_section(answer, t),
-        summary_section(analysis, t),
+        deploy_section(answer, t, simulated=is_simulated(run.manifest)),
         _core(analysis, t),
         _server(analysis, t),
         _winners(analysis, t),
+        _charts(titled, t),
         sweep_section(answer, t),
         unsure_section(analysis, t),
         findings_section(analysis, t),
@@ -58,21 +73,26 @@ def render_report(run: LoadedRun, lang: str = "zh", analysis: RunAnalysis | None
     return f"\n\n{SEPARATOR}\n\n".join(blocks) + "\n"
 
 
-def _header(analysis: RunAnalysis, t: Texts) -> list[str]:
-    run, layout = analysis.run, analysis.layout
-    manifest = run.manifest
+def _title(analysis: RunAnalysis, t: Texts) -> str:
+    layout, manifest = analysis.layout, analysis.run.manifest
     backend = (manifest.backend_label or manifest.name).split(" (")[0]
     if layout.compared_flag:
         subject = f"`{layout.compared_flag}`"
-        settings = " vs ".join(f"`{layout.setting(arm)}`" for arm in layout.arms)
     elif layout.compared_var:
         subject = f"`{layout.compared_var}`"
-        settings = " vs ".join(f"`{layout.setting(arm)}`" for arm in layout.arms)
     else:
         subject = " vs ".join(f"`{arm}`" for arm in layout.arms)
-        settings = subject
-    lines = [t("title", backend=backend, subject=subject), ""]
-    lines.append(t("result_dir", path=manifest.original_dir or str(run.path)))
+    return t("title", backend=backend, subject=subject)
+
+
+def _header(analysis: RunAnalysis, t: Texts) -> list[str]:
+    run, layout = analysis.run, analysis.layout
+    manifest = run.manifest
+    if layout.compared_flag or layout.compared_var:
+        settings = " vs ".join(f"`{layout.setting(arm)}`" for arm in layout.arms)
+    else:
+        settings = " vs ".join(f"`{arm}`" for arm in layout.arms)
+    lines = [t("result_dir", path=manifest.original_dir or str(run.path))]
     if manifest.model:
         lines.append(t("model", model=manifest.model))
     if manifest.backend_label:
@@ -82,19 +102,43 @@ def _header(analysis: RunAnalysis, t: Texts) -> list[str]:
         lines.append(t("warmup", n=manifest.warmup_requests))
     if manifest.client:
         lines.append(t("client", client=manifest.client))
-    ok = int((analysis.cells["status"] == "ok").sum())
-    total = max(len(layout.expected), ok + len(analysis.failed))
-    lines.append(
-        t("cells_line", ok=ok, failed=len(analysis.failed), missing=len(analysis.missing), total=total)
-    )
+    lines.append(_cells_line(analysis, t))
     servers = int(analysis.cells["has_server"].sum())
-    lines.append(t("server_line_some", n=servers) if servers else t("server_line_none"))
+    not_started = start_failure(run) if not servers else None
+    if servers:
+        lines.append(t("server_line_some", n=servers))
+    elif not_started is not None:
+        lines.append(t("server_line_not_started", reason=not_started))
+    else:
+        lines.append(t("server_line_none"))
     sources = {c.provenance.source for c in run.cells.values() if c.provenance.source}
     if len(sources) == 1:
         lines.append(t("source_line", source=next(iter(sources))))
     if len(layout.arms) > 2:
         pairs = ", ".join(f"{b} vs {a}" for a, b in arm_pairs(layout.arms))
         lines.append(t("pairs_line", n=len(layout.arms), base=layout.baseline, pairs=pairs))
+    return lines
+
+
+def _cells_line(analysis: RunAnalysis, t: Texts) -> str:
+    """Cells counted across rounds (model/outcome.py): a user's skip is not a failure."""
+    counts = cell_counts(analysis.run, analysis.layout)
+    if counts.completed:
+        status = t("status_completed_skipped", skipped=counts.skipped) if counts.skipped \
+            else t("status_completed")
+    else:
+        status = t("status_incomplete")
+    skipped = t("cells_skipped", n=counts.skipped) if counts.skipped else ""
+    return t("cells_line", status=status, ok=counts.ok, skipped=skipped, failed=counts.failed,
+             missing=counts.not_run, total=counts.total)
+
+
+def _charts(charts: list[tuple[str, str]], t: Texts) -> list[str]:
+    if not charts:
+        return []
+    lines = [t("charts_heading")]
+    for title, path in charts:
+        lines += ["", f"![{title}]({path})"]
     return lines
 
 
@@ -177,9 +221,8 @@ def _problems(analysis: RunAnalysis, t: Texts) -> list[str]:
     lines = [t("failed_heading"), ""]
     for row in failed.itertuples(index=False):
         reason = row.error or row.status
-        lines.append(
-            t("failed_item", arm=row.arm, scenario=row.scenario, c=int(row.concurrency), reason=reason)
-        )
+        template = "skipped_item" if row.status == "skipped" else "failed_item"  # a skip is no failure
+        lines.append(t(template, arm=row.arm, scenario=row.scenario, c=int(row.concurrency), reason=reason))
     for key in missing:
         lines.append(t("missing_item", arm=key.arm, scenario=key.scenario, c=key.concurrency))
     if problems:

@@ -1,13 +1,16 @@
 """What a finished (or re-reported) run leaves in its directory: report.md (zh),
-report.en.md and analysis.json — written together, so the report and the machine-readable
-verdicts always come from the same measurements."""
+report.en.md, analysis.json and the charts in charts/ — written together, so the report, the
+charts and the machine-readable verdicts always come from the same measurements."""
 
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from dspark_tui.report.analysis import analyse
+from dspark_tui.report.charts import chart_data
 from dspark_tui.report.deploy import write_schedule
 from dspark_tui.report.layout import layout_of
 from dspark_tui.report.markdown import render_report
@@ -29,16 +32,38 @@ def analysis_json(run: LoadedRun) -> str:
     return json.dumps(run_verdicts(run).to_json(), indent=2, ensure_ascii=False) + "\n"
 
 
-def write_outputs(run: LoadedRun, langs: tuple[str, ...] = ("zh", "en")) -> list[Path]:
-    """Write the reports in `langs`, analysis.json and (K sweeps) schedule.json, from one
-    analysis of the run; OSError goes to the caller. The reports come first in the list."""
+def _warn(line: str) -> None:
+    print(f"dspark-tui: warning: {line}", file=sys.stderr)
+
+
+def write_outputs(run: LoadedRun, langs: tuple[str, ...] = ("zh", "en"),
+                  warn: Callable[[str], None] = _warn) -> list[Path]:
+    """Write the reports in `langs`, analysis.json, (K sweeps) schedule.json and the charts,
+    from one analysis of the run; OSError of the reports goes to the caller, a chart that is
+    not written to `warn` (stderr; a runner's goes to runner.log). The reports come first in
+    the list."""
     store = RunStore(run.path)
     analysis = analyse(run)
     path = run.path / ANALYSIS_FILE
     verdicts = analysis.verdicts if analysis.verdicts is not None else run_verdicts(run)
     # First: the verdicts stand even if a report fails.
     atomic_write_text(path, json.dumps(verdicts.to_json(), indent=2, ensure_ascii=False) + "\n")
-    written = [store.write_report(render_report(run, lang=lang, analysis=analysis), lang)
-               for lang in langs]
+    charts = chart_data(analysis)  # plain data: cheap, and no matplotlib yet
+
+    def write_reports(links: list[tuple[str, str]]) -> list[Path]:
+        return [store.write_report(render_report(run, lang=lang, analysis=analysis, charts=links),
+                                   lang) for lang in langs]
+
+    # The reports before the charts: drawing can fail or be slow, the report must not wait on it.
+    from dspark_tui.report.chart_drawing import chart_link, write_charts
+
+    planned = [chart_link(chart) for chart in charts]
+    written = write_reports(planned)
     schedule = write_schedule(run, analysis)  # K sweeps only (docs/decision.md)
-    return [*written, path, *([schedule] if schedule is not None else [])]
+    drawn, problems = write_charts(charts, run.path)
+    for problem in problems:
+        warn(problem)
+    if drawn != planned:  # link only the charts that exist
+        written = write_reports(drawn)
+    chart_paths = [run.path / relative for _, relative in drawn]
+    return [*written, path, *([schedule] if schedule is not None else []), *chart_paths]

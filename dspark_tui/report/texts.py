@@ -21,10 +21,30 @@ _ZH: dict[str, str] = {
     "summary_single": "- 把握：每个单元只测了一次，没有置信区间；差距小于 {band}% 记为持平，"
     "更大的差距也可能只是噪声。用 `rounds ≥ 2` 重跑以得到判定。",
     "summary_sure": "- 把握：{total} 个对比中 {wins} 个胜出、{ties} 个持平（区间在 ±{band}% 以内）、"
-    "{unsure} 个未定（见下文）；区间为 {level}% 配对 t 区间，基于 {rounds} 轮服务端会话"
+    "{unsure} 个未定{below}；区间为 {level}% 配对 t 区间，基于 {rounds} 轮服务端会话"
     "（方法见 docs/statistics.md）。",
+    "summary_below": "（见下文）",
     "summary_prior": "会话间噪声用了声明的先验（{prior}）。",
-    "summary_simulated": "- 注意：本次在模拟器（dspark_tui.sim）上测得，数字不代表真实 GPU。",
+    "summary_simulated": "- 注意：本次在模拟器（dspark_tui.sim）上测得，数字来自模型而非真实 GPU；"
+    "部署哪个配置，要由 GPU 服务器上的一次运行来决定。",
+    "summary_sim_favours": "- **{where}**：模拟器上 {setting} 更优"
+    "（{cells} 个已判定单元中胜 {wins} 个{extra}）",
+    "summary_k_range": "{lo}–{hi} → K={k}",
+    "summary_k_keyed_batch": "按服务端实测的运行 batch",
+    "summary_k_keyed_client": "按客户端并发，本次没有 `/metrics`",
+    "summary_k_deploy": "- **部署 K 调度**（{keyed}）：{ranges}（`--speculative-config` 见下文）",
+    "summary_k_sim": "- **模拟器给出的 K 调度**（{keyed}）：{ranges}",
+    "summary_k_single": "- 只能用一个固定 K 时：K={k}",
+    "summary_k_single_sim": "- 模拟器上最好的固定 K：K={k}",
+    "summary_charts": "- 图表：{links}",
+    "status_completed": "已完成",
+    "status_completed_skipped": "已完成，{skipped} 个跳过",
+    "status_incomplete": "未完成",
+    "chart.throughput": "Total tok/s 随并发",
+    "chart.margin": "提升及其区间",
+    "chart.latency": "TPOT 与 TTFT 随并发",
+    "chart.acceptance": "各位置接受率",
+    "charts_heading": "## 图表",
     "unsure_heading": "## 未定单元",
     "unsure_lead": "以下单元的区间跨过了持平带的边界：既不能判胜，也不能判持平。",
     "unsure_item": "- `{scenario}` c={c}：`{leader}` 领先 {margin}（区间 {low} … {high}），{hint}",
@@ -43,8 +63,11 @@ _ZH: dict[str, str] = {
     "compared": "- 对比参数：{settings}",
     "warmup": "- Warmup：{n} 条",
     "client": "- 压测客户端：`{client}`",
-    "cells_line": "- 单元：{ok} 个完成，{failed} 个失败，{missing} 个缺失（共 {total} 个）",
+    "cells_line": "- 单元：{status} — {ok} 个完成，{skipped}{failed} 个失败，{missing} 个未测"
+    "（共 {total} 个）",
+    "cells_skipped": "{n} 个跳过，",
     "server_line_none": "- 服务端指标：无（本次运行没有采集 `/metrics`，下文不推断原因）",
+    "server_line_not_started": "- 服务端指标：无（服务没有启动：{reason}）",
     "server_line_some": "- 服务端指标：{n} 个单元带有 `/metrics` 摘要（接受长度、KV cache、抢占）",
     "source_line": "- 数据来源：{source}",
     "pairs_line": "- 对比方式：共 {n} 个 arm；winner 表在全部 arm 中取 Total tok/s 最高者，"
@@ -115,6 +138,7 @@ _ZH: dict[str, str] = {
     "evidence_prefix": "服务端证据：",
     "failed_heading": "## 失败与缺失的单元",
     "failed_item": "- `{arm}` / `{scenario}` / c={c}：失败 — {reason}",
+    "skipped_item": "- `{arm}` / `{scenario}` / c={c}：跳过 — {reason}",
     "missing_item": "- `{arm}` / `{scenario}` / c={c}：缺失（没有结果文件）",
     "problem_item": "- `{path}`：{reason}",
     "problems_lead": "读取时跳过的文件：",
@@ -134,6 +158,12 @@ _ZH: dict[str, str] = {
     "next_heading": "### 下一步",
     "next_high": "如果业务以高并发为主（{label}），将默认服务改为 {setting}。",
     "next_uniform": "在所有测试的并发区间 {setting} 都更优：将默认服务改为 {setting}。",
+    "next_high_sim": "模拟器上高并发（{label}）{setting} 领先；在 GPU 服务器上运行这个计划，"
+    "由那次运行决定默认配置。",
+    "next_uniform_sim": "模拟器上所有测试的并发区间 {setting} 都领先；在 GPU 服务器上运行这个计划，"
+    "由那次运行决定默认配置。",
+    "recommend_header_sim": "| 负载特征 | 模拟器上更优的 {setting} | 说明 |",
+    "recommend_heading_sim": "### 模拟器上各负载的结果",
     "next_route": "如果业务混合，可考虑按并发度或输入长度把请求路由到不同配置的服务实例。",
     "next_outlier": "重复测量 {cells}（至少 3 次），确认 outlier 是否可复现。",
     "next_unsure": "{n} 个单元仍未定（见“未定单元”）：增加 `bench.rounds` 或 "
@@ -158,10 +188,31 @@ _EN: dict[str, str] = {
     "{band}% count as ties and larger ones may still be noise. Re-run with `rounds >= 2` "
     "for verdicts.",
     "summary_sure": "- How sure: of {total} comparisons, {wins} are wins and {ties} ties (the "
-    "interval inside ±{band}%), {unsure} unsure (listed below); intervals are {level}% paired t "
+    "interval inside ±{band}%), {unsure} unsure{below}; intervals are {level}% paired t "
     "intervals over {rounds} server sessions per arm (method: docs/statistics.md).",
+    "summary_below": " (listed below)",
     "summary_prior": "The session noise leans on a stated prior ({prior}).",
-    "summary_simulated": "- Note: measured on the simulator (dspark_tui.sim), not on a GPU.",
+    "summary_simulated": "- Caveat: measured on the simulator (dspark_tui.sim), not on a GPU: these are "
+    "the model's numbers, and a run of this plan on the GPU server decides what to deploy.",
+    "summary_sim_favours": "- **{where}**: the simulator favours {setting} (wins {wins} of {cells} "
+    "decided cells{extra})",
+    "summary_k_range": "{lo}–{hi} → K={k}",
+    "summary_k_keyed_batch": "by the running batch the server saw",
+    "summary_k_keyed_client": "by client concurrency; this run has no `/metrics`",
+    "summary_k_deploy": "- **Deploy the K schedule** ({keyed}): {ranges} (`--speculative-config` "
+    "below)",
+    "summary_k_sim": "- **The simulator's K schedule** ({keyed}): {ranges}",
+    "summary_k_single": "- With one fixed K for all traffic: K={k}",
+    "summary_k_single_sim": "- The simulator's best fixed K: K={k}",
+    "summary_charts": "- Charts: {links}",
+    "status_completed": "completed",
+    "status_completed_skipped": "completed, {skipped} skipped",
+    "status_incomplete": "incomplete",
+    "chart.throughput": "Total tok/s vs concurrency",
+    "chart.margin": "Margin with its interval",
+    "chart.latency": "TPOT and TTFT vs concurrency",
+    "chart.acceptance": "Acceptance by draft position",
+    "charts_heading": "## Charts",
     "unsure_heading": "## Unsure cells",
     "unsure_lead": "These cells' intervals cross an edge of the tie band: neither a win nor a tie.",
     "unsure_item": "- `{scenario}` c={c}: `{leader}` leads by {margin} (interval {low} … {high}); {hint}",
@@ -180,9 +231,12 @@ _EN: dict[str, str] = {
     "compared": "- Compared: {settings}",
     "warmup": "- Warmup: {n} requests",
     "client": "- Benchmark client: `{client}`",
-    "cells_line": "- Cells: {ok} finished, {failed} failed, {missing} missing (of {total})",
+    "cells_line": "- Cells: {status} — {ok} ok, {skipped}{failed} failed, {missing} not run "
+    "(of {total})",
+    "cells_skipped": "{n} skipped, ",
     "server_line_none": "- Server metrics: none (this run did not scrape `/metrics`; "
     "no causes are inferred below)",
+    "server_line_not_started": "- Server metrics: none (the server did not start: {reason})",
     "server_line_some": "- Server metrics: {n} cells carry a `/metrics` summary "
     "(acceptance length, KV cache, preemptions)",
     "source_line": "- Source: {source}",
@@ -258,6 +312,7 @@ _EN: dict[str, str] = {
     "evidence_prefix": "Server evidence: ",
     "failed_heading": "## Failed and missing cells",
     "failed_item": "- `{arm}` / `{scenario}` / c={c}: failed — {reason}",
+    "skipped_item": "- `{arm}` / `{scenario}` / c={c}: skipped — {reason}",
     "missing_item": "- `{arm}` / `{scenario}` / c={c}: missing (no result file)",
     "problem_item": "- `{path}`: {reason}",
     "problems_lead": "Files skipped while reading:",
@@ -277,6 +332,12 @@ _EN: dict[str, str] = {
     "next_heading": "### Next steps",
     "next_high": "If the traffic is mostly high-concurrency ({label}), make {setting} the default.",
     "next_uniform": "{setting} wins in every tested concurrency band: make it the default.",
+    "next_high_sim": "On the simulator {setting} leads at high concurrency ({label}); run this plan on "
+    "the GPU server and let that run decide the default.",
+    "next_uniform_sim": "On the simulator {setting} leads in every tested concurrency band; run this "
+    "plan on the GPU server and let that run decide the default.",
+    "recommend_header_sim": "| Load | Simulator favours {setting} | Why |",
+    "recommend_heading_sim": "### What the simulator favours per load",
     "next_route": "For mixed traffic, consider routing by concurrency or input length to "
     "server instances with different settings.",
     "next_outlier": "Repeat {cells} (at least 3 times) to see whether the outlier reproduces.",

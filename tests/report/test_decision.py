@@ -194,7 +194,8 @@ def test_schedule_json_is_written_next_to_the_report(tmp_path):
     assert data["keyed_on"] == "running_batch" and data["verified"] is True
     assert data["beyond_measured"]["k"] == data["num_speculative_tokens_per_batch_size"][-1][2]
     en = (tmp_path / "run" / "report.en.md").read_text()
-    assert en.index("## What to deploy") < en.index("## Summary") < en.index("## K sweep")
+    # The answer first: the summary (with the schedule in one line), then its details.
+    assert en.index("## Summary") < en.index("## What to deploy") < en.index("## K sweep")
 
 
 def test_the_seed_sample_writes_no_schedule(tmp_path):

@@ -129,9 +129,10 @@ def test_english_report_has_the_same_tables_and_no_chinese(zh: str, en: str):
 
 
 def test_header_keeps_the_seed_facts(zh: str):
-    header = zh.split("\n---\n")[0]
+    # The title, then the answer (## 结论), then the run's facts.
+    title_and_summary, header = zh.split("\n---\n")[:2]
+    assert title_and_summary.startswith("# vllm-dspark `--spec-tokens` 对比报告\n\n## 结论\n")
     for line in [
-        "# vllm-dspark `--spec-tokens` 对比报告",
         "- 结果目录：`/data/user1/yy/bench_results/dspark_st_comparison_20260707-150649`",
         "- 模型：`/data/models/DeepSeek-V4-Flash-DSpark`",
         "- 后端：vllm-dspark (TP=8, FP8 KV cache)",

@@ -51,7 +51,7 @@ def test_three_arms_name_the_pairs_and_rank_all_arms(three_arm_run: RunStore):
 
 def test_failed_and_missing_cells_are_listed_and_the_rest_rendered(three_arm_run: RunStore):
     text = render_report(load_run(three_arm_run.path))
-    assert "- 单元：19 个完成，1 个失败，1 个缺失（共 21 个）" in text
+    assert "- 单元：未完成 — 19 个完成，1 个失败，1 个未测（共 21 个）" in text
     problems = section(text, "## 失败与缺失的单元")
     assert "- `st=5` / `chat` / c=128：失败 — server crashed (exit code -9) after 41 of 1024" in problems
     assert "- `st=7` / `rag` / c=16：缺失（没有结果文件）" in problems
@@ -88,7 +88,7 @@ def test_missing_run_json_still_renders_from_the_cells(tmp_path: Path):
     (run_dir / "run.json").unlink()
     run = load_run(run_dir)
     text = render_report(run)
-    assert f"`{run_dir}`" in text.splitlines()[2]
+    assert f"- 结果目录：`{run_dir}`" in text.splitlines()
     assert "- `run.json`：" in text
     core = table_after(text, lambda line: line == "## 核心指标对比")
     assert cells_of(core[0])[2] == "Arm"  # without run.json the compared variable is unknown

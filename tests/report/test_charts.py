@@ -1,0 +1,142 @@
+"""The charts beside the report: written by write_outputs, valid SVG, linked from both reports,
+their points the run's own numbers; left out without data; never costing the report."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from dspark_tui.report.analysis import analyse
+from dspark_tui.report.chart_drawing import arm_colours, chart_svg
+from dspark_tui.report.charts import acceptance_chart, chart_data, margin_chart, throughput_chart
+from dspark_tui.report.outputs import write_outputs
+from dspark_tui.results import load_run
+from tests.conftest import REPO, SAMPLE_RUN
+from tests.report.k_sweep_builders import cumulative_acceptance, k_sweep_run
+
+KS = [0, 1, 2, 3, 4, 5, 6, 7]
+SWEEP = {"chat": [1, 4, 16, 64], "rag": [1, 8, 32, 96]}
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def _svg_texts(path: Path) -> list[str]:
+    root = ET.parse(path).getroot()  # raises on anything that is not well-formed XML
+    assert root.tag == f"{SVG}svg"
+    return ["".join(node.itertext()) for node in root.iter(f"{SVG}text")]
+
+
+def test_write_outputs_draws_every_chart_and_both_reports_link_them(tmp_path: Path):
+    run = k_sweep_run(tmp_path / "run", KS, SWEEP)
+    written = write_outputs(run, warn=lambda line: pytest.fail(line))
+    charts = sorted((tmp_path / "run" / "charts").glob("*.svg"))
+    # This run's cells carry Total tok/s and /metrics, no latencies: no latency chart.
+    assert [p.name for p in charts] == ["acceptance.svg", "margin.svg", "throughput.svg"]
+    assert set(charts) <= set(written)
+    for name in ("report.md", "report.en.md"):
+        text = (tmp_path / "run" / name).read_text(encoding="utf-8")
+        for chart in charts:
+            assert f"](charts/{chart.name})" in text, (name, chart.name)
+    texts = _svg_texts(tmp_path / "run" / "charts" / "throughput.svg")
+    assert "Total tok/s vs concurrency" in texts
+    assert "Concurrency (log2 scale)" in texts and "Total tok/s (tokens/s)" in texts
+    assert {"chat", "rag"} <= set(texts) and {f"K={k}" for k in KS} <= set(texts)  # panels, legend
+    margin = _svg_texts(tmp_path / "run" / "charts" / "margin.svg")
+    assert "tie band ±2%" in margin and "K=3 over K=0" in margin
+
+
+def test_the_charts_points_are_the_runs_numbers(tmp_path: Path):
+    run = k_sweep_run(tmp_path / "run", KS, SWEEP)
+    analysis = analyse(run)
+    throughput = throughput_chart(analysis)
+    assert throughput is not None and [p.title for p in throughput.panels] == ["chat", "rag"]
+    for panel in throughput.panels:
+        for series in panel.series:
+            for c, y in zip(series.x, series.y, strict=True):
+                ok = [m.total_throughput for m in run.measurements
+                      if m.arm == series.arm and m.scenario == panel.title and m.concurrency == c]
+                assert y == pytest.approx(sum(ok) / len(ok))  # the core table's mean
+
+    margin = margin_chart(analysis)
+    assert margin is not None and margin.tie_band == 0.02
+    series = next(s for s in margin.panels[0].series if s.arm == "K=3")
+    assert series.label == "K=3 over K=0" and series.low is not None and series.high is not None
+    pair = analysis.verdicts.pair("chat", 16, "K=0", "K=3")
+    i = series.x.index(16.0)
+    ratio = pair.ratio if pair.b == "K=3" else 1 / pair.ratio
+    assert series.y[i] == pytest.approx((ratio - 1) * 100)
+    assert series.low[i] < series.y[i] < series.high[i]  # the verdicts' own interval
+
+    acceptance = acceptance_chart(analysis)
+    assert acceptance is not None
+    k4 = next(s for s in acceptance.panels[0].series if s.arm == "K=4")
+    assert k4.x == (1.0, 2.0, 3.0, 4.0)
+    assert k4.y == pytest.approx([v * 100 for v in cumulative_acceptance(4)])
+
+
+def test_arm_colours_are_the_same_in_every_chart(tmp_path: Path):
+    charts = chart_data(analyse(k_sweep_run(tmp_path / "run", KS, SWEEP)))
+    assert len({c.arms for c in charts}) == 1  # one arm list, so one colour per arm
+    colours = arm_colours(charts[0].arms)
+    assert len(set(colours.values())) == len(KS)
+
+
+def test_a_chart_without_data_is_left_out_without_error(tmp_path: Path):
+    run_dir = tmp_path / "seed"
+    shutil.copytree(SAMPLE_RUN, run_dir)
+    write_outputs(load_run(run_dir), warn=lambda line: pytest.fail(line))
+    # The seed has no /metrics, hence no acceptance chart; and one measurement a cell, so its
+    # margins are points without a band.
+    names = sorted(p.name for p in (run_dir / "charts").glob("*.svg"))
+    assert names == ["latency.svg", "margin.svg", "throughput.svg"]
+    assert "acceptance.svg" not in (run_dir / "report.md").read_text(encoding="utf-8")
+    margin = margin_chart(analyse(load_run(run_dir)))
+    assert margin is not None and all(s.low is None for p in margin.panels for s in p.series)
+    assert margin.title == "Margin over st=3 (one measurement a cell: no interval)"
+    assert math.isclose(margin.panels[-1].series[0].y[-1], (22700.92 / 29828.36 - 1) * 100)
+
+
+def test_charts_that_cannot_be_written_never_cost_the_report(tmp_path: Path):
+    run_dir = tmp_path / "seed"
+    shutil.copytree(SAMPLE_RUN, run_dir)
+    (run_dir / "charts").write_text("a file where the folder would go")
+    warnings: list[str] = []
+    written = write_outputs(load_run(run_dir), warn=warnings.append)
+    assert written[:2] == [run_dir / "report.md", run_dir / "report.en.md"]
+    assert warnings == [f"{run_dir / 'charts'}: charts not written (File exists)"]
+    for name in ("report.md", "report.en.md"):
+        text = (run_dir / name).read_text(encoding="utf-8")
+        assert "| chat_short | 1 |" in text and "charts/" not in text  # no link to a missing chart
+
+
+def test_the_svg_is_the_same_for_the_same_data(tmp_path: Path):
+    chart = throughput_chart(analyse(load_run(SAMPLE_RUN)))
+    assert chart is not None
+    assert chart_svg(chart) == chart_svg(chart)  # no date, fixed ids: reports diff cleanly
+
+
+def test_importing_the_report_does_not_import_matplotlib():
+    code = ("import sys, dspark_tui.report, dspark_tui.report.outputs, dspark_tui.report.markdown, "
+            "dspark_tui.report.headline, dspark_tui.report.charts; "
+            "print('matplotlib' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                         check=True, timeout=60)
+    assert out.stdout.strip() == "False"
+
+
+def test_a_report_rendered_again_links_the_charts_already_drawn(tmp_path: Path):
+    """A screen that regenerates report.md (render_report alone) keeps the charts' links."""
+    from dspark_tui.report import render_report
+
+    run_dir = tmp_path / "seed"
+    shutil.copytree(SAMPLE_RUN, run_dir)
+    assert "charts/" not in render_report(load_run(run_dir), lang="en")
+    write_outputs(load_run(run_dir), warn=lambda line: pytest.fail(line))
+    again = render_report(load_run(run_dir), lang="en")
+    assert again == (run_dir / "report.en.md").read_text(encoding="utf-8")
+    assert "[Total tok/s vs concurrency](charts/throughput.svg)" in again
