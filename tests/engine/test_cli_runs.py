@@ -343,10 +343,11 @@ def test_secrets_never_reach_the_run_directory_yet_a_detached_runner_has_them(
 
 @pytest.fixture
 def small_disk(tmp_path: Path):
-    """A 4 MiB filesystem of our own, so a test can fill it; skipped where mounting is refused."""
+    """A filesystem of our own, so a test can fill it; skipped where mounting is refused. Just
+    over the 1 GiB preflight asks of a run's disk (tmpfs takes memory only as it is written)."""
     mount = tmp_path / "disk"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1040m", "tmpfs", str(mount)],
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
@@ -358,13 +359,13 @@ def small_disk(tmp_path: Path):
 
 def _fill(folder: Path) -> Path:
     filler = folder / "filler"
-    with open(filler, "wb") as handle:
-        try:
-            while True:
-                handle.write(b"\0" * 65536)
-                handle.flush()
-        except OSError:
-            pass
+    with open(filler, "wb", buffering=0) as handle:  # unbuffered: no failing flush on close
+        for chunk in (2**20, 4096):  # megabytes first, then the last crumbs
+            try:
+                while True:
+                    handle.write(b"\0" * chunk)
+            except OSError:
+                pass
     return filler
 
 
