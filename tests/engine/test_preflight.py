@@ -15,9 +15,11 @@ import pytest
 
 from dspark_tui.engine import preflight as pf
 from dspark_tui.engine.preflight import Note, Problem, check_plan
+from dspark_tui.engine.runner import Runner, prepare_run
 from dspark_tui.model import Plan
 from dspark_tui.plans import resolve_plan
 from dspark_tui.results import RunStore, manifest_for_plan
+from tests.engine.helpers import Recorder, fake_server_plan
 
 CLI = [sys.executable, "-m", "dspark_tui"]
 REAL_PLAN = "dspark-st3-vs-st5"
@@ -261,3 +263,19 @@ def test_a_second_run_on_the_gpus_of_a_live_one_is_warned_naming_it(tmp_path: Pa
     # the run being resumed is no rival of itself
     itself = check_plan(_plan(tmp_path, env={"CUDA_VISIBLE_DEVICES": "1"}), [root], exclude=running)
     assert not itself.warnings
+
+
+async def test_the_runner_tells_its_watchers_whose_gpus_it_shares(tmp_path: Path, port: int,
+                                                                 monkeypatch: pytest.MonkeyPatch):
+    """The warning reaches every view (run screen, printer, attach) as a notice event."""
+    monkeypatch.setenv("PATH", str(tmp_path))  # no GPU tools: the warning needs none
+    rivals = tmp_path / "rivals"
+    running = _live_run(rivals, _plan(tmp_path, env={"CUDA_VISIBLE_DEVICES": "0"}))
+    plan = fake_server_plan(port, env={"CUDA_VISIBLE_DEVICES": "0"})
+    runner = Runner(plan, prepare_run(plan, tmp_path / "results"), gpu=None, other_roots=[rivals])
+    recorder = Recorder()
+    runner.subscribe(recorder)
+    await runner.run()  # the fake server serves no real cell; the start is what counts here
+    warnings = [e.message for e in recorder.of("notice") if e.level == "warning"]
+    assert f"GPUs 0 are also used by the live run pf ({running}, runner pid {os.getpid()}); " \
+           "measurements of both runs will disturb each other" in warnings
