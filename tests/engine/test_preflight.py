@@ -279,3 +279,28 @@ async def test_the_runner_tells_its_watchers_whose_gpus_it_shares(tmp_path: Path
     warnings = [e.message for e in recorder.of("notice") if e.level == "warning"]
     assert f"GPUs 0 are also used by the live run pf ({running}, runner pid {os.getpid()}); " \
            "measurements of both runs will disturb each other" in warnings
+
+
+async def test_the_apps_start_shows_every_problem_in_one_notice_and_creates_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from dspark_tui.tui.screens.plan_picker import StartRequest
+    from tests.tui.helpers import make_app, wait_until
+
+    if Path(resolve_plan(REAL_PLAN)[0].model).exists():
+        pytest.skip("this machine has the real plan's model")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    app = make_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.start_run(StartRequest(plan=REAL_PLAN))
+        await wait_until(pilot, lambda: len(app._notifications) >= 2, what="the refusal")
+        refusal = list(app._notifications)[-1]
+        assert refusal.severity == "error"
+        assert refusal.message.splitlines()[:3] == [
+            "server.command[0]: 'vllm' is not on PATH; install the server or give its full "
+            "path in the plan",
+            "bench.python: 'python' is not on PATH; set bench.python to the interpreter that "
+            "has sglang installed",
+            "model: /data/models/DeepSeek-V4-Flash-DSpark does not exist on this machine; fix "
+            "`model` in the plan or copy the weights there",
+        ]
+    assert not (tmp_path / "results").exists()
