@@ -9,7 +9,6 @@ share the GPUs) and notes (a check that could not be made) are said; they do not
 from __future__ import annotations
 
 import functools
-import json
 import os
 import shutil
 import subprocess
@@ -22,6 +21,7 @@ import psutil
 from dspark_tui.engine.gpu import GpuDevice, detect_gpu
 from dspark_tui.engine.liveness import LiveRun, live_runs, orphan_server_on_port, run_holding_port
 from dspark_tui.engine.ports import describe_taken_port, port_is_free
+from dspark_tui.engine.server_record import read_record
 from dspark_tui.model import Plan, UserError
 from dspark_tui.results import RunStore
 
@@ -314,10 +314,10 @@ def _describe_pid(pid: int, owners: dict[int, LiveRun]) -> str:
 def _server_pids_of_live_runs(roots: Sequence[Path], exclude: Path | None) -> dict[int, LiveRun]:
     owners: dict[int, LiveRun] = {}
     for run in live_runs(roots, exclude):
-        record = _read_json(run.path / "server.json")
-        pids = [record.get("pid")] + [d.get("pid") for d in record.get("descendants", [])
-                                      if isinstance(d, dict)]
-        owners.update({pid: run for pid in pids if isinstance(pid, int) and pid > 0})
+        record = read_record(run.path)
+        if record is not None:
+            pids = [record.pid, *(d.pid for d in record.descendants)]
+            owners.update({pid: run for pid in pids if pid > 0})
     return owners
 
 
@@ -353,14 +353,6 @@ def _overlap(ours: list[str] | None, theirs: list[str] | None) -> str:
     if ours is None or theirs is None:
         return ", ".join(theirs if ours is None else ours)  # type: ignore[arg-type]
     return ", ".join(entry for entry in ours if entry in theirs)
-
-
-def _read_json(path: Path) -> dict[str, object]:
-    try:
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 # -- the disk ---------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import pytest
 from dspark_tui.engine import preflight as pf
 from dspark_tui.engine.preflight import Note, Problem, check_plan
 from dspark_tui.engine.runner import Runner, prepare_run
+from dspark_tui.engine.server_record import ServerRecord, write_record
 from dspark_tui.model import Plan
 from dspark_tui.plans import resolve_plan
 from dspark_tui.results import RunStore, manifest_for_plan
@@ -263,6 +264,16 @@ def test_a_second_run_on_the_gpus_of_a_live_one_is_warned_naming_it(tmp_path: Pa
     # the run being resumed is no rival of itself
     itself = check_plan(_plan(tmp_path, env={"CUDA_VISIBLE_DEVICES": "1"}), [root], exclude=running)
     assert not itself.warnings
+
+
+def test_a_gpu_busy_with_a_live_runs_server_names_that_run(tmp_path: Path, smi: Path):
+    root = tmp_path / "results"
+    running = _live_run(root, _plan(tmp_path))
+    write_record(running, ServerRecord(arm="a", pid=os.getpid(), pgid=os.getpid(), create_time=0.0,
+                                       token="t", host="127.0.0.1", port=8000))
+    (problem,) = [f for f in _gpu_findings(_plan(tmp_path), [root]) if isinstance(f, Problem)]
+    assert problem.message.startswith(f"GPU 1 (NVIDIA H100) is busy: pid {os.getpid()}, the "
+                                      f"server of the live run pf ({running}); ")
 
 
 async def test_the_runner_tells_its_watchers_whose_gpus_it_shares(tmp_path: Path, port: int,
