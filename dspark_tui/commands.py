@@ -59,7 +59,7 @@ def _print_preflight(plan: Plan, results_root: Path, roots: list[Path]) -> int:
     for note in checked.notes:
         print(f"preflight: {'warning' if note.warning else 'note'}: {note.message}")
     if not checked.problems:
-        print("preflight: ok — server, bench client, model, port, GPUs and disk")
+        print("preflight: ok — no problem found; a run of this plan can start here")
         return 0
     print(f"preflight: {len(checked.problems)} problem(s); a run of this plan would not start")
     sys.stdout.flush()
