@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -71,6 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
     p_show.add_argument("name")
     p_check = plan_sub.add_parser("check", help="validate a plan and print its grid")
     p_check.add_argument("name")
+    p_check.add_argument("--preflight", action="store_true",
+                         help="also check this machine: server binary, bench client, model path, "
+                              "port, GPUs, disk (as every run does before it starts)")
+    p_check.add_argument("--results", type=Path, help="results root whose disk to check "
+                         "(default from config)")
 
     sub.add_parser("sim", help="the simulated vllm-dspark server (see `dspark-tui sim --help`)",
                    add_help=False)
@@ -87,11 +93,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _dispatch(args)
     except UserError as exc:
-        print(f"dspark-tui: error: {exc}", file=sys.stderr)
+        for line in str(exc).splitlines() or [""]:  # a preflight names each problem on its line
+            print(f"dspark-tui: error: {line}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("dspark-tui: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """`dspark-tui runs | head -1`: the reader left, which is no error of ours. Point stdout at
+    /dev/null so the interpreter's last flush cannot fail again, and exit as a process killed
+    by SIGPIPE would."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    finally:
+        os.close(devnull)
+    return 128 + 13  # SIGPIPE
 
 
 def _dispatch(args: argparse.Namespace) -> int:

@@ -42,7 +42,30 @@ def plan_command(args: argparse.Namespace) -> int:
               f"{cell.output_len:>6} {cell.num_prompts:>8}")
     print(f"{len(cells)} cells")
     _print_cost(plan)
+    if getattr(args, "preflight", False):
+        results_root = getattr(args, "results", None) or settings.results_root
+        return _print_preflight(plan, results_root, settings.history_roots())
     return 0
+
+
+def _print_preflight(plan: Plan, results_root: Path, roots: list[Path]) -> int:
+    """What a run of this plan would meet on this machine now: notes on stdout, problems as the
+    run would refuse them (one `error:` line each on stderr, exit code 2)."""
+    from dspark_tui.engine.ports import with_concrete_port
+    from dspark_tui.engine.preflight import check_plan
+
+    checked = check_plan(with_concrete_port(plan), [results_root, *roots],
+                         results_root=Path(results_root).expanduser())
+    for note in checked.notes:
+        print(f"preflight: {'warning' if note.warning else 'note'}: {note.message}")
+    if not checked.problems:
+        print("preflight: ok — no problem found; a run of this plan can start here")
+        return 0
+    print(f"preflight: {len(checked.problems)} problem(s); a run of this plan would not start")
+    sys.stdout.flush()
+    for problem in checked.problems:
+        print(f"dspark-tui: error: {problem.message}", file=sys.stderr)
+    return 2
 
 
 def _print_cost(plan: Plan) -> None:
@@ -116,7 +139,8 @@ def runs_command(args: argparse.Namespace) -> int:
     from dspark_tui.results import scan_runs
 
     settings = settings_or_warn(getattr(args, "config", None))
-    roots = [*(args.results or []), *settings.history_roots()]
+    roots = list(dict.fromkeys(Path(r).expanduser() for r in
+                               [*(args.results or []), *settings.history_roots()]))
     runs = scan_runs(roots)
     if not runs:
         print("no runs found in " + ", ".join(str(r) for r in roots))

@@ -100,8 +100,7 @@ def ctl_command(args: argparse.Namespace) -> int:
     if not run_dir.is_dir():
         raise UserError(f"{run_dir}: no such run directory")
     if not runner_alive(run_dir):
-        raise UserError(f"{run_dir}: no runner is alive for this run (resume it with "
-                        f"`dspark-tui run --resume {run_dir}`)")
+        raise UserError(_no_runner(run_dir))
     since = send_control(run_dir, args.action)
     ack = wait_for_ack(run_dir, args.action, since, timeout=10.0)
     if ack is None:
@@ -109,3 +108,15 @@ def ctl_command(args: argparse.Namespace) -> int:
         return 0
     print(f"{args.action}: {ack.message or 'done'}")
     return 0
+
+
+def _no_runner(run_dir: Path) -> str:
+    """Why there is nothing to control, and a resume suggested only for a run that can take one."""
+    try:
+        status = json.loads((run_dir / RUN_JSON).read_bytes()).get("status")
+    except (OSError, ValueError, AttributeError):
+        return f"{run_dir}: not a run directory (no readable run.json); list runs with `dspark-tui runs`"
+    if status == "completed":
+        return f"{run_dir}: the run has completed; there is nothing to control"
+    return (f"{run_dir}: no runner is alive for this run (resume it with "
+            f"`dspark-tui run --resume {run_dir}`)")

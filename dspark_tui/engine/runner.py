@@ -209,7 +209,10 @@ class Runner:
         if orphans:
             self._emit(ev.Notice(level="warning", message="stopped the server left by the previous "
                               f"runner of this run (pids {', '.join(map(str, orphans))})"))
-        preflight(self.plan, self.other_roots, exclude=self.store.path)
+        checked = await asyncio.to_thread(preflight, self.plan, self.other_roots,
+                                          exclude=self.store.path, results_root=self.store.path.parent)
+        for warning in checked.warnings:
+            self._emit(ev.Notice(level="warning", message=warning.message))
         manifest = self.store.read_manifest()
         self._emit(ev.RunStarted(
             run_dir=str(self.store.path), name=manifest.name, arms=[a.name for a in self.plan.arms],

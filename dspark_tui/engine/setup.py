@@ -1,4 +1,5 @@
-"""Before a runner runs: the run directory, the port check, the plan narrowed to some arms."""
+"""Before a runner runs: the run directory, the preflight checks (engine/preflight.py), the plan
+narrowed to some arms."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TypeVar
 
-from dspark_tui.engine.liveness import orphan_server_on_port, run_holding_port, touch_heartbeat
-from dspark_tui.engine.ports import describe_taken_port, port_is_free
+from dspark_tui.engine.liveness import touch_heartbeat
+from dspark_tui.engine.preflight import check_disk, preflight
 from dspark_tui.model import Arm, Plan, Scenario, UserError
 from dspark_tui.results import RunStore, manifest_for_plan
 from dspark_tui.results.manifest import Verification
+
+__all__ = ["check_disk", "filter_plan", "preflight", "prepare_run"]
 
 _Named = TypeVar("_Named", Arm, Scenario)
 
@@ -24,24 +27,6 @@ def prepare_run(plan: Plan, results_root: Path, plan_source: str | None = None,
     os.chmod(store.path, 0o700)
     touch_heartbeat(store.path)  # alive for the history view until the runner takes over
     return store
-
-
-def preflight(plan: Plan, roots: Iterable[Path], exclude: Path | None) -> None:
-    """Refuse early, naming the culprit, when the plan's port is taken by a live run or by any
-    other process: two runs on one port (and its GPUs) would spoil both."""
-    server = plan.server
-    holder = run_holding_port(roots, server.port, exclude=exclude)
-    if holder is not None:
-        raise UserError(f"port {server.port} is used by the live run {holder.name} "
-                        f"({holder.path}, runner pid {holder.pid}); wait for it, abort it "
-                        f"(`dspark-tui ctl {holder.path} abort`) or use another server.port")
-    if not port_is_free(server.host, server.port):
-        orphan = orphan_server_on_port(roots, server.port)
-        if orphan is not None:
-            raise UserError(f"port {server.port} is held by the server left behind by the "
-                            f"interrupted run {orphan}; resume that run (`dspark-tui run --resume "
-                            f"{orphan}`), which stops it first, or stop it by hand")
-        raise UserError(describe_taken_port(server.host, server.port))
 
 
 def filter_plan(plan: Plan, arms: Iterable[str] | None, scenarios: Iterable[str] | None) -> Plan:

@@ -148,8 +148,8 @@ class DsparkApp(App[None]):
                 scenarios=request.scenarios, resume=request.resume, detach=request.detach,
                 lang=self.lang, plans_dir=self.settings.plans_dir,
                 other_roots=self.history_roots(), verify=request.verify)
-        except UserError as exc:
-            self.notify(str(exc), severity="error", timeout=12)
+        except UserError as exc:  # a preflight's problems, one a line: a plain text notice
+            self.notify(str(exc), severity="error", timeout=12, markup=False)
             return
         self._show_run(link.run_dir, link)
 

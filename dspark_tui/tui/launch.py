@@ -24,7 +24,8 @@ from dspark_tui.tui.screens.plan_picker import StartRequest
 def tui_command(args: argparse.Namespace) -> int:
     settings, warning = load_settings(getattr(args, "config", None))
     results_root = getattr(args, "results", None) or settings.results_root
-    start = _start_of(args, settings.plans_dir, [results_root, *settings.history_roots()])
+    roots = list(dict.fromkeys(Path(r).expanduser() for r in [results_root, *settings.history_roots()]))
+    start = _start_of(args, settings.plans_dir, roots)
     _log_to_file()
     app = DsparkApp(settings, warnings=[warning] if warning else [], start=start,
                     results_root=Path(results_root).expanduser(), lang=getattr(args, "lang", None),
@@ -62,11 +63,14 @@ def _start_of(args: argparse.Namespace, plans_dir: Path,
 
             raise UserError(RESUME_NO_VERIFY)
         if resume is None:
+            from dspark_tui.engine.ports import with_concrete_port
+            from dspark_tui.engine.preflight import preflight
             from dspark_tui.engine.verify import plan_to_run
 
-            # A bad plan, an unknown arm or a run that is no finished sweep fails here, as one
-            # line, before the screen switches.
-            plan_to_run(resolve_plan(plan, plans_dir)[0], verify, arms, scenarios)
+            # A bad plan, an unknown arm, a run that is no finished sweep or a machine the run
+            # cannot start on fails here, one line a problem, before the screen switches.
+            to_run, _ = plan_to_run(resolve_plan(plan, plans_dir)[0], verify, arms, scenarios)
+            preflight(with_concrete_port(to_run), roots, results_root=roots[0])
         return StartRequest(plan=plan, arms=arms, scenarios=scenarios, detach=bool(args.detach),
                             resume=resume, verify=verify)
     if command == "attach":

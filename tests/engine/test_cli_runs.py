@@ -343,10 +343,11 @@ def test_secrets_never_reach_the_run_directory_yet_a_detached_runner_has_them(
 
 @pytest.fixture
 def small_disk(tmp_path: Path):
-    """A 4 MiB filesystem of our own, so a test can fill it; skipped where mounting is refused."""
+    """A filesystem of our own, so a test can fill it; skipped where mounting is refused. Just
+    over the 1 GiB preflight asks of a run's disk (tmpfs takes memory only as it is written)."""
     mount = tmp_path / "disk"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1040m", "tmpfs", str(mount)],
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
@@ -358,13 +359,13 @@ def small_disk(tmp_path: Path):
 
 def _fill(folder: Path) -> Path:
     filler = folder / "filler"
-    with open(filler, "wb") as handle:
-        try:
-            while True:
-                handle.write(b"\0" * 65536)
-                handle.flush()
-        except OSError:
-            pass
+    with open(filler, "wb", buffering=0) as handle:  # unbuffered: no failing flush on close
+        for chunk in (2**20, 4096):  # megabytes first, then the last crumbs
+            try:
+                while True:
+                    handle.write(b"\0" * chunk)
+            except OSError:
+                pass
     return filler
 
 
@@ -429,3 +430,60 @@ def test_a_run_written_by_a_newer_version_is_refused_by_report_and_resume(tmp_pa
     for args in (("report", str(run_dir), "--stdout"), ("run", "--resume", str(run_dir), "--headless")):
         done = _cli(*args)
         assert (done.returncode, done.stdout, done.stderr.splitlines()) == (2, "", expected)
+
+
+def _reader_leaves_after_one_line(*args: str) -> subprocess.CompletedProcess[str]:
+    """`dspark-tui ARGS | head -1`: a real pipe whose reader closes it after the first line."""
+    env = {**os.environ, "DSPARK_CONFIG_DIR": "/nonexistent-dspark-config"}
+    proc = subprocess.Popen([*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    proc.wait(timeout=60)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, first.decode(), err)
+
+
+def test_a_reader_that_leaves_early_ends_printing_commands_quietly(tmp_path: Path):
+    # More lines than a pipe holds (64 KiB), so `runs` is still printing when the reader goes.
+    results = tmp_path / "results"
+    manifest = (SAMPLE_RUN / "run.json").read_text()
+    for i in range(600):
+        run_dir = results / f"run_{i:04d}"
+        run_dir.mkdir(parents=True)
+        (run_dir / "run.json").write_text(manifest)
+    done = _reader_leaves_after_one_line("runs", "--results", str(results))
+    assert done.stdout.startswith("2026-07-07")
+    assert done.stderr == "", done.stderr  # no BrokenPipeError traceback, no "ignored" line
+    assert done.returncode == 141  # as a process killed by SIGPIPE
+
+
+def test_ctl_suggests_a_resume_only_for_a_run(tmp_path: Path):
+    not_a_run = _cli("ctl", str(tmp_path), "pause")
+    assert (not_a_run.returncode, not_a_run.stderr) == (
+        2, f"dspark-tui: error: {tmp_path}: not a run directory (no readable run.json); list "
+           "runs with `dspark-tui runs`\n")
+    finished = _cli("ctl", str(SAMPLE_RUN), "pause")
+    assert finished.stderr == (f"dspark-tui: error: {SAMPLE_RUN}: the run has completed; there "
+                               "is nothing to control\n")
+    interrupted = tmp_path / "interrupted"
+    shutil.copytree(SAMPLE_RUN, interrupted)
+    manifest = json.loads((interrupted / "run.json").read_text())
+    manifest["status"] = "running"  # its runner is long gone
+    (interrupted / "run.json").write_text(json.dumps(manifest))
+    stale = _cli("ctl", str(interrupted), "pause")
+    assert f"resume it with `dspark-tui run --resume {interrupted}`" in stale.stderr
+
+
+def test_attach_with_nothing_running_names_each_folder_once(tmp_path: Path):
+    results = tmp_path / "results"
+    results.mkdir()
+    env = {**os.environ, "DSPARK_CONFIG_DIR": str(tmp_path / "cfg"),
+           "DSPARK_RESULTS_ROOT": str(results)}
+    done = subprocess.run([*CLI, "attach"], capture_output=True, text=True, env=env, timeout=60,
+                          stdin=subprocess.DEVNULL, check=False)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("dspark-tui: error: attach: no running run found in ")
+    assert done.stderr.count(str(results)) == 1, done.stderr

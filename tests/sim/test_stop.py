@@ -6,11 +6,15 @@ import concurrent.futures
 import json
 import signal
 import time
+from pathlib import Path
 
 import httpx
 
+from dspark_tui.engine.server import ServerProcess
+from dspark_tui.model import Plan
+from tests.conftest import free_port
 from tests.sim._client import metric_sum
-from tests.simulator import RunningSim, running_sim
+from tests.simulator import RunningSim, running_sim, sim_command
 
 
 def _stream_lines(url: str) -> list[str]:
@@ -75,3 +79,33 @@ def test_a_second_ctrl_c_forces_the_exit_without_a_traceback():
         stream.result(10)
         log = sim.log_text()
     assert "Traceback" not in log and "CancelledError" not in log
+
+
+async def test_sessions_stopped_by_the_engine_log_no_traceback(tmp_path: Path):
+    """The stop every run does between sessions: ServerProcess TERMs the group, then each
+    tracked process, with the scraper's and the client's keep-alive connections still open."""
+    for session in range(1, 5):
+        port = free_port()
+        plan = Plan.model_validate({
+            "name": "stop", "model": "m",
+            "server": {"command": sim_command(port, "--startup-delay", "0", model="m"), "port": port,
+                       "startup_timeout_s": 20, "stop_timeout_s": 10},
+            "arms": [{"name": "a", "vars": {}}],
+            "scenarios": [{"name": "s", "input_len": 8, "output_len": 4, "concurrencies": [1]}],
+        })
+        log_path = tmp_path / "logs" / f"server-a-s{session}.log"
+        server = ServerProcess(plan, plan.arms[0], log_path=log_path, run_dir=tmp_path,
+                               emit=lambda event: None, session=f"s{session}")
+        await server.start()
+        try:
+            async with httpx.AsyncClient(base_url=server.base_url) as client:
+                await client.get("/metrics")
+                body = {"model": "m", "prompt": "x", "max_tokens": 8}
+                assert (await client.post("/v1/completions", json=body)).status_code == 200
+                if session % 2 == 0:  # the keep-alive connection is still open at the stop
+                    await server.stop()
+        finally:
+            await server.stop()
+        log = log_path.read_text()
+        assert "Application shutdown complete." in log, log
+        assert "Traceback" not in log and "CancelledError" not in log, log

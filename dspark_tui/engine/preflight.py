@@ -1,0 +1,378 @@
+"""Preflight: everything a run needs that can be checked before GPU hours are spent.
+
+A run that would fail on its first server start (binary missing, bench client not importable,
+model path wrong, port taken, GPUs busy, disk full) fails here instead, before any run directory
+exists, with one line per problem and every problem at once. Warnings (another live run will
+share the GPUs) and notes (a check that could not be made) are said; they do not stop the run.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from dspark_tui.engine.gpu import GpuDevice, detect_gpu
+from dspark_tui.engine.liveness import LiveRun, live_runs, orphan_server_on_port, run_holding_port
+from dspark_tui.engine.ports import describe_taken_port, port_is_free
+from dspark_tui.engine.server_record import read_record
+from dspark_tui.model import Plan, UserError
+from dspark_tui.results import RunStore
+
+SIMULATOR_MODULE = "dspark_tui.sim"
+IMPORT_TIMEOUT_S = 60.0  # sglang's import pulls in transformers: seconds on a cold disk
+MIN_FREE_BYTES = 2**30
+BUSY_MEMORY_MIB = 1024.0  # an idle GPU holds a few MiB; a loaded model holds tens of GiB
+_BENCH_MODULES = {"sglang": "sglang.bench_serving"}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Stops the run: it would fail anyway, after the server start and warmup it would cost."""
+
+    check: str
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass(frozen=True)
+class Note:
+    """Said and the run goes on: a warning (something may spoil it) or a check not made."""
+
+    check: str
+    message: str
+    warning: bool = False
+
+    def __str__(self) -> str:
+        return self.message
+
+
+Finding = Problem | Note
+
+
+@dataclass
+class Preflight:
+    problems: list[Problem] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
+
+    @property
+    def warnings(self) -> list[Note]:
+        return [note for note in self.notes if note.warning]
+
+    def add(self, findings: Iterable[Finding]) -> None:
+        for finding in findings:
+            (self.problems if isinstance(finding, Problem) else self.notes).append(finding)  # type: ignore[arg-type]
+
+
+class PreflightFailed(UserError):
+    """Every problem found, one a line; str() is the whole message, as for any UserError."""
+
+    def __init__(self, result: Preflight) -> None:
+        self.result = result
+        super().__init__("\n".join(p.message for p in result.problems))
+
+    @property
+    def lines(self) -> list[str]:
+        return [p.message for p in self.result.problems]
+
+
+def preflight(plan: Plan, roots: Iterable[Path], exclude: Path | None = None, *,
+              results_root: Path | None = None) -> Preflight:
+    """Run every check; raise PreflightFailed naming all the problems, else return the notes.
+    `exclude` is the run being resumed (its own directory is no rival); without `results_root`
+    the disk is not checked."""
+    result = check_plan(plan, roots, exclude=exclude, results_root=results_root)
+    if result.problems:
+        raise PreflightFailed(result)
+    return result
+
+
+def check_plan(plan: Plan, roots: Iterable[Path], exclude: Path | None = None, *,
+               results_root: Path | None = None) -> Preflight:
+    roots = list(roots)
+    result = Preflight()
+    result.add(check_server_binary(plan))
+    result.add(check_bench_client(plan))
+    result.add(check_model(plan))
+    result.add(check_port(plan, roots, exclude))
+    result.add(check_gpus(plan, roots, exclude))
+    if results_root is not None:
+        result.add(check_disk(plan, results_root))
+    return result
+
+
+# -- the server -------------------------------------------------------------------------------
+
+def server_env(plan: Plan) -> dict[str, str]:
+    """The environment the server starts with (engine/server.py adds only its token)."""
+    return {**os.environ, **plan.server.env}
+
+
+def uses_simulator(plan: Plan) -> bool:
+    return any(SIMULATOR_MODULE in plan.server_argv(arm) for arm in plan.arms)
+
+
+def check_server_binary(plan: Plan) -> list[Finding]:
+    search_path = server_env(plan).get("PATH", os.defpath)
+    findings: list[Finding] = []
+    for program in dict.fromkeys(plan.server_argv(arm)[0] for arm in plan.arms):
+        if shutil.which(program, path=search_path) is None:
+            where = "is not an executable file" if os.sep in program else "is not on PATH"
+            findings.append(Problem("server", f"server.command[0]: {program!r} {where}; install "
+                                    "the server or give its full path in the plan"))
+    return findings
+
+
+def check_model(plan: Plan) -> list[Finding]:
+    """A local model path must exist; a Hugging Face id (`org/name`) is not checked offline."""
+    if uses_simulator(plan):
+        return []  # the simulator loads no weights
+    model = plan.model
+    path = Path(model).expanduser()
+    if path.exists():
+        return []
+    if model.startswith(("/", "~", ".")) or model.count("/") > 1:
+        return [Problem("model", f"model: {model} does not exist on this machine; fix `model` "
+                        "in the plan or copy the weights there")]
+    return [Note("model", f"model {model!r}: taken as a Hugging Face id, not checked (offline); "
+                 "the server downloads it or fails on its first start")]
+
+
+# -- the bench client -------------------------------------------------------------------------
+
+def check_bench_client(plan: Plan) -> list[Finding]:
+    bench = plan.bench
+    if bench.driver == "sglang":
+        return _check_import("bench.python", bench.python, _BENCH_MODULES["sglang"])
+    if bench.driver == "vllm":
+        exe = shutil.which(bench.vllm_executable)
+        if exe is None:
+            return [Problem("bench", f"bench.vllm_executable: {bench.vllm_executable!r} is not on "
+                            "PATH (the vllm driver runs `vllm bench serve`); install vllm there "
+                            "or give its full path")]
+        python = _script_python(Path(exe))
+        return _check_import(f"bench.vllm_executable ({exe})", python, "vllm") if python else []
+    return []  # native: our own client, in this interpreter
+
+
+def _check_import(key: str, python: str, module: str) -> list[Finding]:
+    exe = shutil.which(python)
+    if exe is None:
+        return [Problem("bench", f"{key}: {python!r} is not on PATH; set bench.python to the "
+                        f"interpreter that has {module.split('.')[0]} installed")]
+    outcome = _imports(exe, module)
+    if outcome is None:
+        return []
+    if outcome.startswith("timeout"):
+        return [Note("bench", f"{key}: could not confirm that {exe} imports {module} "
+                     f"({outcome}); the run goes on", warning=True)]
+    return [Problem("bench", f"{key}: {exe} cannot import {module} ({outcome}); install it "
+                    "there or point the plan at the interpreter that has it")]
+
+
+@functools.lru_cache(maxsize=16)
+def _imports(python: str, module: str) -> str | None:
+    """None when `python -c "import module"` succeeds, else why not, in a few words. Cached: a
+    launcher and the TUI's own start check the same plan in one process."""
+    try:
+        done = subprocess.run([python, "-c", f"import {module}"], capture_output=True, text=True,
+                              timeout=IMPORT_TIMEOUT_S, stdin=subprocess.DEVNULL, check=False)
+    except subprocess.TimeoutExpired:
+        return f"timeout: no answer within {IMPORT_TIMEOUT_S:.0f} s"
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if done.returncode == 0:
+        return None
+    lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+    return lines[-1][:200] if lines else f"exit code {done.returncode}"
+
+
+def _script_python(script: Path) -> str | None:
+    """The interpreter a console script's `#!` line names, when it names one directly."""
+    try:
+        with open(script, "rb") as handle:
+            first = handle.readline(512).decode("utf-8", "replace").strip()
+    except OSError:
+        return None
+    if not first.startswith("#!"):
+        return None
+    words = first[2:].split()
+    if words and "python" in Path(words[0]).name:
+        return words[0]
+    return None
+
+
+# -- the port ---------------------------------------------------------------------------------
+
+def check_port(plan: Plan, roots: Sequence[Path], exclude: Path | None) -> list[Finding]:
+    """Two runs on one port would spoil both: a live run's, an orphaned server's or anyone's."""
+    server = plan.server
+    if server.port == 0:
+        return []  # any free port, chosen when the run starts
+    holder = run_holding_port(roots, server.port, exclude=exclude)
+    if holder is not None:
+        return [Problem("port", f"port {server.port} is used by the live run {holder.name} "
+                        f"({holder.path}, runner pid {holder.pid}); wait for it, abort it "
+                        f"(`dspark-tui ctl {holder.path} abort`) or use another server.port")]
+    try:
+        free = port_is_free(server.host, server.port)
+    except UserError as exc:
+        return [Problem("port", str(exc))]
+    if free:
+        return []
+    orphan = orphan_server_on_port(roots, server.port)
+    if orphan is not None:
+        return [Problem("port", f"port {server.port} is held by the server left behind by the "
+                        f"interrupted run {orphan}; resume that run (`dspark-tui run --resume "
+                        f"{orphan}`), which stops it first, or stop it by hand")]
+    return [Problem("port", describe_taken_port(server.host, server.port))]
+
+
+# -- the GPUs ---------------------------------------------------------------------------------
+
+def visible_devices(env: dict[str, str]) -> list[str] | None:
+    """CUDA_VISIBLE_DEVICES as entries (indices or UUIDs); None when unset: every GPU."""
+    value = env.get("CUDA_VISIBLE_DEVICES")
+    if value is None:
+        return None
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def check_gpus(plan: Plan, roots: Sequence[Path], exclude: Path | None) -> list[Finding]:
+    if uses_simulator(plan):
+        return [Note("gpu", "GPUs: not checked; the server is the simulator, which uses none")]
+    wanted = visible_devices(server_env(plan))
+    findings: list[Finding] = list(_shared_with_live_runs(wanted, roots, exclude))
+    if wanted == []:
+        return [*findings, Note("gpu", "GPUs: CUDA_VISIBLE_DEVICES is empty; the server sees none")]
+    probe = detect_gpu()
+    devices = probe.devices() if probe is not None else None
+    if devices is None:
+        return [*findings, Note("gpu", "GPUs: not checked (neither NVML through nvidia-ml-py "
+                                "nor a working nvidia-smi is available)")]
+    chosen, unknown = _select(devices, wanted)
+    findings += [Problem("gpu", f"CUDA_VISIBLE_DEVICES names GPU {entry!r}, which this machine "
+                         f"does not have (it has {_index_list(devices)})") for entry in unknown]
+    owners = _server_pids_of_live_runs(roots, exclude)
+    for device in chosen:
+        busy = _busy(device, owners)
+        if busy:
+            findings.append(Problem("gpu", f"GPU {device.index} ({device.name}) is busy: {busy}; "
+                                    "stop what runs there or choose idle GPUs with "
+                                    "CUDA_VISIBLE_DEVICES in [server.env]"))
+    return findings
+
+
+def _select(devices: list[GpuDevice], wanted: list[str] | None) -> tuple[list[GpuDevice], list[str]]:
+    if wanted is None:
+        return devices, []
+    chosen: list[GpuDevice] = []
+    unknown: list[str] = []
+    for entry in wanted:
+        match = [d for d in devices if (entry.isdigit() and d.index == int(entry))
+                 or (entry.startswith(("GPU-", "MIG-")) and d.uuid.startswith(entry))]
+        if match:
+            chosen += [d for d in match if d not in chosen]
+        else:
+            unknown.append(entry)
+    return chosen, unknown
+
+
+def _index_list(devices: list[GpuDevice]) -> str:
+    return ", ".join(str(d.index) for d in devices) or "none"
+
+
+def _busy(device: GpuDevice, owners: dict[int, LiveRun]) -> str:
+    """Why the GPU is not idle, in words; empty when it is."""
+    if device.pids:
+        return "; ".join(_describe_pid(pid, owners) for pid in sorted(device.pids))
+    used = device.memory_used_mib
+    if used is not None and used >= BUSY_MEMORY_MIB:
+        return f"{used:,.0f} MiB in use by a process this user cannot see"
+    return ""
+
+
+def _describe_pid(pid: int, owners: dict[int, LiveRun]) -> str:
+    run = owners.get(pid)
+    if run is not None:
+        return f"pid {pid}, the server of the live run {run.name} ({run.path})"
+    try:
+        command = " ".join(psutil.Process(pid).cmdline())[:80]
+    except psutil.Error:
+        command = "?"
+    return f"pid {pid} ({command})"
+
+
+def _server_pids_of_live_runs(roots: Sequence[Path], exclude: Path | None) -> dict[int, LiveRun]:
+    owners: dict[int, LiveRun] = {}
+    for run in live_runs(roots, exclude):
+        record = read_record(run.path)
+        if record is not None:
+            pids = [record.pid, *(d.pid for d in record.descendants)]
+            owners.update({pid: run for pid in pids if pid > 0})
+    return owners
+
+
+def _shared_with_live_runs(wanted: list[str] | None, roots: Sequence[Path],
+                           exclude: Path | None) -> list[Finding]:
+    """A live run between sessions holds no GPU now but will again: say whose GPUs are shared."""
+    findings: list[Finding] = []
+    for run in live_runs(roots, exclude):
+        try:
+            plan = RunStore(run.path).read_manifest().plan
+        except (UserError, OSError, ValueError):
+            continue
+        server = plan.get("server") if isinstance(plan, dict) else None
+        if not isinstance(server, dict):
+            continue
+        command = server.get("command")
+        if isinstance(command, list) and SIMULATOR_MODULE in command:
+            continue
+        env = server.get("env")
+        theirs = visible_devices(env if isinstance(env, dict) else {})
+        shared = _overlap(wanted, theirs)
+        if shared:
+            findings.append(Note("gpu", f"GPUs {shared} are also used by the live run {run.name} "
+                                 f"({run.path}, runner pid {run.pid}); measurements of both runs "
+                                 "will disturb each other", warning=True))
+    return findings
+
+
+def _overlap(ours: list[str] | None, theirs: list[str] | None) -> str:
+    """The GPUs two runs share, in words; empty when none. None means every GPU."""
+    if ours is None and theirs is None:
+        return "(all)"
+    if ours is None or theirs is None:
+        return ", ".join(theirs if ours is None else ours)  # type: ignore[arg-type]
+    return ", ".join(entry for entry in ours if entry in theirs)
+
+
+# -- the disk ---------------------------------------------------------------------------------
+
+def check_disk(plan: Plan, results_root: Path) -> list[Problem]:
+    """Free space where the run directory will be. A floor for now: the expected output of the
+    plan (engine/disk_budget.py, the "disk" work) refines it."""
+    folder = Path(results_root).expanduser().absolute()
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent  # the results root is created with the run
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return []  # not a folder we can look at: creating the run directory will say why
+    if free >= MIN_FREE_BYTES:
+        return []
+    return [Problem("disk", f"{folder}: {_gib(free)} free; a run needs at least "
+                    f"{_gib(MIN_FREE_BYTES)} for its results — free some space or choose "
+                    "another --results folder")]
+
+
+def _gib(size: int) -> str:
+    return f"{size / 2**30:.1f} GiB"
