@@ -216,6 +216,9 @@ class Runner:
             total_cells=self._schedule.total, resumed_cells=self._schedule.count(SlotState.OK),
             statistics=self._statistics(),
         ))
+        _, problems = self.store.load_measurements()
+        for problem in problems:  # bounded: many bad files come as one problem
+            self._emit(ev.Notice(level="warning", message=f"{problem}"))
 
     def _statistics(self) -> dict[str, object]:
         """The plan's statistics keys, so watchers' live verdicts use the run's own settings."""

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dspark_tui.results.manifest import newer_run_schema
 from dspark_tui.results.store import EVENTS, RUN_JSON
 
 HEARTBEAT = "heartbeat"
@@ -69,6 +70,9 @@ def summarize_run(path: Path) -> RunSummary:
         return summary
     except (OSError, ValueError) as exc:
         summary.problem = f"run.json is unreadable ({type(exc).__name__})"
+        return summary
+    if newer_run_schema(data) is not None:  # never listed as if it were understood
+        summary.problem = f"run.json {newer_run_schema(data)}"
         return summary
     summary.name = str(data.get("name") or path.name)
     summary.started_at = str(data.get("started_at") or "")

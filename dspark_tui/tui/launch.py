@@ -16,7 +16,7 @@ import platformdirs
 from dspark_tui.config import APP_NAME, load_settings
 from dspark_tui.model import UserError
 from dspark_tui.plans import resolve_plan
-from dspark_tui.results import scan_runs
+from dspark_tui.results import RunStore, scan_runs
 from dspark_tui.tui.app import AttachTarget, DsparkApp
 from dspark_tui.tui.screens.plan_picker import StartRequest
 
@@ -79,6 +79,7 @@ def _start_of(args: argparse.Namespace, plans_dir: Path,
         run_dir = Path(run_dir).expanduser()
         if not (run_dir / "run.json").is_file():
             raise UserError(f"{run_dir}: not a run directory (no run.json)")
+        RunStore(run_dir).read_manifest()  # one written by a newer version: refused here, in one line
         return AttachTarget(run_dir)
     running = [run for run in scan_runs(roots[:1]) if run.status == "running"]
     return AttachTarget(running[0].path) if running else None

@@ -1,0 +1,79 @@
+"""Bad input through the real command line: one clear line naming what and where, nothing lost."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dspark_tui.model import CellResult, ClientMetrics
+from dspark_tui.results import RunStore
+from tests.conftest import SAMPLE_RUN
+from tests.engine.helpers import write_sim_plan
+
+CLI = [sys.executable, "-m", "dspark_tui"]
+
+
+def _cli(*args: str, timeout: float = 90, **env: str) -> subprocess.CompletedProcess[str]:
+    environment = {**os.environ, "DSPARK_CONFIG_DIR": "/nonexistent-dspark-config", **env}
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout,
+                          env=environment, stdin=subprocess.DEVNULL, check=False)
+
+
+@pytest.mark.slow
+def test_a_newer_run_json_is_refused_everywhere_and_never_rewritten(tmp_path: Path):
+    run_dir = tmp_path / "results" / "newer"
+    shutil.copytree(SAMPLE_RUN, run_dir)
+    manifest = json.loads((run_dir / "run.json").read_text())
+    manifest["schema_version"] = 99
+    manifest["a_key_from_the_future"] = {"kept": True}
+    (run_dir / "run.json").write_text(json.dumps(manifest))
+    before = (run_dir / "run.json").read_bytes()
+    refusal = (f"dspark-tui: error: {run_dir / 'run.json'}: written by a newer dspark-tui "
+               "(run schema 99; this one reads up to 2); upgrade to open it")
+    for args in (("report", str(run_dir), "--stdout"), ("run", "--resume", str(run_dir), "--headless"),
+                 ("attach", str(run_dir), "--headless"), ("attach", str(run_dir))):
+        done = _cli(*args)
+        assert (done.returncode, done.stdout, done.stderr.splitlines()) == (2, "", [refusal]), args
+    listed = _cli("runs", "--results", str(tmp_path / "results"))
+    assert listed.returncode == 0 and "Traceback" not in listed.stderr
+    [line] = [line for line in listed.stdout.splitlines() if str(run_dir) in line]
+    assert "problem: run.json written by a newer dspark-tui (run schema 99" in line
+    assert (run_dir / "run.json").read_bytes() == before
+
+
+@pytest.mark.slow
+def test_a_300_character_arm_name_fails_plan_check_naming_the_key(tmp_path: Path, port: int):
+    plan = write_sim_plan(tmp_path, port)
+    plan.write_text(plan.read_text().replace('name = "st=5"', f'name = "{"k" * 300}"'))
+    done = _cli("plan", "check", str(plan))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr == (f'dspark-tui: error: {plan}:17: arms["{"k" * 31}…"].name: String should '
+                           "have at most 100 characters (names become file names)\n")
+
+
+@pytest.mark.slow
+def test_a_resume_leaves_cells_outside_the_plan_out_of_its_counts(tmp_path: Path, port: int):
+    plan = write_sim_plan(tmp_path, port, arms=(3,))
+    results = tmp_path / "results"
+    first = _cli("run", str(plan), "--headless", "--results", str(results))
+    assert first.returncode == 0, first.stdout + first.stderr
+    (run_dir,) = results.iterdir()
+    store = RunStore(run_dir)
+    for arm, scenario in (("st=9", "chat"), ("st=9", "chat"), ("st=3", "other")):
+        store.save_cell(CellResult(arm=arm, scenario=scenario, concurrency=1 if scenario == "other" else 4,
+                                   round=1 if scenario == "other" else 2,
+                                   metrics=ClientMetrics(total_throughput=1.0, completed=4)))
+    resumed = _cli("run", "--resume", str(run_dir), "--headless")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "run completed: 2/2 cells ok" in resumed.stdout
+    warnings = [line for line in resumed.stdout.splitlines() if "outside the plan" in line]
+    assert warnings == ["warning: cells: 2 measurement files of arms or scenarios outside the plan "
+                        "(arm 'st=3' scenario 'other', arm 'st=9' scenario 'chat'); left out of "
+                        "the comparison"]
+    assert "st=9" not in (run_dir / "report.md").read_text().split("outside the plan")[0]
