@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -11,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from dspark_tui.model import CellResult, ClientMetrics
+from dspark_tui.engine.runner import Runner, prepare_run
+from dspark_tui.engine.save_errors import save_advice, save_problem
+from dspark_tui.model import CellResult, ClientMetrics, load_plan
 from dspark_tui.results import RunStore
 from tests.conftest import SAMPLE_RUN
-from tests.engine.helpers import write_sim_plan
+from tests.engine.helpers import Recorder, write_sim_plan
 
 CLI = [sys.executable, "-m", "dspark_tui"]
 
@@ -77,3 +80,55 @@ def test_a_resume_leaves_cells_outside_the_plan_out_of_its_counts(tmp_path: Path
                         "(arm 'st=3' scenario 'other', arm 'st=9' scenario 'chat'); left out of "
                         "the comparison"]
     assert "st=9" not in (run_dir / "report.md").read_text().split("outside the plan")[0]
+
+
+def _runner(tmp_path: Path, port: int, *flags: str, **kwargs: object) -> tuple[Runner, Recorder]:
+    plan = load_plan(write_sim_plan(tmp_path, port, *flags, **kwargs))  # type: ignore[arg-type]
+    runner = Runner(plan, prepare_run(plan, tmp_path / "results"), gpu=None)
+    recorder = Recorder()
+    runner.subscribe(recorder)
+    return runner, recorder
+
+
+@pytest.mark.slow
+async def test_a_cut_stream_is_named_once_in_the_failure(tmp_path: Path, port: int):
+    runner, _ = _runner(tmp_path, port, "--cut-stream-every", "3", arms=(3,), warmup=0)
+    assert await runner.run() == "failed"
+    errors = {key.id: cell.error for key, cell in runner.store.load_cells()[0].items()}
+    # c1 sends requests 1-4 (the 3rd is cut), c4 requests 5-8 (the 6th is cut)
+    assert errors == {f"st=3/chat/c{c}": "1 of 4 requests failed; first: RemoteProtocolError: "
+                      "the server closed the stream early" for c in (1, 4)}
+
+
+@pytest.mark.slow
+async def test_no_restart_is_announced_when_the_server_dies_in_its_last_cell(tmp_path: Path, port: int):
+    # The readiness probe, the 4 requests of `short`, then 2 of the last cell's 4, one at a time
+    # and long enough to be in flight when the server dies 50 ms after the 7th request.
+    cells = ('[[scenarios]]\nname = "short"\ninput_len = 64\noutput_len = 16\nconcurrencies = [1]\n'
+             'num_prompts = 4\n\n[[scenarios]]\nname = "last"\ninput_len = 64\noutput_len = 512\n'
+             'concurrencies = [1]\nnum_prompts = 4\n')
+    runner, events = _runner(tmp_path, port, "--crash-after-requests", "7", arms=(3,), warmup=0,
+                             speed=5, cells=cells)
+    assert await runner.run() == "failed"
+    cells = {key.id: cell for key, cell in runner.store.load_cells()[0].items()}
+    assert cells["st=3/short/c1"].ok and "server exited" in (cells["st=3/last/c1"].error or "")
+    states = [e.state for e in events.of("server_state")]
+    assert "restarting" not in states and states.count("starting") == 1
+    assert not [e for e in events.of("notice") if "remaining cells" in e.message]
+
+
+@pytest.mark.parametrize(("error", "said"), [
+    (PermissionError(errno.EACCES, "Permission denied", "/r/cells/st_3/.c__c1.json.ab12cd34.tmp"),
+     "permission denied on /r/cells/st_3; the run stopped with every earlier cell kept: give "
+     "your user write access there"),
+    (OSError(errno.ENOSPC, "No space left on device", "/r/cells/st_3/.c__c1.json.ab12cd34.tmp"),
+     "No space left on device (/r/cells/st_3); the run stopped with every earlier cell kept: "
+     "free space"),
+    (OSError(errno.EROFS, "Read-only file system", "/r/cells/st_3"),
+     "Read-only file system (/r/cells/st_3); the run stopped with every earlier cell kept: "
+     "make the file system writable"),
+])
+def test_a_refused_save_says_what_it_is(error: OSError, said: str):
+    message = f"{save_problem(error, Path('/r'))}; the run stopped with every earlier cell kept: " \
+              f"{save_advice(error)}"
+    assert message == said
