@@ -8,6 +8,8 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from dspark_tui.model import CellResult, ClientMetrics, load_plan
 from dspark_tui.results import RunStore
 from tests.conftest import SAMPLE_RUN
 from tests.engine.helpers import Recorder, write_sim_plan
+from tests.engine.test_cli_runs import SLOW_CELLS
 
 CLI = [sys.executable, "-m", "dspark_tui"]
 
@@ -132,3 +135,59 @@ def test_a_refused_save_says_what_it_is(error: OSError, said: str):
     message = f"{save_problem(error, Path('/r'))}; the run stopped with every earlier cell kept: " \
               f"{save_advice(error)}"
     assert message == said
+
+
+def _as_unprivileged() -> list[str]:
+    """Root writes through chmod 555: run the CLI as nobody when this suite runs as root (CI)."""
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv: a permission test cannot be made")
+    prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    # The runner starts the simulator with its own interpreter: nobody must be able to run it
+    # (not so when it lives under a 0700 /root, as a pyenv one may).
+    probe = subprocess.run([*prefix, sys.executable, "-c", "import subprocess, sys; "
+                            "subprocess.run([sys.executable, '-c', 'import dspark_tui'], check=True)"],
+                           capture_output=True, cwd="/", timeout=30, check=False)
+    if probe.returncode != 0:
+        pytest.skip(f"{sys.executable} cannot start itself as an unprivileged user here")
+    return prefix
+
+
+@pytest.mark.slow
+def test_permission_denied_while_saving_is_named_and_the_run_resumes(port: int):
+    prefix = _as_unprivileged()
+    folder = Path(tempfile.mkdtemp(prefix="dspark-perm-"))  # not under root's 0700 pytest tmp
+    try:
+        folder.chmod(0o777)
+        plan = write_sim_plan(folder, port, arms=(3,), speed=2, warmup=0, cells=SLOW_CELLS)
+        plan.chmod(0o644)
+        results = folder / "results"
+        env = {**os.environ, "DSPARK_CONFIG_DIR": str(folder / "cfg"), "HOME": str(folder)}
+        run = [*prefix, *CLI, "run", str(plan), "--headless", "--results", str(results)]
+        proc = subprocess.Popen(run, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                stdin=subprocess.DEVNULL, env=env)
+        try:
+            deadline = time.monotonic() + 60
+            while not list(results.glob("*/cells/st_3/slow__c1__r1p1.json")):
+                assert time.monotonic() < deadline and proc.poll() is None, "no first cell"
+                time.sleep(0.1)
+            (cells,) = results.glob("*/cells/st_3")
+            cells.chmod(0o555)  # the next save is refused
+            out, _ = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.returncode != 0 and "Traceback" not in out, out
+        assert f"permission denied on {cells}; the run stopped with every earlier cell kept: " \
+               "give your user write access there, then dspark-tui run --resume" in out
+        assert "free space" not in out
+        cells.chmod(0o755)
+        resumed = subprocess.run([*prefix, *CLI, "run", "--resume", str(cells.parent.parent),
+                                  "--headless"], capture_output=True, text=True, env=env,
+                                 stdin=subprocess.DEVNULL, timeout=90, check=False)
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        assert len(list(cells.glob("*.json"))) == 4
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
