@@ -304,3 +304,12 @@ def test_the_scan_lists_a_newer_run_as_unreadable(tmp_path: Path, store: RunStor
     assert not summary.readable
     assert summary.problem == ("run.json written by a newer dspark-tui (run schema 99; "
                                "this one reads up to 2); upgrade to open it")
+
+
+def test_the_scan_counts_cells_by_measurement_names_not_junk(tmp_path: Path, store: RunStore):
+    store.save_cell(_result(c=1))
+    store.save_cell(_result(c=1).model_copy(update={"round": 2}))
+    junk = store.path / "cells" / "st_3"
+    for name in ("x1.json", "notes.json", ".chat_short__c8__r1p1.json.ab12cd34.tmp", "c__c2.txt"):
+        (junk / name).write_text("{")
+    assert scan_runs([tmp_path])[0].cells_done == 1
