@@ -67,12 +67,13 @@ def test_json_braces_in_command_pass_through():
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
-        (("input_len = 10", 'input_len = "ten"'), "plan.toml:14: scenarios[0].input_len: "),
-        (("output_len = 5", "output_len = 5\nbogus = 1"), "plan.toml:16: scenarios[0].bogus: unknown key"),
-        (("output_len = 5\n", ""), "scenarios[0].output_len: required key is missing"),
+        (("input_len = 10", 'input_len = "ten"'), "plan.toml:14: scenarios[\"a\"].input_len: "),
+        (("output_len = 5", "output_len = 5\nbogus = 1"),
+         "plan.toml:16: scenarios[\"a\"].bogus: unknown key"),
+        (("output_len = 5\n", ""), "scenarios[\"a\"].output_len: required key is missing"),
         (('name = "st=5"', 'name = "st=3"'), "arms: the name 'st=3' is used twice"),
         (("vars = { spec_tokens = 5 }", "vars = { other = 5 }"), "arm 'st=5' sets no vars.spec_tokens"),
-        (("concurrencies = [1, 8]", "concurrencies = []"), "scenarios[0].concurrencies"),
+        (("concurrencies = [1, 8]", "concurrencies = []"), "scenarios[\"a\"].concurrencies"),
         (('name = "t"', 'name = "t"\narms = []'), "not valid TOML"),
     ],
 )
@@ -114,4 +115,47 @@ def test_cli_bad_plan_is_one_line_no_traceback(tmp_path: Path):
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert proc.stderr.count("\n") == 1
-    assert f"{bad}:14: scenarios[0].input_len" in proc.stderr
+    assert f'{bad}:14: scenarios["a"].input_len' in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        # TOML has real numbers: a quoted one is a mistake, named, never converted
+        (("input_len = 10", 'input_len = "128"'),
+         'plan.toml:14: scenarios["a"].input_len: Input should be a valid integer, got \'128\''),
+        (("[server]", "[server]\nport = \"8000\""), "plan.toml:5: server.port: "),
+        (("[[scenarios]]", "[bench]\nrounds = 2.0\n[[scenarios]]"), "bench.rounds: "),
+        # one problem, though pydantic tries every member of the union
+        (("num_prompts = { per_concurrency = 4, min = 8, max = 16 }", 'num_prompts = "128"'),
+         'plan.toml:17: scenarios["a"].num_prompts: Input should be a valid integer, got \'128\' '
+         "(write numbers and true/false without quotes)"),
+        # the scenario by name, and the num_prompts line rather than the [[scenarios]] one
+        (("num_prompts = { per_concurrency = 4, min = 8, max = 16 }", "num_prompts = 0"),
+         'plan.toml:17: scenarios["a"].num_prompts: must be ≥ 1'),
+        (("num_prompts = { per_concurrency = 4, min = 8, max = 16 }", "num_prompts = [4, 0]"),
+         'plan.toml:17: scenarios["a"].num_prompts: every count must be ≥ 1'),
+        (("num_prompts = { per_concurrency = 4, min = 8, max = 16 }", "num_prompts = [4]"),
+         'plan.toml:17: scenarios["a"].num_prompts: lists 1 counts for 2 concurrencies'),
+        (('name = "st=5"', f'name = "{"x" * 300}"'),
+         f'plan.toml:10: arms["{"x" * 31}…"].name: String should have at most 100 characters'),
+        (('name = "a"', f'name = "{"s" * 101}"'), f'plan.toml:13: scenarios["{"s" * 31}…"].name: '),
+        (('name = "t"', f'name = "{"t" * 81}"'), "plan.toml:2: name: String should have at most 80"),
+    ],
+)
+def test_strict_values_and_named_keys(change, expected):
+    old, new = change
+    assert old in GOOD
+    with pytest.raises(PlanError) as info:
+        parse_plan(GOOD.replace(old, new, 1), "plan.toml")
+    message = str(info.value)
+    assert "\n" not in message and "more problem" not in message
+    assert expected in message
+
+
+def test_names_at_the_limit_pass():
+    text = GOOD.replace('name = "st=5"', f'name = "{"x" * 100}"')
+    text = text.replace('name = "a"', f'name = "{"s" * 100}"')
+    plan = parse_plan(text.replace('name = "t"', f'name = "{"t" * 80}"'))
+    assert len(plan.arms[1].name) == len(plan.scenarios[0].name) == 100
+    assert len(plan.name) == 80

@@ -144,8 +144,12 @@ def incomplete_reason(result: CellResult) -> str | None:
         failed = max(failed, wanted - completed)
     if failed <= 0:
         return None
-    first = result.provenance.notes[0] if result.provenance.notes else ""
-    return f"{failed} of {wanted or completed or '?'} requests failed" + (f" ({first})" if first else "")
+    # The driver's note states the count too ("1 of 4 requests failed; first: …"): only its
+    # first failure is added, so the reason is not said twice.
+    first = next((note.split("first: ", 1)[1] for note in result.provenance.notes
+                  if "first: " in note), "")
+    count = f"{failed} of {wanted or completed or '?'} requests failed"
+    return f"{count}; first: {first}" if first else count
 
 
 async def watch_server(server: ServerProcess, scraper: MetricsScraper, stall_s: float) -> str:

@@ -32,6 +32,7 @@ from dspark_tui.engine.liveness import touch_heartbeat
 from dspark_tui.engine.loops import control_loop, heartbeat_loop, parent_watch_loop
 from dspark_tui.engine.measure import Measurement, Outcome, failed_unrun, measure
 from dspark_tui.engine.resume_plan import RUNNER_PLAN_VAR, plan_of_run
+from dspark_tui.engine.save_errors import save_advice, save_problem
 from dspark_tui.engine.schedule import (
     GridCell,
     RoundPlan,
@@ -55,6 +56,10 @@ __all__ = ["RUNNER_PLAN_VAR", "Runner", "filter_plan", "plan_of_run", "preflight
 Remeasure = Callable[[Sequence[CellResult], Plan, int], list[GridCell]]
 SessionEnd = Literal["done", "server_died", "not_started"]
 PROGRESS_EVERY_S = 0.2
+
+
+# Why a signal ended the run, as run.json and the screens say it (all such runs are resumable).
+SIGNAL_REASONS = {"SIGHUP": "terminal closed", "SIGINT": "SIGINT", "SIGTERM": "SIGTERM"}
 
 
 class Runner:
@@ -150,7 +155,7 @@ class Runner:
             await self._execute()
             status, message = self._ending()
         except asyncio.CancelledError:
-            status, message = "interrupted", f"{self._signal_name or 'cancelled'}"
+            status, message = "interrupted", SIGNAL_REASONS.get(self._signal_name or "", "cancelled")
             if self._signal_name is None:
                 raise
         except UserError as exc:
@@ -219,6 +224,9 @@ class Runner:
             total_cells=self._schedule.total, resumed_cells=self._schedule.count(SlotState.OK),
             statistics=self._statistics(),
         ))
+        _, problems = self.store.load_measurements()
+        for problem in problems:  # bounded: many bad files come as one problem
+            self._emit(ev.Notice(level="warning", message=f"{problem}"))
 
     def _statistics(self) -> dict[str, object]:
         """The plan's statistics keys, so watchers' live verdicts use the run's own settings."""
@@ -272,6 +280,8 @@ class Runner:
             ended = await self._one_session(rnd, arm)
             if ended != "server_died":
                 return
+            if not self._schedule or not self._schedule.todo(rnd.round, arm.name):
+                return  # it died with the arm's last measurement: nothing to restart for
             if restarts_left == 0:
                 self._fail_unrun(rnd, arm, "not run: the server died twice during this arm")
                 return
@@ -352,9 +362,9 @@ class Runner:
             self.store.save_cell(result)
             return True
         except OSError as exc:
-            reason = (f"cannot save {result.key.id} in {self.store.path} "
-                      f"({exc.strerror or exc}); the run stopped with every earlier "
-                      f"cell kept: free space, then dspark-tui run --resume {self.store.path}")
+            reason = (f"cannot save {result.key.id}: {save_problem(exc, self.store.path)}; the run "
+                      f"stopped with every earlier cell kept: {save_advice(exc)}, then "
+                      f"dspark-tui run --resume {self.store.path}")
             self._steering.stop(reason, storage=True)
             self._ack("abort", reason)
             return False

@@ -24,7 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from dspark_tui.engine.gpu import GpuProbe, GpuSample
 from dspark_tui.model import CellKey, ServerSummary
-from dspark_tui.model.events import MetricsSample
+from dspark_tui.model.events import MetricsSample, Notice
 from dspark_tui.results.atomic import atomic_write_text
 
 COUNTERS = {
@@ -243,7 +243,7 @@ class MetricsScraper:
         arm: str,
         *,
         interval_s: float,
-        emit: Callable[[MetricsSample], None],
+        emit: Callable[[MetricsSample | Notice], None],
         gpu: GpuProbe | None = None,
         headers: dict[str, str] | None = None,
     ) -> None:
@@ -267,6 +267,8 @@ class MetricsScraper:
         self._last_ok = False
         self._busy = False
         self.counters_exported = False
+        # Why server evidence is missing, told once a scraper (one per server session).
+        self.missing_reason: str | None = None
 
     async def __aenter__(self) -> MetricsScraper:
         await self.start()
@@ -326,7 +328,9 @@ class MetricsScraper:
             await asyncio.sleep(max(0.05, self.interval_s - (time.monotonic() - started)))
 
     async def scrape_once(self) -> None:
-        snapshot = await self._fetch()
+        snapshot, problem = await self._fetch()
+        if problem is not None:
+            self._tell_missing(problem)
         async with self._lock:
             self._last_ok = snapshot is not None
             if snapshot is None:
@@ -358,16 +362,38 @@ class MetricsScraper:
             self._progress_values = values
             self._progress_t = time.monotonic()
 
-    async def _fetch(self) -> MetricsSnapshot | None:
+    def _tell_missing(self, problem: str) -> None:
+        """The first scrape that brought no server evidence says why; later ones are gaps."""
+        if self.missing_reason is not None:
+            return
+        self.missing_reason = problem
+        self._emit(Notice(level="warning", message=(
+            f"{self.arm}: server evidence missing from this session: {self.url} {problem}; "
+            "cells without it report server metrics as not measured (told once a session)")))
+
+    async def _fetch(self) -> tuple[MetricsSnapshot | None, str | None]:
+        """The parsed page, or None and why not; a page without any vLLM metric is a problem
+        too, though it is no gap."""
         if self._client is None:
-            return None
+            return None, None
         try:
             response = await self._client.get(self.url)
             if response.status_code != 200:
-                return None
+                return None, f"answered HTTP {response.status_code}"
             snapshot = parse_metrics(response.text)
-        except (httpx.HTTPError, ValueError):
-            return None
+        except httpx.TimeoutException:
+            return None, f"timed out after {self.timeout_s:g}s"
+        except httpx.HTTPError as exc:
+            return None, f"failed ({type(exc).__name__}: {exc or 'no detail'})"
+        except ValueError as exc:
+            return None, f"is not a Prometheus page (parse error: {_first_line(exc)})"
         if self._gpu is not None:
             snapshot.gpu = await asyncio.to_thread(self._gpu.sample)
-        return snapshot
+        if not (snapshot.counters or snapshot.gauges or snapshot.per_position):
+            return snapshot, "has no vLLM metric (no vllm:* counter or gauge on the page)"
+        return snapshot, None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return (text.splitlines()[0][:120] if text else "") or type(exc).__name__

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dspark_tui.model.naming import safe_name
 
@@ -94,6 +95,15 @@ class ClientMetrics(BaseModel):
     # Reported by clients that read the server's spec-decode counters (vllm bench serve).
     accept_length: float | None = None
 
+    @field_validator("*")
+    @classmethod
+    def _finite_and_not_negative(cls, value: float | None) -> float | None:
+        """Counts, times and rates: a negative or infinite one is a damaged or forged file,
+        which must read as unreadable (and be measured again), never as a result."""
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"must be a finite number ≥ 0, got {value!r}")
+        return value
+
     @classmethod
     def field_names(cls) -> list[str]:
         return list(cls.model_fields)
@@ -160,9 +170,9 @@ class CellResult(BaseModel):
     schema_version: int = CELL_SCHEMA_VERSION
     arm: str
     scenario: str
-    concurrency: int
-    round: int = 1
-    repeat: int = 1
+    concurrency: int = Field(ge=1)
+    round: int = Field(default=1, ge=1)
+    repeat: int = Field(default=1, ge=1)
     session: str | None = None
     node: str | None = None
     status: CellStatus = CellStatus.OK

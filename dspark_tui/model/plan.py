@@ -6,6 +6,7 @@ file, the line, the key and what was expected.
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 import tomllib
@@ -18,6 +19,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_serializer,
     model_validator,
@@ -33,6 +35,12 @@ _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 BUILTIN_VARS = ("model", "port", "host", "served_model_name", "arm", "python")
 
 Scalar = str | int | float | bool
+# Arm, scenario and plan names become parts of file names (cells/{arm}/{scenario}__c8__r2p1.json,
+# {name}_{stamp}/, the atomic writer's temporary names); at this length the longest of them stays
+# far below the 255 bytes a file name may have (tests/test_name_limits.py measures it).
+MAX_NAME_LEN = 100
+# The plan's name, shorter: a verification plan is `{name}_verify`, and must pass this check too.
+MAX_PLAN_NAME_LEN = 80
 
 
 class PlanError(UserError):
@@ -40,7 +48,9 @@ class PlanError(UserError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: TOML has real numbers and booleans, so `input_len = "128"` is a mistake to name,
+    # not a string to convert.
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class NumPromptsRule(_Strict):
@@ -70,7 +80,7 @@ class ServerConfig(_Strict):
 
 
 class Arm(_Strict):
-    name: str = Field(min_length=1)
+    name: str = Field(min_length=1, max_length=MAX_NAME_LEN)
     vars: dict[str, Scalar] = Field(default_factory=dict)
     description: str = ""
 
@@ -114,7 +124,7 @@ class BenchConfig(_Strict):
 
 
 class Scenario(_Strict):
-    name: str = Field(min_length=1)
+    name: str = Field(min_length=1, max_length=MAX_NAME_LEN)
     input_len: int = Field(gt=0)
     output_len: int = Field(gt=0)
     range_ratio: float | None = Field(default=None, ge=0.0, le=1.0)
@@ -131,19 +141,22 @@ class Scenario(_Strict):
             raise ValueError("concurrencies repeat a value")
         return value
 
-    @model_validator(mode="after")
-    def _prompts_fit(self) -> Scenario:
-        counts = self.num_prompts
+    @field_validator("num_prompts")
+    @classmethod
+    def _prompts_fit(cls, counts: int | list[int] | NumPromptsRule,
+                     info: ValidationInfo) -> int | list[int] | NumPromptsRule:
+        """A field validator, so that the error points at the `num_prompts` line."""
         if isinstance(counts, int) and counts <= 0:
-            raise ValueError("num_prompts must be positive")
+            raise ValueError("must be ≥ 1")
         if isinstance(counts, list):
-            if len(counts) != len(self.concurrencies):
+            concurrencies = info.data.get("concurrencies")
+            if concurrencies is not None and len(counts) != len(concurrencies):
                 raise ValueError(
-                    f"num_prompts lists {len(counts)} counts for {len(self.concurrencies)} concurrencies"
+                    f"lists {len(counts)} counts for {len(concurrencies)} concurrencies"
                 )
             if any(n <= 0 for n in counts):
-                raise ValueError("every num_prompts count must be positive")
-        return self
+                raise ValueError("every count must be ≥ 1")
+        return counts
 
     def prompts_for(self, concurrency: int) -> int:
         counts = self.num_prompts
@@ -172,7 +185,7 @@ class CellSpec(BaseModel):
 
 
 class Plan(_Strict):
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$")
+    name: str = Field(min_length=1, max_length=MAX_PLAN_NAME_LEN, pattern=r"^[A-Za-z0-9._-]+$")
     model: str = Field(min_length=1)
     backend_label: str = ""
     description: str = ""
@@ -313,32 +326,50 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
     try:
         return Plan.model_validate(data)
     except ValidationError as exc:
-        raise PlanError(_describe(exc, text, source)) from None
+        raise PlanError(_describe(exc, text, source, data)) from None
 
 
-def _describe(exc: ValidationError, text: str, source: str) -> str:
-    """The first error as `file:line: key: message`; the count of others after it."""
+def _describe(exc: ValidationError, text: str, source: str, data: Any = None) -> str:
+    """The first error as `file:line: key: message`; the count of others after it.
+
+    pydantic reports a wrong value once per member of a union (`int`, `list[int]`, a table);
+    those count as one problem, the first member's."""
     errors = exc.errors(include_url=False)
-    first = errors[0]
-    loc = _readable_loc(first["loc"])
+    by_key: dict[str, Any] = {}
+    for error in errors:
+        by_key.setdefault(_readable_loc(error["loc"], data), error)
+    loc, first = next(iter(by_key.items()))
     line = line_of(text, first["loc"])
     where = f"{source}:{line}" if line else source
     message = _readable_message(first)
-    more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+    others = len(by_key) - 1
+    more = f" (and {others} more problem{'s' if others > 1 else ''})" if others else ""
     key = f"{loc}: " if loc else ""
     return f"{where}: {key}{message}{more}"
 
 
-def _readable_loc(loc: tuple[Any, ...]) -> str:
+def _readable_loc(loc: tuple[Any, ...], data: Any = None) -> str:
+    """`scenarios["chat_short"].num_prompts`: an entry of arms or scenarios by the name the user
+    gave it (its index when it has none), a member of a union never."""
     parts: list[str] = []
+    node = data
     for item in loc:
         if isinstance(item, int):
-            parts.append(f"[{item}]")
+            node = node[item] if isinstance(node, list) and 0 <= item < len(node) else None
+            name = node.get("name") if isinstance(node, dict) else None
+            parts.append(f"[{json.dumps(_shortened(name), ensure_ascii=False)}]"
+                         if isinstance(name, str) and name else f"[{item}]")
         elif _is_union_branch(item):
             continue
         else:
+            node = node.get(item) if isinstance(node, dict) else None
             parts.append(("." if parts else "") + str(item))
     return "".join(parts)
+
+
+def _shortened(name: str, limit: int = 32) -> str:
+    """A name as a key shows it: a 300-character one must not fill the error line."""
+    return name if len(name) <= limit else name[: limit - 1] + "…"
 
 
 def _is_union_branch(item: Any) -> bool:
@@ -360,4 +391,8 @@ def _readable_message(error: Any) -> str:
     if kind in ("int_type", "int_parsing", "float_type", "float_parsing", "string_type", "bool_type",
                 "list_type", "dict_type", "model_type", "literal_error", "int_from_float"):
         msg = f"{msg}, got {error.get('input')!r}"
+        if kind in ("int_type", "float_type", "bool_type") and isinstance(error.get("input"), str):
+            msg += " (write numbers and true/false without quotes)"
+    if kind == "string_too_long":
+        msg += " (names become file names)"
     return msg

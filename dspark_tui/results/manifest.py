@@ -88,6 +88,17 @@ class RunManifest(BaseModel):
         return [arm.name for arm in self.arms]
 
 
+def newer_run_schema(data: object) -> str | None:
+    """What to say of a run.json written by a newer dspark-tui (None: one this code reads).
+    Such a file is refused whole: read half-understood, a resume would rewrite it without the
+    keys it does not know."""
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if isinstance(version, int) and not isinstance(version, bool) and version > MANIFEST_SCHEMA_VERSION:
+        return (f"written by a newer dspark-tui (run schema {version}; this one reads up to "
+                f"{MANIFEST_SCHEMA_VERSION}); upgrade to open it")
+    return None
+
+
 def redacted_plan_snapshot(plan: Plan) -> dict[str, Any]:
     """The plan as run.json keeps it: secrets (API key, secret-named flags and variables, URL
     passwords, in the server command, its env and bench.extra_args) masked. A resume gets them

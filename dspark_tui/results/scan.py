@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dspark_tui.results.manifest import newer_run_schema
 from dspark_tui.results.store import EVENTS, RUN_JSON
 
 HEARTBEAT = "heartbeat"
@@ -70,6 +72,9 @@ def summarize_run(path: Path) -> RunSummary:
     except (OSError, ValueError) as exc:
         summary.problem = f"run.json is unreadable ({type(exc).__name__})"
         return summary
+    if newer_run_schema(data) is not None:  # never listed as if it were understood
+        summary.problem = f"run.json {newer_run_schema(data)}"
+        return summary
     summary.name = str(data.get("name") or path.name)
     summary.started_at = str(data.get("started_at") or "")
     summary.model = str(data.get("model") or "")
@@ -92,6 +97,9 @@ def _fresh(path: Path, now: float) -> bool:
         return False
 
 
+_MEASUREMENT_FILE = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]*__c\d+(__r\d+p\d+)?\.json$")
+
+
 def _count_cells(path: Path) -> int:
     """Cells with at least one measurement file, from the names alone (a live or an old run;
     a finished run says exactly in run.json's cells_ok)."""
@@ -102,7 +110,7 @@ def _count_cells(path: Path) -> int:
             for arm in os.scandir(cells)
             if arm.is_dir()
             for f in os.scandir(arm.path)
-            if f.name.endswith(".json") and not f.name.startswith(".")
+            if _MEASUREMENT_FILE.match(f.name)  # junk and temporary files are no cells
         })
     except OSError:
         return 0

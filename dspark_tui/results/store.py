@@ -23,13 +23,15 @@ from dspark_tui.model.cell import CELL_SCHEMA_VERSION
 from dspark_tui.model.events import Event, event_json, parse_event
 from dspark_tui.results.atomic import atomic_write_text
 from dspark_tui.results.jsonl import read_complete_lines
-from dspark_tui.results.manifest import MANIFEST_SCHEMA_VERSION, RunManifest
+from dspark_tui.results.manifest import RunManifest, newer_run_schema
 
 RUN_JSON = "run.json"
 _SESSION_LOG = re.compile(r"-s(\d+)\.log$")
 EVENTS = "events.jsonl"
 RESULTS_CSV = "results.csv"
 REPORT = "report.md"
+
+EXAMPLES = 3  # problems listed one by one; beyond that, a count and this many examples
 
 # Events worth an fsync: losing them would lose a state change, not just a sample.
 _DURABLE_KINDS = {"run_started", "run_finished", "cell_finished", "cell_failed", "server_state"}
@@ -192,8 +194,19 @@ class RunStore:
             raise UserError(f"{self.manifest_path}: not a valid run manifest ({first})") from None
 
     def load_measurements(self) -> tuple[list[CellResult], list[CellProblem]]:
-        """Every measurement record that parses and validates, in file order; the rest as problems.
-        A schema 1 file and a schema 2 file of the same slot: the schema 2 one wins."""
+        """Every measurement record of the run's arms and scenarios that parses and validates, in
+        file order; the rest as problems (many unreadable files as one, with examples; files of
+        arms or scenarios outside the plan as one). A schema 1 file and a schema 2 file of the
+        same slot: the schema 2 one wins."""
+        measurements, problems = self._read_measurement_files()
+        try:
+            manifest = self.read_manifest()
+        except UserError:  # no plan to hold them to: keep them all (load_run says why)
+            return measurements, summarised(problems)
+        measurements, foreign = _within_plan(measurements, manifest)
+        return measurements, summarised(problems) + ([foreign] if foreign else [])
+
+    def _read_measurement_files(self) -> tuple[list[CellResult], list[CellProblem]]:
         found: dict[tuple[CellKey, int, int], CellResult] = {}
         problems: list[CellProblem] = []
         for path in sorted((self.path / "cells").glob("*/*.json")):
@@ -245,7 +258,8 @@ def read_cell_file(path: Path) -> tuple[CellResult | None, str]:
     except ValidationError as exc:
         err = exc.errors(include_url=False)[0]
         loc = ".".join(str(p) for p in err["loc"])
-        return None, f"invalid cell ({loc}: {err['msg']}); skipped"
+        message = str(err["msg"]).removeprefix("Value error, ")
+        return None, f"invalid cell ({loc}: {message}); skipped"
 
 
 def read_events_from(path: Path, offset: int) -> tuple[list[Event], int]:
@@ -288,6 +302,39 @@ def load_run(path: str | Path) -> LoadedRun:
                      measurements=measurements)
 
 
+def summarised(problems: list[CellProblem], examples: int = EXAMPLES) -> list[CellProblem]:
+    """A handful of problems one a line; more as one line with a few examples, so that 10,000
+    junk files give one warning and one line of a report, not 10,000."""
+    if len(problems) <= examples:
+        return problems
+    shown = ", ".join(f"{p.path} ({p.reason.removesuffix('; skipped')})" for p in problems[:examples])
+    return [CellProblem("cells", f"{len(problems):,} unreadable files, e.g. {shown}, …; skipped")]
+
+
+def _within_plan(measurements: list[CellResult],
+                 manifest: RunManifest) -> tuple[list[CellResult], CellProblem | None]:
+    """Measurements of the run's own arms and scenarios, and one problem naming the others
+    (copied in from another run, or left by an older plan): they stay on disk, out of the
+    comparison and the counts. A run.json that names no arms or scenarios keeps everything."""
+    arms = set(manifest.arm_names())
+    scenarios = set(manifest.scenarios)
+    kept: list[CellResult] = []
+    outside: dict[str, int] = {}
+    for m in measurements:
+        if (arms and m.arm not in arms) or (scenarios and m.scenario not in scenarios):
+            label = f"arm {m.arm!r} scenario {m.scenario!r}"
+            outside[label] = outside.get(label, 0) + 1
+        else:
+            kept.append(m)
+    if not outside:
+        return kept, None
+    named = ", ".join(list(outside)[:EXAMPLES]) + (", …" if len(outside) > EXAMPLES else "")
+    count = sum(outside.values())
+    return kept, CellProblem("cells", f"{count:,} measurement file{'s' if count > 1 else ''} of "
+                                      f"arms or scenarios outside the plan ({named}); left out "
+                                      f"of the comparison")
+
+
 def measurement_suffix(round: int, repeat: int) -> str:
     return f"__r{round}p{repeat}"
 
@@ -311,12 +358,11 @@ def measurement_row(result: CellResult) -> dict[str, object]:
 
 def _refuse_newer_manifest(raw: bytes, path: Path) -> None:
     try:
-        version = json.loads(raw).get("schema_version")
-    except (ValueError, AttributeError):
+        data = json.loads(raw)
+    except ValueError:
         return  # the validation below names what is wrong
-    if isinstance(version, int) and version > MANIFEST_SCHEMA_VERSION:
-        raise NewerRunError(f"{path}: written by a newer dspark-tui (run schema {version}; "
-                            f"this one reads up to {MANIFEST_SCHEMA_VERSION}); upgrade to open it")
+    if (newer := newer_run_schema(data)) is not None:
+        raise NewerRunError(f"{path}: {newer}")
 
 
 class NewerRunError(UserError):

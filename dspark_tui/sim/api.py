@@ -23,6 +23,7 @@ from starlette.routing import Route
 
 from dspark_tui.sim.config import ServeConfig
 from dspark_tui.sim.engine import LiveEngine
+from dspark_tui.sim.logs import log
 from dspark_tui.sim.scheduler import SimRequest
 from dspark_tui.sim.text import count_message_tokens, count_text_tokens, token_text
 
@@ -59,6 +60,10 @@ class Generation:
     model: str
 
 
+class StreamCut(Exception):
+    """Raised inside a streamed answer: the server closes the connection mid-stream."""
+
+
 class SimApi:
     def __init__(self, config: ServeConfig, engine: LiveEngine,
                  on_request_done: Callable[[], None]) -> None:
@@ -68,6 +73,7 @@ class SimApi:
         self.created = int(time.time())
         self.rng = random.Random(config.seed + 1)
         self.model_json = json.dumps(config.model_name)
+        self.streams = 0
 
     def app(self) -> Starlette:
         routes = [
@@ -274,6 +280,9 @@ class SimApi:
                    '"finish_reason":null}]}\n\n')
         cursor = self._text_start(request)
         finished = False
+        self.streams += 1
+        every = self.config.faults.cut_stream_every
+        cut = every is not None and every > 0 and self.streams % every == 0
         try:
             while True:
                 await sink.ready.wait()
@@ -288,6 +297,9 @@ class SimApi:
                 else:
                     yield (f'{head}"text":"{text}","logprobs":null,"finish_reason":{finish},'
                            f'"stop_reason":null}}],"usage":null}}\n\n')
+                if cut:
+                    log("WARNING", "api_server.py", f"{request.request_id}: stream cut (simulated)")
+                    raise StreamCut(request.request_id)  # the server drops the connection
                 if reason is not None:
                     break
             if generation.include_usage:

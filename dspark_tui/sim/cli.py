@@ -102,6 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     faults.add_argument("--spawn-workers", type=int, default=0, metavar="N")
     faults.add_argument("--log-flood", type=int, default=0, metavar="BYTES_PER_S")
     faults.add_argument("--stall-after-requests", type=int, metavar="N")
+    faults.add_argument("--cut-stream-every", type=int, metavar="N",
+                        help="cut every Nth streamed answer after its first text chunk")
 
     ignored = serve.add_argument_group("vLLM flags accepted for compatibility (ignored)")
     for flag in ("--tensor-parallel-size", "-tp", "--pipeline-parallel-size", "-pp",
@@ -180,6 +182,7 @@ def serve_config(args: argparse.Namespace, unknown: Sequence[str],
         spawn_workers=args.spawn_workers,
         log_flood_bytes_per_s=args.log_flood,
         stall_after_requests=args.stall_after_requests,
+        cut_stream_every=args.cut_stream_every,
     )
     return ServeConfig(
         model=args.model,

@@ -109,6 +109,9 @@ class FaultConfig:
     spawn_workers: int = 0
     log_flood_bytes_per_s: int = 0
     stall_after_requests: int | None = None
+    # Every Nth streamed completion is cut after its first text chunk, the server still alive
+    # (a proxy or a worker dropping the connection mid-answer).
+    cut_stream_every: int | None = None
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,10 @@ before the screen switches, so it prints as one line like the other commands.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -16,7 +19,7 @@ import platformdirs
 from dspark_tui.config import APP_NAME, load_settings
 from dspark_tui.model import UserError
 from dspark_tui.plans import resolve_plan
-from dspark_tui.results import scan_runs
+from dspark_tui.results import RunStore, scan_runs
 from dspark_tui.tui.app import AttachTarget, DsparkApp
 from dspark_tui.tui.screens.plan_picker import StartRequest
 
@@ -33,6 +36,8 @@ def tui_command(args: argparse.Namespace) -> int:
     try:
         app.run(mouse=False)
     finally:
+        if app.hung_up:
+            _hang_up_runners(app)
         app.stop_owned()
     if app.hung_up:
         logging.getLogger("dspark_tui.tui").warning("terminal lost; runners stopped")
@@ -83,9 +88,20 @@ def _start_of(args: argparse.Namespace, plans_dir: Path,
         run_dir = Path(run_dir).expanduser()
         if not (run_dir / "run.json").is_file():
             raise UserError(f"{run_dir}: not a run directory (no run.json)")
+        RunStore(run_dir).read_manifest()  # one written by a newer version: refused here, in one line
         return AttachTarget(run_dir)
     running = [run for run in scan_runs(roots[:1]) if run.status == "running"]
     return AttachTarget(running[0].path) if running else None
+
+
+def _hang_up_runners(app: DsparkApp) -> None:
+    """Pass the lost terminal on to the runners this app owns: each ends "interrupted: terminal
+    closed", resumable, where the abort that stop_owned sends would record "aborted by user"."""
+    for link in app.live_owned():
+        pid = getattr(getattr(link, "process", None), "pid", None)
+        if isinstance(pid, int):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGHUP)
 
 
 def _names(value: str | None) -> list[str] | None:

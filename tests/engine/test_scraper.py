@@ -17,7 +17,7 @@ from dspark_tui.engine.scraper import (
 )
 from dspark_tui.engine.server import ServerProcess
 from dspark_tui.model import CellKey
-from dspark_tui.model.events import MetricsSample
+from dspark_tui.model.events import MetricsSample, Notice
 from tests.conftest import FIXTURES
 from tests.engine.helpers import fake_server_plan
 
@@ -205,3 +205,64 @@ async def test_no_stall_verdict_on_a_failed_scrape_or_an_idle_server(port: int):
     finally:
         await scraper.stop()
         await http.cleanup()
+
+
+@pytest.mark.parametrize(("status", "text", "delay", "reason"), [
+    (200, "<html>it works</html>\n", 0.0,
+     "has no vLLM metric (no vllm:* counter or gauge on the page)"),
+    (200, 'vllm:num_requests_running{engine="0" 3\n', 0.0, "is not a Prometheus page (parse error: "),
+    (503, "busy", 0.0, "answered HTTP 503"),
+    (200, _page(1, 0), 1.5, "timed out after 0.5s"),
+])
+async def test_missing_server_evidence_is_told_once_with_its_reason(
+        port: int, status: int, text: str, delay: float, reason: str):
+    from aiohttp import web
+
+    async def metrics(_request: web.Request) -> web.Response:
+        await asyncio.sleep(delay)
+        return web.Response(status=status, text=text)
+
+    app = web.Application()
+    app.router.add_get("/metrics", metrics)
+    http = web.AppRunner(app, shutdown_timeout=0.1)
+    await http.setup()
+    await web.TCPSite(http, "127.0.0.1", port).start()
+    events: list[object] = []
+    # A scrape waits at most its interval, between 0.5 s and 2 s: here 0.5 s for the slow page.
+    scraper = MetricsScraper(f"http://127.0.0.1:{port}", "st=3", interval_s=0.5 if delay else 60,
+                             emit=events.append)
+    await scraper.start()
+    try:
+        for _ in range(3):
+            await scraper.scrape_once()
+    finally:
+        await scraper.stop()
+        await http.cleanup()
+    notices = [e for e in events if isinstance(e, Notice)]
+    assert len(notices) == 1, notices
+    message = notices[0].message
+    assert message.startswith(f"st=3: server evidence missing from this session: "
+                              f"http://127.0.0.1:{port}/metrics {reason}")
+    assert "\n" not in message and notices[0].level == "warning"
+
+
+async def test_a_good_page_gives_no_notice(port: int):
+    from aiohttp import web
+
+    async def metrics(_request: web.Request) -> web.Response:
+        return web.Response(text=_page(1, 0))
+
+    app = web.Application()
+    app.router.add_get("/metrics", metrics)
+    http = web.AppRunner(app)
+    await http.setup()
+    await web.TCPSite(http, "127.0.0.1", port).start()
+    events: list[object] = []
+    scraper = MetricsScraper(f"http://127.0.0.1:{port}", "st=3", interval_s=60, emit=events.append)
+    await scraper.start()
+    try:
+        await scraper.scrape_once()
+    finally:
+        await scraper.stop()
+        await http.cleanup()
+    assert events and not [e for e in events if isinstance(e, Notice)]

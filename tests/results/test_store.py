@@ -242,3 +242,74 @@ def test_find_series_prefers_the_measurement_and_falls_back_to_a_schema_1_file(s
     assert store.find_series(key) == legacy
     atomic_write_text(store.series_path(key), "t,elapsed_s\n")
     assert store.find_series(key) == store.path / "series" / "st_3" / "chat_short__c8__r1p1.csv"
+
+
+def test_a_cell_with_negative_or_infinite_numbers_loads_as_unreadable_and_is_redone(store: RunStore):
+    key = CellKey(arm="st=3", scenario="chat_short", concurrency=8)
+    for rnd, metrics in ((1, {"completed": -3, "total_throughput": 1000.0}),
+                         (2, {"completed": 32, "total_throughput": -5.0}),
+                         (3, {"completed": 32, "total_throughput": "Infinity"})):
+        cell = _result().model_dump(mode="json") | {"round": rnd, "metrics": metrics}
+        atomic_write_text(store.cell_path(key, rnd), json.dumps(cell))
+    measurements, problems = store.load_measurements()
+    assert measurements == [] and store.done_slots() == set()  # a resume measures them again
+    reasons = [p.reason for p in problems]
+    assert reasons == [f"invalid cell (metrics.{what}: must be a finite number ≥ 0, got {value}); skipped"
+                       for what, value in (("completed", -3), ("total_throughput", -5.0),
+                                           ("total_throughput", "inf"))]
+
+
+def test_cells_outside_the_plan_are_named_once_and_kept_out_of_the_run(store: RunStore):
+    store.save_cell(_result(c=1))
+    store.save_cell(_result(arm="st=7", c=1))  # an arm the plan does not have
+    store.save_cell(_result(arm="st=7", c=16))
+    store.save_cell(_result(scenario="elsewhere", c=1))  # a scenario it does not have
+    run = load_run(store.path)
+    assert [m.key.id for m in run.measurements] == ["st=3/chat_short/c1"]
+    assert list(run.cells) == [CellKey(arm="st=3", scenario="chat_short", concurrency=1)]
+    assert run.manifest.arm_names() == ["st=3", "st=5"]
+    assert [str(p) for p in run.problems] == [
+        "cells: 3 measurement files of arms or scenarios outside the plan (arm 'st=3' scenario "
+        "'elsewhere', arm 'st=7' scenario 'chat_short'); left out of the comparison"]
+    assert len(list((store.path / "cells").rglob("*.json"))) == 4  # nothing deleted
+
+
+def test_thousands_of_junk_files_are_one_problem_with_three_examples(store: RunStore):
+    store.save_cell(_result(c=1))
+    junk = store.path / "cells" / "junk"
+    junk.mkdir(parents=True)
+    for n in range(2000):
+        (junk / f"x{n:04d}.json").write_text("{garbage" if n else "[]")
+    run = load_run(store.path)
+    assert len(run.measurements) == 1
+    [problem] = run.problems
+    assert str(problem) == ("cells: 2,000 unreadable files, e.g. cells/junk/x0000.json (not a cell "
+                            "object), cells/junk/x0001.json (truncated or not JSON), "
+                            "cells/junk/x0002.json (truncated or not JSON), …; skipped")
+
+
+def test_three_bad_files_are_still_listed_one_by_one(store: RunStore):
+    junk = store.path / "cells" / "junk"
+    junk.mkdir(parents=True)
+    for n in range(3):
+        (junk / f"x{n}.json").write_text("{")
+    assert [p.path for p in load_run(store.path).problems] == [f"cells/junk/x{n}.json" for n in range(3)]
+
+
+def test_the_scan_lists_a_newer_run_as_unreadable(tmp_path: Path, store: RunStore):
+    data = json.loads(store.manifest_path.read_text())
+    data["schema_version"] = 99
+    store.manifest_path.write_text(json.dumps(data))
+    [summary] = scan_runs([tmp_path])
+    assert not summary.readable
+    assert summary.problem == ("run.json written by a newer dspark-tui (run schema 99; "
+                               "this one reads up to 2); upgrade to open it")
+
+
+def test_the_scan_counts_cells_by_measurement_names_not_junk(tmp_path: Path, store: RunStore):
+    store.save_cell(_result(c=1))
+    store.save_cell(_result(c=1).model_copy(update={"round": 2}))
+    junk = store.path / "cells" / "st_3"
+    for name in ("x1.json", "notes.json", ".chat_short__c8__r1p1.json.ab12cd34.tmp", "c__c2.txt"):
+        (junk / name).write_text("{")
+    assert scan_runs([tmp_path])[0].cells_done == 1

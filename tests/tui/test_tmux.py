@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -101,5 +102,21 @@ def test_lost_terminal_stops_the_runner_it_started(tmux: Tmux, tmp_path: Path):
     while psutil.pid_exists(runner_pid) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not psutil.pid_exists(runner_pid) or psutil.Process(runner_pid).status() == "zombie"
-    status = json.loads((run_dir / "run.json").read_text())["status"]
-    assert status in ("aborted", "interrupted")
+    manifest = json.loads((run_dir / "run.json").read_text())
+    # Not "aborted by user": nobody asked; the run is interrupted and can be resumed.
+    assert manifest["status"] == "interrupted"
+    assert manifest["notes"][-1].endswith(" interrupted: terminal closed")
+    resumed = subprocess.Popen([sys.executable, "-m", "dspark_tui", "run", "--resume", str(run_dir),
+                                "--headless"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               stdin=subprocess.DEVNULL, text=True,
+                               env={**os.environ, **app_env(tmp_path)})
+    try:
+        deadline = time.monotonic() + 40
+        events = run_dir / "events.jsonl"
+        while events.read_text().count('"run_started"') < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert events.read_text().count('"run_started"') == 2  # the resume took the run up
+    finally:
+        resumed.send_signal(signal.SIGINT)
+        out, _ = resumed.communicate(timeout=40)
+    assert "Traceback" not in out

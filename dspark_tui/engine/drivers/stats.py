@@ -70,19 +70,22 @@ def client_metrics(records: Sequence[RequestRecord], duration_s: float) -> Clien
     ok = [r for r in records if r.ok]
     total_input = sum(r.input_tokens for r in ok)
     total_output = sum(r.output_tokens for r in ok)
-    duration = duration_s if duration_s > 0 else float("nan")
     e2es = [r.e2e for r in ok]
+
+    def rate(amount: float) -> float | None:
+        return amount / duration_s if duration_s > 0 else None  # no time: no rate, never NaN
+
     values: dict[str, float | int | None] = {
         "duration": duration_s,
         "completed": len(ok),
         "failed": len(records) - len(ok),
         "total_input_tokens": total_input,
         "total_output_tokens": total_output,
-        "request_throughput": len(ok) / duration,
-        "input_throughput": total_input / duration,
-        "output_throughput": total_output / duration,
-        "total_throughput": (total_input + total_output) / duration,
-        "concurrency": math.fsum(e2es) / duration if e2es else None,
+        "request_throughput": rate(len(ok)),
+        "input_throughput": rate(total_input),
+        "output_throughput": rate(total_output),
+        "total_throughput": rate(total_input + total_output),
+        "concurrency": rate(math.fsum(e2es)) if e2es else None,
     }
     _fill(values, "e2e_latency", e2es)
     _fill(values, "ttft", [r.ttft for r in ok])
