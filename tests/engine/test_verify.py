@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from dspark_tui.cli import main
+from dspark_tui.engine.preflight import PreflightFailed
 from dspark_tui.engine.verify import (
     SCHEDULE_ARM,
     plan_to_run,
@@ -113,5 +114,9 @@ def test_the_app_checks_verify_before_its_screen_switches(tmp_path: Path):
     with pytest.raises(UserError, match="not a K sweep"):
         _start_of(args(SAMPLE_RUN), tmp_path / "plans", [tmp_path / "results"])
     sweep = finished_sweep(tmp_path / "sweep")
-    request = _start_of(args(sweep), tmp_path / "plans", [tmp_path / "results"])
-    assert request.verify == sweep and request.plan == str(plan_file)
+    # The sweep passes the verify check; what stops this (GPU-box) plan here is the machine,
+    # and that too is said before any screen or run directory exists.
+    with pytest.raises(PreflightFailed) as refused:
+        _start_of(args(sweep), tmp_path / "plans", [tmp_path / "results"])
+    assert "verify" not in str(refused.value) and "vllm" in str(refused.value)
+    assert not (tmp_path / "results").exists()
