@@ -137,11 +137,12 @@ def noise_command(args: argparse.Namespace) -> int:
 
 def runs_command(args: argparse.Namespace) -> int:
     from dspark_tui.results import scan_runs
+    from dspark_tui.results.run_size import format_size
 
     settings = settings_or_warn(getattr(args, "config", None))
     roots = list(dict.fromkeys(Path(r).expanduser() for r in
                                [*(args.results or []), *settings.history_roots()]))
-    runs = scan_runs(roots)
+    runs = scan_runs(roots, sizes=True)
     if not runs:
         print("no runs found in " + ", ".join(str(r) for r in roots))
         return 0
@@ -149,5 +150,6 @@ def runs_command(args: argparse.Namespace) -> int:
         state = f"problem: {run.problem}" if run.problem else run.status
         arms = ",".join(run.arms)
         print(f"{run.started_at[:19]:<19}  {run.name:<28} {arms:<12} "
-              f"{run.cells_done:>4}/{run.cells_total:<4} {state:<12} {run.path}")
+              f"{run.cells_done:>4}/{run.cells_total:<4} {format_size(run.size_bytes):>8}  {state:<12} "
+              f"{run.path}")
     return 0

@@ -25,6 +25,7 @@ SMOKES = {
     "client_vs_sglang.py": "tests/drivers/test_bench_client_quick.py",
     "verdict_checks.py": "tests/stats/test_verdict_checks.py",
     "sim_keepup.py": "tests/test_bench_quick.py",
+    "raw_size.py": "tests/test_bench_quick.py",
 }
 TUI_OVERHEAD_SKIPPED = 3  # bench/tui_overhead.py's exit status without tmux
 
@@ -63,6 +64,18 @@ def test_scaling_prints_each_growth_table():
     assert re.search(rf"^\s+10\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}x for 2x$", out, re.M), out
     for concurrency in (1, 4):
         assert re.search(rf"^\s+{concurrency}\s+8\s+128(\s+{NUMBER}){{4}}$", out, re.M), out
+
+
+def test_raw_size_prints_bytes_and_cpu_per_format():
+    done = _quick("raw_size.py")
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = re.findall(rf"^\s*(decode_heavy|stress_standard)\s+(\d+)\s+(\d+)\s+(version .+?)\s+(\d+)"
+                      rf"\s+(\d+)\s+({NUMBER})$", done.stdout, re.M)
+    sizes = {(cell, fmt): int(size) for cell, _, _, fmt, size, _, _ in rows}
+    assert len(sizes) == 6, done.stdout
+    for cell in ("decode_heavy", "stress_standard"):  # the default is the smallest
+        assert sizes[cell, "version 2 (default)"] < sizes[cell, "version 2, keep_itl"], done.stdout
+        assert sizes[cell, "version 2 (default)"] < sizes[cell, "version 1 (every gap)"], done.stdout
 
 
 @pytest.mark.timing

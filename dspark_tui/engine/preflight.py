@@ -18,6 +18,7 @@ from pathlib import Path
 
 import psutil
 
+from dspark_tui.engine import disk_budget
 from dspark_tui.engine.gpu import GpuDevice, detect_gpu
 from dspark_tui.engine.liveness import LiveRun, live_runs, orphan_server_on_port, run_holding_port
 from dspark_tui.engine.ports import describe_taken_port, port_is_free
@@ -27,7 +28,6 @@ from dspark_tui.results import RunStore
 
 SIMULATOR_MODULE = "dspark_tui.sim"
 IMPORT_TIMEOUT_S = 60.0  # sglang's import pulls in transformers: seconds on a cold disk
-MIN_FREE_BYTES = 2**30
 BUSY_MEMORY_MIB = 1024.0  # an idle GPU holds a few MiB; a loaded model holds tens of GiB
 _BENCH_MODULES = {"sglang": "sglang.bench_serving"}
 
@@ -358,21 +358,7 @@ def _overlap(ours: list[str] | None, theirs: list[str] | None) -> str:
 # -- the disk ---------------------------------------------------------------------------------
 
 def check_disk(plan: Plan, results_root: Path) -> list[Problem]:
-    """Free space where the run directory will be. A floor for now: the expected output of the
-    plan (engine/disk_budget.py, the "disk" work) refines it."""
-    folder = Path(results_root).expanduser().absolute()
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent  # the results root is created with the run
-    try:
-        free = shutil.disk_usage(folder).free
-    except OSError:
-        return []  # not a folder we can look at: creating the run directory will say why
-    if free >= MIN_FREE_BYTES:
-        return []
-    return [Problem("disk", f"{folder}: {_gib(free)} free; a run needs at least "
-                    f"{_gib(MIN_FREE_BYTES)} for its results — free some space or choose "
-                    "another --results folder")]
-
-
-def _gib(size: int) -> str:
-    return f"{size / 2**30:.1f} GiB"
+    """Free space where the run directory will be, against what the plan is expected to
+    write (engine/disk_budget.py: measurements x bytes each, logs included)."""
+    return [Problem("disk", line + " — free some space or choose another --results folder")
+            for line in disk_budget.check_disk(plan, results_root)]

@@ -109,6 +109,9 @@ class BenchConfig(_Strict):
     extra_args: list[str] = Field(default_factory=list)
     scrape_interval_s: float = Field(default=1.0, gt=0)
     api_key: str | None = None
+    # The native client keeps every inter-token latency (compressed, beside its raw file) only
+    # when asked: a decode-heavy cell has a million of them (results/native_raw.py).
+    keep_itl: bool = False
     # Deciding under noise (docs/statistics.md). A round is one server session per arm, run in
     # alternating arm order; a repeat is one pass over the arm's cells within a session.
     repeats: int = Field(default=1, ge=1, le=20)

@@ -1,7 +1,8 @@
-"""Turning other benchmark clients' result files into our ClientMetrics.
+"""Turning benchmark result files into our ClientMetrics.
 
-Two formats: sglang.bench_serving's `--output-file` (JSONL, one object appended per run) and
-`vllm bench serve --save-result` (one JSON object). Every field ClientMetrics has is mapped
+Three formats: sglang.bench_serving's `--output-file` (JSONL, one object appended per run),
+`vllm bench serve --save-result` (one JSON object) and our native client's raw file (either
+version, `results/native_raw.py`). Every field ClientMetrics has is mapped
 where the file has it or it follows from what the file has (vllm's per-request `latencies`
 give the E2E statistics); nothing is invented. A file we cannot use is one UserError line.
 """
@@ -14,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dspark_tui.model import ClientMetrics, Provenance, UserError
+from dspark_tui.model import CellResult, ClientMetrics, Provenance, UserError
+from dspark_tui.results.native_raw import is_native_raw, native_metrics, read_native_raw
 from dspark_tui.stats.descriptive import SUMMARY_STATS, summarize
 
 
@@ -231,12 +233,59 @@ def import_vllm_json(path: str | Path) -> ImportedMetrics:
     return imported
 
 
-def import_result_file(path: str | Path) -> ImportedMetrics:
-    """Either format, told apart by content: vllm's file is one object with `date`/`latencies`."""
+# -- the native client's raw file -----------------------------------------------------------
+
+
+def import_native_raw(path: str | Path, duration_s: float | None = None) -> ImportedMetrics:
+    """The metrics the native driver saved for the cell, rebuilt from its raw file.
+
+    A version 1 file did not record the cell's duration: `duration_s` (the cell file's) stands
+    in, else the span from the first request's start to the last one's end, said in a note."""
     path = Path(path)
+    raw = read_native_raw(path)
+    notes = list(raw.notes)
+    if raw.duration_s is None and duration_s is None:
+        duration_s = max((r.start_s + r.e2e_s for r in raw.requests), default=0.0)
+        notes.append("duration taken as the requests' span")
+    try:
+        metrics = native_metrics(raw, duration_s)
+    except ValueError as exc:
+        raise ResultFileError(f"{path}: {exc}") from None
+    provenance = Provenance(driver="native", raw_output=str(path), num_prompts=len(raw.requests),
+                            source="native", notes=notes)
+    return ImportedMetrics(metrics=metrics, provenance=provenance)
+
+
+def cell_from_native_raw(cell: CellResult, run_dir: str | Path) -> CellResult:
+    """The cell with its client metrics rebuilt from the raw file it names (re-analysis)."""
+    if cell.provenance.driver != "native" or not cell.provenance.raw_output:
+        raise ResultFileError(f"{cell.arm} {cell.scenario} c{cell.concurrency}: no native raw file")
+    duration = cell.metrics.duration
+    imported = import_native_raw(Path(run_dir) / cell.provenance.raw_output, duration)
+    return cell.model_copy(update={"metrics": imported.metrics})
+
+
+def _first_line_object(text: str) -> dict[str, Any] | None:
+    for line in text.splitlines():
+        if line.strip():
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                return None
+            return obj if isinstance(obj, dict) else None
+    return None
+
+
+def import_result_file(path: str | Path) -> ImportedMetrics:
+    """Any format, told apart by content: vllm's file is one object with `date`/`latencies`,
+    the native raw file starts with its header (version 1: a request line with `itl_s`)."""
+    path = Path(path)
+    text = _read_text(path)
+    first = _first_line_object(text)
+    if first is not None and is_native_raw(first):
+        return import_native_raw(path)
     if path.suffix == ".jsonl":
         return import_sglang_jsonl(path)
-    text = _read_text(path)
     try:
         obj = json.loads(text)
     except ValueError:

@@ -11,10 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dspark_tui.results.manifest import newer_run_schema
+from dspark_tui.results.run_size import run_size_bytes
 from dspark_tui.results.store import EVENTS, RUN_JSON
 
 HEARTBEAT = "heartbeat"
 HEARTBEAT_STALE_S = 30.0
+_LIVE = ("running", "starting")  # files still growing in place: sizes not cached
 
 
 @dataclass
@@ -28,14 +30,18 @@ class RunSummary:
     cells_total: int = 0
     status: str = "unknown"
     problem: str = ""
+    size_bytes: int | None = None  # every file under the run; only when scanned with sizes=True
 
     @property
     def readable(self) -> bool:
         return not self.problem
 
 
-def scan_runs(roots: Iterable[str | Path]) -> list[RunSummary]:
-    """Every run directory directly under each root, newest first; broken ones carry a reason."""
+def scan_runs(roots: Iterable[str | Path], sizes: bool = False) -> list[RunSummary]:
+    """Every run directory directly under each root, newest first; broken ones carry a reason.
+
+    `sizes`: also each run's size (results/run_size.py: cached by directory mtimes, so only
+    the first scan in a process walks every file)."""
     found: list[RunSummary] = []
     seen: set[Path] = set()
     for root in roots:
@@ -55,6 +61,8 @@ def scan_runs(roots: Iterable[str | Path]) -> list[RunSummary]:
                 continue
             seen.add(real)
             found.append(summarize_run(path))
+            if sizes:
+                found[-1].size_bytes = run_size_bytes(path, settled=found[-1].status not in _LIVE)
     found.sort(key=lambda s: (s.started_at or "", s.name), reverse=True)
     return found
 

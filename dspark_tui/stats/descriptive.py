@@ -36,7 +36,7 @@ class Summary:
         return {stat: getattr(self, stat) * factor for stat in SUMMARY_STATS}
 
 
-def summarize(values: Sequence[float]) -> Summary | None:
+def summarize(values: Sequence[float] | np.ndarray) -> Summary | None:
     """mean/median/std(population)/p90/p95/p99, or None for no values (shown as missing)."""
     if len(values) == 0:
         return None

@@ -77,7 +77,9 @@ async def test_cell_numbers_are_exact_and_concurrency_is_respected(tmp_path: Pat
     assert 1 <= peak <= 4  # the server never ran more than the concurrency
     assert m.concurrency <= 4.0 + 1e-9
     # the raw records: one line a request, in-flight intervals never overlap more than 4
-    lines = [json.loads(x) for x in (tmp_path / "run/raw/st_3/chat_short__c4.jsonl").read_text().splitlines()]
+    header, *lines = [json.loads(x) for x in
+                      (tmp_path / "run/raw/st_3/chat_short__c4.jsonl").read_text().splitlines()]
+    assert header["format"] == "dspark-tui native raw" and header["duration_s"] == m.duration
     assert len(lines) == 24 and all(x["usage_reported"] for x in lines)
     assert [x["output_tokens"] for x in lines] == [p.output_len for p in expected]
     events = sorted([(x["start_s"], 1) for x in lines] + [(x["start_s"] + x["e2e_s"], -1) for x in lines],

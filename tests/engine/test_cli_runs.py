@@ -344,10 +344,10 @@ def test_secrets_never_reach_the_run_directory_yet_a_detached_runner_has_them(
 @pytest.fixture
 def small_disk(tmp_path: Path):
     """A filesystem of our own, so a test can fill it; skipped where mounting is refused. Just
-    over the 1 GiB preflight asks of a run's disk (tmpfs takes memory only as it is written)."""
+    big enough for what preflight expects this small plan to write."""
     mount = tmp_path / "disk"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1040m", "tmpfs", str(mount)],
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)],
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")

@@ -120,12 +120,18 @@ def test_the_server_binary_is_looked_up_on_the_servers_own_path(tmp_path: Path):
     assert not check_plan(plan, []).problems
 
 
-def test_the_disk_floor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_the_disk_check_weighs_the_plans_expected_output(tmp_path: Path):
     root = tmp_path / "results" / "not-yet"  # created with the run: its parent's disk counts
     assert pf.check_disk(_plan(tmp_path), root) == []
-    monkeypatch.setattr(pf, "MIN_FREE_BYTES", shutil.disk_usage(tmp_path).free * 4)
-    (problem,) = pf.check_disk(_plan(tmp_path), root)
-    assert problem.message.startswith(f"{tmp_path}: ") and "GiB free; a run needs" in problem.message
+    plan = _plan(tmp_path)
+    free = shutil.disk_usage(tmp_path).free
+    scenario = plan.scenarios[0]
+    # Enough prompts that their raw lines alone outgrow this disk.
+    huge = plan.model_copy(update={"scenarios": [scenario.model_copy(
+        update={"num_prompts": free // 50, "concurrencies": [1, 2, 4, 8]})]})
+    (problem,) = pf.check_disk(huge, root)
+    assert problem.check == "disk" and "not enough disk space" in problem.message
+    assert str(tmp_path) in problem.message and "--results" in problem.message
 
 
 # -- the bench client: a real interpreter asked to import it ----------------------------------

@@ -24,7 +24,6 @@ import json
 import time
 from collections import deque
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -33,11 +32,11 @@ from dspark_tui.engine.drivers.auth import bearer_headers
 from dspark_tui.engine.drivers.base import CellError, DriverContext, ProgressCallback
 from dspark_tui.engine.drivers.cli_driver import raw_relpath
 from dspark_tui.engine.drivers.prompts import PromptSpec, random_id_prompts
-from dspark_tui.engine.drivers.stats import RequestRecord, client_metrics
+from dspark_tui.engine.drivers.stats import RequestRecord, measured_raw
 from dspark_tui.model import CellResult, CellSpec
 from dspark_tui.model.events import CellProgress
-from dspark_tui.results.atomic import atomic_write_text
 from dspark_tui.results.manifest import now_iso
+from dspark_tui.results.native_raw import native_metrics, write_native_raw
 from dspark_tui.stats.descriptive import percentile
 
 PROGRESS_INTERVAL_S = 0.25
@@ -300,11 +299,6 @@ async def _report_progress(live: LiveStats, cell: CellSpec, on_progress: Progres
             on_progress(live.progress(cell))
 
 
-def _write_raw(path: Path, records: Sequence[RequestRecord]) -> None:
-    atomic_write_text(path, "".join(json.dumps(record.as_json(), separators=(",", ":")) + "\n"
-                                    for record in records))
-
-
 class NativeDriver:
     name = "native"
 
@@ -330,7 +324,8 @@ class NativeDriver:
                 await reporter
         on_progress(live.progress(cell))
         raw_path = ctx.raw_dir / f"{cell.key.file_stem}.jsonl"
-        _write_raw(raw_path, records)
+        raw = measured_raw(records, duration)
+        write_native_raw(raw_path, raw, keep_itl=ctx.bench.keep_itl)
         failures = [r for r in records if not r.ok]
         if len(failures) == len(records):
             raise CellError(f"every request failed ({len(records)}); first: {failures[0].error}")
@@ -344,7 +339,7 @@ class NativeDriver:
             arm=cell.key.arm,
             scenario=cell.key.scenario,
             concurrency=cell.key.concurrency,
-            metrics=client_metrics(records, duration),
+            metrics=native_metrics(raw),
             provenance=cell.provenance(
                 self.name,
                 client_version=f"dspark-tui native (aiohttp {aiohttp.__version__})",
