@@ -116,9 +116,11 @@ class Runner:
         self._ack("abort", reason)
 
     def retry(self) -> None:
-        """Measurements that failed so far go back in the queue (a server restarts if needed)."""
-        queued = self._schedule.retry() if self._schedule is not None else 0
-        self._ack("retry", f"{queued} failed cell(s) queued again")
+        """Measurements that failed or were skipped so far go back in the queue (a server
+        restarts if needed)."""
+        failed, skipped = self._schedule.retry() if self._schedule is not None else (0, 0)
+        also = f" and {skipped} skipped" if skipped else ""
+        self._ack("retry", f"{failed} failed{also} cell(s) queued again")
 
     def install_signal_handlers(self) -> None:
         loop = asyncio.get_running_loop()
@@ -189,15 +191,18 @@ class Runner:
         return self._outcome()
 
     def _outcome(self) -> tuple[ev.RunStatus, str]:
-        """Completed only when every planned measurement is ok, this runner's or an earlier one's."""
+        """Completed when every planned measurement is ok, this runner's or an earlier one's, or
+        was skipped by the user: a skip is a choice, not a failure (the message counts them)."""
         assert self._schedule is not None
         states = list(self._schedule.cell_states().values())
         counts = [(states.count(state), what) for state, what in (
             (SlotState.FAILED, "failed"), (SlotState.SKIPPED, "skipped"),
             (SlotState.PENDING, "not run"))]
-        if not any(n for n, _ in counts):
-            return "completed", ""
-        return "failed", "cells: " + ", ".join(f"{n} {what}" for n, what in counts if n)
+        message = "cells: " + ", ".join(f"{n} {what}" for n, what in counts if n)
+        failed, skipped, not_run = (n for n, _ in counts)
+        if failed or not_run:
+            return "failed", message
+        return "completed", message if skipped else ""
 
     async def _prepare(self) -> None:
         events = self.store.read_events()

@@ -55,7 +55,7 @@ class CellPanel(Vertical):
     def show(self, state: RunState) -> None:
         current = state.current
         if current is None:
-            title = "no cell running" if not state.finished else f"run {state.status}"
+            title = "no cell running" if not state.finished else f"run {state.status_label}"
             numbers, total, progress = "", 1, 0
             if state.finished:  # the bar now tells the run's cells, not an empty cell
                 unit = "cell runs" if state.repeated else "cells"

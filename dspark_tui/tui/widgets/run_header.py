@@ -24,7 +24,8 @@ class RunHeader(Static):
     def show(self, state: RunState, now: float, mode: str) -> None:
         status = "paused" if state.paused and not state.finished else state.status
         status_colour = colours.RUN_STATUS.get(status, "$accent")
-        parts: list[Part] = [(state.name or "run", "bold"), (f"  [{status}]", f"bold {status_colour}")]
+        parts: list[Part] = [(state.name or "run", "bold"),
+                             (f"  [{state.status_label}]", f"bold {status_colour}")]
         if mode:
             parts.append(f"  {mode}")
         unit = "runs" if state.repeated else "cells"  # measurements, when cells are measured again
