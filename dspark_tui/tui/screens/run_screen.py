@@ -91,10 +91,10 @@ class RunScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield RunHeader(id="run-header")
+        yield RunSummary(id="run-summary")  # the whole width: the answer, once the run has ended
         with Horizontal(id="run-body"):
             yield PlanTree(id="plan-tree")
             with Vertical(id="run-main"):
-                yield RunSummary(id="run-summary")
                 yield CellPanel(id="cell-panel")
                 yield ABTable(id="ab-table")
         yield LogPane(id="log-pane")
@@ -208,11 +208,10 @@ class RunScreen(Screen[None]):
             self._show_end()
 
     def _show_end(self) -> None:
-        """Once the run has ended its summary takes the running cell's place; a resume that
-        starts it again brings the cell back."""
+        """Once the run has ended its summary heads the screen (the cell panel keeps only its
+        end line); a resume that starts the run again hides it."""
         state = self.state
         ended = state.finished and bool(state.results())
-        self.query_one(CellPanel).display = not ended
         summary = self.query_one(RunSummary)
         if not ended:
             summary.hide()

@@ -36,7 +36,7 @@ class RunSummary(VerticalScroll):
 
     DEFAULT_CSS = """
     RunSummary {
-        height: auto; max-height: 9; display: none; padding: 0 1;
+        height: auto; max-height: 50%; display: none; padding: 0 1;
         border-bottom: solid $panel;
     }
     RunSummary.-shown { display: block; }
