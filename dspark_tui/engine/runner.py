@@ -91,6 +91,7 @@ class Runner:
         self._main: asyncio.Task[ev.RunStatus] | None = None
         self._control = ControlReader(store.path)
         self._last_progress_t = 0.0
+        self._parent_watch: asyncio.Task[None] | None = None
 
     # -- subscribers and control -----------------------------------------------------------
 
@@ -114,6 +115,14 @@ class Runner:
     def abort(self, reason: str = "aborted by user") -> None:
         self._steering.stop(reason)
         self._ack("abort", reason)
+
+    def detach(self) -> None:
+        """The process that started this runner leaves it going: stop watching it."""
+        if self._parent_watch is not None:
+            self._parent_watch.cancel()
+            self._parent_watch = None
+        self.parent_pid = None
+        self._ack("detach", "detached: the run goes on without the app that started it")
 
     def retry(self) -> None:
         """Measurements that failed or were skipped so far go back in the queue (a server
@@ -173,11 +182,12 @@ class Runner:
 
     def _start_background(self) -> list[asyncio.Task[None]]:
         handlers = {"pause": self.pause, "resume": self.resume, "skip": self.skip,
-                    "abort": self.abort, "retry": self.retry}
+                    "abort": self.abort, "retry": self.retry, "detach": self.detach}
         tasks = [asyncio.create_task(heartbeat_loop(self.store.path)),
                  asyncio.create_task(control_loop(self._control, handlers))]
         if self.parent_pid is not None:
-            tasks.append(asyncio.create_task(parent_watch_loop(self.parent_pid, self.abort)))
+            self._parent_watch = asyncio.create_task(parent_watch_loop(self.parent_pid, self.abort))
+            tasks.append(self._parent_watch)
         return tasks
 
     def _ending(self) -> tuple[ev.RunStatus, str]:
