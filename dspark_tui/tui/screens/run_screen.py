@@ -171,8 +171,9 @@ class RunScreen(Screen[None]):
         elif isinstance(event, RunFinished):
             severity: SeverityLevel = "information" if event.status == "completed" else "warning"
             sweep = "  d: what to deploy" if self._is_sweep() else ""
-            self.notify(f"run {event.status}: {event.done} done, {event.failed} failed"
-                        f" of {event.total}. r: report{sweep}", severity=severity, timeout=10)
+            self.notify(f"run {self.state.status_label}: {event.done} done, {event.failed} failed"
+                        f" of {event.total}. r: report  c: charts{sweep}", severity=severity,
+                        timeout=10)
 
     def _check_runner(self) -> None:
         link = self.link
