@@ -20,7 +20,8 @@ from dspark_tui.results.jsonl import read_complete_lines
 from dspark_tui.results.store import EVENTS, RUN_JSON, read_events_from
 
 CONTROL = "control.jsonl"
-ACTIONS = ("pause", "resume", "skip", "abort", "retry")
+# detach: the app that started the runner quits and leaves it going (its parent watch stops)
+ACTIONS = ("pause", "resume", "skip", "abort", "retry", "detach")
 
 
 def send_control(run_dir: Path, action: str) -> float:

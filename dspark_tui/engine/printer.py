@@ -174,13 +174,15 @@ class HeadlessPrinter:
         self.print_comparison()
         state = self.state
         style = "green" if event.status == "completed" else "red"
-        message = f" — {event.message}" if event.message else ""
+        # A completed run's message only counts its skips, which the label already says.
+        message = f" — {event.message}" if event.message and event.status != "completed" else ""
         if state.repeated:
             tally = (f"{state.done}/{state.total} cell runs ok ({state.cells_done}/"
                      f"{len(state.cells)} cells complete)")
         else:
             tally = f"{state.done}/{state.total} cells ok"
-        self._print(f"[bold {style}]run {event.status}[/]: {tally}, {state.failed} failed{message}")
+        label = escape(state.status_label)  # `completed, 1 skipped`: a skip is no failure
+        self._print(f"[bold {style}]run {label}[/]: {tally}, {state.failed} failed{message}")
 
     # -- pieces of lines -------------------------------------------------------------------
 

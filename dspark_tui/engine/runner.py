@@ -96,6 +96,7 @@ class Runner:
         self._main: asyncio.Task[ev.RunStatus] | None = None
         self._control = ControlReader(store.path)
         self._last_progress_t = 0.0
+        self._parent_watch: asyncio.Task[None] | None = None
 
     # -- subscribers and control -----------------------------------------------------------
 
@@ -120,10 +121,20 @@ class Runner:
         self._steering.stop(reason)
         self._ack("abort", reason)
 
+    def detach(self) -> None:
+        """The process that started this runner leaves it going: stop watching it."""
+        if self._parent_watch is not None:
+            self._parent_watch.cancel()
+            self._parent_watch = None
+        self.parent_pid = None
+        self._ack("detach", "detached: the run goes on without the app that started it")
+
     def retry(self) -> None:
-        """Measurements that failed so far go back in the queue (a server restarts if needed)."""
-        queued = self._schedule.retry() if self._schedule is not None else 0
-        self._ack("retry", f"{queued} failed cell(s) queued again")
+        """Measurements that failed or were skipped so far go back in the queue (a server
+        restarts if needed)."""
+        failed, skipped = self._schedule.retry() if self._schedule is not None else (0, 0)
+        also = f" and {skipped} skipped" if skipped else ""
+        self._ack("retry", f"{failed} failed{also} cell(s) queued again")
 
     def install_signal_handlers(self) -> None:
         loop = asyncio.get_running_loop()
@@ -176,11 +187,12 @@ class Runner:
 
     def _start_background(self) -> list[asyncio.Task[None]]:
         handlers = {"pause": self.pause, "resume": self.resume, "skip": self.skip,
-                    "abort": self.abort, "retry": self.retry}
+                    "abort": self.abort, "retry": self.retry, "detach": self.detach}
         tasks = [asyncio.create_task(heartbeat_loop(self.store.path)),
                  asyncio.create_task(control_loop(self._control, handlers))]
         if self.parent_pid is not None:
-            tasks.append(asyncio.create_task(parent_watch_loop(self.parent_pid, self.abort)))
+            self._parent_watch = asyncio.create_task(parent_watch_loop(self.parent_pid, self.abort))
+            tasks.append(self._parent_watch)
         return tasks
 
     def _ending(self) -> tuple[ev.RunStatus, str]:
@@ -194,15 +206,18 @@ class Runner:
         return self._outcome()
 
     def _outcome(self) -> tuple[ev.RunStatus, str]:
-        """Completed only when every planned measurement is ok, this runner's or an earlier one's."""
+        """Completed when every planned measurement is ok, this runner's or an earlier one's, or
+        was skipped by the user: a skip is a choice, not a failure (the message counts them)."""
         assert self._schedule is not None
         states = list(self._schedule.cell_states().values())
         counts = [(states.count(state), what) for state, what in (
             (SlotState.FAILED, "failed"), (SlotState.SKIPPED, "skipped"),
             (SlotState.PENDING, "not run"))]
-        if not any(n for n, _ in counts):
-            return "completed", ""
-        return "failed", "cells: " + ", ".join(f"{n} {what}" for n, what in counts if n)
+        message = "cells: " + ", ".join(f"{n} {what}" for n, what in counts if n)
+        failed, skipped, not_run = (n for n, _ in counts)
+        if failed or not_run:
+            return "failed", message
+        return "completed", message if skipped else ""
 
     async def _prepare(self) -> None:
         events = self.store.read_events()

@@ -23,7 +23,7 @@ class SlotState(StrEnum):
     PENDING = "pending"  # to be measured (never tried, queued again, or left unfinished)
     OK = "ok"
     FAILED = "failed"  # tried in this runner; retry() queues it again, a resume redoes it
-    SKIPPED = "skipped"  # skipped by the user in this runner; a resume redoes it
+    SKIPPED = "skipped"  # skipped by the user in this runner; retry() and a resume redo it
 
 
 @dataclass(frozen=True)
@@ -128,12 +128,14 @@ class Schedule:
     def mark(self, slot: Slot, state: SlotState) -> None:
         self.state[slot] = state
 
-    def retry(self) -> int:
-        """Failed slots back to pending; how many."""
-        failed = [slot for slot, st in self.state.items() if st == SlotState.FAILED]
-        for slot in failed:
-            self.state[slot] = SlotState.PENDING
-        return len(failed)
+    def retry(self) -> tuple[int, int]:
+        """Failed and user-skipped slots back to pending; how many of each."""
+        again = {SlotState.FAILED: 0, SlotState.SKIPPED: 0}
+        for slot, st in self.state.items():
+            if st in again:
+                again[st] += 1
+                self.state[slot] = SlotState.PENDING
+        return again[SlotState.FAILED], again[SlotState.SKIPPED]
 
     def index(self, slot: Slot) -> int:
         return list(self.state).index(slot) + 1

@@ -27,6 +27,7 @@ from dspark_tui.model.measurements import (
     Tally,
     slot_label,
 )
+from dspark_tui.model.run_status import run_status_label
 
 SERIES_LENGTH = 120
 LOG_TAIL_LENGTH = 400
@@ -405,6 +406,20 @@ class RunState:
     @property
     def skipped(self) -> int:
         return self.tally.phases["skipped"]
+
+    @property
+    def skipped_cells(self) -> int:
+        """Cells with a measurement the user skipped (and none failed): what the end line counts."""
+        return sum(1 for cell in self.cells.values()
+                   if not cell.failed_count and any(m.phase == "skipped"
+                                                    for m in cell.measurements.values()))
+
+    @property
+    def status_label(self) -> str:
+        """`paused`, `running`, `completed, 1 skipped`: the run's state as every view words it."""
+        if self.paused and not self.finished:
+            return "paused"
+        return run_status_label(self.status, skipped=self.skipped_cells)
 
     @property
     def ended(self) -> int:

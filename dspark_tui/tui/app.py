@@ -30,6 +30,7 @@ from dspark_tui.tui.screens.confirm import ConfirmScreen
 from dspark_tui.tui.screens.help import HelpScreen
 from dspark_tui.tui.screens.history import HistoryScreen
 from dspark_tui.tui.screens.plan_picker import PlanPickerScreen, StartRequest
+from dspark_tui.tui.screens.quit_run import QuitRunScreen, detach_all
 from dspark_tui.tui.screens.run_screen import RunScreen
 from dspark_tui.tui.themes import load_themes
 
@@ -205,12 +206,21 @@ class DsparkApp(App[None]):
             self.exit(message=self._goodbye())
             return
 
-        def answered(yes: bool | None) -> None:
-            if yes:
+        def answered(choice: str | None) -> None:
+            if choice == "abort":
                 self.run_worker(self._stop_and_exit(), group="quit", exit_on_error=False)
+            elif choice == "detach":
+                self.run_worker(self._detach_and_exit(), group="quit", exit_on_error=False)
 
-        self.push_screen(ConfirmScreen("A run is going. Stop it and quit? Finished cells are kept.",
-                                       "Stop and quit"), answered)
+        self.push_screen(QuitRunScreen(), answered)
+
+    async def _detach_and_exit(self) -> None:
+        for problem in await detach_all(self.live_owned()):
+            self.notify(problem, severity="warning")
+        if self.live_owned():  # a runner that did not answer is stopped as before
+            await self._stop_and_exit()
+        else:
+            self.exit(message=self._goodbye())  # names the detached runs and how to attach
 
     async def _stop_and_exit(self) -> None:
         self.notify("stopping the run …", timeout=30)

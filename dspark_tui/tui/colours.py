@@ -19,3 +19,10 @@ FAILED = "$error"
 def rich_style(spec: str) -> RichStyle:
     """`bold $success` as a Rich style in the running app's current theme ('' is no style)."""
     return Style.parse(spec).rich_style if spec else RichStyle()
+
+# One colour per arm, in plan order, the same on every chart; theme variables, resolved when drawn.
+ARMS = ("$primary", "$warning", "$success", "$error", "$accent", "$secondary", "$foreground")
+
+
+def arm_colour(index: int) -> str:
+    return ARMS[index % len(ARMS)]

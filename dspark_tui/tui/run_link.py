@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from dspark_tui.model import UserError
 
-ACTIONS = ("pause", "resume", "skip", "abort", "retry")
+ACTIONS = ("pause", "resume", "skip", "abort", "retry", "detach")
 
 
 class RunLink(Protocol):
@@ -56,6 +56,22 @@ class OwnedRunner:
 
     def stop(self, timeout: float) -> None:
         self.process.stop(timeout)
+
+    def detach(self, timeout: float = 10.0) -> bool:
+        """Ask the runner to stop watching this app, and wait until it says so: from then on it
+        is a detached run (quitting leaves it going). False when it did not answer in time."""
+        import time
+
+        from dspark_tui.engine.control import send_control, wait_for_ack
+
+        deadline = time.monotonic() + timeout
+        while self.alive() and time.monotonic() < deadline:
+            # Sent again until answered: a runner still starting up ignores earlier requests.
+            since = send_control(self.run_dir, "detach")
+            if wait_for_ack(self.run_dir, "detach", since, 2.0) is not None:
+                self.detached = True
+                return True
+        return False
 
 
 def run_closed(run_dir: Path) -> bool:

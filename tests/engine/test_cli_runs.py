@@ -299,6 +299,32 @@ def test_a_runner_whose_parent_dies_aborts(tmp_path: Path, port: int):
             os.kill(pid, signal.SIGKILL)
 
 
+def test_a_runner_detached_by_its_parent_outlives_it_and_finishes(tmp_path: Path, port: int):
+    """The TUI's "detach and quit": the runner is told, says so, and its parent may then go."""
+    cells = SLOW_CELLS.replace("[1, 2, 3, 4]", "[1, 2]")
+    plan = write_sim_plan(tmp_path, port, arms=(3,), speed=4, warmup=0, cells=cells)
+    results = tmp_path / "results"
+    script = (
+        "from pathlib import Path; from dspark_tui.engine.launch import RunnerProcess;"
+        "from dspark_tui.tui.run_link import OwnedRunner;"
+        f"r = RunnerProcess.start({str(plan)!r}, results_root=Path({str(results)!r}));"
+        "print(r.pid, r.run_dir, OwnedRunner(r).detach(30), flush=True)"
+    )
+    parent = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=60, check=True)
+    pid_text, run_dir_text, detached = parent.stdout.split()
+    run_dir, pid = Path(run_dir_text), int(pid_text)
+    try:
+        assert detached == "True"
+        _wait_for(lambda: _status(run_dir) != "running", timeout=60, what="the run to end")
+        assert _status(run_dir) == "completed"
+        acks = [e for e in RunStore(run_dir).read_events() if e.kind == "run_control"]
+        assert {e.action for e in acks} == {"detach"}
+    finally:
+        if psutil.pid_exists(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
 def test_a_closed_terminal_does_not_stop_a_foreground_run(tmp_path: Path, port: int):
     """`dspark-tui run ... | head -1`: the printer goes quiet, the run and its cleanup go on."""
     plan = write_sim_plan(tmp_path, port, arms=(3,), warmup=0)

@@ -19,6 +19,7 @@ from dspark_tui.model import CellKey, CellResult, ClientMetrics
 from dspark_tui.model.events import (
     CellFailed,
     CellFinished,
+    CellSkipped,
     CellStarted,
     Event,
     RoundPlanned,
@@ -189,3 +190,19 @@ def test_a_sweeps_comparison_leads_with_the_best_arm_and_its_margin_over_k0(tmp_
     rows = {tuple(cells(line)[:2]): cells(line) for line in lines if line.startswith("│")}
     assert rows[("chat", "1")][2] == "K=5" and rows[("chat", "1")][6].startswith("+")
     assert rows[("chat", "256")][2:4] == ["K=0", "wins"] and rows[("chat", "256")][6] == ""
+
+
+def test_a_run_whose_only_gap_is_a_user_skip_ends_completed_with_the_skip():
+    printer, out = _printer()
+    for event in [
+        RunStarted(t=T0, run_dir="/runs/x", name="x", arms=["st=3"], total_cells=2),
+        CellStarted(t=T0, key=A, num_prompts=8, index=1, total=2),
+        CellSkipped(t=T0 + 2, key=A, reason="skipped by user"),
+        CellStarted(t=T0 + 2, key=B, num_prompts=8, index=2, total=2),
+        CellFinished(t=T0 + 12, result=_ok(B, 2000.0)),
+        RunFinished(t=T0 + 12, status="completed", done=1, failed=0, total=2,
+                    message="cells: 1 skipped"),
+    ]:
+        printer(event)
+    last = out.getvalue().splitlines()[-1]
+    assert last == "run completed, 1 skipped: 1/2 cells ok, 0 failed"

@@ -221,6 +221,34 @@ async def test_skip_with_no_cell_running_says_so_and_skips_nothing(tmp_path: Pat
     assert _statuses(runner.store) == {"st=3/slow/c1": "ok", "st=3/slow/c2": "ok"}
 
 
+async def test_a_run_whose_only_gaps_are_user_skips_completes_and_retry_redoes_them(
+        tmp_path: Path, port: int):
+    cells = ('[[scenarios]]\nname = "slow"\ninput_len = 64\noutput_len = 512\nrange_ratio = 1.0\n'
+             'concurrencies = [1, 2]\nnum_prompts = 2\n')
+    runner, events = _runner(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=cells)
+    # Skip the first cell once it is measuring; the second runs to its end.
+    runner.subscribe(lambda e: runner.skip() if e.kind == "cell_progress"
+                     and len(events.of("cell_started")) == 1 else None)
+    assert await runner.run() == "completed"
+    assert _statuses(runner.store) == {"st=3/slow/c1": "skipped", "st=3/slow/c2": "ok"}
+    [finished] = events.of("run_finished")
+    assert (finished.status, finished.message) == ("completed", "cells: 1 skipped")
+    assert _manifest(runner.store)["status"] == "completed"
+    assert _manifest(runner.store)["cells_ok"] == 1
+
+    # `t` while a run goes: the skipped cell is measured again in the same run.
+    (tmp_path / "again").mkdir()
+    again, events = _runner(tmp_path / "again", port, arms=(3,), speed=2, warmup=0, cells=cells)
+    again.subscribe(lambda e: again.skip() if e.kind == "cell_progress"
+                    and len(events.of("cell_started")) == 1 else None)
+    again.subscribe(lambda e: again.retry() if e.kind == "cell_skipped" else None)
+    assert await again.run() == "completed"
+    assert [e.key.id for e in events.of("cell_started")] == [
+        "st=3/slow/c1", "st=3/slow/c1", "st=3/slow/c2"]
+    assert events.of("run_control")[-1].message == "0 failed and 1 skipped cell(s) queued again"
+    assert _statuses(again.store) == {"st=3/slow/c1": "ok", "st=3/slow/c2": "ok"}
+
+
 def test_filter_plan_names_unknown_arms(tmp_path: Path, port: int):
     plan = load_plan(write_sim_plan(tmp_path, port))
     assert [a.name for a in filter_plan(plan, ["st=5"], None).arms] == ["st=5"]

@@ -47,8 +47,12 @@ def test_done_slots_failures_and_retry_drive_what_comes_next():
     assert schedule.todo(1, "st=3") == []
     assert schedule.next_session()[1] == "st=4"  # type: ignore[index]
     assert schedule.cell_states()[_key("st=3", 4)] == SlotState.FAILED
-    assert schedule.retry() == 1
+    assert schedule.retry() == (1, 0)
     assert schedule.next_session()[1] == "st=3"  # type: ignore[index]
+    schedule.mark((_key("st=3", 4), 1, 1), SlotState.SKIPPED)  # the user skipped it: not failed
+    assert schedule.cell_states()[_key("st=3", 4)] == SlotState.SKIPPED
+    assert schedule.retry() == (0, 1)
+    assert schedule.todo(1, "st=3")[0][0].key == _key("st=3", 4)
 
 
 def test_adaptive_rounds_keep_plan_order_and_come_back_from_events():

@@ -139,11 +139,11 @@ async def test_the_best_arm_of_a_sweep_is_shown_against_k0_in_run_detail(tmp_pat
         await detail_loaded(pilot)
         table = app.screen.query_one("#detail-ab")
         headers = [str(column.label) for column in table.ordered_columns][:7]  # type: ignore[attr-defined]
-        assert headers == ["Scenario", "C", "Best", "Verdict", "Margin", "Interval", "vs K=0"]
+        assert headers == ["Scenario", "C", "Best", "Verdict", "Margin", "vs K=0", "Interval"]
         rows = {(str(r[0]), str(r[1])): [str(c) for c in r]
                 for r in (table.get_row_at(i) for i in range(table.row_count))}  # type: ignore[attr-defined]
-        assert rows[("chat", "1")][2:4] == ["K=7", "tie"] and rows[("chat", "1")][6].startswith("+")
-        assert rows[("chat", "256")][2:4] == ["K=0", "wins"] and rows[("chat", "256")][6] == "—"
+        assert rows[("chat", "1")][2:4] == ["K=7", "tie"] and rows[("chat", "1")][5].startswith("+")
+        assert rows[("chat", "256")][2:4] == ["K=0", "wins"] and rows[("chat", "256")][5] == "—"
 
 
 async def test_a_run_that_is_no_sweep_says_so_in_one_notification(tmp_path: Path):

@@ -107,14 +107,40 @@ async def test_quit_while_running_asks_then_stops_the_runner(tmp_path: Path):
             screen = run_screen(app)
             await wait_for(pilot, lambda: screen.state.current is not None)
             await pilot.press("q")
-            await until_shown(pilot, app, "A run is going. Stop it and quit?")
-            await pilot.press("n")
+            await until_shown(pilot, app, "Abort and quit (a)")
+            await pilot.press("s")  # stay
             await wait_for(pilot, lambda: app.screen is screen, timeout=10)
             assert app.is_running
-            await pilot.press("q", "y")
+            await pilot.press("q", "a")
             await wait_for(pilot, lambda: not app.is_running, timeout=30)
     finally:
         app.stop_owned(10)
     assert not app.live_owned()
     manifest = json.loads((screen.run_dir / "run.json").read_text())
     assert manifest["status"] in ("aborted", "interrupted")
+
+
+async def test_detach_and_quit_leaves_the_run_going(tmp_path: Path):
+    plan = demo_plan(tmp_path, slow=True)
+    app = make_app(tmp_path, start=StartRequest(plan=str(plan), arms=["st=3"]))
+    try:
+        async with app.run_test(size=(80, 24), notifications=True) as pilot:
+            await wait_for(pilot, lambda: any(isinstance(s, RunScreen) for s in app.screen_stack))
+            screen = run_screen(app)
+            await wait_for(pilot, lambda: screen.state.current is not None)
+            await pilot.press("q")
+            await until_shown(pilot, app, "Detach and quit (d)")
+            await pilot.press("d")
+            await wait_for(pilot, lambda: not app.is_running, timeout=30)
+        assert not app.live_owned()
+        run_dir = screen.run_dir
+        control = [json.loads(line)["action"]
+                   for line in (run_dir / "control.jsonl").read_text().splitlines()]
+        assert "abort" not in control and "detach" in control
+        assert json.loads((run_dir / "run.json").read_text())["status"] == "running"
+        link = app.links[0]
+        assert link.alive() and not link.owned
+    finally:
+        for link in app.links:
+            link.stop(10)  # the test's own cleanup: the detached runner would go on
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "aborted"

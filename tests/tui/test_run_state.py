@@ -248,3 +248,21 @@ def test_running_counts_match_a_recount_through_retries_skips_and_resumes():
                     for slot in slots if (key, slot) not in ended}
         assert state.schedule.sessions_ahead() == open_now - state.schedule.begun
         assert state.total >= state.ended
+
+
+def test_a_run_ended_with_user_skips_only_reads_completed_with_the_skips():
+    a, b = (CellKey(arm="st=3", scenario="chat", concurrency=c) for c in (1, 8))
+    state = RunState()
+    state.apply_all([
+        ev.RunStarted(t=T0, run_dir="/r", name="r", arms=["st=3"], total_cells=2),
+        ev.CellStarted(t=T0, key=a, num_prompts=4, index=1, total=2),
+        ev.CellSkipped(t=T0 + 1, key=a, reason="skipped by user"),
+        ev.CellStarted(t=T0 + 1, key=b, num_prompts=4, index=2, total=2),
+        ev.CellFinished(t=T0 + 5, result=CellResult(
+            arm="st=3", scenario="chat", concurrency=8,
+            metrics=ClientMetrics(total_throughput=1.0, completed=4))),
+    ])
+    assert state.status_label == "running"
+    state.apply(ev.RunFinished(t=T0 + 6, status="completed", done=1, failed=0, total=2,
+                               message="cells: 1 skipped"))
+    assert (state.skipped_cells, state.status_label) == (1, "completed, 1 skipped")

@@ -72,8 +72,16 @@ def _settle(header: str) -> Callable[[Pilot[object]], Awaitable[None]]:
 def test_finished_run_screen(snap_compare, tmp_path: Path, size: tuple[int, int]):
     run_dir = tmp_path / "demo_run"
     shutil.copytree(RECORDED, run_dir)
+    async def summary_shown(pilot: Pilot[object]) -> None:
+        from dspark_tui.tui.widgets.run_summary import RunSummary
+
+        screen = await run_screen_shown(pilot, "[completed]")
+        await wait_until(pilot, lambda: screen.query_one(RunSummary).has_class("-shown"),
+                         timeout=30, what="the run's summary")
+        await settled(pilot)
+
     assert snap_compare(replay_app(tmp_path, run_dir), terminal_size=size,
-                        run_before=_settle("[completed]"))
+                        run_before=summary_shown)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
@@ -113,3 +121,20 @@ def test_decision_view(snap_compare, tmp_path: Path):
         await settled(pilot)
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=loaded)
+
+
+def test_chart_view(snap_compare, tmp_path: Path):
+    """The recorded run's Total tok/s by concurrency, first scenario, at 80x24."""
+    from dspark_tui.tui.screens.charts import ChartScreen
+
+    run_dir = tmp_path / "demo_run"
+    shutil.copytree(RECORDED, run_dir)
+    app = make_app(tmp_path)
+    app.call_after_refresh(lambda: app.push_screen(ChartScreen(run_dir)))
+
+    async def drawn(pilot: Pilot[object]) -> None:
+        await wait_until(pilot, lambda: "Total tok/s by concurrency" in screen_text(pilot.app),
+                         what="the chart drawn")
+        await settled(pilot)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=drawn)

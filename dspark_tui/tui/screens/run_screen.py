@@ -33,6 +33,7 @@ from dspark_tui.tui.widgets.cell_panel import CellPanel
 from dspark_tui.tui.widgets.log_pane import LogPane
 from dspark_tui.tui.widgets.plan_tree import PlanTree
 from dspark_tui.tui.widgets.run_header import RunHeader
+from dspark_tui.tui.widgets.run_summary import RunSummary
 
 REFRESH_S = 0.5  # at most two redraws a second: enough for people, cheap for the box
 
@@ -44,9 +45,14 @@ class RunScreen(Screen[None]):
         Binding("p", "pause", "Pause", id="run.pause", tooltip="pause after this cell / resume"),
         Binding("s", "skip", "Skip", id="run.skip", tooltip="skip the current cell"),
         Binding("a", "abort", "Abort", id="run.abort", tooltip="stop the run, keep results"),
-        Binding("t", "retry", "Retry", id="run.retry", tooltip="run the failed cells again"),
+        Binding("t", "retry", "Retry", id="run.retry",
+                tooltip="run the failed and skipped cells again (once the run has ended: resume)"),
+        Binding("c", "charts", "Charts", id="run.charts",
+                tooltip="tok/s, TPOT and TTFT against concurrency per arm, one scenario at a time"),
         Binding("l", "toggle_log", "Log", id="run.log", tooltip="show/hide the server log"),
-        Binding("f", "reason", "Why", id="run.reason", tooltip="why the selected cell failed"),
+        # Off the footer (80 columns): Enter on a failed cell in the tree says the same.
+        Binding("f", "reason", "Why", id="run.reason", show=False,
+                tooltip="why the selected cell failed (or Enter on it)"),
         Binding("r", "report", "Report", id="run.report"),
         # Off the footer (80 columns would lose Back and Quit); in `?`, the palette and the
         # notice a finished K sweep gives.
@@ -72,6 +78,8 @@ class RunScreen(Screen[None]):
         self._runner_gone_told = False
         self._caught_up = False  # the first poll replays history: no notifications for it
         self._errors_told: set[str] = set()
+        self._bindings_for: tuple[bool, int, int] | None = None  # what the footer was drawn for
+        self._summary_of: float | None = None  # the end (finished_t) the summary was read for
 
     @property
     def mode(self) -> str:
@@ -83,6 +91,7 @@ class RunScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield RunHeader(id="run-header")
+        yield RunSummary(id="run-summary")  # the whole width: the answer, once the run has ended
         with Horizontal(id="run-body"):
             yield PlanTree(id="plan-tree")
             with Vertical(id="run-main"):
@@ -162,8 +171,9 @@ class RunScreen(Screen[None]):
         elif isinstance(event, RunFinished):
             severity: SeverityLevel = "information" if event.status == "completed" else "warning"
             sweep = "  d: what to deploy" if self._is_sweep() else ""
-            self.notify(f"run {event.status}: {event.done} done, {event.failed} failed"
-                        f" of {event.total}. r: report{sweep}", severity=severity, timeout=10)
+            self.notify(f"run {self.state.status_label}: {event.done} done, {event.failed} failed"
+                        f" of {event.total}. r: report  c: charts{sweep}", severity=severity,
+                        timeout=10)
 
     def _check_runner(self) -> None:
         link = self.link
@@ -186,6 +196,9 @@ class RunScreen(Screen[None]):
         if self.state.version == self._drawn_version:
             return
         self._drawn_version = self.state.version
+        if self._bindings_for != (self.state.finished, self.state.failed, self.state.skipped):
+            self._bindings_for = (self.state.finished, self.state.failed, self.state.skipped)
+            self.refresh_bindings()
         with self.app.batch_update():
             self.query_one(PlanTree).show(self.state)
             self.query_one(CellPanel).show(self.state)
@@ -193,6 +206,20 @@ class RunScreen(Screen[None]):
             if self.state.measured != self._drawn_results:  # a measurement ended: new figures
                 self._drawn_results = self.state.measured
                 self._show_table()
+            self._show_end()
+
+    def _show_end(self) -> None:
+        """Once the run has ended its summary heads the screen (the cell panel keeps only its
+        end line); a resume that starts the run again hides it."""
+        state = self.state
+        ended = state.finished and bool(state.results())
+        summary = self.query_one(RunSummary)
+        if not ended:
+            summary.hide()
+            self._summary_of = None
+        elif self._summary_of != state.finished_t:
+            self._summary_of = state.finished_t
+            summary.load(self.run_dir, getattr(self.app, "lang", "en"))
 
     def _show_table(self) -> None:
         from dspark_tui.report.live import comparison_rows
@@ -205,6 +232,14 @@ class RunScreen(Screen[None]):
         self.query_one(ABTable).show(rows, arms)
 
     # -- actions ---------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The footer offers what applies now (80 columns hold no more): no pause, skip or
+        abort once the run has ended, no retry while nothing failed or was skipped."""
+        state = self.state
+        if action in ("pause", "skip", "abort") and state.finished:
+            return False
+        return action != "retry" or bool(state.failed_cells or state.skipped_cells)
 
     def _control(self, action: str) -> None:
         if self.link is None or self.state.finished:
@@ -227,10 +262,35 @@ class RunScreen(Screen[None]):
         self._control("skip")
 
     def action_retry(self) -> None:
-        if not self.state.failed_cells:
-            self.notify("no failed cells to retry")
+        """Failed cells go again at once; skipped ones were the user's choice, so ask first.
+        Once the run has ended only a resume can measure them: offer that."""
+        state = self.state
+        failed, skipped = len(state.failed_cells), state.skipped_cells
+        if not failed and not skipped:
+            self.notify("no failed or skipped cells to run again")
             return
-        self._control("retry")
+        if state.finished:
+            resume = getattr(self.app, "resume_run", None)
+            if resume is not None:
+                resume(self.run_dir)  # asks before it starts
+            return
+        if not skipped:
+            self._control("retry")
+            return
+        what = " and ".join(part for part in (f"{failed} failed" if failed else "",
+                                              f"{skipped} skipped") if part)
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._control("retry")
+
+        self.app.push_screen(ConfirmScreen(f"Run the {what} cell(s) again in this run?",
+                                           "Run again"), answered)
+
+    def action_charts(self) -> None:
+        from dspark_tui.tui.screens.charts import ChartScreen
+
+        self.app.push_screen(ChartScreen(self.state, scenarios=self._scenarios))
 
     def action_abort(self) -> None:
         if self.link is None or self.state.finished or self.link.read_only:

@@ -1,8 +1,10 @@
 """The side-by-side table (the seed's winner table, live), updated in place by row key.
 
 Two arms: the winner, the verdict, the margin and its interval. More arms (a K sweep): the
-leading arm, the verdict, its margin over the runner-up with the interval and its margin over
-K = 0.
+leading arm, the verdict, its margin over the runner-up and over K = 0, and the interval.
+What decides comes first and scenario and concurrency stay pinned, so at 80 columns every row
+still says which cell it is, who leads, by how much and how sure; the interval and the arms'
+figures are a sideways scroll away (left/right with the row cursor).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ class ABTable(DataTable[Text | str]):
     """
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+        super().__init__(id=id, cursor_type="row", zebra_stripes=True, fixed_columns=2)
         self._arms: list[str] = []
         self._baseline: str | None = None
         self._shown: dict[str, tuple[Text | str, ...]] = {}
@@ -56,11 +58,16 @@ class ABTable(DataTable[Text | str]):
     def show(self, rows: list[ComparisonRow], arms: list[str]) -> None:
         self._rows = rows
         baseline = next((row.baseline for row in rows if row.baseline), None)
+        keys = [row_key(row) for row in rows]
         if arms != self._arms or baseline != self._baseline:
             self._set_columns(arms, baseline)
+        elif keys[:len(self._shown)] != list(self._shown):
+            # A row that belongs above rows already shown (a resumed run measures a cell its
+            # first runner never reached): add them all again, in the plan's order.
+            self.clear()
+            self._shown.clear()
         with self.app.batch_update():
-            for row in rows:
-                key = row_key(row)
+            for key, row in zip(keys, rows, strict=True):
                 cells = self._render_row(row)
                 before = self._shown.get(key)
                 if before is None:
@@ -73,7 +80,9 @@ class ABTable(DataTable[Text | str]):
 
     def update_cell_at_row_key(self, row_key: str, column: int, value: Text | str) -> None:
         column_key = self.ordered_columns[column].key
-        self.update_cell(row_key, column_key, value)
+        # Widened to the new value: a cell first shown as "—" or "failed" and measured later
+        # (a retry, a resume) would otherwise be cut to the old width.
+        self.update_cell(row_key, column_key, value, update_width=True)
 
     @property
     def many_arms(self) -> bool:
@@ -90,9 +99,9 @@ class ABTable(DataTable[Text | str]):
         self.add_column("Best" if self.many_arms else "Winner", key="winner")
         self.add_column("Verdict", key="verdict")
         self.add_column("Margin", key="margin")
-        self.add_column("Interval", key="interval")
         if self.many_arms and baseline is not None:
             self.add_column(f"vs {baseline}", key="baseline")
+        self.add_column("Interval", key="interval")
         for label, attr, _ in _PER_ARM:
             for arm in arms:
                 self.add_column(f"{label} {arm}", key=f"{arm}:{attr}")
@@ -107,10 +116,10 @@ class ABTable(DataTable[Text | str]):
             Text(named or _no_winner(row), style=win_style if row.winner else ""),
             verdict_text(row) or fmt.MISSING,
             Text(fmt.percent(row.margin), justify="right"),
-            Text(interval_text(row) or fmt.MISSING, justify="right"),
         ]
         if self.many_arms and self._baseline is not None:
             cells.append(Text(baseline_text(row) or fmt.MISSING, justify="right"))
+        cells.append(Text(interval_text(row) or fmt.MISSING, justify="right"))
         for _, attr, digits in _PER_ARM:
             for arm in self._arms:
                 numbers = row.arms.get(arm, ArmFigures())

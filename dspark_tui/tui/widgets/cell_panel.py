@@ -34,6 +34,9 @@ class CellPanel(Vertical):
     CellPanel Sparkline { height: 1; width: 1fr; }
     CellPanel .gpu { display: none; }
     CellPanel.-gpu .gpu { display: block; }
+    CellPanel.-ended #cell-numbers, CellPanel.-ended #sparks, CellPanel.-ended ProgressBar {
+        display: none;
+    }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -55,7 +58,7 @@ class CellPanel(Vertical):
     def show(self, state: RunState) -> None:
         current = state.current
         if current is None:
-            title = "no cell running" if not state.finished else f"run {state.status}"
+            title = "no cell running" if not state.finished else f"run {state.status_label}"
             numbers, total, progress = "", 1, 0
             if state.finished:  # the bar now tells the run's cells, not an empty cell
                 unit = "cell runs" if state.repeated else "cells"
@@ -89,6 +92,8 @@ class CellPanel(Vertical):
                 last = _latest(name, data[-1]) if data else ""
                 self.query_one(f"#label-{name}", Label).update(f"{SERIES_LABELS[name]} {last}")
         self.set_class(any(state.series[name] for name in _GPU), "-gpu")
+        # Ended: the title and bar tell the run's end; the last cell's numbers are history.
+        self.set_class(state.finished and state.current is None, "-ended")
 
 
 def _from_zero(data: list[float]) -> list[float]:

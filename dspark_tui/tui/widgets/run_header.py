@@ -10,6 +10,7 @@ from dspark_tui.tui import colours
 from dspark_tui.tui import format as fmt
 
 Part = str | tuple[str, str]
+_IDLE = ("pending", "stopped")  # servers with nothing to watch share one line
 
 
 class RunHeader(Static):
@@ -24,7 +25,8 @@ class RunHeader(Static):
     def show(self, state: RunState, now: float, mode: str) -> None:
         status = "paused" if state.paused and not state.finished else state.status
         status_colour = colours.RUN_STATUS.get(status, "$accent")
-        parts: list[Part] = [(state.name or "run", "bold"), (f"  [{status}]", f"bold {status_colour}")]
+        parts: list[Part] = [(state.name or "run", "bold"),
+                             (f"  [{state.status_label}]", f"bold {status_colour}")]
         if mode:
             parts.append(f"  {mode}")
         unit = "runs" if state.repeated else "cells"  # measurements, when cells are measured again
@@ -35,11 +37,18 @@ class RunHeader(Static):
             parts.append(f"  skipped {state.skipped}")
         parts.append(f"   elapsed {fmt.duration(state.elapsed(now))}")
         parts.append(f"  ETA {fmt.duration(state.eta(now))}")
+        idle: dict[str, list[str]] = {}
         for arm in state.arms.values():
+            if arm.server_state in _IDLE:  # folded below: a K sweep has many arms, 24 rows
+                idle.setdefault(arm.server_state, []).append(arm.name)
+                continue
             parts += ["\n", (f"{arm.name}: ", "bold"), arm.server_state]
             detail = arm.progress_line or arm.message
-            if detail and arm.server_state not in ("pending", "stopped"):
+            if detail:
                 parts.append((f"  {detail}"[:160], "italic"))
+        if idle:
+            parts.append("\n")
+            parts.append("   ".join(f"{', '.join(names)}: {server}" for server, names in idle.items()))
         shown = tuple(parts)
         if shown != self._last:
             self._last = shown

@@ -1,0 +1,62 @@
+"""The live A/B table: pinned cell labels and the decision first at 80 columns, and rows that
+follow a run resumed after it ended with a failed cell."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import DataTable
+
+from dspark_tui.model import CellResult, ClientMetrics
+from dspark_tui.model.events import CellFinished, CellStarted, RunFinished, RunStarted
+from dspark_tui.plans import resolve_plan
+from tests.tui.eventlog import T0, append_events, write_run
+from tests.tui.helpers import make_app, run_screen_shown, screen_text, settled, table_text
+
+
+async def test_a_resumed_run_redraws_the_row_of_its_redone_cell_in_full(tmp_path: Path):
+    run_dir = write_run(tmp_path / "results", fail_index=1)  # st=3 chat_short c16 failed
+    key = resolve_plan("demo")[0].cells()[1].key
+    app = make_app(tmp_path)
+    async with app.run_test(size=(200, 30)) as pilot:
+        app.open_replay(run_dir)
+        await run_screen_shown(pilot, "[completed]")
+        await settled(pilot)
+        assert "failed" in table_text(app, "#ab-table")[1]
+        t = T0 + 1000
+        append_events(run_dir, [
+            RunStarted(t=t, run_dir=str(run_dir), name="demo", arms=["st=3", "st=5"],
+                       total_cells=10, resumed_cells=9),
+            CellStarted(t=t, key=key, num_prompts=8, index=2, total=10),
+            CellFinished(t=t + 5, result=CellResult(
+                arm=key.arm, scenario=key.scenario, concurrency=key.concurrency,
+                metrics=ClientMetrics(total_throughput=1_234_567.0, completed=8))),
+            RunFinished(t=t + 6, status="completed", done=10, failed=0, total=10),
+        ])
+        await run_screen_shown(pilot, "cells 10/10")
+        await settled(pilot)
+        row = table_text(app, "#ab-table")[1]
+        assert row[:3] == ["chat_short", "16", "st=3"] and "1,234,567.0" in row
+        line = next(line for line in screen_text(app).splitlines() if "chat_short   " in line
+                    and " 16 " in line)
+        assert "1,234,567.0" in line  # drawn whole, not cut to the width "failed" had
+
+
+async def test_at_80_columns_every_row_names_its_cell_leader_margin_and_verdict(tmp_path: Path):
+    run_dir = write_run(tmp_path / "results")
+    app = make_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.open_replay(run_dir)
+        await run_screen_shown(pilot, "[completed]")
+        await settled(pilot)
+        text = screen_text(app)
+        assert "Winner  Verdict  Margin" in text
+        assert "stress_standard  128  st=3    single   13.64%" in text
+        table = app.screen.query_one("#ab-table", DataTable)
+        table.focus()
+        await pilot.press(*["right"] * 30)
+        await settled(pilot)
+        assert table.scroll_x > 0  # scrolled sideways to the arms' figures
+        text = screen_text(app)
+        assert "stress_standard  128" in text  # the pinned columns stay
+        assert "Total st=3" in text
