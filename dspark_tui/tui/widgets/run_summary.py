@@ -15,20 +15,11 @@ log = logging.getLogger("dspark_tui.tui")
 
 
 def summary_markdown(run_dir: Path, lang: str) -> str:
-    """The run's headline as Markdown. The one place that chooses how: the report's
-    `headline_markdown` where it exists, else the report's summary section."""
+    """The run's headline as Markdown: the lines that open its report."""
+    from dspark_tui.report.headline import headline_markdown
     from dspark_tui.results import load_run
 
-    run = load_run(run_dir)
-    try:
-        from dspark_tui.report.headline import headline_markdown  # type: ignore[import-not-found]
-    except ImportError:
-        from dspark_tui.report.analysis import analyse
-        from dspark_tui.report.certainty import summary_section
-        from dspark_tui.report.texts import Texts
-
-        return "\n".join(summary_section(analyse(run), Texts(lang)))
-    return str(headline_markdown(run, lang))
+    return headline_markdown(load_run(run_dir), lang)
 
 
 class RunSummary(VerticalScroll):
