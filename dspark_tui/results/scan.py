@@ -59,8 +59,8 @@ def run_dirs(roots: Iterable[str | Path]) -> Iterator[Path]:
         root = Path(root).expanduser()
         try:
             entries = list(os.scandir(root))
-        except FileNotFoundError:
-            continue  # a results folder nothing has been written to yet
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # a results folder nothing has been written to yet; a file is no folder
         except OSError as exc:
             warn_skipped(root, exc)
             continue
