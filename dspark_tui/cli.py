@@ -32,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
         # and abort when the parent process (the TUI) is gone.
         p.add_argument("--quiet-runner", action="store_true", help=argparse.SUPPRESS)
         p.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
+        p.add_argument("--lock-fd", type=int, help=argparse.SUPPRESS)  # the run's lock, handed down
 
     p_run = sub.add_parser("run", help="run a plan (shipped name or TOML file)")
     p_run.add_argument("plan", nargs="?", help="plan name or file (omit with --resume)")

@@ -13,7 +13,7 @@ from rich.console import Console
 
 from dspark_tui.config import settings_or_warn
 from dspark_tui.engine.launch import RESUME_NO_FILTERS, RESUME_NO_VERIFY, RunnerProcess
-from dspark_tui.engine.liveness import runner_alive
+from dspark_tui.engine.liveness import refuse_if_alive, runner_alive
 from dspark_tui.engine.ports import with_concrete_port
 from dspark_tui.engine.printer import HeadlessPrinter, summary_lines
 from dspark_tui.engine.runner import Runner, plan_of_run, preflight, prepare_run
@@ -22,6 +22,7 @@ from dspark_tui.model import UserError
 from dspark_tui.report.live import baseline_arm
 from dspark_tui.results import RunStore, scan_runs
 from dspark_tui.results.follow import EventFollower
+from dspark_tui.results.run_lock import RunLock
 
 EXIT_CODES = {"completed": 0, "failed": 1, "aborted": 3, "interrupted": 130}
 
@@ -56,8 +57,7 @@ def run_command(args: argparse.Namespace) -> int:
     if resume is not None:
         store = RunStore(Path(resume).expanduser())
         store.read_manifest()
-        if runner_alive(store.path):
-            raise UserError(f"{store.path}: its runner is still alive; attach to it instead")
+        store.lock = lock_for_resume(store.path, getattr(args, "lock_fd", None))
         plan = plan_of_run(store)
     else:
         from dspark_tui.plans import resolve_plan
@@ -83,6 +83,15 @@ def run_command(args: argparse.Namespace) -> int:
             for line in summary_lines(store.path, printer.state, status):
                 print(line, flush=True)
     return EXIT_CODES.get(status, 1)
+
+
+def lock_for_resume(run_dir: Path, handed_fd: int | None) -> RunLock:
+    """The run's lock, before anything of the run is read for running: the one a launcher
+    handed down, or taken here — refused, naming the holder, while another runner has it."""
+    if handed_fd is not None:
+        return RunLock.adopt(run_dir, handed_fd)
+    refuse_if_alive(run_dir)
+    return RunLock.acquire(run_dir)
 
 
 def _seed_from_run(printer: HeadlessPrinter, store: RunStore) -> None:

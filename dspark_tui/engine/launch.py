@@ -1,8 +1,10 @@
 """Starting the runner as its own process — for `--detach` and for the TUI.
 
 The caller creates the run directory itself, so it knows the path before the runner exists,
-then starts `python -m dspark_tui run --resume DIR --headless` in a new session. Attached
-(not detached) runners watch their parent and abort when it disappears.
+then starts `python -m dspark_tui run --resume DIR --headless` in a new session. The directory
+is locked from its creation (or, for a resume, before the runner starts) and the locked
+descriptor is handed down (`--lock-fd`), so nothing can slip in between. Attached (not
+detached) runners watch their parent and abort when it disappears.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import time
 from pathlib import Path
 
 from dspark_tui.engine.control import send_control
-from dspark_tui.engine.liveness import runner_alive
+from dspark_tui.engine.liveness import refuse_if_alive
 from dspark_tui.engine.ports import with_concrete_port
 from dspark_tui.engine.resume_plan import PLAN_ON_STDIN
 from dspark_tui.engine.runner import RUNNER_PLAN_VAR, preflight, prepare_run
@@ -24,6 +26,7 @@ from dspark_tui.engine.server_record import stop_orphaned_server
 from dspark_tui.engine.verify import plan_to_run
 from dspark_tui.model import UserError
 from dspark_tui.results import RunStore
+from dspark_tui.results.run_lock import RunLock
 
 RUNNER_LOG = "runner.log"
 RESUME_NO_VERIFY = "--verify starts a new run; it cannot be combined with --resume"
@@ -31,11 +34,14 @@ RESUME_NO_FILTERS = ("--arms/--scenarios cannot be combined with --resume; a res
                      "run's own plan")
 
 
-def runner_argv(run_dir: Path, *, lang: str, parent_pid: int | None) -> list[str]:
+def runner_argv(run_dir: Path, *, lang: str, parent_pid: int | None,
+                lock_fd: int | None = None) -> list[str]:
     argv = [sys.executable, "-m", "dspark_tui", "run", "--resume", str(run_dir), "--headless",
             "--quiet-runner", "--lang", lang]
     if parent_pid is not None:
         argv += ["--parent-pid", str(parent_pid)]
+    if lock_fd is not None:
+        argv += ["--lock-fd", str(lock_fd)]
     return argv
 
 
@@ -87,8 +93,8 @@ class RunnerProcess:
             run_dir = Path(resume).expanduser()
             store = RunStore(run_dir)
             store.read_manifest()
-            if runner_alive(run_dir):
-                raise UserError(f"{run_dir}: its runner is still alive; attach to it instead")
+            refuse_if_alive(run_dir)
+            store.lock = RunLock.acquire(run_dir)
         else:
             from dspark_tui.plans import resolve_plan
 
@@ -105,16 +111,26 @@ class RunnerProcess:
             # environment (/proc/PID/environ keeps that for life); run.json masks them.
             env[RUNNER_PLAN_VAR] = PLAN_ON_STDIN
             handover = resolved.model_dump_json().encode()
-        log = open(run_dir / RUNNER_LOG, "ab")  # noqa: SIM115 - handed to the child
+        # The directory stays locked from here to the runner's end: the child gets the locked
+        # descriptor itself and this process lets go of its copy only once the child has it.
+        lock = store.lock
+        assert lock is not None
         try:
-            popen = subprocess.Popen(
-                runner_argv(run_dir, lang=lang, parent_pid=None if detach else os.getpid()),
-                stdin=subprocess.DEVNULL if handover is None else subprocess.PIPE,
-                stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True, close_fds=True, env=env,
-            )
+            log = open(run_dir / RUNNER_LOG, "ab")  # noqa: SIM115 - handed to the child
+            try:
+                popen = subprocess.Popen(
+                    runner_argv(run_dir, lang=lang, parent_pid=None if detach else os.getpid(),
+                                lock_fd=lock.fd),
+                    stdin=subprocess.DEVNULL if handover is None else subprocess.PIPE,
+                    stdout=log, stderr=subprocess.STDOUT,
+                    start_new_session=True, close_fds=True, pass_fds=(lock.fd,), env=env,
+                )
+            finally:
+                log.close()
+            lock.claim(popen.pid)  # a contender refused meanwhile names the runner, not us
         finally:
-            log.close()
+            lock.release()
+            store.lock = None
         if handover is not None:
             _hand_over(popen, handover)
         return cls(run_dir, popen)

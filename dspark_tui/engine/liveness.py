@@ -1,5 +1,6 @@
-"""Is a run's runner alive? Its pid in run.json plus a heartbeat file it touches every few
-seconds: a pid alone can be reused, a heartbeat alone cannot tell a slow disk from a death."""
+"""Is a run's runner alive? Whoever holds the run's lock (results/run_lock.py); for a run from
+before the lock, its pid in run.json plus a heartbeat file it touches every few seconds: a pid
+alone can be reused, a heartbeat alone cannot tell a slow disk from a death."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from dspark_tui.results.scan import HEARTBEAT, pid_alive
+from dspark_tui.model import UserError
+from dspark_tui.results.run_lock import PATIENCE_S, lock_holder
+from dspark_tui.results.scan import HEARTBEAT, pid_alive, run_dirs, warn_skipped
 from dspark_tui.results.scan import runner_alive as _runner_process_alive
 from dspark_tui.results.store import RUN_JSON
 
@@ -37,6 +40,15 @@ def runner_alive(run_dir: Path) -> bool:
     return data.get("status") == "running" and _runner_process_alive(run_dir, data.get("runner_pid"))
 
 
+def refuse_if_alive(run_dir: Path) -> None:
+    """One line naming the live runner's pid, for anything that would start a second one."""
+    if runner_alive(run_dir):
+        pid = lock_holder(run_dir, PATIENCE_S) or _manifest(run_dir).get("runner_pid")
+        who = f" (pid {pid})" if isinstance(pid, int) else ""
+        raise UserError(f"{run_dir}: its runner{who} is still alive; attach to it instead "
+                        f"(`dspark-tui attach {run_dir}`)")
+
+
 @dataclass
 class LiveRun:
     path: Path
@@ -47,38 +59,36 @@ class LiveRun:
 
 
 def live_runs(roots: Iterable[Path], exclude: Path | None = None) -> list[LiveRun]:
-    """Runs under the roots whose runner is alive now."""
+    """Runs under the roots whose runner is alive now; an entry that cannot be read is skipped
+    with one warning (results.scan.run_dirs)."""
     found: list[LiveRun] = []
-    skip = exclude.resolve() if exclude is not None else None
-    seen: set[Path] = set()
-    for root in roots:
-        for path in _entries(root):
-            real = path.resolve()
-            if real == skip or real in seen or not (path / RUN_JSON).is_file():
-                continue
-            seen.add(real)
-            if not runner_alive(path):
-                continue
-            data = _manifest(path)
-            plan = data.get("plan")
-            server = plan.get("server") if isinstance(plan, dict) else None
-            if not isinstance(server, dict):
-                server = {}
-            pid = data.get("runner_pid")
-            found.append(LiveRun(
-                path=path, name=str(data.get("name") or path.name),
-                pid=pid if isinstance(pid, int) else 0,
-                host=str(server.get("host", "127.0.0.1")), port=int(server.get("port", 0) or 0),
-            ))
+    skip = _real(exclude) if exclude is not None else None
+    for path in run_dirs(roots):
+        if skip is not None and _real(path) == skip:
+            continue
+        if not runner_alive(path):
+            continue
+        data = _manifest(path)
+        plan = data.get("plan")
+        server = plan.get("server") if isinstance(plan, dict) else None
+        if not isinstance(server, dict):
+            server = {}
+        pid = data.get("runner_pid")
+        port = server.get("port", 0)
+        found.append(LiveRun(
+            path=path, name=str(data.get("name") or path.name),
+            pid=pid if isinstance(pid, int) else 0,
+            host=str(server.get("host", "127.0.0.1")), port=port if isinstance(port, int) else 0,
+        ))
     return found
 
 
-def _entries(root: Path) -> list[Path]:
-    """What a results root holds; nothing when it cannot be listed (missing, unreadable)."""
+def _real(path: Path) -> Path | None:
     try:
-        return list(Path(root).expanduser().iterdir())
-    except OSError:
-        return []
+        return path.resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop
+        warn_skipped(path, exc)
+        return None
 
 
 def run_holding_port(roots: Iterable[Path], port: int, exclude: Path | None = None) -> LiveRun | None:
@@ -90,14 +100,13 @@ def run_holding_port(roots: Iterable[Path], port: int, exclude: Path | None = No
 
 def orphan_server_on_port(roots: Iterable[Path], port: int) -> Path | None:
     """A dead run whose server (per its server.json) still listens on the port, if any."""
-    for root in roots:
-        for path in _entries(root):
-            try:
-                record = json.loads((path / "server.json").read_bytes())
-            except (OSError, ValueError):
-                continue
-            if (isinstance(record, dict) and record.get("state") == "running"
-                    and record.get("port") == port and pid_alive(record.get("pid"))
-                    and not runner_alive(path)):
-                return path
+    for path in run_dirs(roots):
+        try:
+            record = json.loads((path / "server.json").read_bytes())
+        except (OSError, ValueError):
+            continue
+        if (isinstance(record, dict) and record.get("state") == "running"
+                and record.get("port") == port and pid_alive(record.get("pid"))
+                and not runner_alive(path)):
+            return path
     return None

@@ -49,6 +49,7 @@ from dspark_tui.model import Arm, CellResult, Plan, UserError
 from dspark_tui.model import events as ev
 from dspark_tui.report.verdicts import cells_to_remeasure
 from dspark_tui.results import RunStore
+from dspark_tui.results.run_lock import RunLock
 
 __all__ = ["RUNNER_PLAN_VAR", "Runner", "filter_plan", "plan_of_run", "preflight", "prepare_run"]
 
@@ -155,6 +156,18 @@ class Runner:
     # -- the run ---------------------------------------------------------------------------
 
     async def run(self) -> ev.RunStatus:
+        """Run to the end. The run directory's lock is held throughout (taken here unless the
+        store already holds it: prepare_run, a resume, a launcher's hand-down); a second runner
+        of the same directory is refused before it writes anything."""
+        lock = self.store.lock or RunLock.acquire(self.store.path)
+        self.store.lock = lock
+        try:
+            return await self._run_locked()
+        finally:
+            lock.release()
+            self.store.lock = None
+
+    async def _run_locked(self) -> ev.RunStatus:
         self._main = asyncio.current_task()  # type: ignore[assignment]
         self._control.skip_existing()
         self._mark_running()

@@ -21,9 +21,11 @@ _Named = TypeVar("_Named", Arm, Scenario)
 
 def prepare_run(plan: Plan, results_root: Path, plan_source: str | None = None,
                 verification: Verification | None = None) -> RunStore:
-    """Create the run directory (owner-only) before any runner exists, so callers know it at once."""
+    """Create the run directory (owner-only) before any runner exists, so callers know it at once.
+    It is locked from its creation on (`store.lock`): the caller's runner adopts the lock, in
+    this process or, handed down, in the one it starts (launch.py)."""
     manifest = manifest_for_plan(plan, plan_source, verification)
-    store = RunStore.create(results_root, manifest)
+    store = RunStore.create(results_root, manifest, locked=True)
     os.chmod(store.path, 0o700)
     touch_heartbeat(store.path)  # alive for the history view until the runner takes over
     return store

@@ -24,6 +24,7 @@ from dspark_tui.model.events import Event, event_json, parse_event
 from dspark_tui.results.atomic import atomic_write_text
 from dspark_tui.results.jsonl import read_complete_lines
 from dspark_tui.results.manifest import RunManifest, newer_run_schema
+from dspark_tui.results.run_lock import RunLock
 
 RUN_JSON = "run.json"
 _SESSION_LOG = re.compile(r"-s(\d+)\.log$")
@@ -66,9 +67,14 @@ class RunStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        # The writer's hold on the directory (run_lock.py), when this store was made to write it.
+        self.lock: RunLock | None = None
 
     @classmethod
-    def create(cls, root: str | Path, manifest: RunManifest, when: dt.datetime | None = None) -> RunStore:
+    def create(cls, root: str | Path, manifest: RunManifest, when: dt.datetime | None = None,
+               *, locked: bool = False) -> RunStore:
+        """A new run directory; `locked`: its lock is taken before run.json exists, so no
+        resume can ever find it unlocked before its runner has started (store.lock holds it)."""
         root = Path(root).expanduser()
         stamp = (when or dt.datetime.now()).strftime("%Y%m%d-%H%M%S")
         base = f"{safe_name(manifest.name)}_{stamp}"
@@ -87,6 +93,8 @@ class RunStore:
             reason = exc.strerror or str(exc)
             raise UserError(f"{root}: cannot create a run directory there ({reason})") from None
         store = cls(candidate)
+        if locked:
+            store.lock = RunLock.acquire(candidate)
         store.write_manifest(manifest)
         return store
 
@@ -189,6 +197,8 @@ class RunStore:
             return RunManifest.model_validate_json(raw)
         except FileNotFoundError:
             raise UserError(f"{self.manifest_path}: missing (is {self.path} a run directory?)") from None
+        except OSError as exc:  # unreadable, a directory, a symlink loop (the file or the run)
+            raise UserError(f"{self.manifest_path}: cannot read it ({_strerror(exc)})") from None
         except (ValidationError, ValueError) as exc:
             first = str(exc).splitlines()[0]
             raise UserError(f"{self.manifest_path}: not a valid run manifest ({first})") from None
@@ -263,8 +273,12 @@ def read_cell_file(path: Path) -> tuple[CellResult | None, str]:
 
 
 def read_events_from(path: Path, offset: int) -> tuple[list[Event], int]:
-    """Events from byte `offset` on; a torn last line is left for the next read."""
-    lines, offset = read_complete_lines(path, offset)
+    """Events from byte `offset` on; a torn last line is left for the next read. A file that
+    cannot be read (no permission, a symlink loop) is one UserError naming it."""
+    try:
+        lines, offset = read_complete_lines(path, offset)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read it ({_strerror(exc)})") from None
     events: list[Event] = []
     for line in lines:
         try:
@@ -363,6 +377,10 @@ def _refuse_newer_manifest(raw: bytes, path: Path) -> None:
         return  # the validation below names what is wrong
     if (newer := newer_run_schema(data)) is not None:
         raise NewerRunError(f"{path}: {newer}")
+
+
+def _strerror(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
 
 
 class NewerRunError(UserError):
