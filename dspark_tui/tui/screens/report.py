@@ -27,7 +27,7 @@ from dspark_tui.tui.language import view_language
 from dspark_tui.tui.report_blocks import Block, Table, report_blocks
 from dspark_tui.tui.screens.loading import LoadingScreen
 
-TABLE_STEP = 12  # columns a table scrolls per ←/→
+MAX_TABLE_ROWS = 10_000  # a K sweep's core table has a few hundred rows
 
 
 def render_text(run_dir: Path, lang: str) -> str:
@@ -79,6 +79,7 @@ class ReportTable(DataTable[Text]):
         self.table = table
 
     def on_mount(self) -> None:
+        self.styles.max_height = MAX_TABLE_ROWS  # every row inline (a DataTable caps at 100%)
         right = self.table.right
         for index, label in enumerate(self.table.header):
             justify = "right" if index < len(right) and right[index] else "left"
@@ -89,16 +90,35 @@ class ReportTable(DataTable[Text]):
                            for i, cell in enumerate(row)])
 
 
+    def step_columns(self, direction: int) -> None:
+        """Scroll by one whole column, so a number is never shown cut."""
+        edges = [0]
+        for column in list(self.columns.values())[self.fixed_columns:]:
+            edges.append(edges[-1] + column.get_render_width(self))
+        now = round(self.scroll_x)
+        if direction > 0:
+            target = next((edge for edge in edges if edge > now), now)
+        else:
+            target = max((edge for edge in edges if edge < now), default=0)
+        self.scroll_to(x=min(target, self.max_scroll_x), animate=False)
+
+
 class ReportScroll(VerticalScroll):
     """The report's one scrolling column: ↑/↓ as usual, ←/→ move every table's columns."""
 
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("left", "scroll_left", "Columns", id="report.columns_left", key_display="←→",
+                tooltip="scroll every table's numbers sideways; its label columns stay"),
+        Binding("right", "scroll_right", "Columns", id="report.columns_right", show=False),
+    ]
+
     def action_scroll_left(self) -> None:
         for table in self.query(ReportTable):
-            table.scroll_relative(x=-TABLE_STEP, animate=False)
+            table.step_columns(-1)
 
     def action_scroll_right(self) -> None:
         for table in self.query(ReportTable):
-            table.scroll_relative(x=TABLE_STEP, animate=False)
+            table.step_columns(1)
 
 
 class ReportScreen(LoadingScreen):
@@ -114,8 +134,6 @@ class ReportScreen(LoadingScreen):
         Binding("l", "toggle_lang", "zh/en", id="report.lang"),
         Binding("g", "save", "Save", id="report.save",
                 tooltip="write this language's report file (viewing writes nothing)"),
-        Binding("left,right", "noop", "Columns", id="report.columns", key_display="←→",
-                tooltip="scroll every table's numbers; its label columns stay"),
         Binding("escape", "back", "Back", id="report.back"),
     ]
     ERROR_LINE = "#report-path"
@@ -167,10 +185,6 @@ class ReportScreen(LoadingScreen):
     def action_save(self) -> None:
         self.load(partial(render_for_screen, self.run_dir, self.lang, save=True), self._show_saved,
                   f"saving the {self.lang} report")
-
-    def action_noop(self) -> None:
-        """The footer's reminder of ←/→; the keys themselves act in the report's scroll."""
-        self.query_one(ReportScroll).focus()
 
     def action_back(self) -> None:
         self.app.pop_screen()
