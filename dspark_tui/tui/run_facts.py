@@ -17,19 +17,17 @@ from dspark_tui.results.jsonl import read_complete_lines
 from dspark_tui.results.store import LoadedRun
 
 try:  # the one wording of a run's end (the live screens' helper, in model/)
-    from dspark_tui.model.run_status import run_status_label, skipped_of_completed
+    from dspark_tui.model.run_status import run_status_label
 except ImportError:  # until that helper is merged: the same rule, here
     def run_status_label(status: str, *, skipped: int = 0) -> str:
         return f"completed, {skipped} skipped" if status == "completed" and skipped > 0 else status
-
-    def skipped_of_completed(cells_total: int, cells_ok: int) -> int:
-        return max(0, cells_total - cells_ok)
 
 
 @dataclass(frozen=True)
 class RunFacts:
     best: str  # `st=5 10/18`, `tie 4/5`, `—`
     cells_ok: int
+    skipped: int  # cells the user skipped (and none of whose measurements failed)
 
 
 def run_facts(path: Path) -> RunFacts:
@@ -37,13 +35,26 @@ def run_facts(path: Path) -> RunFacts:
     from dspark_tui.report.verdicts import best_arm_line
 
     run = load_run(path)
-    return RunFacts(best=best_arm_line(run_verdicts(run)), cells_ok=ok_cells(run))
+    state = folded(run)
+    return RunFacts(best=best_arm_line(run_verdicts(run)), cells_ok=state.cells_done,
+                    skipped=skipped_cells(state))
 
 
 def ok_cells(run: LoadedRun) -> int:
-    """Cells whose every planned measurement is ok: the plan's cells, the rounds the runner
-    announced (adaptive ones included) and the saved measurements, folded as the run screen
-    folds them."""
+    """Cells whose every planned measurement is ok."""
+    return folded(run).cells_done
+
+
+def skipped_cells(state: RunState) -> int:
+    """Cells with a measurement the user skipped and none failed (the live screens' rule)."""
+    return sum(1 for cell in state.cells.values()
+               if not cell.failed_count
+               and any(m.phase == "skipped" for m in cell.measurements.values()))
+
+
+def folded(run: LoadedRun) -> RunState:
+    """The plan's cells, the rounds the runner announced (adaptive ones included) and the saved
+    measurements, folded as the run screen folds them."""
     state = RunState()
     try:
         state.expect_cells(cell.key for cell in Plan.model_validate(run.manifest.plan).cells())
@@ -53,7 +64,7 @@ def ok_cells(run: LoadedRun) -> int:
         state.apply(event)
     for measurement in run.measurements:
         state.add_saved(measurement)
-    return state.cells_done
+    return state
 
 
 def _round_events(path: Path) -> list[RoundPlanned]:
@@ -75,7 +86,6 @@ def _round_events(path: Path) -> list[RoundPlanned]:
     return rounds
 
 
-def status_label(status: str, cells_total: int, cells_ok: int) -> str:
-    """History's status: `completed, 1 skipped` for a completed run short of ok cells."""
-    skipped = skipped_of_completed(cells_total, cells_ok) if status == "completed" else 0
+def status_label(status: str, skipped: int = 0) -> str:
+    """`completed, 1 skipped` for a completed run with user skips; other statuses as they are."""
     return run_status_label(status, skipped=skipped)

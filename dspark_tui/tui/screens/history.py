@@ -139,6 +139,15 @@ class HistoryScreen(LoadingScreen):
         if str(run.path) in {str(key.value) for key in table.rows}:
             table.update_cell(str(run.path), "best", facts.best)
             table.update_cell(str(run.path), "cells", self._cells(run))
+            if facts.skipped:
+                self._fill()  # "completed, 1 skipped": the status column may need to widen
+
+    def _status(self, run: RunSummary) -> str:
+        if run.problem:
+            return f"problem: {run.problem}"
+        known = self.facts.get(run.path)
+        skipped = known[1].skipped if known is not None and known[0] == _signature(run) else 0
+        return status_label(run.status, skipped)
 
     def _cells(self, run: RunSummary) -> str:
         """ok/total: run.json's count for a finished run, the background's count (ok across
@@ -154,8 +163,7 @@ class HistoryScreen(LoadingScreen):
         styles = {status: colours.rich_style(spec) for status, spec in colours.RUN_STATUS.items()}
         chosen = self.selected()
         wanted = str(self.prefer) if self.prefer is not None else str(chosen.path) if chosen else ""
-        statuses = {run.path: f"problem: {run.problem}" if run.problem else status_label(
-            run.status, run.cells_total, run.cells_done) for run in shown}
+        statuses = {run.path: self._status(run) for run in shown}
         with self.app.batch_update():
             table.clear()
             # As wide as the longest status shown ("completed, 1 skipped"), not wider: at 80

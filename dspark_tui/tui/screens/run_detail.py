@@ -32,7 +32,7 @@ from dspark_tui.results import RunStore, load_run
 from dspark_tui.results.store import LoadedRun
 from dspark_tui.tui import format as fmt
 from dspark_tui.tui.language import view_language
-from dspark_tui.tui.run_facts import ok_cells, status_label
+from dspark_tui.tui.run_facts import folded, skipped_cells, status_label
 from dspark_tui.tui.screens.loading import LoadingScreen
 from dspark_tui.tui.widgets.ab_table import ABTable
 
@@ -41,12 +41,14 @@ from dspark_tui.tui.widgets.ab_table import ABTable
 class ReadRun:
     run: LoadedRun
     cells_ok: int
+    skipped: int
     headline: str
 
 
 def read_run(run_dir: Path, lang: str) -> ReadRun:
     run = load_run(run_dir)
-    return ReadRun(run, ok_cells(run), run_headline(run, lang))
+    state = folded(run)
+    return ReadRun(run, state.cells_done, skipped_cells(state), run_headline(run, lang))
 
 
 def run_headline(run: LoadedRun, lang: str) -> str:
@@ -124,7 +126,7 @@ class RunDetailScreen(LoadingScreen):
         arms = run.manifest.arm_names()
         manifest = run.manifest
         total = manifest.total_cells or len(run.cells)
-        status = status_label(manifest.status, total, read.cells_ok)
+        status = status_label(manifest.status, read.skipped)
         title = (f"{manifest.name}  {_started(manifest.started_at)}  [{status}]  "
                  f"{read.cells_ok}/{total} cells ok  {Path(manifest.model).name or manifest.model}"
                  f"  — {run.path}")
