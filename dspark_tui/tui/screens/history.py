@@ -190,8 +190,10 @@ class HistoryScreen(LoadingScreen):
         total = len(self.runs)
         count = f"{len(shown)} of {total}" if len(shown) != total else f"{total}"
         noun = "run" if total == 1 else "runs"
-        self.query_one("#history-title", Label).update(
-            f"History — {count} {noun} in " + ", ".join(str(r) for r in self.roots))
+        title = self.query_one("#history-title", Label)
+        # Folder names on the line (80 columns), the whole paths on hover.
+        title.update(f"History — {count} {noun} in " + ", ".join(r.name or str(r) for r in self.roots))
+        title.tooltip = "\n".join(str(r) for r in self.roots)
 
     @on(Input.Changed, "#history-filter")
     def _filter_changed(self) -> None:

@@ -161,7 +161,10 @@ class ReportScreen(LoadingScreen):
     async def _show(self, rendered: Rendered) -> None:
         self.text = rendered.text
         state = "saved:" if rendered.is_saved else "not saved yet (g saves it):"
-        self.query_one("#report-path", Label).update(Text(f"[{rendered.lang}] {state} {rendered.saved}"))
+        label = self.query_one("#report-path", Label)
+        where = f"{rendered.saved.parent.name}/{rendered.saved.name}"  # the whole path on hover
+        label.update(Text(f"[{rendered.lang}] {state} {where}"))
+        label.tooltip = str(rendered.saved)
         scroll = self.query_one(ReportScroll)
         widgets: list[Widget] = [
             ReportTable(block.table) if block.table is not None else Markdown(block.text)

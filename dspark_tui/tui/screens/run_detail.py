@@ -128,9 +128,10 @@ class RunDetailScreen(LoadingScreen):
         total = manifest.total_cells or len(run.cells)
         status = status_label(manifest.status, read.skipped)
         title = (f"{manifest.name}  {_started(manifest.started_at)}  [{status}]  "
-                 f"{read.cells_ok}/{total} cells ok  {Path(manifest.model).name or manifest.model}"
-                 f"  — {run.path}")
-        self.query_one("#detail-title", Label).update(Content(title))  # plain: "[completed]" is no tag
+                 f"{read.cells_ok}/{total} cells ok  {Path(manifest.model).name or manifest.model}")
+        label = self.query_one("#detail-title", Label)
+        label.update(Content(title))  # plain: "[completed]" is no tag
+        label.tooltip = str(run.path)
         await self.query_one("#detail-headline", Markdown).update(read.headline)
         for problem in run.problems:
             self.notify(f"{problem}", severity="warning", timeout=6)
