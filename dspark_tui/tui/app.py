@@ -52,7 +52,9 @@ class DsparkApp(App[None]):
         Binding("q", "quit", "Quit", id="app.quit",
                 tooltip="asks first while a run this app started is going, then stops it"),
         Binding("question_mark", "help", "Help", id="app.help", tooltip="this list"),
-        Binding("n", "new_run", "New run", id="app.new_run",
+        # Off the footers (History shows it): at 80 columns the run screen's keys overflow
+        # the footer, and the tail of "New run" showed as a stray `w` after "^p palette".
+        Binding("n", "new_run", "New run", id="app.new_run", show=False,
                 tooltip="pick a plan, its arms and scenarios; optionally detached"),
     ]
 
@@ -243,9 +245,10 @@ class DsparkApp(App[None]):
         seen: set[str] = {"quit", "command_palette"}
         for active in screen.active_bindings.values():
             binding = active.binding
-            if active.node not in (screen, self) or binding.action in seen or not binding.description:
+            action = binding.action.removeprefix("app.")  # a screen's key for an app action
+            if active.node not in (screen, self) or action in seen or not binding.description:
                 continue
-            seen.add(binding.action)
+            seen.add(action)
             yield SystemCommand(
                 binding.description,
                 f"({self.get_key_display(binding)}) {binding.tooltip}".rstrip(),

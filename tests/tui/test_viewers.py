@@ -264,3 +264,22 @@ async def test_confirm_dialog_shows_its_whole_question(tmp_path: Path, size: tup
         assert question in flat(screen_text(app))
         assert "Resume (y)" in screen_text(app) and "No (n)" in screen_text(app)
 
+
+
+async def test_the_footer_ends_with_the_palette_at_80_columns(tmp_path: Path):
+    """A footer too full for 80 columns showed the tail of "New run" (`w`) after "^p palette"."""
+    from tests.tui.helpers import run_screen_shown
+    from tests.tui.test_snapshots import RECORDED
+
+    run_dir = tmp_path / "demo_run"
+    shutil.copytree(RECORDED, run_dir)
+    app = make_app(tmp_path)
+    async with app.run_test(size=SMALL) as pilot:
+        app.open_replay(run_dir)
+        await run_screen_shown(pilot, "[completed]")
+        await pilot.pause()
+        assert screen_text(app).splitlines()[-1].rstrip().endswith("palette")
+        await pilot.press("escape")
+        screen = await history_listed(pilot)
+        assert "n New run" in screen_text(app).splitlines()[-1]  # History still offers it
+        assert isinstance(screen, HistoryScreen)

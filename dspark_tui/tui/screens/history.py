@@ -63,6 +63,8 @@ class HistoryScreen(LoadingScreen):
                 tooltip="watch and control a running run"),
         Binding("u", "resume", "Resume", id="history.resume",
                 tooltip="resume an interrupted run (failed and missing cells run again)"),
+        Binding("n", "app.new_run", "New run", id="history.new_run",
+                tooltip="pick a plan, its arms and scenarios; optionally detached"),
         Binding("slash", "filter", "Filter", id="history.filter", show=False,
                 tooltip="type words to narrow the list"),
         Binding("f5", "rescan", "Rescan", id="history.rescan", show=False,
