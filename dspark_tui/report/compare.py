@@ -132,8 +132,9 @@ def run_differences(run_a: LoadedRun, run_b: LoadedRun) -> list[tuple[str, str]]
     if command_a and command_b and command_a != command_b:
         found.append(("command", _first_difference(command_a, command_b)))
     prompts = _prompt_differences(plan_a, plan_b)
-    if prompts:
-        found.append(("prompts", "; ".join(prompts)))
+    if prompts:  # one line: the first few, and how many more
+        more = f"; +{len(prompts) - PROMPTS_SHOWN} more" if len(prompts) > PROMPTS_SHOWN else ""
+        found.append(("prompts", "; ".join(prompts[:PROMPTS_SHOWN]) + more))
     warm_a, warm_b = _warmup(a.warmup_requests, plan_a), _warmup(b.warmup_requests, plan_b)
     if warm_a is not None and warm_b is not None and warm_a != warm_b:
         found.append(("warmup", f"{warm_a} vs {warm_b}"))
@@ -155,6 +156,14 @@ def _first_difference(a: list[str], b: list[str]) -> str:
 
 
 PROMPT_KEYS = ("dataset", "input_len", "output_len", "range_ratio", "num_prompts")
+PROMPTS_SHOWN = 2
+
+
+def _value(value: object) -> str:
+    """`{'per_concurrency': 4, 'min': 8}` as `per_concurrency=4,min=8`: short enough for a line."""
+    if isinstance(value, dict):
+        return ",".join(f"{k}={v}" for k, v in value.items() if v is not None)
+    return str(value)
 
 
 def _prompt_differences(plan_a: dict, plan_b: dict) -> list[str]:
@@ -170,7 +179,8 @@ def _prompt_differences(plan_a: dict, plan_b: dict) -> list[str]:
         other = scenarios_b[scenario["name"]]
         for key in PROMPT_KEYS:
             if scenario.get(key) != other.get(key):
-                found.append(f"{scenario['name']} {key} {scenario.get(key)} vs {other.get(key)}")
+                found.append(f"{scenario['name']} {key} {_value(scenario.get(key))} vs "
+                             f"{_value(other.get(key))}")
     return found
 
 
@@ -179,28 +189,28 @@ def _ratio(value: float) -> str:
 
 
 def summary_lines(run_a: LoadedRun, run_b: LoadedRun, frame: pd.DataFrame, lang: str = "zh",
-                  *, paths: bool = True) -> list[str]:
-    """The Markdown list that opens a comparison: which runs, how many cells matched, what
-    differs between them besides the server, and the ratio over all cells and per arm."""
+                  *, which_runs: bool = True) -> list[str]:
+    """The Markdown list that opens a comparison: which runs (unless `which_runs` is False: the
+    screen's title says it), how many cells matched, the ratio over all cells and per arm, then
+    what differs between the runs besides the server."""
     Texts(lang)  # validates the language with the report's own message
     text = _TEXT[lang]
     only_a, only_b = _unmatched(run_a, run_b)
     lines = []
-    for side, run in (("a", run_a), ("b", run_b)):
-        where = run.path if paths else run.path.name
-        lines.append(text[side].format(name=run.manifest.name, path=where))
+    if which_runs:
+        for side, run in (("a", run_a), ("b", run_b)):
+            lines.append(text[side].format(name=run.manifest.name, path=run.path))
     lines.append(text["matched"].format(n=len(frame), only_a=only_a, only_b=only_b))
+    if not frame.empty:
+        ratios = frame["total_ratio"].dropna()
+        ratios = ratios[ratios > 0]
+        geo = float(np.exp(np.log(ratios).mean())) if len(ratios) else float("nan")
+        faster = int((frame["total_ratio"] > 1).sum())
+        lines.append(text["summary"].format(geo=_ratio(geo), faster=faster, n=len(frame)))
+        for arm, arm_geo, arm_faster, cells in arm_ratios(frame):
+            lines.append(text["arm"].format(arm=arm, geo=_ratio(arm_geo), faster=arm_faster, n=cells))
     for what, detail in run_differences(run_a, run_b):
         lines.append(text["differ"].format(what=text[what], detail=detail))
-    if frame.empty:
-        return lines
-    ratios = frame["total_ratio"].dropna()
-    ratios = ratios[ratios > 0]
-    geo = float(np.exp(np.log(ratios).mean())) if len(ratios) else float("nan")
-    faster = int((frame["total_ratio"] > 1).sum())
-    lines.append(text["summary"].format(geo=_ratio(geo), faster=faster, n=len(frame)))
-    for arm, arm_geo, arm_faster, cells in arm_ratios(frame):
-        lines.append(text["arm"].format(arm=arm, geo=_ratio(arm_geo), faster=arm_faster, n=cells))
     return lines
 
 

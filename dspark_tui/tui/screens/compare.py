@@ -37,7 +37,7 @@ def compare_runs(run_a: Path, run_b: Path, lang: str) -> Compared:
 
     a, b = load_run(run_a), load_run(run_b)
     frame = run_comparison_frame(a, b)
-    summary = summary_lines(a, b, frame, lang, paths=False)
+    summary = summary_lines(a, b, frame, lang, which_runs=False)
     if frame.empty:
         summary.extend(["", none_text(lang)])
     rows = [
@@ -55,7 +55,7 @@ class CompareScreen(LoadingScreen):
         background: $panel; padding: 0 1; width: 1fr; height: 1;
         text-wrap: nowrap; text-overflow: ellipsis;
     }
-    CompareScreen #compare-summary { height: auto; max-height: 45%; }
+    CompareScreen #compare-summary { height: auto; max-height: 50%; }
     CompareScreen #compare-summary Markdown { margin: 0; }
     CompareScreen #compare-table { height: 1fr; }
     """

@@ -92,7 +92,8 @@ class RunDetailScreen(LoadingScreen):
                 tooltip="what to deploy for which load, and how sure"),
         Binding("w", "show_tab('ab')", "A/B", id="detail.ab"),
         Binding("e", "show_tab('cells')", "Cells", id="detail.cells"),
-        Binding("d", "decision", "Decision", id="detail.decision",
+        # Off the footer (80 columns would lose Help): in `?` and the palette, as on the run screen.
+        Binding("d", "decision", "Decision", id="detail.decision", show=False,
                 tooltip="a K sweep's answer: schedule, serve command, best K per cell"),
         Binding("escape", "back", "History", id="detail.back"),
     ]
@@ -111,7 +112,8 @@ class RunDetailScreen(LoadingScreen):
             with TabPane("A/B table", id="ab"):
                 yield ABTable(id="detail-ab")
             with TabPane("Cells", id="cells"):
-                cells: DataTable[Text | str] = DataTable(cursor_type="row", id="detail-cells")
+                cells: DataTable[Text | str] = DataTable(cursor_type="row", id="detail-cells",
+                                                         fixed_columns=3)  # arm, scenario, c
                 yield cells
         yield Footer(compact=True)
 
