@@ -92,6 +92,8 @@ class RunDetailScreen(LoadingScreen):
                 tooltip="what to deploy for which load, and how sure"),
         Binding("w", "show_tab('ab')", "A/B", id="detail.ab"),
         Binding("e", "show_tab('cells')", "Cells", id="detail.cells"),
+        Binding("c", "charts", "Charts", id="detail.charts",
+                tooltip="Total tok/s, TPOT and TTFT against concurrency, per arm"),
         # Off the footer (80 columns would lose Help): in `?` and the palette, as on the run screen.
         Binding("d", "decision", "Decision", id="detail.decision", show=False,
                 tooltip="a K sweep's answer: schedule, serve command, best K per cell"),
@@ -181,6 +183,14 @@ class RunDetailScreen(LoadingScreen):
         from dspark_tui.tui.screens.report import ReportScreen
 
         self.app.push_screen(ReportScreen(self.run_dir))
+
+    def action_charts(self) -> None:
+        try:  # the live screens' chart view
+            from dspark_tui.tui.screens.charts import ChartScreen  # type: ignore[import-not-found]
+        except ImportError:
+            self.notify("the chart view is not in this build", severity="warning")
+            return
+        self.app.push_screen(ChartScreen(self.run if self.run is not None else self.run_dir))
 
     def action_decision(self) -> None:
         if self.run is None:
