@@ -1,7 +1,9 @@
 """Two runs side by side (History's "compare two runs"): the same cells, ratio b / a.
 
 Cells are matched by (arm, scenario, concurrency); a cell present in only one run is counted,
-not guessed at.
+not guessed at. A cell measured in several rounds counts as the mean of its ok measurements, as
+the report's tables show it. What makes the ratios mean something else than the server's
+change is said first: a different model, server command, prompts or warmup.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from dspark_tui.report.layout import layout_of
+from dspark_tui.report.measurements import aggregate_cells, measurements_of
 from dspark_tui.report.tables import markdown_table, num
 from dspark_tui.report.texts import Texts
 from dspark_tui.results.store import LoadedRun
@@ -29,6 +32,12 @@ _TEXT = {
         "matched": "- 匹配的单元：{n}；只在 A 中：{only_a}；只在 B 中：{only_b}",
         "summary": "- Total tok/s 几何平均比值：{geo}；B 更快的单元：{faster}/{n}",
         "none": "两次运行没有相同的 (arm, scenario, concurrency) 单元可比。",
+        "arm": "- `{arm}`：Total tok/s 几何平均比值 {geo}，B 更快 {faster}/{n} 个单元",
+        "differ": "- ⚠ {what}不同：{detail}",
+        "model": "模型",
+        "command": "服务命令",
+        "prompts": "提示词",
+        "warmup": "Warmup 请求数",
     },
     "en": {
         "title": "# Two runs compared",
@@ -39,6 +48,12 @@ _TEXT = {
         "matched": "- Matched cells: {n}; only in A: {only_a}; only in B: {only_b}",
         "summary": "- Geometric mean Total tok/s ratio: {geo}; cells where B is faster: {faster}/{n}",
         "none": "The two runs share no (arm, scenario, concurrency) cell.",
+        "arm": "- `{arm}`: geometric mean Total tok/s ratio {geo}; B faster in {faster}/{n} cells",
+        "differ": "- ⚠ {what} differ: {detail}",
+        "model": "models",
+        "command": "server commands",
+        "prompts": "prompts",
+        "warmup": "warmup requests",
     },
 }
 
@@ -56,7 +71,7 @@ def _ok_frame(run: LoadedRun) -> pd.DataFrame:
             "arm_pos": arm_pos.get(cell.arm, len(arm_pos)),
             **{name: getattr(cell.metrics, name) for name in COMPARED},
         }
-        for cell in run.cells.values()
+        for cell in aggregate_cells(measurements_of(run)).values()
         if cell.ok
     ]
     columns = ["arm", "scenario", "concurrency", "scenario_pos", "arm_pos", *COMPARED]
@@ -82,31 +97,129 @@ def run_comparison_frame(run_a: LoadedRun, run_b: LoadedRun) -> pd.DataFrame:
 
 
 def _unmatched(run_a: LoadedRun, run_b: LoadedRun) -> tuple[int, int]:
-    a = {k for k, c in run_a.cells.items() if c.ok}
-    b = {k for k, c in run_b.cells.items() if c.ok}
+    a = {k for k, c in aggregate_cells(measurements_of(run_a)).items() if c.ok}
+    b = {k for k, c in aggregate_cells(measurements_of(run_b)).items() if c.ok}
     return len(a - b), len(b - a)
+
+
+def unmatched_counts(run_a: LoadedRun, run_b: LoadedRun) -> tuple[int, int]:
+    """Ok cells only in A, only in B."""
+    return _unmatched(run_a, run_b)
+
+
+def arm_ratios(frame: pd.DataFrame) -> list[tuple[str, float, int, int]]:
+    """Per arm, in the frame's order: (arm, geometric mean of the Total tok/s ratios, cells B is
+    faster in, cells compared) — the one line a user comparing two runs reads first."""
+    out = []
+    for arm in dict.fromkeys(frame["arm"]):
+        ratios = frame.loc[frame["arm"] == arm, "total_ratio"]
+        positive = ratios[ratios > 0].dropna()
+        geo = float(np.exp(np.log(positive).mean())) if len(positive) else float("nan")
+        out.append((str(arm), geo, int((ratios > 1).sum()), len(ratios)))
+    return out
+
+
+def run_differences(run_a: LoadedRun, run_b: LoadedRun) -> list[tuple[str, str]]:
+    """What differs between the two runs besides the server's speed: (what, detail) for the
+    model, the server command, the prompts (dataset, seed, lengths, counts) and the warmup."""
+    a, b = run_a.manifest, run_b.manifest
+    plan_a, plan_b = a.plan or {}, b.plan or {}
+    found: list[tuple[str, str]] = []
+    if a.model != b.model:
+        found.append(("model", f"{a.model or '?'} vs {b.model or '?'}"))
+    command_a = (plan_a.get("server") or {}).get("command")
+    command_b = (plan_b.get("server") or {}).get("command")
+    if command_a and command_b and command_a != command_b:
+        found.append(("command", _first_difference(command_a, command_b)))
+    prompts = _prompt_differences(plan_a, plan_b)
+    if prompts:  # one line: the first few, and how many more
+        more = f"; +{len(prompts) - PROMPTS_SHOWN} more" if len(prompts) > PROMPTS_SHOWN else ""
+        found.append(("prompts", "; ".join(prompts[:PROMPTS_SHOWN]) + more))
+    warm_a, warm_b = _warmup(a.warmup_requests, plan_a), _warmup(b.warmup_requests, plan_b)
+    if warm_a is not None and warm_b is not None and warm_a != warm_b:
+        found.append(("warmup", f"{warm_a} vs {warm_b}"))
+    return found
+
+
+def _warmup(requests: int | None, plan: dict) -> object:
+    return requests if requests is not None else (plan.get("bench") or {}).get("warmup_requests")
+
+
+def _first_difference(a: list[str], b: list[str]) -> str:
+    """`--max-num-seqs 256 vs 128`: the first argument where the two commands part."""
+    for index, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            flag = a[index - 1] + " " if index and str(a[index - 1]).startswith("-") else ""
+            return f"{flag}{x} vs {y}"
+    longer, side = (a, "A") if len(a) > len(b) else (b, "B")
+    return f"only {side} has {' '.join(str(x) for x in longer[min(len(a), len(b)):])}"
+
+
+PROMPT_KEYS = ("dataset", "input_len", "output_len", "range_ratio", "num_prompts")
+PROMPTS_SHOWN = 2
+
+
+def _value(value: object) -> str:
+    """`{'per_concurrency': 4, 'min': 8}` as `per_concurrency=4,min=8`: short enough for a line."""
+    if isinstance(value, dict):
+        return ",".join(f"{k}={v}" for k, v in value.items() if v is not None)
+    return str(value)
+
+
+def _prompt_differences(plan_a: dict, plan_b: dict) -> list[str]:
+    bench_a, bench_b = plan_a.get("bench") or {}, plan_b.get("bench") or {}
+    found = []
+    for key in ("seed", "range_ratio"):
+        if key in bench_a and key in bench_b and bench_a[key] != bench_b[key]:
+            found.append(f"{key} {bench_a[key]} vs {bench_b[key]}")
+    scenarios_b = {s.get("name"): s for s in plan_b.get("scenarios") or [] if isinstance(s, dict)}
+    for scenario in plan_a.get("scenarios") or []:
+        if not isinstance(scenario, dict) or scenario.get("name") not in scenarios_b:
+            continue
+        other = scenarios_b[scenario["name"]]
+        for key in PROMPT_KEYS:
+            if scenario.get(key) != other.get(key):
+                found.append(f"{scenario['name']} {key} {_value(scenario.get(key))} vs "
+                             f"{_value(other.get(key))}")
+    return found
 
 
 def _ratio(value: float) -> str:
     return "—" if value != value else f"{value:.3f}"
 
 
-def render_comparison(run_a: LoadedRun, run_b: LoadedRun, lang: str = "zh") -> str:
+def summary_lines(run_a: LoadedRun, run_b: LoadedRun, frame: pd.DataFrame, lang: str = "zh",
+                  *, which_runs: bool = True) -> list[str]:
+    """The Markdown list that opens a comparison: which runs (unless `which_runs` is False: the
+    screen's title says it), how many cells matched, the ratio over all cells and per arm, then
+    what differs between the runs besides the server."""
     Texts(lang)  # validates the language with the report's own message
     text = _TEXT[lang]
-    frame = run_comparison_frame(run_a, run_b)
     only_a, only_b = _unmatched(run_a, run_b)
-    lines = [text["title"], ""]
-    lines.append(text["a"].format(name=run_a.manifest.name, path=run_a.path))
-    lines.append(text["b"].format(name=run_b.manifest.name, path=run_b.path))
+    lines = []
+    if which_runs:
+        for side, run in (("a", run_a), ("b", run_b)):
+            lines.append(text[side].format(name=run.manifest.name, path=run.path))
     lines.append(text["matched"].format(n=len(frame), only_a=only_a, only_b=only_b))
+    if not frame.empty:
+        ratios = frame["total_ratio"].dropna()
+        ratios = ratios[ratios > 0]
+        geo = float(np.exp(np.log(ratios).mean())) if len(ratios) else float("nan")
+        faster = int((frame["total_ratio"] > 1).sum())
+        lines.append(text["summary"].format(geo=_ratio(geo), faster=faster, n=len(frame)))
+        for arm, arm_geo, arm_faster, cells in arm_ratios(frame):
+            lines.append(text["arm"].format(arm=arm, geo=_ratio(arm_geo), faster=arm_faster, n=cells))
+    for what, detail in run_differences(run_a, run_b):
+        lines.append(text["differ"].format(what=text[what], detail=detail))
+    return lines
+
+
+def render_comparison(run_a: LoadedRun, run_b: LoadedRun, lang: str = "zh") -> str:
+    text = _TEXT[lang] if lang in _TEXT else _TEXT["zh"]
+    frame = run_comparison_frame(run_a, run_b)
+    lines = [text["title"], "", *summary_lines(run_a, run_b, frame, lang)]
     if frame.empty:
         return "\n".join([*lines, "", text["none"]]) + "\n"
-    ratios = frame["total_ratio"].dropna()
-    ratios = ratios[ratios > 0]
-    geo = float(np.exp(np.log(ratios).mean())) if len(ratios) else float("nan")
-    faster = int((frame["total_ratio"] > 1).sum())
-    lines.append(text["summary"].format(geo=_ratio(geo), faster=faster, n=len(frame)))
     lines.extend(["", text["ratio"], ""])
     header = [
         "Scenario", "Concurrency", "Arm",
@@ -125,3 +238,11 @@ def render_comparison(run_a: LoadedRun, run_b: LoadedRun, lang: str = "zh") -> s
     ]
     lines.extend(markdown_table(header, rows, left=3))
     return "\n".join(lines) + "\n"
+
+
+def none_text(lang: str) -> str:
+    return _TEXT[lang]["none"]
+
+
+def ratio_text(value: float) -> str:
+    return _ratio(value)

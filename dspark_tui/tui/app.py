@@ -25,6 +25,7 @@ from textual.worker import Worker, WorkerState
 from dspark_tui.config import Settings, save_setting
 from dspark_tui.model import UserError
 from dspark_tui.results import RunStore
+from dspark_tui.tui.language import view_language
 from dspark_tui.tui.run_link import AttachedRun, RunLink, run_closed, start_runner
 from dspark_tui.tui.screens.confirm import ConfirmScreen
 from dspark_tui.tui.screens.help import HelpScreen
@@ -52,7 +53,9 @@ class DsparkApp(App[None]):
         Binding("q", "quit", "Quit", id="app.quit",
                 tooltip="asks first while a run this app started is going, then stops it"),
         Binding("question_mark", "help", "Help", id="app.help", tooltip="this list"),
-        Binding("n", "new_run", "New run", id="app.new_run",
+        # Off the footers (History shows it): at 80 columns the run screen's keys overflow
+        # the footer, and the tail of "New run" showed as a stray `w` after "^p palette".
+        Binding("n", "new_run", "New run", id="app.new_run", show=False,
                 tooltip="pick a plan, its arms and scenarios; optionally detached"),
     ]
 
@@ -66,7 +69,7 @@ class DsparkApp(App[None]):
         self.startup_warnings = list(warnings)
         self.start = start
         self.results_root = results_root or settings.results_root
-        self.lang = lang or settings.language
+        self.lang = lang or view_language(settings)  # the screens' and the reports' language
         self.config_file = config_file
         self.clock = clock or time.time
         self.remember_theme = remember_theme
@@ -246,17 +249,19 @@ class DsparkApp(App[None]):
         self.push_screen(PlanPickerScreen(self.settings.plans_dir, self.settings.default_plan), chosen)
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
-        """Textual's own (themes, keys, quit) and every binding of the current screen."""
+        """Textual's own (themes, keys, quit) and each action of the current screen and the app,
+        once: a focused widget's own keys (cursor moves, text editing) are not commands."""
         yield from super().get_system_commands(screen)
         seen: set[str] = {"quit", "command_palette"}
         for active in screen.active_bindings.values():
             binding = active.binding
-            if binding.action in seen or not binding.description:
+            action = binding.action.removeprefix("app.")  # a screen's key for an app action
+            if active.node not in (screen, self) or action in seen or not binding.description:
                 continue
-            seen.add(binding.action)
+            seen.add(action)
             yield SystemCommand(
                 binding.description,
-                f"{binding.description} ({self.get_key_display(binding)})",
+                f"({self.get_key_display(binding)}) {binding.tooltip}".rstrip(),
                 partial(self.run_action, binding.action, active.node),
             )
 

@@ -57,3 +57,40 @@ def test_runs_without_common_cells_say_so(tmp_path: Path):
     shutil.rmtree(empty / "cells")
     text = render_comparison(load_run(SAMPLE_RUN), load_run(empty), lang="en")
     assert "The two runs share no (arm, scenario, concurrency) cell." in text
+
+
+def test_differences_that_make_ratios_mean_something_else_are_named(tmp_path: Path):
+    from dspark_tui.report.compare import run_differences
+
+    other = tmp_path / "other"
+    shutil.copytree(SAMPLE_RUN, other)
+    data = json.loads((other / "run.json").read_text())
+    assert run_differences(load_run(SAMPLE_RUN), load_run(other)) == []
+    data["model"] = "/m/other"
+    data["warmup_requests"] = 5
+    data["plan"]["bench"]["seed"] = 9
+    data["plan"]["scenarios"][0]["input_len"] = 999
+    command = data["plan"]["server"]["command"]
+    index = command.index("--kv-cache-dtype")
+    command[index + 1] = "auto"
+    (other / "run.json").write_text(json.dumps(data))
+    found = dict(run_differences(load_run(SAMPLE_RUN), load_run(other)))
+    assert found["model"] == "/data/models/DeepSeek-V4-Flash-DSpark vs /m/other"
+    assert found["command"] == "--kv-cache-dtype fp8 vs auto"
+    assert found["prompts"] == "seed 1 vs 9; chat_short input_len 512 vs 999"
+    assert found["warmup"] == "100 vs 5"
+    english = render_comparison(load_run(SAMPLE_RUN), load_run(other), lang="en")
+    assert "- ⚠ server commands differ: --kv-cache-dtype fp8 vs auto" in english
+
+
+def test_a_cell_of_several_rounds_compares_as_its_mean(tmp_path: Path):
+    """Round 2 of every st=5 cell in B at twice the speed: B/A is the mean's, 1.5."""
+    b = tmp_path / "b"
+    shutil.copytree(SAMPLE_RUN, b)
+    for path in list((b / "cells" / "st_5").glob("*__r1p1.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["round"] = 2
+        data["metrics"]["total_throughput"] *= 2
+        path.with_name(path.name.replace("__r1p1", "__r2p1")).write_text(json.dumps(data))
+    frame = run_comparison_frame(load_run(SAMPLE_RUN), load_run(b))
+    assert frame[frame["arm"] == "st=5"]["total_ratio"].round(6).eq(1.5).all()

@@ -86,6 +86,13 @@ async def test_help_and_palette_list_the_screen_actions(tmp_path: Path):
         await pilot.press(*"charts")  # (abort is off once the run has ended)
         await until_shown(pilot, app, "Charts (c)")  # the screen's binding, with its key
         await pilot.press("escape")
+        await wait_until(pilot, lambda: not isinstance(app.screen, CommandPalette), what="closed")
+        # Each action once; a focused table's own keys (cursor up, page down ...) are no commands.
+        app.screen.query_one("#ab-table").focus()
+        await pilot.pause()
+        titles = [command.title for command in app.get_system_commands(app.screen)]
+        assert len(titles) == len(set(titles)), titles
+        assert "Abort" in titles and not [t for t in titles if "cursor" in t.lower()], titles
 
 
 async def test_plan_picker_lists_plans_and_counts_the_chosen_cells(tmp_path: Path):

@@ -34,7 +34,7 @@ async def test_a_run_that_cannot_be_read_shows_why_in_detail_report_and_compare(
     root = tmp_path / "results"
     good = write_run(root, started_at="2026-11-28T10:00:00+00:00")
     broken = run_with_a_too_deep_cell(root)
-    app = make_app(tmp_path, results_root=root)
+    app = make_app(tmp_path, results_root=root, settings={"language": "zh"})
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen)
                          and len(table_text(app, "#history-table")) >= 2, what="History listed")

@@ -34,11 +34,12 @@ async def test_history_lists_runs_and_filters_by_typing(tmp_path: Path):
     app = make_app(tmp_path, results_root=root)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await history_listed(pilot, at_least=3)
-        rows = [r for r in table_text(app, "#history-table") if r[1] in ("demo", "junk")]
+        rows = [r for r in table_text(app, "#history-table") if r[5] in ("demo", "junk")]
         statuses = [row[2] for row in rows]
         assert statuses.count("completed") == 1 and statuses.count("interrupted") == 1
         assert any(s.startswith("problem: run.json is unreadable") for s in statuses)
         assert [row[3] for row in rows if row[2] == "completed"] == ["9/10"]
+        assert [row[1] for row in rows if row[2] == "completed"] == ["11-28 10:00"]
         await pilot.press("slash", *"interr", "enter")
         await wait_until(pilot, lambda: len(table_text(app, "#history-table")) == 1, what="filtered")
         assert table_text(app, "#history-table")[0][2] == "interrupted"
@@ -128,15 +129,15 @@ async def test_attached_view_sends_control_through_the_run_dir(tmp_path: Path):
 
 async def test_report_viewer_toggles_language_and_saves(tmp_path: Path):
     run_dir = write_run(tmp_path / "results")
-    app = make_app(tmp_path, start=AttachTarget(run_dir))
+    app = make_app(tmp_path, start=AttachTarget(run_dir), settings={"language": "zh"})
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await run_screen_shown(pilot, "[completed]")
         await pilot.press("r")
         text = await until_shown(pilot, app, "[zh] not saved yet (g saves it)")
         assert isinstance(app.screen, ReportScreen)
-        assert str(run_dir / "report.md") in text
+        assert f"{run_dir.name}/report.md" in text
         await pilot.press("l")
-        text = await until_shown(pilot, app, str(run_dir / "report.en.md"))
+        text = await until_shown(pilot, app, f"{run_dir.name}/report.en.md")
         await pilot.press("g")
         await until_shown(pilot, app, "[en] saved:")
         assert (run_dir / "report.en.md").is_file()
@@ -144,13 +145,13 @@ async def test_report_viewer_toggles_language_and_saves(tmp_path: Path):
 
 @pytest.mark.skipif(not SAMPLE_RUN.is_dir(), reason="sample_results not built yet")
 async def test_history_opens_the_seed_and_shows_its_winners(tmp_path: Path):
-    app = make_app(tmp_path, results_root=SAMPLE_RUN.parent)
+    app = make_app(tmp_path, results_root=SAMPLE_RUN.parent, settings={"language": "zh"})
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         # Best arm, by the verdicts: st=5 beats st=3 in 10 of 18 cells (one more leads by 1.8 %,
         # inside the 2 % tie band, as the report's winner table has it).
         await until_shown(pilot, app, "st=5 10/18")
         rows = table_text(app, "#history-table")
-        index = next(i for i, row in enumerate(rows) if row[1] == "dspark_st_comparison")
+        index = next(i for i, row in enumerate(rows) if row[5] == "dspark_st_comparison")
         assert rows[index][4] == "st=5 10/18"
         for _ in range(index):
             await pilot.press("down")
@@ -190,6 +191,9 @@ async def test_marking_two_runs_compares_them_cell_by_cell(tmp_path: Path):
         await wait_until(pilot, lambda: [r[0] for r in table_text(app, "#history-table")][:2]
                          == ["*", "*"], what="two runs marked")
         await pilot.press("c")
-        text = await until_shown(pilot, app, "Two runs compared")
+        text = await until_shown(pilot, app, "Matched cells: 9; only in A: 0; only in B: 1")
         assert "demo_20" in text and " vs " in text  # which two, named in the title
-        assert "Matched cells: 9; only in A: 0; only in B: 1" in text
+        assert "st=3: geometric mean Total tok/s ratio 1.000" in text
+        rows = table_text(app, "#compare-table")
+        assert len(rows) == 9 and rows[0][:3] == ["chat_short", "1", "st=3"]
+        assert all(row[5] == "1.000" for row in rows)  # the same cells, measured alike

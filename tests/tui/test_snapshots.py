@@ -138,3 +138,90 @@ def test_chart_view(snap_compare, tmp_path: Path):
         await settled(pilot)
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=drawn)
+
+
+# -- the viewing screens at 80x24 -------------------------------------------------------------
+
+
+def _recorded_copy(tmp_path: Path, name: str = "demo_run") -> Path:
+    run_dir = tmp_path / "results" / name
+    shutil.copytree(RECORDED, run_dir)
+    return run_dir
+
+
+def test_history_at_80_columns(snap_compare, tmp_path: Path):
+    """Start, status, ok cells and best arm before the name; the seed's run listed too."""
+    from tests.tui.helpers import history_listed, table_text
+
+    _recorded_copy(tmp_path)
+    app = make_app(tmp_path, settings={"language": "en"})
+
+    async def listed(pilot: Pilot[object]) -> None:
+        await history_listed(pilot, at_least=2)
+        await wait_until(pilot, lambda: all(row[4] != "…" for row in table_text(pilot.app, "#history-table")),
+                         timeout=30, what="best arms read")
+        await settled(pilot)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=listed)
+
+
+def test_run_detail_at_80_columns(snap_compare, tmp_path: Path):
+    """The title on its line, the run's summary first."""
+    from dspark_tui.tui.screens.run_detail import RunDetailScreen
+
+    run_dir = _recorded_copy(tmp_path)
+    app = make_app(tmp_path, settings={"language": "en"})
+    app.call_after_refresh(lambda: app.push_screen(RunDetailScreen(run_dir)))
+
+    async def loaded(pilot: Pilot[object]) -> None:
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, RunDetailScreen)
+                         and pilot.app.screen.run is not None, timeout=30, what="the run loaded")
+        await wait_until(pilot, lambda: "deploy" in screen_text(pilot.app), what="the summary")
+        await settled(pilot)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=loaded)
+
+
+def test_report_viewer_at_80_columns(snap_compare, tmp_path: Path):
+    """The Chinese report scrolled to its core table: label columns pinned, scrolled one
+    column right (the header above, with the run's temporary path, is off the picture)."""
+    from dspark_tui.tui.screens.report import ReportScreen, ReportTable
+
+    run_dir = _recorded_copy(tmp_path)
+    app = make_app(tmp_path, settings={"language": "zh"})
+    app.call_after_refresh(lambda: app.push_screen(ReportScreen(run_dir)))
+
+    async def at_the_table(pilot: Pilot[object]) -> None:
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, ReportScreen)
+                         and bool(pilot.app.screen.query(ReportTable)), timeout=30, what="tables")
+        await settled(pilot)
+        screen = pilot.app.screen
+        screen.query_one("#report-scroll").scroll_to_widget(screen.query(ReportTable).first(),
+                                                             animate=False, top=True)
+        await pilot.press("right")
+        await settled(pilot)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=at_the_table)
+
+
+def test_compare_at_80_columns(snap_compare, tmp_path: Path):
+    """Two runs of the same plan, B with a different warmup: the warning, the ratio per arm,
+    and per cell the same arm's numbers in both runs."""
+    import json
+
+    from dspark_tui.tui.screens.compare import CompareScreen
+
+    a = _recorded_copy(tmp_path, "a_run")
+    b = _recorded_copy(tmp_path, "b_run")
+    manifest = json.loads((b / "run.json").read_text())
+    manifest["warmup_requests"] = 100
+    (b / "run.json").write_text(json.dumps(manifest))
+    app = make_app(tmp_path, settings={"language": "en"})
+    app.call_after_refresh(lambda: app.push_screen(CompareScreen(a, b)))
+
+    async def compared(pilot: Pilot[object]) -> None:
+        await wait_until(pilot, lambda: "Matched cells" in screen_text(pilot.app), timeout=30,
+                         what="the comparison")
+        await settled(pilot)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=compared)

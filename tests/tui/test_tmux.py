@@ -120,3 +120,47 @@ def test_lost_terminal_stops_the_runner_it_started(tmux: Tmux, tmp_path: Path):
         resumed.send_signal(signal.SIGINT)
         out, _ = resumed.communicate(timeout=40)
     assert "Traceback" not in out
+
+
+def test_report_viewer_in_80x24_shows_a_wrapped_sentence_whole(tmux: Tmux, tmp_path: Path):
+    """`r` in History at 80x24: a sentence of report.md longer than the terminal is on screen
+    whole, wrapped at the pane's edge rather than cut (zh, the locale's language here)."""
+    import re
+
+    from dspark_tui.report import render_report
+    from dspark_tui.results import load_run
+    from dspark_tui.tui.report_blocks import report_blocks
+
+    run_dir = tmp_path / "results" / "demo_run"
+    shutil.copytree(RECORDED, run_dir)
+    text = render_report(load_run(run_dir), lang="zh")
+    (run_dir / "report.md").write_text(text, encoding="utf-8")
+    before = (run_dir / "report.md").stat().st_mtime_ns
+
+    def cells(line: str) -> int:
+        return sum(2 if ord(char) > 0x2E80 else 1 for char in line)
+
+    prose = [line.removeprefix("- ").replace("`", "") for block in report_blocks(text)
+             for line in block.text.splitlines()]
+    sentence = next(line for line in prose if cells(line) > 90 and not re.search(r"[*|#\[]", line))
+    env = {**app_env(tmp_path), "LANG": "zh_CN.UTF-8"}
+    tmux.start([sys.executable, "-m", "dspark_tui"], env, size=(80, 24))
+    tmux.wait_for(" demo ")
+    tmux("send-keys", "-t", "app", "r")
+    tmux.wait_for("[zh] saved: demo_run/report.md")
+
+    def squeezed(screen: str) -> str:
+        return re.sub(r"[\s▎▊▏▉▌▍█▁▂▃▄▅▆▇]", "", screen)
+
+    wanted = squeezed(sentence)
+    seen = ""
+    for _ in range(12):
+        seen = tmux.screen()
+        if wanted in squeezed(seen):
+            break
+        tmux("send-keys", "-t", "app", "PageDown")
+        time.sleep(0.3)
+    assert wanted in squeezed(seen), f"{sentence!r} not whole on screen:\n{seen}"
+    assert max(len(line) for line in seen.splitlines()) <= 80
+    assert (run_dir / "report.md").stat().st_mtime_ns == before  # viewing wrote nothing
+    tmux("send-keys", "-t", "app", "q")

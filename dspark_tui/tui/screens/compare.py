@@ -1,25 +1,52 @@
-"""Two runs side by side, cell by cell, as the report layer renders the comparison."""
+"""Two runs side by side: per cell the same arm's Total tok/s in each run and the ratio B / A,
+the latency ratios beside it, and first what differs between the runs besides the server."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import ClassVar
 
+import rich.text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import Footer, Label, MarkdownViewer
+from textual.containers import VerticalScroll
+from textual.widgets import DataTable, Footer, Label, Markdown
 
 from dspark_tui.results import load_run
+from dspark_tui.tui import format as fmt
+from dspark_tui.tui.language import view_language
 from dspark_tui.tui.screens.loading import LoadingScreen
 
+# Scenario, c and arm stay in view while the numbers scroll sideways.
+COLUMNS = (("Scenario", "left"), ("c", "right"), ("Arm", "left"), ("A tok/s", "right"),
+           ("B tok/s", "right"), ("B/A", "right"), ("TPOT B/A", "right"),
+           ("P99 TTFT B/A", "right"))
+PINNED = 3
 
-def comparison_text(run_a: Path, run_b: Path, lang: str) -> str:
-    try:
-        from dspark_tui.report import render_comparison
-    except ImportError:
-        return "# Compare\n\nThe comparison renderer is not available in this build.\n"
-    return render_comparison(load_run(run_a), load_run(run_b), lang=lang)
+
+@dataclass
+class Compared:
+    summary: str  # Markdown: the runs, matched cells, differences, ratios per arm
+    rows: list[tuple[str, ...]]
+
+
+def compare_runs(run_a: Path, run_b: Path, lang: str) -> Compared:
+    from dspark_tui.report.compare import none_text, ratio_text, run_comparison_frame, summary_lines
+
+    a, b = load_run(run_a), load_run(run_b)
+    frame = run_comparison_frame(a, b)
+    summary = summary_lines(a, b, frame, lang, which_runs=False)
+    if frame.empty:
+        summary.extend(["", none_text(lang)])
+    rows = [
+        (r.scenario, str(int(r.concurrency)), r.arm, fmt.number(r.total_a, 1),
+         fmt.number(r.total_b, 1), ratio_text(r.total_ratio), ratio_text(r.mean_tpot_ratio),
+         ratio_text(r.p99_ttft_ratio))
+        for r in frame.itertuples(index=False)
+    ]
+    return Compared("\n".join(summary), rows)
 
 
 class CompareScreen(LoadingScreen):
@@ -28,7 +55,11 @@ class CompareScreen(LoadingScreen):
         background: $panel; padding: 0 1; width: 1fr; height: 1;
         text-wrap: nowrap; text-overflow: ellipsis;
     }
+    CompareScreen #compare-summary { height: auto; max-height: 50%; }
+    CompareScreen #compare-summary Markdown { margin: 0; }
+    CompareScreen #compare-table { height: 1fr; }
     """
+    AUTO_FOCUS = "#compare-table"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("l", "toggle_lang", "zh/en", id="compare.lang"),
         Binding("escape", "back", "Back", id="compare.back"),
@@ -37,26 +68,37 @@ class CompareScreen(LoadingScreen):
 
     def __init__(self, run_a: Path, run_b: Path) -> None:
         super().__init__()
-        self.run_a = run_a
-        self.run_b = run_b
+        self.run_a = Path(run_a)
+        self.run_b = Path(run_b)
         self.lang = ""
 
     def compose(self) -> ComposeResult:
-        yield Label(f"{self.run_a.name}  vs  {self.run_b.name}", id="compare-title")
-        yield MarkdownViewer("", show_table_of_contents=False)
+        yield Label(f"A {self.run_a.name}  vs  B {self.run_b.name}", id="compare-title")
+        with VerticalScroll(id="compare-summary"):
+            yield Markdown("comparing …", id="compare-text")
+        table: DataTable[rich.text.Text] = DataTable(cursor_type="row", zebra_stripes=True,
+                                                     fixed_columns=PINNED, id="compare-table")
+        yield table
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        settings = getattr(self.app, "settings", None)
-        self.lang = settings.language if settings is not None else "zh"
+        self.lang = getattr(self.app, "lang", "") or view_language(None)
+        table = self.query_one(DataTable)
+        for label, justify in COLUMNS:
+            table.add_column(rich.text.Text(label, justify=justify))  # type: ignore[arg-type]
         self._compare()
 
     def _compare(self) -> None:
-        self.load(partial(comparison_text, self.run_a, self.run_b, self.lang), self._show_text,
+        self.load(partial(compare_runs, self.run_a, self.run_b, self.lang), self._show,
                   f"comparing {self.run_a.name} with {self.run_b.name}")
 
-    async def _show_text(self, text: str) -> None:
-        await self.query_one(MarkdownViewer).document.update(text)
+    async def _show(self, compared: Compared) -> None:
+        await self.query_one("#compare-text", Markdown).update(compared.summary)
+        table = self.query_one(DataTable)
+        table.clear()
+        for row in compared.rows:
+            table.add_row(*[rich.text.Text(value, justify=justify)  # type: ignore[arg-type]
+                            for value, (_, justify) in zip(row, COLUMNS, strict=True)])
 
     def action_toggle_lang(self) -> None:
         self.lang = "en" if self.lang == "zh" else "zh"

@@ -4,20 +4,24 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label
 
+MAX_LINE = 64  # characters of the question on one line before it wraps
+
 
 class ConfirmScreen(ModalScreen[bool]):
     DEFAULT_CSS = """
     ConfirmScreen { align: center middle; }
     ConfirmScreen > Vertical {
-        width: 60; max-width: 95%; height: auto; padding: 1 2;
+        width: 60; max-width: 95%; height: auto; max-height: 95%; padding: 1 2;
         background: $surface; border: thick $warning;
     }
+    ConfirmScreen #question { width: 1fr; height: auto; }
     ConfirmScreen Horizontal { height: auto; align-horizontal: right; margin-top: 1; }
     ConfirmScreen Button { margin-left: 2; }
     """
@@ -33,12 +37,17 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.question, id="question")
+            yield Label(self.question, id="question", markup=False)
             with Horizontal():
                 yield Button(f"{self.yes} (y)", variant="warning", id="yes")
                 yield Button("No (n)", id="no")
 
     def on_mount(self) -> None:
+        # As wide as the question needs (and the buttons), up to a readable line; it wraps
+        # beyond that, and max-width keeps the whole dialog on a narrow terminal.
+        buttons = len(self.yes) + 4 + len("No (n)") + 4 + 2 + 4
+        longest = max((cell_len(line) for line in self.question.splitlines()), default=0)
+        self.query_one(Vertical).styles.width = min(max(longest, buttons, 30), MAX_LINE) + 2 * 2 + 2
         self.query_one("#no", Button).focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:

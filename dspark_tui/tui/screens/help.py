@@ -46,9 +46,12 @@ class HelpScreen(ModalScreen[None]):
         seen: set[str] = set()
         app_bindings = list(self.app.BINDINGS)
         for binding in [*self.below.BINDINGS, *app_bindings]:
-            if not isinstance(binding, Binding) or binding.action in seen:
+            if not isinstance(binding, Binding):
                 continue
-            seen.add(binding.action)
+            action = binding.action.removeprefix("app.")  # a screen's key for an app action
+            if action in seen:
+                continue
+            seen.add(action)
             key = self.app.get_key_display(binding)
             what = describe(binding) if binding.tooltip else binding.description or binding.action
             lines.append(f"| `{key}` | {what} | {binding.id or ''} |")

@@ -11,18 +11,37 @@ from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Footer, Input, Label
+from textual.widgets.data_table import ColumnKey
 from textual.worker import Worker, get_current_worker
 
 from dspark_tui.results import RunSummary, scan_runs
 from dspark_tui.tui import colours
+from dspark_tui.tui.run_facts import RunFacts, run_facts, status_label
 from dspark_tui.tui.screens.loading import LoadingScreen
 
 LIVE_STATUSES = ("running",)
 BEST_ARM_RUNS = 100
+LIVE_RESCAN_S = 5.0  # while a listed run is going, its status and counts change under the list
+# (label, key, width): what tells runs apart first, so 80 columns show start, status, counts,
+# best arm and the start of the name; arms and model follow for wider terminals.
+STATUS_WIDTH = 24
+COLUMNS = (("", "mark", 1), ("Started", "date", 11), ("Status", "status", 9),
+           ("Cells", "cells", 7), ("Best arm", "best", 11), ("Name", "name", 24),
+           ("Arms", "arms", 14), ("Model", "model", 26))
+
+
+class RunTable(DataTable[Text | str]):
+    """The list of runs: Home and End jump to the first and the last run (a plain DataTable
+    scrolls sideways with them)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("home", "scroll_top", "First run", id="history.first", show=False),
+        Binding("end", "scroll_bottom", "Last run", id="history.last", show=False),
+    ]
 
 
 class HistoryScreen(LoadingScreen):
@@ -37,13 +56,17 @@ class HistoryScreen(LoadingScreen):
     AUTO_FOCUS = "#history-table"  # keys act on the list; `/` moves to the filter
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open", "Open", id="history.open", show=True),
-        Binding("space", "mark", "Mark", id="history.mark", tooltip="mark up to two runs"),
+        # Off the footer so that 80 columns hold the rest; `c` says to mark with space first.
+        Binding("space", "mark", "Mark", id="history.mark", show=False,
+                tooltip="mark up to two runs"),
         Binding("c", "compare", "Compare", id="history.compare", tooltip="compare the two marked runs"),
         Binding("r", "report", "Report", id="history.report"),
         Binding("a", "attach", "Attach", id="history.attach",
                 tooltip="watch and control a running run"),
         Binding("u", "resume", "Resume", id="history.resume",
                 tooltip="resume an interrupted run (failed and missing cells run again)"),
+        Binding("n", "app.new_run", "New run", id="history.new_run",
+                tooltip="pick a plan, its arms and scenarios; optionally detached"),
         Binding("slash", "filter", "Filter", id="history.filter", show=False,
                 tooltip="type words to narrow the list"),
         Binding("f5", "rescan", "Rescan", id="history.rescan", show=False,
@@ -58,14 +81,15 @@ class HistoryScreen(LoadingScreen):
         self.marked: list[Path] = []
         self._scanned = False
         self.prefer: Path | None = None  # the run to put the cursor on at the next fill
-        self.best: dict[Path, str] = {}  # "st=5 11/18": filled in the background, newest first
+        # Best arm and ok cells, read in the background newest first; kept while the run's
+        # status and file count stay as they were when read (a run that finishes is read again).
+        self.facts: dict[Path, tuple[tuple[str, int], RunFacts]] = {}
 
     def compose(self) -> ComposeResult:
         yield Label("History", id="history-title")
         yield Input(placeholder="filter: type / then words (name, model, arm, status)",
                     id="history-filter")
-        table: DataTable[Text | str] = DataTable(cursor_type="row", zebra_stripes=True,
-                                                 id="history-table")
+        table = RunTable(cursor_type="row", zebra_stripes=True, id="history-table")
         yield table
         yield Footer(compact=True)
 
@@ -73,15 +97,17 @@ class HistoryScreen(LoadingScreen):
         table = self.query_one(DataTable)
         # Fixed widths: measuring every cell of hundreds of rows on each change is what made a
         # long history slow to open (1.4 s for 500 runs, most of it in column-width updates).
-        for label, key, width in (("", "mark", 1), ("Name", "name", 28), ("Status", "status", 12),
-                                  ("Cells", "cells", 9), ("Best arm", "best", 11),
-                                  ("Started", "date", 16), ("Arms", "arms", 14),
-                                  ("Model", "model", 26)):
+        for label, key, width in COLUMNS:
             table.add_column(label, key=key, width=width)
         table.focus()
         # Status colours are theme variables resolved as rows are filled: refill on a switch.
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._fill())
+        self.set_interval(LIVE_RESCAN_S, self._rescan_while_live)
         self.rescan()
+
+    def _rescan_while_live(self) -> None:
+        if self.is_current and any(run.status in (*LIVE_STATUSES, "starting") for run in self.runs):
+            self.rescan()
 
     def on_screen_resume(self) -> None:
         """Back from a run or a detail view: runs may have started, finished or appeared."""
@@ -105,16 +131,34 @@ class HistoryScreen(LoadingScreen):
         for run in self.runs[:BEST_ARM_RUNS]:
             if worker.is_cancelled:
                 return
-            if run.problem or (run.path in self.best and run.status != "running"):
+            known = self.facts.get(run.path)
+            if run.problem or (known is not None and known[0] == _signature(run)):
                 continue
-            summary = best_arm_summary(run.path)
-            self.app.call_from_thread(self._show_best, run.path, summary)
+            facts = run_facts(run.path)
+            self.app.call_from_thread(self._show_facts, run, facts)
 
-    def _show_best(self, path: Path, summary: str) -> None:
-        self.best[path] = summary
+    def _show_facts(self, run: RunSummary, facts: RunFacts) -> None:
+        self.facts[run.path] = (_signature(run), facts)
         table = self.query_one(DataTable)
-        if str(path) in {str(key.value) for key in table.rows}:
-            table.update_cell(str(path), "best", summary)
+        if str(run.path) in {str(key.value) for key in table.rows}:
+            table.update_cell(str(run.path), "best", facts.best)
+            table.update_cell(str(run.path), "cells", self._cells(run))
+            if facts.skipped:
+                self._fill()  # "completed, 1 skipped": the status column may need to widen
+
+    def _status(self, run: RunSummary) -> str:
+        if run.problem:
+            return f"problem: {run.problem}"
+        known = self.facts.get(run.path)
+        skipped = known[1].skipped if known is not None and known[0] == _signature(run) else 0
+        return status_label(run.status, skipped)
+
+    def _cells(self, run: RunSummary) -> str:
+        """ok/total: run.json's count for a finished run, the background's count (ok across
+        rounds) for one still going; the file count until that is read."""
+        known = self.facts.get(run.path)
+        ok = known[1].cells_ok if known is not None and known[0] == _signature(run) else run.cells_done
+        return f"{ok}/{run.cells_total}"
 
     def _fill(self) -> None:
         table = self.query_one(DataTable)
@@ -123,17 +167,23 @@ class HistoryScreen(LoadingScreen):
         styles = {status: colours.rich_style(spec) for status, spec in colours.RUN_STATUS.items()}
         chosen = self.selected()
         wanted = str(self.prefer) if self.prefer is not None else str(chosen.path) if chosen else ""
+        statuses = {run.path: self._status(run) for run in shown}
         with self.app.batch_update():
             table.clear()
+            # As wide as the longest status shown ("completed, 1 skipped"), not wider: at 80
+            # columns every character goes to the name.
+            table.columns[ColumnKey("status")].width = min(
+                max((len(status) for status in statuses.values()), default=6), STATUS_WIDTH)
+            table._require_update_dimensions = True
             for run in shown:
-                status = f"problem: {run.problem}" if run.problem else run.status
+                known = self.facts.get(run.path)
                 table.add_row(
                     "*" if run.path in self.marked else " ",
-                    _short(run.name, 28),
-                    Text(status, style=styles.get(run.status, "")),
-                    f"{run.cells_done}/{run.cells_total}",
-                    self.best.get(run.path, "…"),
-                    run.started_at[:16].replace("T", " "),
+                    _started(run.started_at),
+                    Text(statuses[run.path], style=styles.get(run.status, "")),
+                    self._cells(run),
+                    known[1].best if known is not None else "…",
+                    _short(run.name, 24),
                     ",".join(run.arms),
                     _short(Path(run.model).name or run.model, 26),
                     key=str(run.path),
@@ -144,8 +194,10 @@ class HistoryScreen(LoadingScreen):
         total = len(self.runs)
         count = f"{len(shown)} of {total}" if len(shown) != total else f"{total}"
         noun = "run" if total == 1 else "runs"
-        self.query_one("#history-title", Label).update(
-            f"History — {count} {noun} in " + ", ".join(str(r) for r in self.roots))
+        title = self.query_one("#history-title", Label)
+        # Folder names on the line (80 columns), the whole paths on hover.
+        title.update(f"History — {count} {noun} in " + ", ".join(r.name or str(r) for r in self.roots))
+        title.tooltip = "\n".join(str(r) for r in self.roots)
 
     @on(Input.Changed, "#history-filter")
     def _filter_changed(self) -> None:
@@ -154,6 +206,12 @@ class HistoryScreen(LoadingScreen):
     @on(Input.Submitted, "#history-filter")
     def _filter_done(self) -> None:
         self.query_one(DataTable).focus()
+
+    def on_key(self, event: events.Key) -> None:
+        """Esc in the filter goes back to the list, keeping what was typed."""
+        if event.key == "escape" and self.focused is self.query_one(Input):
+            event.stop()
+            self.query_one(DataTable).focus()
 
     @on(DataTable.RowSelected)
     def _row_selected(self) -> None:
@@ -236,6 +294,16 @@ class HistoryScreen(LoadingScreen):
         self.app.push_screen(CompareScreen(self.marked[0], self.marked[1]))
 
 
+def _signature(run: RunSummary) -> tuple[str, int]:
+    return (run.status, run.cells_done)
+
+
+def _started(started_at: str) -> str:
+    """`12-01 06:40` from `2026-12-01T06:40:12+00:00`: the year rarely tells runs apart."""
+    date, _, time = started_at.partition("T")
+    return f"{date[5:10]} {time[:5]}".strip() if date else ""
+
+
 def _short(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
@@ -244,13 +312,3 @@ def _matches(run: RunSummary, words: list[str]) -> bool:
     haystack = " ".join([run.name, run.model, run.status, run.started_at, *run.arms,
                          run.path.name]).lower()
     return all(word in haystack for word in words)
-
-
-def best_arm_summary(path: Path) -> str:
-    """History's best-arm column: the verdicts' answer (`st=5 3/5`, `tie 4/5`), the same
-    analysis as the report's; `—` when nothing is compared yet."""
-    from dspark_tui.report.outputs import run_verdicts
-    from dspark_tui.report.verdicts import best_arm_line
-    from dspark_tui.results import load_run
-
-    return best_arm_line(run_verdicts(load_run(path)))

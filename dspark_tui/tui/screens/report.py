@@ -1,9 +1,14 @@
-"""The run's report rendered in the terminal, in either language, and saved where it can be copied."""
+"""The run's report rendered in the terminal, in either language, and saved where it can be copied.
+
+Viewing renders in memory and writes nothing (a read-only run directory opens too); `g` writes
+the file. Prose wraps to the pane; each table is a DataTable whose label columns stay pinned
+while `←`/`→` scroll every table's numbers sideways.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import ClassVar
@@ -11,13 +16,18 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import ScrollableContainer
-from textual.widgets import Footer, Label, Markdown
+from textual.containers import VerticalScroll
+from textual.widget import Widget
+from textual.widgets import DataTable, Footer, Label, Markdown
 
 from dspark_tui.model import UserError
 from dspark_tui.report import render_report
 from dspark_tui.results import RunStore, load_run
+from dspark_tui.tui.language import view_language
+from dspark_tui.tui.report_blocks import Block, Table, report_blocks
 from dspark_tui.tui.screens.loading import LoadingScreen
+
+MAX_TABLE_ROWS = 10_000  # a K sweep's core table has a few hundred rows
 
 
 def render_text(run_dir: Path, lang: str) -> str:
@@ -35,6 +45,7 @@ class Rendered:
     saved: Path
     is_saved: bool
     not_saved: str = ""  # why saving failed, when it was asked for
+    blocks: list[Block] = field(default_factory=list)
 
 
 def render_for_screen(run_dir: Path, lang: str, *, save: bool = False) -> Rendered:
@@ -53,19 +64,76 @@ def render_for_screen(run_dir: Path, lang: str, *, save: bool = False) -> Render
             except OSError as exc:
                 not_saved = str(exc)
     saved = store.report_path_for(lang)
-    return Rendered(lang, text, saved, saved.is_file(), not_saved)
+    return Rendered(lang, text, saved, saved.is_file(), not_saved, report_blocks(text))
+
+
+class ReportTable(DataTable[Text]):
+    """One Markdown table: every column reachable, the label columns pinned. It never takes
+    focus, so ↑/↓ keep scrolling the report; the report's ←/→ scroll it sideways."""
+
+    can_focus = False
+
+    def __init__(self, table: Table) -> None:
+        super().__init__(cursor_type="none", show_cursor=False, zebra_stripes=True,
+                         fixed_columns=table.pinned)
+        self.table = table
+
+    def on_mount(self) -> None:
+        self.styles.max_height = MAX_TABLE_ROWS  # every row inline (a DataTable caps at 100%)
+        right = self.table.right
+        for index, label in enumerate(self.table.header):
+            justify = "right" if index < len(right) and right[index] else "left"
+            self.add_column(Text(label.plain, style="bold", justify=justify))
+        for row in self.table.rows:
+            self.add_row(*[Text(cell.plain, style=cell.style, spans=cell.spans,
+                                justify="right" if i < len(right) and right[i] else "left")
+                           for i, cell in enumerate(row)])
+
+
+    def step_columns(self, direction: int) -> None:
+        """Scroll by one whole column, so a number is never shown cut."""
+        edges = [0]
+        for column in list(self.columns.values())[self.fixed_columns:]:
+            edges.append(edges[-1] + column.get_render_width(self))
+        now = round(self.scroll_x)
+        if direction > 0:
+            target = next((edge for edge in edges if edge > now), now)
+        else:
+            target = max((edge for edge in edges if edge < now), default=0)
+        self.scroll_to(x=min(target, self.max_scroll_x), animate=False)
+
+
+class ReportScroll(VerticalScroll):
+    """The report's one scrolling column: ↑/↓ as usual, ←/→ move every table's columns."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("left", "scroll_left", "Columns", id="report.columns_left", key_display="←→",
+                tooltip="scroll every table's numbers sideways; its label columns stay"),
+        Binding("right", "scroll_right", "Columns", id="report.columns_right", show=False),
+    ]
+
+    def action_scroll_left(self) -> None:
+        for table in self.query(ReportTable):
+            table.step_columns(-1)
+
+    def action_scroll_right(self) -> None:
+        for table in self.query(ReportTable):
+            table.step_columns(1)
 
 
 class ReportScreen(LoadingScreen):
     DEFAULT_CSS = """
     ReportScreen #report-path { background: $panel; padding: 0 1; width: 1fr; height: auto; }
-    ReportScreen #report-scroll { height: 1fr; overflow-x: auto; overflow-y: auto; }
-    ReportScreen #report-view { width: 190; height: auto; }
+    ReportScreen #report-scroll { height: 1fr; }
+    ReportScreen #report-scroll > Markdown { width: 1fr; height: auto; margin: 0; }
+    ReportScreen ReportTable { height: auto; width: 1fr; margin: 0 2 1 2; }
     ReportScreen MarkdownH1 { content-align: left top; text-align: left; }
     """
+    AUTO_FOCUS = "#report-scroll"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("l", "toggle_lang", "zh/en", id="report.lang"),
-        Binding("g", "save", "Regenerate+save", id="report.save"),
+        Binding("g", "save", "Save", id="report.save",
+                tooltip="write this language's report file (viewing writes nothing)"),
         Binding("escape", "back", "Back", id="report.back"),
     ]
     ERROR_LINE = "#report-path"
@@ -78,14 +146,12 @@ class ReportScreen(LoadingScreen):
 
     def compose(self) -> ComposeResult:
         yield Label("", id="report-path")
-        with ScrollableContainer(id="report-scroll"):
-            yield Markdown("", id="report-view")
+        yield ReportScroll(id="report-scroll")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
         if not self.lang:
-            settings = getattr(self.app, "settings", None)
-            self.lang = settings.language if settings is not None else "zh"
+            self.lang = getattr(self.app, "lang", "") or view_language(None)
         self._show_report()
 
     def _show_report(self) -> None:
@@ -95,8 +161,18 @@ class ReportScreen(LoadingScreen):
     async def _show(self, rendered: Rendered) -> None:
         self.text = rendered.text
         state = "saved:" if rendered.is_saved else "not saved yet (g saves it):"
-        self.query_one("#report-path", Label).update(Text(f"[{rendered.lang}] {state}\n{rendered.saved}"))
-        await self.query_one(Markdown).update(self.text)
+        label = self.query_one("#report-path", Label)
+        where = f"{rendered.saved.parent.name}/{rendered.saved.name}"  # the whole path on hover
+        label.update(Text(f"[{rendered.lang}] {state} {where}"))
+        label.tooltip = str(rendered.saved)
+        scroll = self.query_one(ReportScroll)
+        widgets: list[Widget] = [
+            ReportTable(block.table) if block.table is not None else Markdown(block.text)
+            for block in rendered.blocks
+        ]
+        with self.app.batch_update():
+            await scroll.remove_children()
+            await scroll.mount_all(widgets)
 
     def _show_saved(self, rendered: Rendered) -> Awaitable[None]:
         if rendered.not_saved:

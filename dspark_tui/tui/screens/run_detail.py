@@ -1,8 +1,10 @@
-"""One finished run opened from History: its A/B table, every cell, and the way to its report."""
+"""One finished run opened from History: its summary first (what to deploy, how sure), its A/B
+table, every cell, and the way to its report."""
 
 from __future__ import annotations
 
 import csv
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import ClassVar
@@ -14,14 +16,62 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Footer, Label, Sparkline, Static, TabbedContent, TabPane
+from textual.widgets import (
+    DataTable,
+    Footer,
+    Label,
+    Markdown,
+    Sparkline,
+    Static,
+    TabbedContent,
+    TabPane,
+)
 
 from dspark_tui.model import CellResult
 from dspark_tui.results import RunStore, load_run
 from dspark_tui.results.store import LoadedRun
 from dspark_tui.tui import format as fmt
+from dspark_tui.tui.language import view_language
+from dspark_tui.tui.run_facts import folded, skipped_cells, status_label
 from dspark_tui.tui.screens.loading import LoadingScreen
 from dspark_tui.tui.widgets.ab_table import ABTable
+
+
+@dataclass
+class ReadRun:
+    run: LoadedRun
+    cells_ok: int
+    skipped: int
+    headline: str
+
+
+def read_run(run_dir: Path, lang: str) -> ReadRun:
+    run = load_run(run_dir)
+    state = folded(run)
+    return ReadRun(run, state.cells_done, skipped_cells(state), run_headline(run, lang))
+
+
+def run_headline(run: LoadedRun, lang: str) -> str:
+    """The summary that opens the report (what to deploy for which load, how sure).
+
+    The report layer's `headline_markdown` when it is there; until then the report's own
+    summary section, so that swapping the two is this one function."""
+    try:
+        from dspark_tui.report.headline import headline_markdown  # type: ignore[import-not-found]
+    except ImportError:
+        from dspark_tui.report.analysis import analyse
+        from dspark_tui.report.certainty import summary_section
+        from dspark_tui.report.texts import Texts
+
+        if not run.cells:
+            return f"No readable cells in {run.path}."
+        return "\n".join(summary_section(analyse(run), Texts(lang)))
+    return str(headline_markdown(run, lang))
+
+
+def _started(started_at: str | None) -> str:
+    """`2026-12-01 06:40` from an ISO time."""
+    return (started_at or "")[:16].replace("T", " ")
 
 
 class RunDetailScreen(LoadingScreen):
@@ -31,13 +81,21 @@ class RunDetailScreen(LoadingScreen):
         text-wrap: nowrap; text-overflow: ellipsis;
     }
     RunDetailScreen TabbedContent { height: 1fr; }  /* the title stays on screen */
+    RunDetailScreen TabPane { height: 1fr; padding: 0; }
     RunDetailScreen DataTable { height: 1fr; }
+    RunDetailScreen #detail-summary { height: 1fr; }
+    RunDetailScreen #detail-summary Markdown { margin: 0; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "report", "Report", id="detail.report"),
+        Binding("s", "show_tab('summary')", "Summary", id="detail.summary",
+                tooltip="what to deploy for which load, and how sure"),
         Binding("w", "show_tab('ab')", "A/B", id="detail.ab"),
         Binding("e", "show_tab('cells')", "Cells", id="detail.cells"),
-        Binding("d", "decision", "Decision", id="detail.decision",
+        Binding("c", "charts", "Charts", id="detail.charts",
+                tooltip="Total tok/s, TPOT and TTFT against concurrency, per arm"),
+        # Off the footer (80 columns would lose Help): in `?` and the palette, as on the run screen.
+        Binding("d", "decision", "Decision", id="detail.decision", show=False,
                 tooltip="a K sweep's answer: schedule, serve command, best K per cell"),
         Binding("escape", "back", "History", id="detail.back"),
     ]
@@ -50,26 +108,35 @@ class RunDetailScreen(LoadingScreen):
 
     def compose(self) -> ComposeResult:
         yield Label(f"loading {self.run_dir} …", id="detail-title")
-        with TabbedContent(initial="ab"):
+        with TabbedContent(initial="summary"):
+            with TabPane("Summary", id="summary"), VerticalScroll(id="detail-summary"):
+                yield Markdown("loading …", id="detail-headline")
             with TabPane("A/B table", id="ab"):
                 yield ABTable(id="detail-ab")
             with TabPane("Cells", id="cells"):
-                cells: DataTable[Text | str] = DataTable(cursor_type="row", id="detail-cells")
+                cells: DataTable[Text | str] = DataTable(cursor_type="row", id="detail-cells",
+                                                         fixed_columns=3)  # arm, scenario, c
                 yield cells
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        self.load(partial(load_run, self.run_dir), self._show_run, f"loading {self.run_dir.name}")
+        lang = getattr(self.app, "lang", "") or view_language(None)
+        self.load(partial(read_run, self.run_dir, lang), self._show_run, f"loading {self.run_dir.name}")
 
-    def _show_run(self, run: LoadedRun) -> None:
+    async def _show_run(self, read: ReadRun) -> None:
         from dspark_tui.report.live import baseline_arm, comparison_rows
 
-        self.run = run
+        run = self.run = read.run
         arms = run.manifest.arm_names()
-        title = (f"{run.manifest.name}  {run.manifest.started_at or ''}  {run.manifest.model}  "
-                 f"[{run.manifest.status}]  {len(run.cells)}/{run.manifest.total_cells or len(run.cells)}"
-                 f" cells  — {run.path}")
-        self.query_one("#detail-title", Label).update(Content(title))  # plain: "[completed]" is no tag
+        manifest = run.manifest
+        total = manifest.total_cells or len(run.cells)
+        status = status_label(manifest.status, read.skipped)
+        title = (f"{manifest.name}  {_started(manifest.started_at)}  [{status}]  "
+                 f"{read.cells_ok}/{total} cells ok  {Path(manifest.model).name or manifest.model}")
+        label = self.query_one("#detail-title", Label)
+        label.update(Content(title))  # plain: "[completed]" is no tag
+        label.tooltip = str(run.path)
+        await self.query_one("#detail-headline", Markdown).update(read.headline)
         for problem in run.problems:
             self.notify(f"{problem}", severity="warning", timeout=6)
         from dspark_tui.report.measurements import measurements_of
@@ -97,7 +164,7 @@ class RunDetailScreen(LoadingScreen):
                 fmt.percent(server.kv_usage_peak if server else None),
                 key=result.key.id,
             )
-        self.query_one("#detail-ab", ABTable).focus()
+        self.query_one("#detail-summary").focus()
 
     @on(DataTable.RowSelected, "#detail-cells")
     def _cell_selected(self, event: DataTable.RowSelected) -> None:
@@ -116,6 +183,14 @@ class RunDetailScreen(LoadingScreen):
         from dspark_tui.tui.screens.report import ReportScreen
 
         self.app.push_screen(ReportScreen(self.run_dir))
+
+    def action_charts(self) -> None:
+        try:  # the live screens' chart view
+            from dspark_tui.tui.screens.charts import ChartScreen  # type: ignore[import-not-found]
+        except ImportError:
+            self.notify("the chart view is not in this build", severity="warning")
+            return
+        self.app.push_screen(ChartScreen(self.run if self.run is not None else self.run_dir))
 
     def action_decision(self) -> None:
         if self.run is None:
