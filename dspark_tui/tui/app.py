@@ -177,8 +177,8 @@ class DsparkApp(App[None]):
             manifest = RunStore(run_dir).read_manifest()
         except (UserError, OSError) as exc:  # OSError: run.json is a folder, or unreadable
             # markup=False: an OSError reads "[Errno 21] ...", which is not a style
-            self.notify(f"cannot resume {run_dir}: {exc}" if isinstance(exc, OSError) else str(exc),
-                        severity="error", markup=False)
+            self.notify(f"cannot resume {Path(run_dir).name}: {exc}", severity="error",
+                        markup=False)
             return
         request = StartRequest(plan=manifest.plan_source or manifest.name, resume=Path(run_dir))
 

@@ -84,7 +84,7 @@ async def test_help_and_palette_list_the_screen_actions(tmp_path: Path):
         await pilot.press("escape", "ctrl+p")
         await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette), what="palette open")
         await pilot.press(*"charts")  # (abort is off once the run has ended)
-        await until_shown(pilot, app, "Charts (c)")  # the screen's binding, with its key
+        await until_shown(pilot, app, "(c) tok/s, TPOT")  # the screen's binding, with its key
         await pilot.press("escape")
         await wait_until(pilot, lambda: not isinstance(app.screen, CommandPalette), what="closed")
         # Each action once; a focused table's own keys (cursor up, page down ...) are no commands.
