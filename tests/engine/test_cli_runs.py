@@ -180,9 +180,16 @@ def test_detach_ctl_attach_and_a_second_run_on_the_same_port(tmp_path: Path, por
 
         resumed = _cli("ctl", str(run_dir), "resume")
         assert "resume: resumed" in resumed.stdout
-        _wait_for(lambda: _kinds(run_dir).count("cell_started") == current + 1, what="next cell")
-        skipped = _cli("ctl", str(run_dir), "skip")
-        assert "skip: skipping the current cell" in skipped.stdout
+        # A skip sent by another process (a Python start: seconds on a loaded machine) may find
+        # the cell it aimed at already done; it says so, and the next cell is skipped instead.
+        for started in range(current + 1, current + 5):
+            _wait_for(lambda n=started: _kinds(run_dir).count("cell_started") >= n, what="next cell")
+            skipped = _cli("ctl", str(run_dir), "skip")
+            if "skip: skipping the current cell" in skipped.stdout:
+                break
+            assert "skip: no cell is running; nothing to skip" in skipped.stdout
+        else:
+            pytest.fail("no skip found a running cell in four tries")
         _wait_for(lambda: "cell_skipped" in _kinds(run_dir), what="the skip")
 
         attach = subprocess.Popen([*CLI, "attach", str(run_dir), "--headless"],
