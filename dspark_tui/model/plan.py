@@ -137,6 +137,14 @@ class Scenario(_Strict):
     # A category-pure cell: only this category's prompts (docs/categories.md); None: any prompt.
     category: str | None = Field(default=None, min_length=1, max_length=MAX_NAME_LEN)
 
+    @model_serializer(mode="wrap")
+    def _without_absent_category(self, handler: Any) -> Any:
+        """A scenario without a category snapshots as it did before the key existed."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("category", "") is None:
+            del data["category"]
+        return data
+
     @field_validator("concurrencies")
     @classmethod
     def _positive_unique(cls, value: list[int]) -> list[int]:
