@@ -167,3 +167,26 @@ def test_the_simulator_refuses_a_bad_profile_in_one_line(args: list[str], says: 
     assert main(["serve", "m", *args]) == 2
     err = capsys.readouterr().err
     assert says in err and err.count("\n") == 1
+
+
+def test_the_demo_categories_plan_has_a_different_best_k_per_category_in_model_time():
+    """The shipped plan's own commands and grid, in model time (noise-free): what the live
+    demo measures with noise."""
+    from dspark_tui.plans import resolve_plan
+    from dspark_tui.sim.estimate import sim_config
+
+    plan, _ = resolve_plan("demo-categories")
+    throughput: dict[tuple[str, int], dict[int, float]] = {}
+    for cell in plan.cells():
+        config = sim_config(plan, cell.key.arm)
+        assert config is not None and cell.category is not None
+        profile = config.content.profiles[cell.category]
+        lengths = sample_lengths(cell.input_len, cell.output_len, cell.num_prompts,
+                                 cell.range_ratio, seed=0)
+        result = simulate_closed_loop(config.engine, lengths, cell.key.concurrency,
+                                      acceptance=profile)
+        k = config.engine.spec_tokens
+        throughput.setdefault((cell.key.scenario, cell.key.concurrency), {})[k] = result.total_throughput
+    best = {cell: max(by_k, key=by_k.__getitem__) for cell, by_k in throughput.items()}
+    assert best == {("code", 1): 5, ("code", 16): 5, ("code", 64): 3,
+                    ("chat", 1): 3, ("chat", 16): 3, ("chat", 64): 1}
