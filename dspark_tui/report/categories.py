@@ -34,7 +34,7 @@ _TEXTS: dict[str, dict[str, str]] = {
         "unverified": "（有选择只测了一轮，未验证）",
         "unsure": "（c={cs} 的选择未定：最快的 K 没有被证明更快）",
         "sep": "；",
-        "header": "类别 | 场景 | 并发 | {spec} | Total tok/s | Mean TPOT(ms) | 接受长度 | 逐位置接受率",
+        "header": "类别 | 并发 | {spec} | Total tok/s | TPOT(ms) | 接受长度 | 逐位置接受率",
     },
     "en": {
         "heading": "## Per category",
@@ -50,8 +50,8 @@ _TEXTS: dict[str, dict[str, str]] = {
         "unverified": " (some choices rest on one round: unverified)",
         "unsure": " (unsure at c={cs}: the fastest K is not shown faster)",
         "sep": "; ",
-        "header": "Category | Scenario | Concurrency | {spec} | Total tok/s | Mean TPOT(ms) | "
-        "Accept length | Per-position acceptance",
+        "header": "Category | c | {spec} | Total tok/s | TPOT(ms) | Accept len | "
+        "Per-position acceptance",
     },
 }
 
@@ -152,7 +152,7 @@ def category_section(analysis: RunAnalysis, answer: DeployAnswer | None, t: Text
         spec_counters(decision) if decision is not None else {})
     k_of = decision.k_of if decision is not None else {}
     header = say["header"].format(spec=analysis.layout.spec_header()).split(" | ")
-    lines += markdown_table(header, _rows(analysis, categories, counters, k_of), left=2)
+    lines += markdown_table(header, _rows(analysis, categories, counters, k_of))
     return lines
 
 
@@ -168,8 +168,10 @@ def _rows(analysis: RunAnalysis, categories: dict[str, str],
     for row in ok.itertuples(index=False):
         counter = counters.get((row.scenario, row.concurrency, k_of[row.arm])) if row.arm in k_of else None
         accept = counter.accept_length if counter is not None else row.accept_length
+        category = categories[row.scenario]
+        named = category if row.scenario == category else f"{category} ({row.scenario})"
         rows.append([
-            categories[row.scenario], row.scenario, str(row.concurrency), label(row.arm),
+            named, str(row.concurrency), label(row.arm),
             f"{row.total_throughput:,.0f}", _num(row.mean_tpot_ms, 2), _num(accept, 2),
             _positions(counter),
         ])
@@ -183,4 +185,4 @@ def _num(value: float | None, digits: int) -> str:
 def _positions(counter: SpecCounters | None) -> str:
     if counter is None or not counter.cumulative:
         return "—"
-    return " / ".join(f"{rate * 100:.0f}%" for rate in counter.cumulative)
+    return "/".join(f"{rate * 100:.0f}" for rate in counter.cumulative) + " %"

@@ -41,8 +41,10 @@ def test_each_category_gets_its_best_k_per_load_from_the_decision(tmp_path):
     assert "- **code** (`code`): K=5 to c=16; K=3 from c=64\n" in section
     assert "- **chat** (`chat`): K=3 to c=16; K=1 from c=64\n" in section
     # the table: one row per category, scenario, concurrency and K, with the /metrics acceptance
-    row = next(line for line in section.splitlines() if line.startswith("| chat | chat | 64 | 1 |"))
-    assert row.endswith("| 1.90 | 90% |")
+    row = next(line for line in section.splitlines() if line.startswith("| chat | 64 | 1 |"))
+    assert row.endswith("| 1.90 | 90 % |")
+    row = next(line for line in section.splitlines() if line.startswith("| chat | 64 | 3 |"))
+    assert row.endswith("| 90/76/61 % |")
     assert "## 按类别" in render_report(run, "zh")
 
 
@@ -52,6 +54,7 @@ def test_two_scenarios_of_one_category_are_listed_under_it(tmp_path):
     lines = category_section(analysis, deploy_answer(analysis), Texts("en"))
     assert "- **code** (`code`, `chat`): " in lines
     assert "  - `chat`: K=3 to c=16; K=1 from c=64" in lines
+    assert any(line.startswith("| code (chat) | 64 | 1 |") for line in lines)
 
 
 def test_a_run_without_categories_has_no_section(tmp_path):
