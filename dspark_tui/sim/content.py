@@ -112,6 +112,10 @@ class ContentAcceptance:
     def enabled(self) -> bool:
         return bool(self.profiles and self.index)
 
+    @property
+    def known_prompts(self) -> int:
+        return sum(len(keys) for keys in self.index.values())
+
     def category_of(self, text: str) -> str | None:
         for words in sorted(self.index, reverse=True):
             category = self.index[words].get(prompt_key(text, words))

@@ -149,6 +149,8 @@ def test_category_pure_cells_measure_back_the_configured_profiles():
                     zip(measured, _expected_per_position(first, K), strict=True)):
                 se = math.sqrt(want * (1 - want) / drafts)
                 assert abs(got - want) <= 4 * se, (category, position, got, want, se)
+        assert ("Acceptance by content (position 1): code=0.95, chat=0.55; 24 prompts "
+                "recognised") in sim.log_text()
         # a prompt the simulator does not know (token ids) keeps the base acceptance
         *measured, drafts = _measure(sim.url, [list(range(10 + i, 74 + i)) for i in range(96)])
         want = DEFAULT_ACCEPTANCE[0]
@@ -190,3 +192,29 @@ def test_the_demo_categories_plan_has_a_different_best_k_per_category_in_model_t
     best = {cell: max(by_k, key=by_k.__getitem__) for cell, by_k in throughput.items()}
     assert best == {("code", 1): 5, ("code", 16): 5, ("code", 64): 3,
                     ("chat", 1): 3, ("chat", 16): 3, ("chat", 64): 1}
+
+
+async def test_the_native_driver_sends_a_category_pure_cell_the_simulator_recognises(tmp_path: Path):
+    """The real client path: a scenario's category picks the prompts, and the server's
+    acceptance over the cell is that category's (position 1 within 4 SE)."""
+    from dspark_tui.engine.drivers import CellError, DriverContext, NativeDriver
+    from dspark_tui.model import BenchConfig, CellKey, CellSpec
+
+    def cell(category: str) -> CellSpec:
+        return CellSpec(key=CellKey(arm="K=3", scenario=category, concurrency=8), input_len=64,
+                        output_len=96, range_ratio=0.5, num_prompts=48, category=category)
+
+    with running_sim("--accept-profile", PROFILE, spec_tokens=K, speed=50) as sim:
+        ctx = DriverContext(base_url=sim.url, host="127.0.0.1", port=sim.port,
+                            served_model_name="test-model", model_path="test-model",
+                            bench=BenchConfig(driver="native", seed=2, cell_timeout_s=60),
+                            raw_dir=tmp_path / "raw")
+        before = _counters(sim.metrics_text())
+        result = await NativeDriver().run(cell("chat"), ctx, lambda _: None)
+        after = _counters(sim.metrics_text())
+        assert result.metrics.completed == 48
+        drafts = after[0] - before[0]
+        rate = (after[1][0] - before[1][0]) / drafts
+        assert abs(rate - 0.55) <= 4 * math.sqrt(0.55 * 0.45 / drafts), (rate, drafts)
+        with pytest.raises(CellError, match="no prompt of category 'poetry'"):
+            await NativeDriver().run(cell("poetry"), ctx, lambda _: None)
