@@ -134,6 +134,16 @@ class Scenario(_Strict):
     concurrencies: list[int] = Field(min_length=1)
     num_prompts: int | list[int] | NumPromptsRule = 32
     dataset: Literal["random"] = "random"
+    # A category-pure cell: only this category's prompts (docs/categories.md); None: any prompt.
+    category: str | None = Field(default=None, min_length=1, max_length=MAX_NAME_LEN)
+
+    @model_serializer(mode="wrap")
+    def _without_absent_category(self, handler: Any) -> Any:
+        """A scenario without a category snapshots as it did before the key existed."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("category", "") is None:
+            del data["category"]
+        return data
 
     @field_validator("concurrencies")
     @classmethod
@@ -180,6 +190,7 @@ class CellSpec(BaseModel):
     output_len: int
     range_ratio: float
     num_prompts: int
+    category: str | None = None
 
     def provenance(self, driver: str, **fields: Any) -> Provenance:
         """Provenance that records this cell's workload shape, plus whatever the caller knows."""
@@ -204,6 +215,9 @@ class Plan(_Strict):
         if self.traffic is not None and (unknown := self.traffic.unknown_scenarios(
                 [s.name for s in self.scenarios])):
             raise ValueError(f"traffic.scenarios names {unknown[0]!r}, which is no scenario of the plan")
+        if self.bench.driver != "native" and (pure := [s.name for s in self.scenarios if s.category]):
+            raise ValueError(f"scenario {pure[0]!r} sets a category: category-pure cells need "
+                             "bench.driver = \"native\"")
         _unique("arms", [a.name for a in self.arms])
         _unique("arms (as directory names)", [a.dirname for a in self.arms])
         _unique("scenarios", [s.name for s in self.scenarios])
@@ -255,6 +269,7 @@ class Plan(_Strict):
                         output_len=scenario.output_len,
                         range_ratio=ratio,
                         num_prompts=scenario.prompts_for(concurrency),
+                        category=scenario.category,
                     )
 
     def template_vars(self, arm: Arm) -> dict[str, str]:

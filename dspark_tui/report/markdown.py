@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from dspark_tui.report.advice import advice_section
 from dspark_tui.report.analysis import RunAnalysis, analyse
+from dspark_tui.report.categories import category_section
 from dspark_tui.report.certainty import margin_interval_text, unsure_section
 from dspark_tui.report.charts import existing_charts
 from dspark_tui.report.counting import cell_counts, start_failure
@@ -64,6 +65,7 @@ def render_report(run: LoadedRun, lang: str = "zh", analysis: RunAnalysis | None
         _winners(analysis, t),
         _charts(titled, t),
         sweep_section(answer, t),
+        category_section(analysis, answer, t),
         unsure_section(analysis, t),
         findings_section(analysis, t),
         _problems(analysis, t),

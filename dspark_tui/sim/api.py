@@ -22,6 +22,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from dspark_tui.sim.config import ServeConfig
+from dspark_tui.sim.content import prompt_text
 from dspark_tui.sim.engine import LiveEngine
 from dspark_tui.sim.logs import log
 from dspark_tui.sim.scheduler import SimRequest
@@ -134,7 +135,8 @@ class SimApi:
             return error_response(str(exc), exc.status, exc.kind)
         eos_at = self._draw_eos(generation)
         sim_request = SimRequest(self._request_id(chat), generation.prompt_tokens,
-                                 generation.max_tokens, eos_at=eos_at)
+                                 generation.max_tokens, eos_at=eos_at,
+                                 acceptance=self.config.content.acceptance_of(prompt_text(body, chat)))
         sink = self.engine.submit(sim_request)
         if generation.stream:
             return StreamingResponse(self._stream(sim_request, sink, generation),

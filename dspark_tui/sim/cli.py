@@ -12,7 +12,9 @@ import json
 import sys
 from collections.abc import Sequence
 from itertools import pairwise
+from pathlib import Path
 
+from dspark_tui.model.prompt_file import BUILTIN_PROMPT_FILE, PromptFileError, read_prompt_file
 from dspark_tui.sim.config import (
     DEFAULT_ACCEPTANCE,
     DEFAULT_DRIFT_TIME_S,
@@ -23,6 +25,7 @@ from dspark_tui.sim.config import (
     ServeConfig,
     StepCosts,
 )
+from dspark_tui.sim.content import ContentAcceptance, ProfileError, parse_accept_profile
 
 MAX_SPEC_TOKENS = 16
 _SECRET_FLAGS = {"api_key"}
@@ -53,6 +56,13 @@ def build_parser() -> argparse.ArgumentParser:
     spec.add_argument("--spec-method", help="accepted for compatibility (ignored)")
     spec.add_argument("--acceptance", help="comma-separated conditional acceptance per position "
                       f"(default {','.join(map(str, DEFAULT_ACCEPTANCE))})")
+    spec.add_argument("--accept-profile", metavar="CAT=RATE,...|FILE",
+                      help="per-category acceptance of draft position 1 (deeper positions follow "
+                      "the --acceptance curve), or a .toml/.json file of category = rate or "
+                      "[rates]; prompts are recognised from the project's prompt file and --prompts")
+    spec.add_argument("--prompts", action="append", default=[], metavar="FILE",
+                      help="a JSONL prompt file (prompt, category) whose prompts get their "
+                      "category's profile; repeatable")
 
     model = serve.add_argument_group("performance model (modelled GPU seconds)")
     defaults = StepCosts()
@@ -199,9 +209,25 @@ def serve_config(args: argparse.Namespace, unknown: Sequence[str],
         noise=_noise(args),
         noise_seed=args.noise_seed,
         faults=faults,
+        content=_content(args, acceptance),
         ignored_args=redact_unknown(unknown),
         non_default_args=_non_default_args(args, parser),
     )
+
+
+def _content(args: argparse.Namespace, base: tuple[float, ...]) -> ContentAcceptance:
+    """Per-category acceptance and the prompts it recognises; none without --accept-profile."""
+    if not args.accept_profile:
+        if args.prompts:
+            raise SimUsageError("--prompts needs --accept-profile (the rates of its categories)")
+        return ContentAcceptance()
+    try:
+        profiles = parse_accept_profile(args.accept_profile, base)
+        entries = [entry for path in (BUILTIN_PROMPT_FILE, *map(Path, args.prompts))
+                   for entry in read_prompt_file(path)]
+    except (ProfileError, PromptFileError) as exc:
+        raise SimUsageError(str(exc)) from None
+    return ContentAcceptance.build(profiles, entries)
 
 
 def _noise(args: argparse.Namespace) -> NoiseParams:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dspark_tui.sim.content import ContentAcceptance
+
 # Conditional acceptance probability of draft position i given positions < i were accepted.
 # Falls with depth, as a real drafter's does; long enough for K up to 8.
 DEFAULT_ACCEPTANCE = (0.90, 0.85, 0.80, 0.76, 0.72, 0.68, 0.64, 0.60)
@@ -64,9 +66,10 @@ class ModelConfig:
                  self.spec_schedule[0][2])
         return min(self.spec_tokens, k)
 
-    def acceptance_for(self, k: int) -> tuple[float, ...]:
-        """The first k conditional probabilities, repeating the last one if too few are given."""
-        probs = list(self.acceptance) or [0.0]
+    def acceptance_for(self, k: int, profile: tuple[float, ...] | None = None) -> tuple[float, ...]:
+        """The first k conditional probabilities of `profile` (a prompt category's, see
+        `content.py`) or of the base curve, repeating the last one if too few are given."""
+        probs = list(self.acceptance if profile is None else profile) or [0.0]
         while len(probs) < k:
             probs.append(probs[-1])
         return tuple(probs[:k])
@@ -134,6 +137,8 @@ class ServeConfig:
     # Pins the noise draws; None: fresh OS entropy at every start, as real starts differ.
     noise_seed: int | None = None
     faults: FaultConfig = field(default_factory=FaultConfig)
+    # Per-category acceptance and the prompts it recognises (`--accept-profile`, `--prompts`).
+    content: ContentAcceptance = field(default_factory=ContentAcceptance)
     ignored_args: tuple[str, ...] = ()
     non_default_args: dict[str, object] = field(default_factory=dict)
 

@@ -44,7 +44,9 @@ def estimate_plan(plan: Plan) -> WallEstimate | None:
         assert config is not None
         lengths = sample_lengths(cell.input_len, cell.output_len, cell.num_prompts,
                                  cell.range_ratio, SEED)
-        result = simulate_closed_loop(config.engine, lengths, cell.key.concurrency, SEED)
+        profile = config.content.profiles.get(cell.category) if cell.category else None
+        result = simulate_closed_loop(config.engine, lengths, cell.key.concurrency, SEED,
+                                      acceptance=profile)
         cell_s[(cell.key.arm, cell.key.scenario, cell.key.concurrency)] = result.duration_s / config.speed
     startup = max(config.startup_delay_s for config in configs.values() if config is not None)
     round_s = len(plan.arms) * startup + plan.bench.repeats * sum(cell_s.values())

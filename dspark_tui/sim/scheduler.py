@@ -26,6 +26,7 @@ class SimRequest:
     """One generation request as the engine sees it; `unflushed` tokens await delivery."""
 
     __slots__ = (
+        "acceptance",
         "arrival",
         "computed",
         "eos_at",
@@ -44,8 +45,11 @@ class SimRequest:
     )
 
     def __init__(self, request_id: str, prompt_tokens: int, max_tokens: int,
-                 arrival: float = 0.0, eos_at: int | None = None) -> None:
+                 arrival: float = 0.0, eos_at: int | None = None,
+                 acceptance: tuple[float, ...] | None = None) -> None:
         self.request_id = request_id
+        # The prompt's category profile (`content.py`); None: the engine's base acceptance.
+        self.acceptance = acceptance
         self.prompt_tokens = prompt_tokens
         self.max_tokens = max_tokens
         self.arrival = arrival
@@ -115,17 +119,17 @@ class Scheduler:
         self.waiting: deque[SimRequest] = deque()
         self.running: list[SimRequest] = []
         self.kv_used = 0
-        self._accept_cdfs: dict[int, list[float]] = {}
+        self._accept_cdfs: dict[tuple[int, tuple[float, ...] | None], list[float]] = {}
 
-    def _accept_cdf(self, k: int) -> list[float]:
-        cdf = self._accept_cdfs.get(k)
+    def _accept_cdf(self, k: int, profile: tuple[float, ...] | None = None) -> list[float]:
+        cdf = self._accept_cdfs.get((k, profile))
         if cdf is None:
-            cdf = self._accept_cdfs[k] = self._acceptance_cdf(k)
+            cdf = self._accept_cdfs[(k, profile)] = self._acceptance_cdf(k, profile)
         return cdf
 
-    def _acceptance_cdf(self, k: int) -> list[float]:
+    def _acceptance_cdf(self, k: int, profile: tuple[float, ...] | None) -> list[float]:
         """Cumulative distribution of the number of accepted drafts (0..K) in one verify."""
-        probs = self.config.acceptance_for(k)
+        probs = self.config.acceptance_for(k, profile)
         point: list[float] = []
         reach = 1.0
         for p in probs:
@@ -251,10 +255,12 @@ class Scheduler:
         return max(memory, compute) + draft
 
     def _decode(self, decoding: list[SimRequest], result: StepResult, end: float, k: int) -> None:
-        cdf = self._accept_cdf(k)
+        base = self._accept_cdf(k)
         draw = self.rng.random
         histogram = [0] * (k + 1)
         for request in decoding:
+            profile = request.acceptance
+            cdf = base if profile is None else self._accept_cdf(k, profile)
             accepted = bisect_right(cdf, draw())
             histogram[accepted] += 1
             emitted = self._emit(request, 1 + accepted, end)

@@ -78,6 +78,10 @@ def _log_startup(config: ServeConfig) -> None:
         log("INFO", "speculative.py:216", "Dynamic speculative decoding: "
             f"num_speculative_tokens_per_batch_size={[list(e) for e in engine.spec_schedule]} "
             "(K by running batch size, at most num_speculative_tokens)")
+    if config.content.enabled:
+        profiles = ", ".join(f"{name}={rates[0]:g}" for name, rates in config.content.profiles.items())
+        log("INFO", "content.py", f"Acceptance by content (position 1): {profiles}; "
+            f"{config.content.known_prompts} prompts recognised, others take the base acceptance")
     log("INFO", "core.py:93", f"Initializing a V1 LLM engine with config: model={config.model!r}, "
         f"served_model_name={config.model_name}, max_seq_len={engine.max_model_len}, "
         f"max_num_seqs={engine.max_num_seqs}, speed={config.speed}x (simulated)")

@@ -56,11 +56,13 @@ def sample_lengths(input_len: int, output_len: int, num_prompts: int, range_rati
 
 
 def simulate_closed_loop(config: ModelConfig, lengths: list[tuple[int, int]], concurrency: int,
-                         seed: int = 0, noise: StepNoise | None = None) -> VirtualResult:
+                         seed: int = 0, noise: StepNoise | None = None,
+                         acceptance: tuple[float, ...] | None = None) -> VirtualResult:
     """Keep `concurrency` requests in flight until all `lengths` are served; modelled time.
 
     `noise` (a `noise.SessionNoise`) stretches every step as the live engine does; without it
-    the result is the noise-free reference.
+    the result is the noise-free reference. `acceptance` is a category's profile for every
+    request (a category-pure cell); None: the base acceptance.
     """
     scheduler = Scheduler(config, random.Random(seed), noise)
     pending = list(reversed(lengths))
@@ -74,7 +76,8 @@ def simulate_closed_loop(config: ModelConfig, lengths: list[tuple[int, int]], co
     while pending or in_flight:
         while pending and in_flight < concurrency:
             prompt, output = pending.pop()
-            scheduler.add(SimRequest(f"v{index}", prompt, output, arrival=now))
+            scheduler.add(SimRequest(f"v{index}", prompt, output, arrival=now,
+                                     acceptance=acceptance))
             index += 1
             in_flight += 1
         peak_waiting = max(peak_waiting, len(scheduler.waiting))

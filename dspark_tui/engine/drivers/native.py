@@ -30,6 +30,7 @@ import aiohttp
 
 from dspark_tui.engine.drivers.auth import bearer_headers
 from dspark_tui.engine.drivers.base import CellError, DriverContext, ProgressCallback
+from dspark_tui.engine.drivers.category_prompts import cell_prompts
 from dspark_tui.engine.drivers.cli_driver import raw_relpath
 from dspark_tui.engine.drivers.prompts import PromptSpec, random_id_prompts
 from dspark_tui.engine.drivers.stats import RequestRecord, measured_raw
@@ -141,7 +142,7 @@ class NativeClient:
         return json.dumps(
             {
                 "model": self.model,
-                "prompt": prompt.token_ids,
+                "prompt": prompt.payload_prompt,
                 "max_tokens": prompt.output_len,
                 "temperature": 0.0,
                 "ignore_eos": True,
@@ -303,9 +304,7 @@ class NativeDriver:
     name = "native"
 
     async def run(self, cell: CellSpec, ctx: DriverContext, on_progress: ProgressCallback) -> CellResult:
-        prompts = random_id_prompts(
-            cell.input_len, cell.output_len, cell.range_ratio, cell.num_prompts, ctx.bench.seed
-        )
+        prompts = cell_prompts(cell, ctx.bench.seed)
         concurrency = cell.key.concurrency
         live = LiveStats(total=len(prompts))
         started_at = now_iso()

@@ -25,6 +25,11 @@ class PromptSpec:
     def input_len(self) -> int:
         return len(self.token_ids)
 
+    @property
+    def payload_prompt(self) -> list[int] | str:
+        """What the request's `prompt` carries."""
+        return self.token_ids
+
 
 def random_lengths(rng: np.random.RandomState, full_len: int, range_ratio: float, count: int) -> list[int]:
     """Uniform in [max(1, int(L * r)), L], sglang's `compute_random_lens`."""
