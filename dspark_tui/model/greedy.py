@@ -69,3 +69,15 @@ class GreedyVerdict(BaseModel):
         if self.verdict == "same":
             return head + f"same output on all {self.compared} prompts"
         return head + (self.reason or self.verdict.replace("_", " "))
+
+    def short(self) -> str:
+        """A few words for a header line."""
+        head = f"greedy: {self.arm} vs {self.reference} "
+        if self.verdict == "diverges":
+            return (head + f"DIVERGES on {self.diverging}/{self.compared} prompts, first at "
+                    f"prompt {self.first_prompt} {self.unit} {self.first_position}")
+        if self.verdict == "within_control":
+            return head + f"same within the control ({self.compared} prompts)"
+        if self.verdict == "same":
+            return head + f"same ({self.compared} prompts)"
+        return head + (self.reason or self.verdict.replace("_", " "))

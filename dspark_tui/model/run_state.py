@@ -454,13 +454,13 @@ class RunState:
         return out
 
     def greedy_line(self) -> str:
-        """The check in one line for a header: the worst verdict first; empty before it."""
+        """The check in a few words for a header: the worst verdict; empty before any."""
         if not self.greedy:
             return ""
         order = ("diverges", "not_compared", "no_answers", "within_control", "same")
         worst = min(self.greedy, key=lambda v: order.index(v.verdict))
         more = f" (+{len(self.greedy) - 1} arms)" if len(self.greedy) > 1 else ""
-        return worst.line() + more
+        return worst.short() + more
 
     def scenarios(self) -> list[str]:
         """Scenario names in the order their cells became known (the plan's, for a run)."""

@@ -24,7 +24,7 @@ _ZH: dict[str, str] = {
     "第 {position} 个{unit}：`{ref}` 为「{expected}」，`{arm}` 为「{got}」。",
     "not_compared": "- `{arm}`：与 `{ref}` 的差别不止投机解码设置：不比较。",
     "no_answers": "- `{arm}`：没有可比较的回答（{reason}）。",
-    "unit.token": "token",
+    "unit.token": " token",
     "unit.char": "字符",
     "control": "- 对照：{items}。",
     "control_item": "`{arm}` {k}/{n} 个提示两次回答不同（{sessions} 个会话）",

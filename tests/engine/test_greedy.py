@@ -53,7 +53,7 @@ async def test_identical_arms_pass_and_every_session_saves_its_answers(tmp_path:
         "st=5", "st=3", "same", 4)
     state = RunState()
     state.apply_all(store.read_events())
-    assert state.greedy_line() == "greedy check: st=5 vs st=3: same output on all 4 prompts"
+    assert state.greedy_line() == "greedy: st=5 vs st=3 same (4 prompts)"
     report = _report(store)
     assert report.index("## Greedy equivalence check") < report.index("## Summary")
     assert "`st=5`: the same output as `st=3` on all 4 prompts." in report
