@@ -80,10 +80,14 @@ async def collect(base_url: str, plan: Plan, arm: Arm, *, session: str, round: i
 
 
 async def _ask(client: httpx.AsyncClient, model: str, prompt: str) -> GreedyAnswer:
-    body = {"model": model, "prompt": prompt, "max_tokens": GREEDY_MAX_TOKENS, "temperature": 0,
-            "stream": False, "return_token_ids": True}  # vLLM >= 0.10.2 returns the ids
+    body: dict[str, object] = {"model": model, "prompt": prompt, "max_tokens": GREEDY_MAX_TOKENS,
+                               "temperature": 0, "stream": False,
+                               "return_token_ids": True}  # vLLM >= 0.10.2 returns the ids
     try:
         response = await client.post("/v1/completions", json=body)
+        if response.status_code == 400 and "return_token_ids" in response.text:
+            del body["return_token_ids"]  # a server that refuses unknown fields: compare text
+            response = await client.post("/v1/completions", json=body)
         if response.status_code != 200:
             return GreedyAnswer(error=f"HTTP {response.status_code}: {response.text[:200]}")
         choice = response.json()["choices"][0]
@@ -101,18 +105,23 @@ def _is_id_list(value: object) -> bool:
 
 def announce(store: RunStore, answers: GreedyAnswers, emit: Callable[[Event], None]) -> None:
     """The event for this session's answers, with the verdicts once every arm has answered, and
-    a notice a user reads: a warning when an arm's output diverges."""
+    a notice for each verdict this session changed (the first complete one included): a warning
+    when an arm's output diverges. Later sessions that change nothing stay quiet."""
     first, *others = answers.passes
     failed = sum(1 for a in first if a.error is not None)
     control = sum(1 for a, b in zip(first, others[0] if others else first, strict=False)
                   if a.error is None and b.error is None and a.text != b.text)
-    verdicts = greedy_verdicts(store.path, store.read_manifest())
+    manifest = store.read_manifest()
+    verdicts = greedy_verdicts(store.path, manifest)
+    before = greedy_verdicts(store.path, manifest, without=(answers.arm, answers.session))
     emit(GreedyChecked(arm=answers.arm, session=answers.session, prompts=len(answers.prompts),
                        seconds=round(answers.seconds, 3), control_differs=control, failed=failed,
                        verdicts=verdicts))
     if failed:
         emit(Notice(level="warning", message=f"{answers.arm}: greedy check: {failed} of "
                     f"{len(answers.prompts)} prompts got no answer"))
+    told = {v.arm: v for v in before or []}
     for verdict in verdicts or []:
-        emit(Notice(level="warning" if verdict.verdict == "diverges" else "info",
-                    message=verdict.line()))
+        if told.get(verdict.arm) != verdict:
+            emit(Notice(level="warning" if verdict.verdict == "diverges" else "info",
+                        message=verdict.line()))

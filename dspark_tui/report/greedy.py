@@ -46,13 +46,17 @@ def greedy_result(run_dir: Path, manifest: RunManifest) -> GreedyResult | None:
     if not answers and not problems:
         return None
     arms = manifest.arm_names() or sorted({a.arm for a in answers})
-    reference = baseline_arm(manifest) or arms[0]
+    reference = baseline_arm(manifest) or (arms[0] if arms else "")
     return compare_answers(answers, arms, reference, _plan(manifest), problems)
 
 
-def greedy_verdicts(run_dir: Path, manifest: RunManifest) -> list[GreedyVerdict] | None:
-    """The verdicts once every arm has answered at least once; None before that."""
+def greedy_verdicts(run_dir: Path, manifest: RunManifest,
+                    without: tuple[str, str] | None = None) -> list[GreedyVerdict] | None:
+    """The verdicts once every arm has answered at least once; None before that. `without`
+    (arm, session) leaves one session's answers out: what the verdicts were before it."""
     answers, _ = load_answers(run_dir)
+    if without is not None:
+        answers = [a for a in answers if (a.arm, a.session) != without]
     arms = manifest.arm_names()
     if not arms or not {a.arm for a in answers} >= set(arms):
         return None

@@ -5,16 +5,24 @@ report; the comparison's rules (control, K = 0 reference, arms that differ in mo
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
+from dspark_tui.engine.greedy import collect
 from dspark_tui.engine.runner import Runner, prepare_run
 from dspark_tui.model import load_plan, parse_plan
 from dspark_tui.model.greedy import GreedyAnswer, GreedyAnswers
 from dspark_tui.model.run_state import RunState
 from dspark_tui.model.speculation import without_speculation
-from dspark_tui.report.greedy import compare_answers
+from dspark_tui.report.greedy import compare_answers, greedy_result
+from dspark_tui.report.greedy_section import greedy_section
+from dspark_tui.report.texts import Texts
 from dspark_tui.results import RunStore
-from tests.engine.helpers import Recorder, sim_plan_text
+from dspark_tui.results.greedy import save_answers
+from dspark_tui.results.manifest import manifest_for_plan
+from tests.engine.helpers import FAKES, Recorder, sim_plan_text
+from tests.simulator import stop_process_group, wait_ready
 
 ONE_CELL = ('[[scenarios]]\nname = "chat"\ninput_len = 64\noutput_len = 16\n'
             'concurrencies = [1]\nnum_prompts = 2\n')
@@ -51,6 +59,8 @@ async def test_identical_arms_pass_and_every_session_saves_its_answers(tmp_path:
     verdict = checked[-1].verdicts[0]
     assert (verdict.arm, verdict.reference, verdict.verdict, verdict.compared) == (
         "st=5", "st=3", "same", 4)
+    told = [e.message for e in events.of("notice") if "greedy check" in e.message]
+    assert told == ["greedy check: st=5 vs st=3: same output on all 4 prompts"]  # once, not 3x
     state = RunState()
     state.apply_all(store.read_events())
     assert state.greedy_line() == "greedy: st=5 vs st=3 same (4 prompts)"
@@ -88,6 +98,25 @@ async def test_a_resumed_round_does_not_ask_again(tmp_path: Path, port: int):
     assert await again.run() == "completed"
     assert [p.name for p in (store.path / "greedy").iterdir()] == ["st_3-s1.json"]
     assert events.of("session_started") and not events.of("greedy_checked")
+
+
+async def test_a_server_refusing_return_token_ids_is_compared_by_text(tmp_path: Path, port: int):
+    log = tmp_path / "strict.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, str(FAKES / "strict_completions.py"), "--port",
+                                 str(port)], stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_ready(proc, url, 10, log)
+        plan = parse_plan(PLAN.replace(
+            "[server]", "[bench]\ncheck_greedy = 3\n[server]"))
+        answers = await collect(url, plan, plan.arms[0], session="s1", round=1, headers={})
+    finally:
+        stop_process_group(proc)
+    assert [a.error for a in answers.passes[0]] == [None, None, None]
+    assert answers.passes[0][0].token_ids is None
+    assert answers.passes[0][0].text == " ".join(reversed(answers.prompts[0].split()))
 
 
 # -- the comparison's rules, on answers written by hand ---------------------------------------
@@ -143,3 +172,16 @@ def test_a_difference_counts_only_when_earlier_than_the_control():
     assert (verdict.verdict, verdict.diverging, verdict.within_control) == ("diverges", 1, 1)
     assert (verdict.first_prompt, verdict.first_position, verdict.unit) == (2, 2, "char")
     assert (verdict.expected, verdict.got) == ("abcdef", "abYdef")
+
+
+def test_an_unreadable_answer_file_is_one_line_in_the_report(tmp_path: Path):
+    plan = parse_plan(PLAN)
+    for arm in ("a", "b"):
+        save_answers(tmp_path, _answers(arm, ["x y", "z"], ["x y", "z"]))
+    (tmp_path / "greedy" / "c-s3.json").write_text('{"arm": "c", "passes"')
+    result = greedy_result(tmp_path, manifest_for_plan(plan))
+    assert result is not None
+    lines = greedy_section(result, Texts("en"))
+    assert "- `b`: the same output as `a` on all 2 prompts." in lines
+    [problem] = [line for line in lines if line.startswith("- Not read:")]
+    assert "c-s3.json: unreadable greedy answers" in problem and "\n" not in problem
