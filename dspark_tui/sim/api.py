@@ -245,7 +245,10 @@ class SimApi:
         mean = self.config.eos_mean_tokens
         if generation.ignore_eos or mean <= 0:
             return None
-        return max(1, round(self.rng.expovariate(1.0 / mean)))
+        # A greedy answer ends where its prompt says, like its words; a sampled one anywhere.
+        rng = (random.Random(generation.greedy_output.start)
+               if generation.greedy_output is not None else self.rng)
+        return max(1, round(rng.expovariate(1.0 / mean)))
 
     def _request_id(self, chat: bool) -> str:
         return ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex

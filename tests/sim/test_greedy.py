@@ -35,6 +35,15 @@ def test_temperature_0_answers_a_prompt_the_same_way_every_time():
     assert "".join(c["choices"][0]["text"] for c in streamed.content_chunks) == first["text"]
 
 
+def test_a_greedy_answer_ends_at_the_same_eos_every_time():
+    with running_sim("--eos-mean-tokens", "8") as sim:
+        lengths = {len(complete(sim.url, f"prompt {i}", temperature=0)["token_ids"])
+                   for i in range(6) for _ in range(2)}
+        again = [complete(sim.url, f"prompt {i}", temperature=0)["token_ids"] for i in range(6)]
+        twice = [complete(sim.url, f"prompt {i}", temperature=0)["token_ids"] for i in range(6)]
+    assert again == twice and len(lengths) > 1  # fixed per prompt, not the same for all
+
+
 def test_token_ids_only_when_asked():
     with running_sim() as sim:
         body = {"prompt": PROMPT, "max_tokens": 4, "temperature": 0}
