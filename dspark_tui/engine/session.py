@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from dspark_tui.engine import greedy
 from dspark_tui.engine.drivers.auth import bearer_headers
 from dspark_tui.engine.drivers.base import CellError, DriverContext
 from dspark_tui.engine.gpu import GpuProbe
@@ -66,6 +67,8 @@ class ArmSession:
             )
             await self.scraper.start()
             if not await self._unless_stopping(self._warm_up()):
+                return StartProblem("aborted", aborted=True)
+            if not await self._unless_stopping(self._check_greedy()):
                 return StartProblem("aborted", aborted=True)
         except ServerError as exc:
             self._emit(Notice(level="error", message=f"{self.arm.name}: {exc.with_tail(10)}"))
@@ -120,6 +123,28 @@ class ArmSession:
         if death is not None:
             raise ServerError(f"{death} during warmup", server.tail())
         self._emit(ServerStateChanged(arm=name, state="ready", message="warmed up", pid=server.pid))
+
+    async def _check_greedy(self) -> None:
+        """The greedy equivalence check (engine/greedy.py), once per arm and round."""
+        count = self.plan.bench.check_greedy
+        name, server = self.arm.name, self.server
+        if count <= 0 or greedy.answered_in_round(self.store, name, self.round):
+            return
+        self._emit(ServerStateChanged(arm=name, state="warming_up", pid=server.pid,
+                                      message=f"greedy check: {count} prompts, twice"))
+        answers = await greedy.collect(server.base_url, self.plan, self.arm, session=self.session,
+                                       round=self.round, headers=auth_headers(self.plan))
+        death = server.death_reason()
+        if death is not None:
+            raise ServerError(f"{death} during the greedy check", server.tail())
+        try:
+            greedy.save_answers(self.store.path, answers)
+        except OSError as exc:
+            self._emit(Notice(level="warning", message=f"{name}: greedy answers not saved ({exc})"))
+            return
+        greedy.announce(self.store, answers, self._emit)
+        self._emit(ServerStateChanged(arm=name, state="ready", pid=server.pid,
+                                      message=f"greedy check done in {answers.seconds:.1f}s"))
 
 
 def auth_headers(plan: Plan) -> dict[str, str]:

@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from dspark_tui.model.cell import CellKey, CellResult
+from dspark_tui.model.greedy import GreedyVerdict
 
 ServerState = Literal[
     "starting", "loading", "warming_up", "ready", "stopping", "stopped", "failed", "restarting"
@@ -157,6 +158,20 @@ class RunControl(_Event):
     message: str = ""
 
 
+class GreedyChecked(_Event):
+    """An arm answered the greedy check's prompts in a session (docs/greedy.md); `verdicts`, once
+    every arm has answered, compare each arm with the reference arm."""
+
+    kind: Literal["greedy_checked"] = "greedy_checked"
+    arm: str
+    session: str
+    prompts: int
+    seconds: float
+    control_differs: int = 0  # prompts whose two answers in this session differ
+    failed: int = 0  # prompts that got no answer
+    verdicts: list[GreedyVerdict] | None = None
+
+
 class Notice(_Event):
     kind: Literal["notice"] = "notice"
     level: Literal["info", "warning", "error"] = "info"
@@ -177,6 +192,7 @@ Event = Annotated[
     | RoundPlanned
     | SessionStarted
     | RunControl
+    | GreedyChecked
     | Notice,
     Field(discriminator="kind"),
 ]

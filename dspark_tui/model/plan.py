@@ -124,6 +124,9 @@ class BenchConfig(_Strict):
     # The box's session-to-session noise learned elsewhere (an A-vs-A run, earlier runs):
     # a stated prior with its degrees of freedom; None = this run's rounds alone.
     session_noise_prior: SessionNoisePrior | None = None
+    # Greedy equivalence (docs/greedy.md): after warmup each session answers this many fixed
+    # prompts at temperature 0, twice; the arms' answers are compared. 0: no check.
+    check_greedy: int = Field(default=0, ge=0, le=256)
 
 
 class Scenario(_Strict):

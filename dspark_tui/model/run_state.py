@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from dspark_tui.model import events as ev
 from dspark_tui.model.cell import CellKey, CellResult, CellStatus
+from dspark_tui.model.greedy import GreedyVerdict
 from dspark_tui.model.measurements import (
     CellPhase,
     CellState,
@@ -128,6 +129,8 @@ class RunState:
     )
     log_tail: deque[LogLine] = field(default_factory=lambda: deque(maxlen=LOG_TAIL_LENGTH))
     notices: deque[ev.Notice] = field(default_factory=lambda: deque(maxlen=NOTICE_LENGTH))
+    # The greedy equivalence check's latest verdicts (ev.GreedyChecked), once every arm answered.
+    greedy: list[GreedyVerdict] = field(default_factory=list)
     log_count: int = 0  # lines ever seen, so a view can tell how many of the tail are new
     version: int = 0
     measured: int = 0
@@ -204,6 +207,9 @@ class RunState:
             self.message = event.message or event.action
         elif isinstance(event, ev.Notice):
             self.notices.append(event)
+        elif isinstance(event, ev.GreedyChecked):
+            if event.verdicts is not None:
+                self.greedy = event.verdicts
         elif isinstance(event, ev.RunFinished):
             self.status = event.status
             self.finished_t = event.t
@@ -461,6 +467,15 @@ class RunState:
             elif cell.result is not None:
                 out.append(cell.result)
         return out
+
+    def greedy_line(self) -> str:
+        """The check in a few words for a header: the worst verdict; empty before any."""
+        if not self.greedy:
+            return ""
+        order = ("diverges", "not_compared", "no_answers", "within_control", "same")
+        worst = min(self.greedy, key=lambda v: order.index(v.verdict))
+        more = f" (+{len(self.greedy) - 1} arms)" if len(self.greedy) > 1 else ""
+        return worst.short() + more
 
     def scenarios(self) -> list[str]:
         """Scenario names in the order their cells became known (the plan's, for a run)."""

@@ -14,6 +14,8 @@ from dspark_tui.report.decision_section import deploy_section, sweep_section
 from dspark_tui.report.deploy import deploy_answer
 from dspark_tui.report.findings import findings_section
 from dspark_tui.report.frames import CORE_COLUMNS, arm_pairs, core_table, server_table
+from dspark_tui.report.greedy import greedy_result
+from dspark_tui.report.greedy_section import greedy_section
 from dspark_tui.report.headline import is_simulated, summary_section
 from dspark_tui.report.tables import markdown_table, num, pct
 from dspark_tui.report.texts import Texts
@@ -55,8 +57,10 @@ def render_report(run: LoadedRun, lang: str = "zh", analysis: RunAnalysis | None
     if charts is None:
         charts = existing_charts(run.path)
     titled = [(t(f"chart.{kind}"), path) for kind, path in charts]
+    greedy = greedy_section(greedy_result(run.path, run.manifest), t)
     sections = [
-        [_title(analysis, t), "", *summary_section(analysis, answer, t, titled)],
+        [_title(analysis, t), "", *greedy, *([""] if greedy else []),
+         *summary_section(analysis, answer, t, titled)],
         _header(analysis, t),
         verification_section(verification_of(analysis), t),
         deploy_section(answer, t, simulated=is_simulated(run.manifest)),

@@ -24,9 +24,10 @@ from starlette.routing import Route
 from dspark_tui.sim.config import ServeConfig
 from dspark_tui.sim.content import prompt_text
 from dspark_tui.sim.engine import LiveEngine
+from dspark_tui.sim.greedy import OutputText, greedy_output, is_greedy
 from dspark_tui.sim.logs import log
 from dspark_tui.sim.scheduler import SimRequest
-from dspark_tui.sim.text import count_message_tokens, count_text_tokens, token_text
+from dspark_tui.sim.text import count_message_tokens, count_text_tokens
 
 VLLM_VERSION = "0.33.0"
 DEFAULT_COMPLETION_MAX_TOKENS = 16
@@ -59,6 +60,8 @@ class Generation:
     include_usage: bool
     ignore_eos: bool
     model: str
+    greedy_output: OutputText | None = None  # temperature 0: the answer the prompt determines
+    return_token_ids: bool = False
 
 
 class StreamCut(Exception):
@@ -199,7 +202,16 @@ class SimApi:
         return Generation(chat=chat, prompt_tokens=prompt_tokens, max_tokens=max_tokens,
                           stream=stream, include_usage=bool(options.get("include_usage")),
                           ignore_eos=bool(body.get("ignore_eos", False)),
-                          model=self.config.model_name)
+                          model=self.config.model_name,
+                          greedy_output=self._greedy_output(body, chat),
+                          return_token_ids=body.get("return_token_ids") is True)
+
+    def _greedy_output(self, body: dict[str, object], chat: bool) -> OutputText | None:
+        if not is_greedy(body.get("temperature")):
+            return None
+        return greedy_output(body.get("messages") if chat else body.get("prompt"),
+                             spec_tokens=self.config.engine.spec_tokens,
+                             diverge_after=self.config.faults.greedy_diverge_after)
 
     def _completion_prompt(self, body: dict[str, object]) -> int:
         prompt = body.get("prompt")
@@ -235,7 +247,10 @@ class SimApi:
         mean = self.config.eos_mean_tokens
         if generation.ignore_eos or mean <= 0:
             return None
-        return max(1, round(self.rng.expovariate(1.0 / mean)))
+        # A greedy answer ends where its prompt says, like its words; a sampled one anywhere.
+        rng = (random.Random(generation.greedy_output.start)
+               if generation.greedy_output is not None else self.rng)
+        return max(1, round(rng.expovariate(1.0 / mean)))
 
     def _request_id(self, chat: bool) -> str:
         return ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
@@ -249,7 +264,8 @@ class SimApi:
                 "prompt_tokens_details": None}
 
     def _full_response(self, request: SimRequest, generation: Generation) -> dict[str, object]:
-        text = token_text(self._text_start(request), request.generated)
+        output = self._output(request, generation)
+        text = output.text(0, request.generated)
         reason = request.finish_reason
         if generation.chat:
             choice: dict[str, object] = {
@@ -262,11 +278,16 @@ class SimApi:
             choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": reason,
                       "stop_reason": None, "prompt_logprobs": None}
             kind = "text_completion"
+        if generation.return_token_ids:  # vLLM >= 0.10.2; the simulator keeps no prompt ids
+            choice["prompt_token_ids"] = None
+            choice["token_ids"] = output.ids(0, request.generated)
         return {"id": request.request_id, "object": kind, "created": int(time.time()),
                 "model": generation.model, "choices": [choice], "usage": self._usage(request)}
 
-    def _text_start(self, request: SimRequest) -> int:
-        return hash(request.request_id) & 0xFFFF
+    def _output(self, request: SimRequest, generation: Generation) -> OutputText:
+        if generation.greedy_output is not None:
+            return generation.greedy_output
+        return OutputText(hash(request.request_id) & 0xFFFF)
 
     async def _stream(self, request: SimRequest, sink: object,
                       generation: Generation) -> AsyncIterator[str]:
@@ -280,7 +301,8 @@ class SimApi:
         if generation.chat:
             yield (head + '"delta":{"role":"assistant","content":""},"logprobs":null,'
                    '"finish_reason":null}]}\n\n')
-        cursor = self._text_start(request)
+        output = self._output(request, generation)
+        cursor = 0
         finished = False
         self.streams += 1
         every = self.config.faults.cut_stream_every
@@ -290,7 +312,7 @@ class SimApi:
                 await sink.ready.wait()
                 count = sink.take()
                 reason = sink.finish_reason
-                text = token_text(cursor, count)
+                text = output.text(cursor, count)
                 cursor += count
                 finish = "null" if reason is None else f'"{reason}"'
                 if generation.chat:

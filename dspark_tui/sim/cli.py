@@ -114,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     faults.add_argument("--stall-after-requests", type=int, metavar="N")
     faults.add_argument("--cut-stream-every", type=int, metavar="N",
                         help="cut every Nth streamed answer after its first text chunk")
+    faults.add_argument("--greedy-diverge-after", type=int, metavar="N",
+                        help="with K > 0, greedy (temperature 0) answers go wrong after N tokens, "
+                        "differently for each K")
 
     ignored = serve.add_argument_group("vLLM flags accepted for compatibility (ignored)")
     for flag in ("--tensor-parallel-size", "-tp", "--pipeline-parallel-size", "-pp",
@@ -193,6 +196,7 @@ def serve_config(args: argparse.Namespace, unknown: Sequence[str],
         log_flood_bytes_per_s=args.log_flood,
         stall_after_requests=args.stall_after_requests,
         cut_stream_every=args.cut_stream_every,
+        greedy_diverge_after=_at_least_zero("--greedy-diverge-after", args.greedy_diverge_after),
     )
     return ServeConfig(
         model=args.model,
@@ -228,6 +232,12 @@ def _content(args: argparse.Namespace, base: tuple[float, ...]) -> ContentAccept
     except (ProfileError, PromptFileError) as exc:
         raise SimUsageError(str(exc)) from None
     return ContentAcceptance.build(profiles, entries)
+
+
+def _at_least_zero(flag: str, value: int | None) -> int | None:
+    if value is not None and value < 0:
+        raise SimUsageError(f"{flag} must be >= 0, got {value}")
+    return value
 
 
 def _noise(args: argparse.Namespace) -> NoiseParams:

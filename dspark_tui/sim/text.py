@@ -54,3 +54,11 @@ def count_text_tokens(text: str) -> int:
 def count_message_tokens(contents: Iterable[str]) -> int:
     """Chat prompt size: each message's text plus a few template tokens, as chat templates add."""
     return sum(count_text_tokens(text) + 3 for text in contents)
+
+
+def token_ids(start: int, count: int) -> list[int]:
+    """The ids of the same tokens: each word's place in the vocabulary."""
+    return [_WORD_IDS[(start + i) % _CYCLE] for i in range(count)]
+
+
+_WORD_IDS = tuple(_VOCABULARY.index(word) for word in _WORDS)

@@ -1,4 +1,5 @@
-"""The run's one-glance line: name, each arm's server, cells done / failed / total, time."""
+"""The run's one-glance line: name, each arm's server, cells done / failed / total, time, and
+the greedy check's verdict once every arm has answered (engine/greedy.py)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,9 @@ class RunHeader(Static):
             parts.append(f"  skipped {state.skipped}")
         parts.append(f"   elapsed {fmt.duration(state.elapsed(now))}")
         parts.append(f"  ETA {fmt.duration(state.eta(now))}")
+        if greedy := state.greedy_line():
+            diverges = any(v.verdict == "diverges" for v in state.greedy)
+            parts += ["\n", (greedy, f"bold {colours.FAILED}") if diverges else greedy]
         idle: dict[str, list[str]] = {}
         for arm in state.arms.values():
             if arm.server_state in _IDLE:  # folded below: a K sweep has many arms, 24 rows
