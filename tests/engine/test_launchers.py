@@ -265,7 +265,9 @@ def test_a_missing_cluster_tool_stops_preflight(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_a_misspelt_launcher_key_is_one_plan_error():
-    with pytest.raises(PlanError, match=r"server\.slurm\.partiton: unknown key"):
-        parse_plan(sim_plan_text(8000, launcher='"slurm"') + '\n[server.slurm]\npartiton = "gpu"\n')
+    text = sim_plan_text(8000, launcher='"slurm"') + '\n[server.slurm]\npartiton = "gpu"\n'
+    line = text.splitlines().index('partiton = "gpu"') + 1
+    with pytest.raises(PlanError, match=rf"^<plan>:{line}: server\.slurm\.partiton: unknown key"):
+        parse_plan(text)
     with pytest.raises(PlanError, match=r"server\.launcher: .*'local', 'slurm' or 'kubernetes'"):
         parse_plan(sim_plan_text(8000, launcher='"pbs"'))
