@@ -74,9 +74,10 @@ def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def _plan(folder: Path, port: int, launcher: str, **kwargs: object) -> Path:
+def _plan(folder: Path, port: int, launcher: str, *sim_flags: str, **kwargs: object) -> Path:
     table = SLURM_TABLE if launcher == "slurm" else KUBE_TABLE
-    text = sim_plan_text(port, warmup=0, launcher=f'"{launcher}"', **kwargs) + table  # type: ignore[arg-type]
+    text = sim_plan_text(port, *sim_flags, warmup=0, launcher=f'"{launcher}"',
+                         **kwargs) + table  # type: ignore[arg-type]
     path = folder / "plan.toml"
     path.write_text(text)
     return path
@@ -118,7 +119,9 @@ def _record(run_dir: Path) -> dict:
 
 # -- through each launcher, a run completes ------------------------------------------------------
 
-def test_a_run_through_slurm_completes_and_cancels_each_job(cluster: Path, port: int):
+def test_a_run_through_slurm_completes_and_cancels_each_job(cluster: Path, port: int,
+                                                           monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("FAKE_SLURM_PENDING_S", "1")  # each job waits in the queue first
     plan = _plan(cluster, port, "slurm", arms=(3, 5))
     done = _cli("run", str(plan), "--headless", "--results", str(cluster / "results"),
                 "--lang", "en")
@@ -136,7 +139,7 @@ def test_a_run_through_slurm_completes_and_cancels_each_job(cluster: Path, port:
     assert evidence["job_id"] == jobs[1]["id"] and evidence["node"] == "127.0.0.1"
     # The server's output came back through srun into the session's log.
     log = (run_dir / "logs" / "server-st_3-s1.log").read_text()
-    assert "Starting vLLM API server" in log
+    assert "queued and waiting for resources" in log and "Starting vLLM API server" in log
     lines = [e.line for e in RunStore(run_dir).read_events() if e.kind == "server_log"]
     assert f"Slurm job {jobs[0]['id']} runs on 127.0.0.1" in lines
 
@@ -161,6 +164,23 @@ def test_a_run_through_kubernetes_completes_and_deletes_each_pod(cluster: Path, 
     # The bench client reached the pod through the port-forward the tool owned, not the port.
     forwards = (run_dir / "logs" / "server-st_3-s1.port-forward.log").read_text()
     assert f"-> {port}" in forwards and f"127.0.0.1:{port} " not in forwards
+
+
+@pytest.mark.parametrize("launcher", ["slurm", "kubernetes"])
+def test_a_server_that_fails_to_start_is_told_and_its_job_or_pod_is_ended(
+        cluster: Path, port: int, launcher: str):
+    plan = _plan(cluster, port, launcher, "--fail-start", arms=(3,))
+    done = _cli("run", str(plan), "--headless", "--results", str(cluster / "results"),
+                "--lang", "en")
+    assert done.returncode != 0
+    assert "server exited with code 1 while starting" in done.stdout, done.stdout
+    (run_dir,) = list((cluster / "results").iterdir())
+    assert _record(run_dir)["state"] == "stopped"
+    if launcher == "slurm":
+        (job,) = _jobs(cluster)
+        assert job["state"] == "FAILED" and _gone(job["pid"])
+    else:
+        assert _pods(cluster) == {}
 
 
 # -- kill -9 of the runner, then resume -----------------------------------------------------------

@@ -44,11 +44,15 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     os.replace(temporary, path)
 
 
-def start_server(argv: list[str], log_path: Path, env: dict[str, str] | None = None
-                 ) -> subprocess.Popen[bytes]:
+def start_server(argv: list[str], log_path: Path, env: dict[str, str] | None = None,
+                 exit_file: Path | None = None) -> subprocess.Popen[bytes]:
     """The server on the "node": a child of the caller, but in a session of its own and writing
-    to a file, so it outlives the caller (srun or kubectl killed with -9)."""
+    to a file, so it outlives the caller (srun or kubectl killed with -9). With exit_file, a
+    shell in front of it writes its exit code there (what a pod's status keeps)."""
     clean = {k: v for k, v in os.environ.items() if k != TOKEN_VAR}
+    if exit_file is not None:
+        argv = ["sh", "-c", '"$@"; echo $? > "$EXIT_FILE"', "sh", *argv]
+        clean["EXIT_FILE"] = str(exit_file)
     with open(log_path, "ab") as log:
         return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 env={**clean, **(env or {})}, start_new_session=True)

@@ -7,7 +7,8 @@ Service; prints `pod/NAME created`), `wait --for=condition=Ready pod/NAME --time
 the container answers its readinessProbe, else it runs), `logs -f pod/NAME
 [--pod-running-timeout=D]`, `port-forward pod/NAME [LOCAL]:REMOTE [--address=A]` (a real TCP
 forward; prints `Forwarding from 127.0.0.1:PORT -> REMOTE`), `delete KIND/NAME...
-[--ignore-not-found] [--wait] [--timeout=D]` (prints `pod "NAME" deleted`), `get pods`.
+[--ignore-not-found] [--wait] [--timeout=D]` (prints `pod "NAME" deleted`), `get pods`,
+`get pod/NAME -o jsonpath={.status.containerStatuses[0].state.terminated.exitCode}`.
 """
 
 from __future__ import annotations
@@ -97,7 +98,8 @@ def start_pod(kube: Cluster, name: str, doc: dict) -> dict:
     env = {item["name"]: str(item.get("value", "")) for item in container.get("env") or []}
     log_path = kube.path("pod", name).with_suffix(".log")
     log_path.write_bytes(b"")
-    proc = cluster.start_server([str(part) for part in argv], log_path, env)
+    proc = cluster.start_server([str(part) for part in argv], log_path, env,
+                                exit_file=log_path.with_suffix(".exit"))
     probe = (container.get("readinessProbe") or {}).get("httpGet")
     return {"pid": proc.pid, "create_time": psutil.Process(proc.pid).create_time(),
             "log": str(log_path), "port": container["ports"][0]["containerPort"],
@@ -225,9 +227,20 @@ def delete(kube: Cluster, argv: list[str]) -> int:
     return code
 
 
+EXIT_CODE_PATH = "jsonpath={.status.containerStatuses[0].state.terminated.exitCode}"
+
+
 def get(kube: Cluster, argv: list[str]) -> int:
+    if len(argv) == 3 and argv[0].startswith("pod/") and argv[1:] == ["-o", EXIT_CODE_PATH]:
+        _, name = split_target(argv[0])
+        if kube.get("pod", name) is None:
+            print(f'Error from server (NotFound): pods "{name}" not found', file=sys.stderr)
+            return 1
+        exit_file = kube.path("pod", name).with_suffix(".exit")
+        print(exit_file.read_text().strip() if exit_file.exists() else "", end="")
+        return 0
     if argv[:1] not in (["pods"], ["pod"]):
-        sys.exit("error: only `get pods` is faked")
+        sys.exit("error: only `get pods` and a terminated container's exitCode are faked")
     print("NAME   READY   STATUS")
     for path in sorted((kube.root / "pods").glob("*.json")):
         name = path.stem

@@ -20,10 +20,11 @@ import subprocess
 from importlib import resources
 from pathlib import Path
 
+from dspark_tui.engine.gpu import GpuProbe
 from dspark_tui.engine.launchers.record import LaunchRecord, write_launch_record
 from dspark_tui.engine.launchers.tools import run_tool
 from dspark_tui.engine.procs import TOKEN_VAR
-from dspark_tui.engine.server import ServerError, ServerProcess
+from dspark_tui.engine.server import Emit, ServerError, ServerProcess
 from dspark_tui.model import Arm, KubernetesOptions, Plan, safe_name
 from dspark_tui.model.events import Notice, ServerLog
 
@@ -94,9 +95,11 @@ def delete_objects(record: LaunchRecord) -> tuple[bool, str]:
 class KubernetesServer(ServerProcess):
     local_port = False
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        self._gpu = None  # its GPUs are the cluster's
+    def __init__(self, plan: Plan, arm: Arm, *, log_path: Path, run_dir: Path, emit: Emit,
+                 gpu: GpuProbe | None = None, session: str | None = None) -> None:
+        # Its GPUs are on the node or the cluster's: the local probe sees none of them.
+        super().__init__(plan, arm, log_path=log_path, run_dir=run_dir, emit=emit, gpu=None,
+                         session=session)
         options = self.plan.server.kubernetes
         self.pod = pod_name(self.arm.name, self.session, self.token)
         self.remote_port = self.plan.server.port
@@ -104,6 +107,7 @@ class KubernetesServer(ServerProcess):
         self.port = 0
         self._kubectl = kubectl_base(options)
         self._pod_ready = False
+        self._container_code: int | None = None
         self._forward: subprocess.Popen[bytes] | None = None
         self._forward_log = self.log_path.with_name(self.log_path.stem + ".port-forward.log")
         self._objects = LaunchRecord(
@@ -165,6 +169,21 @@ class KubernetesServer(ServerProcess):
             raise ServerError(f"kubectl port-forward exited with code {self._forward.returncode}",
                               text.splitlines()[-10:])
         return False
+
+    def exit_code(self) -> int | None:
+        """The container's exit code once `kubectl logs -f` has ended (its own code says only
+        that the stream ended); looked up once."""
+        ended = super().exit_code()
+        if ended is None:
+            return None
+        if self._container_code is None:
+            result = run_tool([*self._kubectl, "get", f"pod/{self.pod}", "-o",
+                               "jsonpath={.status.containerStatuses[0].state.terminated.exitCode}"],
+                              timeout=30)
+            text = result.out.strip()
+            self._container_code = int(text) if result.code == 0 and text.lstrip("-").isdigit() \
+                else ended
+        return self._container_code
 
     def death_reason(self) -> str | None:
         reason = super().death_reason()

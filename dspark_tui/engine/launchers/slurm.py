@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
+from dspark_tui.engine.gpu import GpuProbe
 from dspark_tui.engine.launchers.record import LaunchRecord, write_launch_record
 from dspark_tui.engine.launchers.tools import run_tool
-from dspark_tui.engine.server import ServerProcess
-from dspark_tui.model import SlurmOptions
+from dspark_tui.engine.server import Emit, ServerProcess
+from dspark_tui.model import Arm, Plan, SlurmOptions
 from dspark_tui.model.events import Notice, ServerLog
 
 SQUEUE_EVERY_S = 1.0  # how often a starting job is looked up (slurmctld is shared)
@@ -57,9 +59,11 @@ def cancel_job(record: LaunchRecord) -> tuple[bool, str]:
 class SlurmServer(ServerProcess):
     local_port = False
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        self._gpu = None  # its GPUs are on the node, not here
+    def __init__(self, plan: Plan, arm: Arm, *, log_path: Path, run_dir: Path, emit: Emit,
+                 gpu: GpuProbe | None = None, session: str | None = None) -> None:
+        # Its GPUs are on the node or the cluster's: the local probe sees none of them.
+        super().__init__(plan, arm, log_path=log_path, run_dir=run_dir, emit=emit, gpu=None,
+                         session=session)
         self.job_name = f"dspark-{self.token[:16]}"
         self._located_at: str | None = None
         self._next_query = 0.0
