@@ -279,7 +279,8 @@ def test_pod_names_are_dns_labels():
 def test_a_missing_cluster_tool_stops_preflight(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.setenv("PATH", str(tmp_path))
     problems = launcher_problems(_parsed(8000, "slurm"))  # type: ignore[arg-type]
-    assert problems[0].startswith("server.launcher = 'slurm' runs srun, which is not on PATH")
+    assert problems == ["server.launcher = 'slurm': srun, squeue, scancel not on PATH; install "
+                        "the cluster's client tools here or run from a login node"]
 
 
 def test_a_misspelt_launcher_key_is_one_plan_error():

@@ -33,9 +33,9 @@ def launcher_problems(plan: Plan) -> list[str]:
     """Preflight of a cluster launcher, one line a problem: its tools are on PATH, a pod's
     manifest template reads and fills."""
     tools = {"slurm": ("srun", "squeue", "scancel"), "kubernetes": ("kubectl",)}
-    problems = [f"server.launcher = {plan.server.launcher!r} runs {tool}, which is not on PATH; "
-                "install the cluster's client tools here or run from a login node"
-                for tool in tools.get(plan.server.launcher, ()) if shutil.which(tool) is None]
+    missing = [tool for tool in tools.get(plan.server.launcher, ()) if shutil.which(tool) is None]
+    problems = [f"server.launcher = {plan.server.launcher!r}: {', '.join(missing)} not on PATH; "
+                "install the cluster's client tools here or run from a login node"] if missing else []
     if plan.server.launcher == "kubernetes":
         try:
             template, where = read_template(plan.server.kubernetes)
