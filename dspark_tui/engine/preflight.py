@@ -20,6 +20,7 @@ import psutil
 
 from dspark_tui.engine import disk_budget
 from dspark_tui.engine.gpu import GpuDevice, detect_gpu
+from dspark_tui.engine.launchers import launcher_problems
 from dspark_tui.engine.liveness import LiveRun, live_runs, orphan_server_on_port, run_holding_port
 from dspark_tui.engine.ports import describe_taken_port, port_is_free
 from dspark_tui.engine.server_record import read_record
@@ -99,11 +100,16 @@ def check_plan(plan: Plan, roots: Iterable[Path], exclude: Path | None = None, *
                results_root: Path | None = None) -> Preflight:
     roots = list(roots)
     result = Preflight()
-    result.add(check_server_binary(plan))
-    result.add(check_bench_client(plan))
-    result.add(check_model(plan))
-    result.add(check_port(plan, roots, exclude))
-    result.add(check_gpus(plan, roots, exclude))
+    if plan.server.launcher != "local":
+        # The server binary, the model, the port and the GPUs are on a node or in a pod.
+        result.add(Problem("launcher", line) for line in launcher_problems(plan))
+        result.add(check_bench_client(plan))
+    else:
+        result.add(check_server_binary(plan))
+        result.add(check_bench_client(plan))
+        result.add(check_model(plan))
+        result.add(check_port(plan, roots, exclude))
+        result.add(check_gpus(plan, roots, exclude))
     if results_root is not None:
         result.add(check_disk(plan, results_root))
     return result

@@ -28,6 +28,7 @@ from dspark_tui.engine.control import ControlReader
 from dspark_tui.engine.drivers.base import BenchDriver
 from dspark_tui.engine.event_sink import EventSink, Subscriber
 from dspark_tui.engine.gpu import GpuProbe, detect_gpu
+from dspark_tui.engine.launchers import stop_orphaned_launch
 from dspark_tui.engine.liveness import touch_heartbeat
 from dspark_tui.engine.loops import control_loop, heartbeat_loop, parent_watch_loop
 from dspark_tui.engine.measure import Measurement, Outcome, failed_unrun, measure
@@ -238,6 +239,9 @@ class Runner:
         self._schedule = Schedule(self.plan, rounds, self.store.done_slots())
         self._announced = {e.round for e in events if isinstance(e, ev.RoundPlanned)}
         self._sessions = self.store.sessions_used()
+        undone = await asyncio.to_thread(stop_orphaned_launch, self.store.path)
+        if undone:
+            self._emit(ev.Notice(level="warning", message=f"{undone}, left by the previous runner"))
         orphans = await asyncio.to_thread(stop_orphaned_server, self.store.path)
         if orphans:
             self._emit(ev.Notice(level="warning", message="stopped the server left by the previous "

@@ -81,6 +81,14 @@ Emit = Callable[[Event], None]
 
 
 class ServerProcess:
+    """A local server process. The launchers (engine/launchers/) subclass it: their local
+    process is the one that carries the remote server's output (`srun`, `kubectl logs -f`),
+    and the hooks below say where the server is and how to end it."""
+
+    # The server listens on this machine: its port is checked before and after (not so for a
+    # server on a cluster node or in a pod).
+    local_port = True
+
     def __init__(
         self,
         plan: Plan,
@@ -149,6 +157,7 @@ class ServerProcess:
     async def start(self) -> None:
         """Launch and wait until ready; on any failure the process is stopped and ServerError raised."""
         try:
+            await self._submit()
             self._launch()
             await self.wait_ready()
         except BaseException as exc:
@@ -158,7 +167,7 @@ class ServerProcess:
             raise
 
     def _launch(self) -> None:
-        if not port_is_free(self.host, self.port):
+        if self.local_port and not port_is_free(self.host, self.port):
             raise ServerError(describe_taken_port(self.host, self.port))
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, **self.plan.server.env, TOKEN_VAR: self.token}
@@ -180,10 +189,11 @@ class ServerProcess:
             self._record.state = "stopped"
             write_record(self.run_dir, self._record)
             raise ServerError(f"cannot start the server's log relay: {exc}") from None
+        argv = self._local_argv()
         try:
             try:
                 self._popen = subprocess.Popen(
-                    self.argv,
+                    argv,
                     stdin=subprocess.DEVNULL,
                     stdout=fd,
                     stderr=subprocess.STDOUT,
@@ -194,7 +204,7 @@ class ServerProcess:
             except OSError as exc:
                 self._record.state = "stopped"
                 write_record(self.run_dir, self._record)
-                raise ServerError(f"cannot run {self.argv[0]!r}: {exc.strerror or exc}") from None
+                raise ServerError(f"cannot run {argv[0]!r}: {exc.strerror or exc}") from None
         finally:
             os.close(fd)  # the server holds the only write end: its exit ends the relay
         pid = self._popen.pid
@@ -215,32 +225,54 @@ class ServerProcess:
         return secret_values(argvs=[self.argv, self.plan.bench.extra_args], env=env,
                              keys=[self.plan.bench.api_key])
 
+    # -- hooks of the launchers ------------------------------------------------------------
+
+    async def _submit(self) -> None:
+        """Before the local process starts (a pod is applied here)."""
+
+    def _local_argv(self) -> list[str]:
+        """What runs on this machine: the server itself, or what holds a remote one."""
+        return self.argv
+
+    async def _located(self) -> bool:
+        """Whether the server's address (host, port) is known yet; may raise ServerError."""
+        return True
+
+    async def _end_remote(self) -> None:
+        """Before the local processes are ended: cancel the job, delete the pod."""
+
+    # -- readiness ---------------------------------------------------------------------------
+
     async def wait_ready(self) -> None:
         timeout = self.plan.server.startup_timeout_s
         deadline = time.monotonic() + timeout
-        async with self._client(timeout=5.0) as client:
-            while True:
-                self._read_log()
-                code = self.exit_code()
+        while True:
+            self._read_log()
+            code = self.exit_code()
+            if code is not None:
+                await self._drain_log()
+                raise ServerError(f"server exited with code {code} while starting", self.tail())
+            if self._fatal is not None:
+                code = await self._exit_within(1.0)
                 if code is not None:
                     await self._drain_log()
-                    raise ServerError(f"server exited with code {code} while starting", self.tail())
-                if self._fatal is not None:
-                    code = await self._exit_within(1.0)
-                    if code is not None:
-                        await self._drain_log()
-                        raise ServerError(f"server exited with code {code} while starting: "
-                                          f"{self._fatal}", self.tail())
-                    raise ServerError(f"server log shows a fatal error: {self._fatal}", self.tail())
-                if time.monotonic() >= deadline:
-                    raise ServerError(f"server not ready after {timeout:g}s (startup_timeout_s)",
-                                      self.tail())
-                if await self._health(client) and await self._tiny_completion(client):
-                    await self._catch_up_log()  # what it printed so far comes before "ready"
-                    self._ready = True
-                    self._set_state("ready", f"{self.base_url} pid {self.pid}")
-                    return
-                await asyncio.sleep(0.25)
+                    raise ServerError(f"server exited with code {code} while starting: "
+                                      f"{self._fatal}", self.tail())
+                raise ServerError(f"server log shows a fatal error: {self._fatal}", self.tail())
+            if time.monotonic() >= deadline:
+                raise ServerError(f"server not ready after {timeout:g}s (startup_timeout_s)",
+                                  self.tail())
+            if await self._located() and await self._serves():
+                await self._catch_up_log()  # what it printed so far comes before "ready"
+                self._ready = True
+                self._set_state("ready", f"{self.base_url} pid {self.pid}")
+                return
+            await asyncio.sleep(0.25)
+
+    async def _serves(self) -> bool:
+        # A client per attempt: a launcher learns the address (base_url) while the server starts.
+        async with self._client(timeout=5.0) as client:
+            return await self._health(client) and await self._tiny_completion(client)
 
     async def _exit_within(self, seconds: float) -> int | None:
         """A fatal line is usually followed by the exit; its code is the clearer message."""
@@ -260,12 +292,15 @@ class ServerProcess:
             with contextlib.suppress(BaseException):
                 await task
         self._tasks = []
+        if self._popen is None and not self._stopped:
+            await self._end_remote()  # a pod applied before its local process could start
         if self._popen is None or self._stopped:
             await self._drain_log()
             return
         self._stopped = True
         if not quiet:
             self._set_state("stopping", f"pid {self.pid}")
+        await self._end_remote()
         self._refresh_descendants()
         popen = self._popen
         refs = list(self._refs.values())
@@ -281,7 +316,7 @@ class ServerProcess:
         if self._record is not None:
             self._record.state = "stopped"
             write_record(self.run_dir, self._record)
-        port_ok = await wait_port_free(self.host, self.port, timeout=15.0)
+        port_ok = not self.local_port or await wait_port_free(self.host, self.port, timeout=15.0)
         gpu_ok = await self._wait_gpu_released(timeout=60.0)
         notes = []
         if killed:

@@ -18,8 +18,9 @@ from dspark_tui.engine import greedy
 from dspark_tui.engine.drivers.auth import bearer_headers
 from dspark_tui.engine.drivers.base import CellError, DriverContext
 from dspark_tui.engine.gpu import GpuProbe
+from dspark_tui.engine.launchers import make_server
 from dspark_tui.engine.scraper import MetricsScraper
-from dspark_tui.engine.server import ServerError, ServerProcess
+from dspark_tui.engine.server import ServerError
 from dspark_tui.engine.steering import Steering
 from dspark_tui.model import Arm, Plan
 from dspark_tui.model.events import Event, Notice, ServerStateChanged, SessionStarted
@@ -45,8 +46,8 @@ class ArmSession:
         self._emit = emit
         self._steering = steering
         self._gpu = gpu
-        self.server = ServerProcess(plan, arm, log_path=store.server_log_path(arm.name, session),
-                                    run_dir=store.path, emit=emit, gpu=gpu, session=session)
+        self.server = make_server(plan, arm, log_path=store.server_log_path(arm.name, session),
+                                  run_dir=store.path, emit=emit, gpu=gpu, session=session)
         self.scraper: MetricsScraper | None = None
 
     async def __aenter__(self) -> ArmSession:

@@ -65,8 +65,34 @@ class NumPromptsRule(_Strict):
         return min(n, self.max) if self.max is not None else n
 
 
+class SlurmOptions(_Strict):
+    """`[server.slurm]`: how `srun` asks for the server's node (docs/launchers.md)."""
+
+    partition: str | None = None
+    gres: str | None = None  # e.g. "gpu:8"
+    time: str | None = None  # Slurm's time limit syntax, e.g. "04:00:00"
+    account: str | None = None
+    extra_args: list[str] = Field(default_factory=list)  # more srun options, before the command
+
+
+class KubernetesOptions(_Strict):
+    """`[server.kubernetes]`: the pod that serves an arm (docs/launchers.md)."""
+
+    image: str = "vllm/vllm-openai:latest"
+    namespace: str = "default"
+    gpus: int = Field(default=1, ge=0)
+    # A template of your own (Pod + Service, `{placeholders}` as in the shipped one);
+    # a relative path is read from the directory the run starts in.
+    manifest: str | None = None
+    context: str | None = None  # kubectl's --context; None: the current one
+
+
 class ServerConfig(_Strict):
     command: list[str] = Field(min_length=1)
+    # Who starts the server: a local process (default), a Slurm job step, a Kubernetes pod.
+    launcher: Literal["local", "slurm", "kubernetes"] = "local"
+    slurm: SlurmOptions = Field(default_factory=SlurmOptions)
+    kubernetes: KubernetesOptions = Field(default_factory=KubernetesOptions)
     host: str = "127.0.0.1"
     # 0: any free port, chosen when the run starts (the demo plan uses it, so demos never clash).
     port: int = Field(default=8000, ge=0, lt=65536)
@@ -77,6 +103,19 @@ class ServerConfig(_Strict):
     stall_timeout_s: float = Field(default=120, gt=0)
     env: dict[str, str] = Field(default_factory=dict)
     served_model_name: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_unused_launchers(self, handler: Any) -> Any:
+        """A local plan snapshots as it did before launchers existed; a remote one keeps only
+        its own launcher's table."""
+        data = handler(self)
+        if isinstance(data, dict):
+            if self.launcher == "local":
+                data.pop("launcher", None)
+            for name in ("slurm", "kubernetes"):
+                if name != self.launcher:
+                    data.pop(name, None)
+        return data
 
 
 class Arm(_Strict):

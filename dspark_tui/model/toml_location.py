@@ -73,7 +73,9 @@ def _headers(lines: list[str], block: _Block, key: str, *, array: bool) -> list[
     """Indexes of the `[path.key]` (or `[[path.key]]`) header lines inside `block`."""
     name = re.escape(".".join((*block.path, key)))
     pattern = re.compile(r"^\s*\[\[\s*" + name + r"\s*\]\]" if array else r"^\s*\[\s*" + name + r"\s*\]")
-    return [n for n in range(block.start, block.end) if pattern.match(lines[n])]
+    # A sub-table (`[server.slurm]`) starts where its parent's block ends: look past it.
+    span = range(block.start, block.end) if array else range(len(lines))
+    return [n for n in span if pattern.match(lines[n])]
 
 
 def _array_entry(lines: list[str], block: _Block, headers: list[int], step: _Step) -> _Block:

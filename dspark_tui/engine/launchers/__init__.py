@@ -1,0 +1,45 @@
+"""Who starts an arm's server (`[server] launcher`): a local process (server.py's
+ServerProcess, the default), a Slurm job step (slurm.py) or a Kubernetes pod (kubernetes.py).
+
+Each is a ServerProcess: the runner's contract does not change — start, ready, logs, stop —
+and `stop_orphaned_launch` undoes what a runner killed with -9 left on a cluster.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from dspark_tui.engine.gpu import GpuProbe
+from dspark_tui.engine.launchers.kubernetes import KubernetesServer, read_template, render_manifest
+from dspark_tui.engine.launchers.record import stop_orphaned_launch
+from dspark_tui.engine.launchers.slurm import SlurmServer
+from dspark_tui.engine.server import Emit, ServerError, ServerProcess
+from dspark_tui.model import Arm, Plan
+
+__all__ = ["launcher_problems", "make_server", "stop_orphaned_launch"]
+
+_LAUNCHERS: dict[str, type[ServerProcess]] = {
+    "local": ServerProcess, "slurm": SlurmServer, "kubernetes": KubernetesServer}
+
+
+def make_server(plan: Plan, arm: Arm, *, log_path: Path, run_dir: Path, emit: Emit,
+                gpu: GpuProbe | None, session: str) -> ServerProcess:
+    kind = _LAUNCHERS[plan.server.launcher]
+    return kind(plan, arm, log_path=log_path, run_dir=run_dir, emit=emit, gpu=gpu, session=session)
+
+
+def launcher_problems(plan: Plan) -> list[str]:
+    """Preflight of a cluster launcher, one line a problem: its tools are on PATH, a pod's
+    manifest template reads and fills."""
+    tools = {"slurm": ("srun", "squeue", "scancel"), "kubernetes": ("kubectl",)}
+    missing = [tool for tool in tools.get(plan.server.launcher, ()) if shutil.which(tool) is None]
+    problems = [f"server.launcher = {plan.server.launcher!r}: {', '.join(missing)} not on PATH; "
+                "install the cluster's client tools here or run from a login node"] if missing else []
+    if plan.server.launcher == "kubernetes":
+        try:
+            template, where = read_template(plan.server.kubernetes)
+            render_manifest(plan, plan.arms[0], "check", "s1", template, where)
+        except ServerError as exc:
+            problems.append(exc.reason)
+    return problems
