@@ -19,7 +19,7 @@ from pathlib import Path
 
 from dspark_tui.engine.control import send_control
 from dspark_tui.engine.launchers import stop_orphaned_launch
-from dspark_tui.engine.liveness import refuse_if_alive, runner_alive
+from dspark_tui.engine.liveness import refuse_if_alive
 from dspark_tui.engine.ports import with_concrete_port
 from dspark_tui.engine.resume_plan import PLAN_ON_STDIN
 from dspark_tui.engine.runner import RUNNER_PLAN_VAR, preflight, prepare_run
