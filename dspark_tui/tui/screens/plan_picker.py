@@ -45,7 +45,7 @@ class PlanPickerScreen(ModalScreen[StartRequest | None]):
         width: 90%; max-width: 110; height: 90%; background: $surface;
         border: round $primary; padding: 0 1;
     }
-    PlanPickerScreen #plans { height: 6; }
+    PlanPickerScreen #plans { height: auto; max-height: 9; }  /* seven plans before it scrolls */
     PlanPickerScreen #choose { height: 1fr; display: none; }
     PlanPickerScreen #choose.-loaded { display: block; }
     PlanPickerScreen SelectionList { width: 1fr; height: 1fr; }
