@@ -58,7 +58,8 @@ class RunScreen(Screen[None]):
         # notice a finished K sweep gives.
         Binding("d", "decision", "Decision", id="run.decision", show=False,
                 tooltip="when the run has ended: a K sweep's schedule and serve command"),
-        Binding("escape", "back", "Back", id="run.back", tooltip="back to History"),
+        Binding("escape", "back", "Back", id="run.back", show=False,  # 80 columns: `? Help` fits
+                tooltip="back to History"),
     ]
 
     def __init__(self, run_dir: Path, link: RunLink | None = None, *,
