@@ -65,6 +65,10 @@ def live_runs(roots: Iterable[Path], exclude: Path | None = None) -> list[LiveRu
             if not isinstance(server, dict):
                 server = {}
             pid = data.get("runner_pid")
+            arms = plan.get("arms") if isinstance(plan, dict) else None
+            if isinstance(arms, list) and arms and all(
+                    isinstance(a, dict) and a.get("url") for a in arms):
+                server = {**server, "port": 0}  # every arm is a url: it holds no local port
             found.append(LiveRun(
                 path=path, name=str(data.get("name") or path.name),
                 pid=pid if isinstance(pid, int) else 0,
