@@ -25,6 +25,11 @@ _ZH: dict[str, str] = {
     "（方法见 docs/statistics.md）。",
     "summary_below": "（见下文）",
     "summary_prior": "会话间噪声用了声明的先验（{prior}）。",
+    "summary_unreplicated": "没有会话重复：{arms} 的服务端在轮次之间没有重启（外部服务端），"
+    "区间只覆盖会话内噪声。",
+    "summary_unreplicated_prior": "{arms} 的服务端在轮次之间没有重启（外部服务端）：其会话偏移不会随轮次"
+    "平均掉，区间按声明的先验（{prior}）计入了这一项。",
+    "external_server": "- 外部服务端 `{arm}`：{url}{details}（不由 dspark-tui 启动或停止）",
     "summary_simulated": "- 注意：本次在模拟器（dspark_tui.sim）上测得，数字来自模型而非真实 GPU；"
     "部署哪个配置，要由 GPU 服务器上的一次运行来决定。",
     "summary_sim_favours": "- **{where}**：模拟器上 {setting} 更优"
@@ -192,6 +197,13 @@ _EN: dict[str, str] = {
     "intervals over {rounds} server sessions per arm (method: docs/statistics.md).",
     "summary_below": " (listed below)",
     "summary_prior": "The session noise leans on a stated prior ({prior}).",
+    "summary_unreplicated": "No session replication: the server of {arms} was not restarted "
+    "between rounds (an external server); intervals cover within-session noise only.",
+    "summary_unreplicated_prior": "The server of {arms} was not restarted between rounds (an "
+    "external server): its session offset does not average out over rounds, so the intervals add "
+    "it from the stated prior ({prior}).",
+    "external_server": "- External server `{arm}`: {url}{details} (not started or stopped by "
+    "dspark-tui)",
     "summary_simulated": "- Caveat: measured on the simulator (dspark_tui.sim), not on a GPU: these are "
     "the model's numbers, and a run of this plan on the GPU server decides what to deploy.",
     "summary_sim_favours": "- **{where}**: the simulator favours {setting} (wins {wins} of {cells} "
