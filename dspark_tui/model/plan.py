@@ -29,6 +29,7 @@ from pydantic import (
 from dspark_tui.model.cell import CellKey, Provenance
 from dspark_tui.model.errors import UserError
 from dspark_tui.model.naming import safe_name
+from dspark_tui.model.secrets import mask_value
 from dspark_tui.model.toml_location import line_of
 from dspark_tui.model.traffic import TrafficMix
 
@@ -123,7 +124,7 @@ def endpoint_url(value: str) -> str:
     except ValueError:
         raise ValueError(f"{value!r} has an invalid port") from None
     if parts.username is not None or parts.password is not None or parts.query or parts.fragment:
-        raise ValueError(f"{value!r}: give the server's address only; an API key goes in "
+        raise ValueError(f"{mask_value(value)!r}: give the server's address only; an API key goes in "
                          "bench.api_key (or DSPARK_API_KEY), never in the url")
     path = parts.path.rstrip("/")
     if path.endswith("/v1"):
