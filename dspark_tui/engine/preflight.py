@@ -101,9 +101,11 @@ def check_plan(plan: Plan, roots: Iterable[Path], exclude: Path | None = None, *
                results_root: Path | None = None) -> Preflight:
     roots = list(roots)
     result = Preflight()
-    result.add(check_bench_client(plan))
-    if plan.local_arms():  # the rest concern servers this tool starts on this machine
+    local = bool(plan.local_arms())  # server, model, port, GPUs: of servers started here
+    if local:
         result.add(check_server_binary(plan))
+    result.add(check_bench_client(plan))
+    if local:
         result.add(check_model(plan))
         result.add(check_port(plan, roots, exclude))
         result.add(check_gpus(plan, roots, exclude))
