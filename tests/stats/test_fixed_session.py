@@ -70,3 +70,17 @@ def test_analysis_marks_unreplicated_pairs_and_says_what_the_intervals_cover():
     assert with_prior.noise[0].prior is not None
     for p, w in zip(external.pairs, with_prior.pairs, strict=True):
         assert (w.ci_high - w.ci_low) > (p.ci_high - p.ci_low)  # type: ignore[operator]
+
+
+def test_a_run_without_session_replication_lends_no_prior(tmp_path):
+    from dspark_tui.model import UserError
+    from dspark_tui.report.noise_prior import pooled_session_noise
+    from tests.report.test_verdicts import loaded
+
+    restarted = loaded(tmp_path / "a", rounds=3)
+    external = loaded(tmp_path / "b", rounds=3)
+    for arm in external.manifest.plan["arms"]:
+        arm["url"] = f"http://10.0.0.{len(arm['name'])}:8000"
+    assert pooled_session_noise([restarted, external]).df == 2  # only the run with restarts
+    with pytest.raises(UserError, match="none of these runs"):
+        pooled_session_noise([external])
