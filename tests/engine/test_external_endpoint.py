@@ -15,7 +15,7 @@ import pytest
 
 from dspark_tui.model import PlanError, parse_plan
 from dspark_tui.results import load_run
-from tests.simulator import running_sim
+from tests.simulator import running_sim, stop_process_group, wait_ready
 
 CLI = [sys.executable, "-m", "dspark_tui"]
 
@@ -156,3 +156,28 @@ def test_a_bad_url_is_one_line_naming_the_arm(url: str, message: str):
     text = str(caught.value)
     assert text.startswith('plan.toml:8: arms["K=3"].url: ') and message in text
     assert "\n" not in text and "secret" not in text  # a password is never echoed
+
+
+def test_an_endpoint_without_metrics_is_a_warning_not_a_refusal(tmp_path: Path, port: int):
+    fake = Path(__file__).resolve().parent.parent / "fakes" / "bare_endpoint.py"
+    proc = subprocess.Popen([sys.executable, str(fake), "--port", str(port), "--model", "test-model"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(proc, url, 20.0, Path(os.devnull))
+        with running_sim(spec_tokens=5) as k5:
+            plan = tmp_path / "plan.toml"
+            plan.write_text(_plan_text(url, k5.url))
+            env = {**os.environ, "DSPARK_CONFIG_DIR": "/nonexistent-dspark-config"}
+            done = subprocess.run([*CLI, "plan", "check", str(plan), "--preflight", "--results",
+                                   str(tmp_path / "results")], capture_output=True, text=True,
+                                  timeout=60, env=env, stdin=subprocess.DEVNULL, check=False)
+    finally:
+        stop_process_group(proc)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (f'preflight: warning: arms["K=3"].url: {url}/metrics answered 404; the run goes on '
+            "without server evidence (acceptance, KV cache, preemptions)") in done.stdout
+    assert 'arms["K=5"]' not in done.stdout  # the simulator's /metrics answers
+    assert "preflight: ok" in done.stdout
+    assert "server starts: 0 planned" in done.stdout
