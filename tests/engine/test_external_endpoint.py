@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import pytest
 
+from dspark_tui.engine.launch import RunnerProcess
 from dspark_tui.model import PlanError, parse_plan
-from dspark_tui.results import load_run
+from dspark_tui.results import RunStore, load_run
 from tests.simulator import running_sim, stop_process_group, wait_ready
 
 CLI = [sys.executable, "-m", "dspark_tui"]
@@ -181,3 +185,51 @@ def test_an_endpoint_without_metrics_is_a_warning_not_a_refusal(tmp_path: Path, 
     assert 'arms["K=5"]' not in done.stdout  # the simulator's /metrics answers
     assert "preflight: ok" in done.stdout
     assert "server starts: 0 planned" in done.stdout
+
+
+SLOW_CELLS = """[[scenarios]]
+name = "slow"
+input_len = 64
+output_len = 512
+range_ratio = 1.0
+concurrencies = [1, 2, 3]
+num_prompts = 2
+"""
+
+
+def test_kill_9_then_resume_has_no_server_to_stop_and_finishes_on_the_same_servers(tmp_path: Path):
+    with running_sim(spec_tokens=3, speed=2) as k3, running_sim(spec_tokens=5, speed=2) as k5:
+        text = _plan_text(k3.url, k5.url, rounds=1).split("[[scenarios]]")[0] + SLOW_CELLS
+        plan = tmp_path / "plan.toml"
+        plan.write_text(text.replace("warmup_requests = 2", "warmup_requests = 0"))
+        runner = RunnerProcess.start(str(plan), results_root=tmp_path / "results", detach=True)
+        run_dir = runner.run_dir
+        try:
+            _wait_for(lambda: [e.kind for e in RunStore(run_dir).read_events()].count(
+                "cell_started") == 2, what="the second cell")
+            os.kill(runner.pid, signal.SIGKILL)
+            runner.wait(5)
+            assert not (run_dir / "server.json").exists()
+            env = {**os.environ, "DSPARK_CONFIG_DIR": "/nonexistent-dspark-config"}
+            resumed = subprocess.run([*CLI, "run", "--resume", str(run_dir), "--headless"],
+                                     capture_output=True, text=True, timeout=120, env=env,
+                                     stdin=subprocess.DEVNULL, check=False)
+        finally:
+            runner.stop(timeout=5)
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        assert "stopped the server left by" not in resumed.stdout
+        for sim in (k3, k5):
+            assert sim.proc.poll() is None
+            assert httpx.get(sim.url + "/health", timeout=5).status_code == 200
+    run = load_run(run_dir)
+    assert run.manifest.status == "completed" and len(run.ok_cells()) == 6
+    assert {m.session for m in run.measurements} == {"ext-K_3", "ext-K_5"}
+
+
+def _wait_for(predicate: Callable[[], object], timeout: float = 30.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
