@@ -88,7 +88,11 @@ class ArmSession:
         change = record_server_info(known, self.arm.name, described)
         if change is not None:
             self._emit(Notice(level="warning", message=f"{self.arm.name}: {change}"))
-        self.store.write_manifest(known)
+        try:
+            self.store.write_manifest(known)
+        except OSError as exc:  # evidence, not a measurement: the cells' own saves decide
+            self._emit(Notice(level="warning", message=f"{self.arm.name}: what the server says "
+                              f"about itself was not saved to run.json ({exc.strerror or exc})"))
 
     async def close(self) -> None:
         if self.scraper is not None:
