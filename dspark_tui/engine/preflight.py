@@ -12,6 +12,7 @@ import functools
 import os
 import shutil
 import subprocess
+import urllib.parse
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,9 +165,19 @@ def check_endpoints(plan: Plan) -> list[Finding]:
     headers = bearer_headers(plan.bench.api_key)
     for url in dict.fromkeys(arm.url for arm in plan.external_arms() if arm.url):
         key = ", ".join(f'arms["{a.name}"].url' for a in plan.external_arms() if a.url == url)
+        if plan.bench.driver == "sglang" and not _host_and_port_only(url):
+            findings.append(Problem("endpoint", f"{key}: the sglang driver reaches a server by "
+                                    "host and port only; for https or a path prefix use "
+                                    'bench.driver = "native" or "vllm"'))
+            continue
         with httpx.Client(base_url=url, headers=headers, timeout=ENDPOINT_TIMEOUT_S) as client:
             findings += _check_endpoint(client, url, plan.served_model_name, key)
     return findings
+
+
+def _host_and_port_only(url: str) -> bool:
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme == "http" and parts.path in ("", "/")
 
 
 def _check_endpoint(client: httpx.Client, url: str, wanted: str, key: str) -> list[Finding]:

@@ -70,7 +70,9 @@ class ArmSession:
                 self._record_external(self.server)
             self.scraper = MetricsScraper(
                 self.server.base_url, self.arm.name, interval_s=self.plan.bench.scrape_interval_s,
-                emit=self._emit, gpu=self._gpu, headers=auth_headers(self.plan),
+                emit=self._emit, headers=auth_headers(self.plan),
+                # This machine's GPUs say nothing about a server running elsewhere.
+                gpu=None if isinstance(self.server, ExternalServer) else self._gpu,
             )
             await self.scraper.start()
             if not await self._unless_stopping(self._warm_up()):

@@ -233,3 +233,14 @@ def _wait_for(predicate: Callable[[], object], timeout: float = 30.0, what: str 
             return
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_the_sglang_driver_is_refused_a_url_it_cannot_reach_by_host_and_port():
+    from dspark_tui.engine.preflight import check_endpoints
+
+    text = _plan_text("http://127.0.0.1:9/gateway", "https://127.0.0.1:9").replace(
+        'driver = "native"', 'driver = "sglang"')
+    messages = [str(f) for f in check_endpoints(parse_plan(text))]
+    assert messages == [f'arms["{arm}"].url: the sglang driver reaches a server by host and port '
+                        'only; for https or a path prefix use bench.driver = "native" or "vllm"'
+                        for arm in ("K=3", "K=5")]
