@@ -107,10 +107,6 @@ class Arm(_Strict):
     def dirname(self) -> str:
         return safe_name(self.name)
 
-    @property
-    def external(self) -> bool:
-        return self.url is not None
-
 
 def endpoint_url(value: str) -> str:
     """An arm's url as the clients use it: http(s)://host[:port][/prefix], no trailing slash.

@@ -8,7 +8,7 @@ import math
 
 from dspark_tui.report import frames as fr
 from dspark_tui.report.analysis import RunAnalysis
-from dspark_tui.report.external import unreplicated_note
+from dspark_tui.report.external_servers import unreplicated_note
 from dspark_tui.report.tables import pct
 from dspark_tui.report.texts import Texts
 from dspark_tui.report.verdicts import TIE, UNSURE, WINS
