@@ -187,7 +187,8 @@ def _check_endpoint(client: httpx.Client, url: str, wanted: str, key: str) -> li
     models = _get(client, url, "/v1/models", json=True)
     findings: list[Finding] = []
     if not isinstance(models, list):
-        hint = " (set bench.api_key or DSPARK_API_KEY)" if " 401" in models or " 403" in models else ""
+        refused = str(models).endswith((" 401", " 403"))
+        hint = " (set bench.api_key or DSPARK_API_KEY)" if refused else ""
         findings.append(Problem("endpoint", f"{key}: {models}{hint}"))
     elif wanted not in models:
         findings.append(Problem("endpoint", f"{key}: {url}/v1/models serves "

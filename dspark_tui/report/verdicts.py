@@ -91,8 +91,9 @@ class Settings:
     def of_manifest(cls, manifest: RunManifest) -> Settings:
         """What a run was started with (its run.json plan snapshot)."""
         plan = manifest.plan or {}
-        arms = plan.get("arms") if isinstance(plan.get("arms"), list) else []
-        external = [str(a.get("name")) for a in arms if isinstance(a, dict) and a.get("url")]
+        arms = plan.get("arms")
+        external = [str(a.get("name")) for a in (arms if isinstance(arms, list) else [])
+                    if isinstance(a, dict) and a.get("url")]
         return cls.from_bench({**(plan.get("bench") or {}), "external_arms": external})
 
     def fixed_session(self, a: str, b: str) -> FixedSessionTerm | None:
