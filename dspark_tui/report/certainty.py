@@ -28,9 +28,10 @@ def how_sure(analysis: RunAnalysis, t: Texts, in_report: bool = True) -> str:
     verdicts = winners["verdict"].tolist()
     noise = analysis.verdicts.noise[0] if analysis.verdicts and analysis.verdicts.noise else None
     rounds = noise.rounds if noise else 0
+    # Rounds of a server never restarted are not server sessions: the note after says why.
     line = t(
-        "summary_sure", wins=verdicts.count(WINS), ties=verdicts.count(TIE),
-        unsure=verdicts.count(UNSURE), total=len(verdicts), band=band,
+        "summary_sure_external" if external else "summary_sure", wins=verdicts.count(WINS),
+        ties=verdicts.count(TIE), unsure=verdicts.count(UNSURE), total=len(verdicts), band=band,
         below=t("summary_below") if in_report and UNSURE in verdicts else "",
         level=f"{settings.level * 100:.1f}" if settings else "95", rounds=rounds,
     )

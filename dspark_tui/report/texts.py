@@ -24,6 +24,9 @@ _ZH: dict[str, str] = {
     "{unsure} 个未定{below}；区间为 {level}% 配对 t 区间，基于 {rounds} 轮服务端会话"
     "（方法见 docs/statistics.md）。",
     "summary_below": "（见下文）",
+    "summary_sure_external": "- 把握：{total} 个对比中 {wins} 个胜出、{ties} 个持平（区间在 ±{band}% 以内）、"
+    "{unsure} 个未定{below}；区间为 {level}% 配对 t 区间，基于每个配置 {rounds} 轮测量"
+    "（方法见 docs/statistics.md）。",
     "summary_prior": "会话间噪声用了声明的先验（{prior}）。",
     "summary_unreplicated": "没有会话重复：{arms} 的服务端在轮次之间没有重启（外部服务端），"
     "区间只覆盖会话内噪声。",
@@ -196,6 +199,9 @@ _EN: dict[str, str] = {
     "interval inside ±{band}%), {unsure} unsure{below}; intervals are {level}% paired t "
     "intervals over {rounds} server sessions per arm (method: docs/statistics.md).",
     "summary_below": " (listed below)",
+    "summary_sure_external": "- How sure: of {total} comparisons, {wins} are wins and {ties} ties "
+    "(the interval inside ±{band}%), {unsure} unsure{below}; intervals are {level}% paired t "
+    "intervals over {rounds} rounds per arm (method: docs/statistics.md).",
     "summary_prior": "The session noise leans on a stated prior ({prior}).",
     "summary_unreplicated": "No session replication: the server of {arms} was not restarted "
     "between rounds (an external server); intervals cover within-session noise only.",

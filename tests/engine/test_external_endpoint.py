@@ -96,6 +96,7 @@ def test_two_external_simulators_are_measured_recorded_and_left_running(tmp_path
     assert [n["session_replication"] for n in analysis["noise"]] == [False]
 
     report = (run_dir / "report.en.md").read_text()
+    assert "paired t intervals over 2 rounds per arm" in report  # not "server sessions"
     assert "No session replication: the server of `K=3`, `K=5` was not restarted between rounds" in report
     assert f"- External server `K=3`: {k3.url}, vLLM 0.33.0" in report
     assert "(not started or stopped by dspark-tui)" in report
