@@ -34,7 +34,8 @@ def plan_command(args: argparse.Namespace) -> int:
     print(f"{source}: ok — plan {plan.name!r}, {len(plan.arms)} arms, {len(plan.scenarios)} scenarios")
     print(f"driver {plan.bench.driver}, warmup {plan.bench.warmup_requests} requests")
     for arm in plan.arms:
-        print(f"arm {arm.name}: {' '.join(plan.server_argv(arm))}")
+        served = f"external server {arm.url}" if arm.url else " ".join(plan.server_argv(arm))
+        print(f"arm {arm.name}: {served}")
     print(f"{'arm':<10} {'scenario':<22} {'conc':>5} {'in':>6} {'out':>6} {'prompts':>8}")
     for cell in cells:
         key = cell.key

@@ -75,6 +75,9 @@ def live_runs(roots: Iterable[Path], exclude: Path | None = None) -> list[LiveRu
             server = {}
         pid = data.get("runner_pid")
         port = server.get("port", 0)
+        arms = plan.get("arms") if isinstance(plan, dict) else None
+        if isinstance(arms, list) and arms and all(isinstance(a, dict) and a.get("url") for a in arms):
+            port = 0  # every arm is a url: the run holds no local port
         found.append(LiveRun(
             path=path, name=str(data.get("name") or path.name),
             pid=pid if isinstance(pid, int) else 0,

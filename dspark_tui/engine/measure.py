@@ -13,8 +13,7 @@ from typing import Literal
 
 from dspark_tui.engine.drivers.base import BenchDriver, CellError
 from dspark_tui.engine.scraper import MetricsScraper, write_series
-from dspark_tui.engine.server import ServerProcess
-from dspark_tui.engine.session import ArmSession
+from dspark_tui.engine.session import ArmServer, ArmSession
 from dspark_tui.engine.steering import Steering
 from dspark_tui.model import CellResult, CellSpec, CellStatus, Provenance, ServerSummary
 from dspark_tui.model.events import CellProgress, Event, Notice
@@ -73,7 +72,7 @@ async def measure(m: Measurement, session: ArmSession, driver: BenchDriver, stee
     return _failure(m, "skipped", "skipped by user", summary, provenance)
 
 
-async def _client_outcome(m: Measurement, run: asyncio.Task[CellResult], server: ServerProcess,
+async def _client_outcome(m: Measurement, run: asyncio.Task[CellResult], server: ArmServer,
                           summary: ServerSummary, provenance: Provenance, timeout: float) -> Outcome:
     exc = run.exception()
     death = await _death_after_failures(server, run)
@@ -152,7 +151,7 @@ def incomplete_reason(result: CellResult) -> str | None:
     return f"{count}; first: {first}" if first else count
 
 
-async def watch_server(server: ServerProcess, scraper: MetricsScraper, stall_s: float) -> str:
+async def watch_server(server: ArmServer, scraper: MetricsScraper, stall_s: float) -> str:
     """Returns why the server can no longer serve this cell; runs until cancelled otherwise."""
     failures = 0
     last_health = time.monotonic()
@@ -173,7 +172,7 @@ async def watch_server(server: ServerProcess, scraper: MetricsScraper, stall_s: 
                     f"flight (server.stall_timeout_s = {stall_s:g})")
 
 
-async def _death_after_failures(server: ServerProcess, run: asyncio.Task[CellResult]) -> str | None:
+async def _death_after_failures(server: ArmServer, run: asyncio.Task[CellResult]) -> str | None:
     """A crashing server closes its sockets a moment before its process is reaped: when requests
     failed, give the exit a short while to show, so the cell is blamed on the death, not on them."""
     death = server.death_reason()

@@ -12,13 +12,16 @@ import functools
 import os
 import shutil
 import subprocess
+import urllib.parse
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
 import psutil
 
 from dspark_tui.engine import disk_budget
+from dspark_tui.engine.drivers.auth import bearer_headers
 from dspark_tui.engine.gpu import GpuDevice, detect_gpu
 from dspark_tui.engine.launchers import launcher_problems
 from dspark_tui.engine.liveness import LiveRun, live_runs, orphan_server_on_port, run_holding_port
@@ -103,13 +106,13 @@ def check_plan(plan: Plan, roots: Iterable[Path], exclude: Path | None = None, *
     if plan.server.launcher != "local":
         # The server binary, the model, the port and the GPUs are on a node or in a pod.
         result.add(Problem("launcher", line) for line in launcher_problems(plan))
-        result.add(check_bench_client(plan))
-    else:
+    elif plan.local_arms():  # server, model, port, GPUs: of servers started here
         result.add(check_server_binary(plan))
-        result.add(check_bench_client(plan))
         result.add(check_model(plan))
         result.add(check_port(plan, roots, exclude))
         result.add(check_gpus(plan, roots, exclude))
+    result.add(check_bench_client(plan))
+    result.add(check_endpoints(plan))
     if results_root is not None:
         result.add(check_disk(plan, results_root))
     return result
@@ -123,13 +126,13 @@ def server_env(plan: Plan) -> dict[str, str]:
 
 
 def uses_simulator(plan: Plan) -> bool:
-    return any(SIMULATOR_MODULE in plan.server_argv(arm) for arm in plan.arms)
+    return any(SIMULATOR_MODULE in plan.server_argv(arm) for arm in plan.local_arms())
 
 
 def check_server_binary(plan: Plan) -> list[Finding]:
     search_path = server_env(plan).get("PATH", os.defpath)
     findings: list[Finding] = []
-    for program in dict.fromkeys(plan.server_argv(arm)[0] for arm in plan.arms):
+    for program in dict.fromkeys(plan.server_argv(arm)[0] for arm in plan.local_arms()):
         if shutil.which(program, path=search_path) is None:
             where = "is not an executable file" if os.sep in program else "is not on PATH"
             findings.append(Problem("server", f"server.command[0]: {program!r} {where}; install "
@@ -150,6 +153,77 @@ def check_model(plan: Plan) -> list[Finding]:
                         "in the plan or copy the weights there")]
     return [Note("model", f"model {model!r}: taken as a Hugging Face id, not checked (offline); "
                  "the server downloads it or fails on its first start")]
+
+
+# -- servers that something else runs (arms with a url) --------------------------------------
+
+ENDPOINT_TIMEOUT_S = 5.0
+
+
+def check_endpoints(plan: Plan) -> list[Finding]:
+    """Each url serves: /health answers 200, /v1/models lists the plan's served model; /metrics
+    not answering is only a warning (the run goes on without server evidence)."""
+    findings: list[Finding] = []
+    headers = bearer_headers(plan.bench.api_key)
+    for url in dict.fromkeys(arm.url for arm in plan.external_arms() if arm.url):
+        key = ", ".join(f'arms["{a.name}"].url' for a in plan.external_arms() if a.url == url)
+        if plan.bench.driver == "sglang" and not _host_and_port_only(url):
+            findings.append(Problem("endpoint", f"{key}: the sglang driver reaches a server by "
+                                    "host and port only; for https or a path prefix use "
+                                    'bench.driver = "native" or "vllm"'))
+            continue
+        with httpx.Client(base_url=url, headers=headers, timeout=ENDPOINT_TIMEOUT_S) as client:
+            findings += _check_endpoint(client, url, plan.served_model_name, key)
+    return findings
+
+
+def _host_and_port_only(url: str) -> bool:
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme == "http" and parts.path in ("", "/")
+
+
+def _check_endpoint(client: httpx.Client, url: str, wanted: str, key: str) -> list[Finding]:
+    health = _get(client, url, "/health")
+    if health != 200:
+        return [Problem("endpoint", f"{key}: {health}; is the server up at that address?")]
+    models = _get(client, url, "/v1/models", json=True)
+    findings: list[Finding] = []
+    if not isinstance(models, list):
+        refused = str(models).endswith((" 401", " 403"))
+        hint = " (set bench.api_key or DSPARK_API_KEY)" if refused else ""
+        findings.append(Problem("endpoint", f"{key}: {models}{hint}"))
+    elif wanted not in models:
+        findings.append(Problem("endpoint", f"{key}: {url}/v1/models serves "
+                                f"{', '.join(map(repr, models)) or 'no model'}, not {wanted!r} "
+                                "(the plan's model, or server.served_model_name)"))
+    metrics = _get(client, url, "/metrics")
+    if metrics != 200:
+        findings.append(Note("endpoint", f"{key}: {metrics}; the run goes on without server evidence "
+                             "(acceptance, KV cache, preemptions)", warning=True))
+    return findings
+
+
+def _get(client: httpx.Client, url: str, path: str, json: bool = False) -> int | list[str] | str:
+    """200 (or, with `json`, the model ids of a /v1/models answer); else why not, in words."""
+    try:
+        response = client.get(path)
+    except httpx.HTTPError as exc:
+        return f"{url}{path} did not answer ({type(exc).__name__}: {exc or 'no reply'})"
+    if response.status_code != 200:
+        return f"{url}{path} answered {response.status_code}"
+    if not json:
+        return 200
+    served = _served_models(response)
+    return served if served is not None else f"{url}{path} answered no model list"
+
+
+def _served_models(response: httpx.Response) -> list[str] | None:
+    """The model ids a /v1/models answer lists; None when it is no such answer."""
+    try:
+        data = response.json().get("data")
+        return [str(card["id"]) for card in data]
+    except (ValueError, AttributeError, KeyError, TypeError):
+        return None
 
 
 # -- the bench client -------------------------------------------------------------------------

@@ -266,7 +266,8 @@ class Runner:
         return {"tie_band": bench.tie_band, "alpha": bench.alpha, "rounds": bench.rounds,
                 "adaptive_rounds": bench.adaptive_rounds,
                 "session_noise_prior": (bench.session_noise_prior.model_dump()
-                                        if bench.session_noise_prior else None)}
+                                        if bench.session_noise_prior else None),
+                "external_arms": [arm.name for arm in self.plan.external_arms()]}
 
     async def _execute(self) -> None:
         schedule = self._schedule
@@ -323,8 +324,12 @@ class Runner:
 
     async def _one_session(self, rnd: RoundPlan, arm: Arm) -> SessionEnd:
         assert self._schedule is not None
-        self._sessions += 1
-        session_id = f"s{self._sessions}"
+        if arm.url is not None:
+            # Never restarted by us: every round measures the same server session.
+            session_id = f"ext-{arm.dirname}"
+        else:
+            self._sessions += 1
+            session_id = f"s{self._sessions}"
         async with ArmSession(self.plan, arm, self.store, session=session_id, round=rnd.round,
                               emit=self._emit, steering=self._steering, gpu=self._gpu) as session:
             problem = await session.open()

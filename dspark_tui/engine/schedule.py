@@ -172,5 +172,6 @@ def plan_cost(plan: Plan) -> PlanCost:
     bench = plan.bench
     per_round = len(plan.cells()) * bench.repeats  # every arm, every cell, every repeat
     most = bench.rounds + bench.adaptive_rounds
+    started = len(plan.local_arms())  # an arm with a url is never started by this tool
     return PlanCost(per_round * bench.rounds, per_round * most,
-                    len(plan.arms) * bench.rounds, len(plan.arms) * most)
+                    started * bench.rounds, started * most)

@@ -17,16 +17,20 @@ from typing import TypeVar
 from dspark_tui.engine import greedy
 from dspark_tui.engine.drivers.auth import bearer_headers
 from dspark_tui.engine.drivers.base import CellError, DriverContext
+from dspark_tui.engine.external_server import ExternalServer
 from dspark_tui.engine.gpu import GpuProbe
 from dspark_tui.engine.launchers import make_server
 from dspark_tui.engine.scraper import MetricsScraper
-from dspark_tui.engine.server import ServerError
+from dspark_tui.engine.server import ServerError, ServerProcess
 from dspark_tui.engine.steering import Steering
 from dspark_tui.model import Arm, Plan
 from dspark_tui.model.events import Event, Notice, ServerStateChanged, SessionStarted
 from dspark_tui.results import RunStore
+from dspark_tui.results.manifest import record_server_info
 
 _T = TypeVar("_T")
+# What serves a session: a server this tool starts, or one that something else runs (a url).
+ArmServer = ServerProcess | ExternalServer
 
 
 @dataclass
@@ -46,8 +50,10 @@ class ArmSession:
         self._emit = emit
         self._steering = steering
         self._gpu = gpu
-        self.server = make_server(plan, arm, log_path=store.server_log_path(arm.name, session),
-                                  run_dir=store.path, emit=emit, gpu=gpu, session=session)
+        self.server: ArmServer = (
+            ExternalServer(plan, arm, emit=emit) if arm.url is not None else
+            make_server(plan, arm, log_path=store.server_log_path(arm.name, session),
+                        run_dir=store.path, emit=emit, gpu=gpu, session=session))
         self.scraper: MetricsScraper | None = None
 
     async def __aenter__(self) -> ArmSession:
@@ -62,9 +68,13 @@ class ArmSession:
             if not await self._unless_stopping(self.server.start()):
                 return StartProblem("aborted", aborted=True)
             self._emit(SessionStarted(arm=self.arm.name, round=self.round, session=self.session))
+            if isinstance(self.server, ExternalServer):
+                self._record_external(self.server)
             self.scraper = MetricsScraper(
                 self.server.base_url, self.arm.name, interval_s=self.plan.bench.scrape_interval_s,
-                emit=self._emit, gpu=self._gpu, headers=auth_headers(self.plan),
+                emit=self._emit, headers=auth_headers(self.plan),
+                # This machine's GPUs say nothing about a server running elsewhere.
+                gpu=None if isinstance(self.server, ExternalServer) else self._gpu,
             )
             await self.scraper.start()
             if not await self._unless_stopping(self._warm_up()):
@@ -75,6 +85,20 @@ class ArmSession:
             self._emit(Notice(level="error", message=f"{self.arm.name}: {exc.with_tail(10)}"))
             return StartProblem(exc.reason)
         return None
+
+    def _record_external(self, server: ExternalServer) -> None:
+        """What the server says about itself goes into run.json once; a later session that hears
+        something else (their server was restarted or reconfigured mid-run) says so."""
+        known = self.store.read_manifest()
+        described = {"url": server.base_url, **(server.info or {})}
+        change = record_server_info(known, self.arm.name, described)
+        if change is not None:
+            self._emit(Notice(level="warning", message=f"{self.arm.name}: {change}"))
+        try:
+            self.store.write_manifest(known)
+        except OSError as exc:  # evidence, not a measurement: the cells' own saves decide
+            self._emit(Notice(level="warning", message=f"{self.arm.name}: what the server says "
+                              f"about itself was not saved to run.json ({exc.strerror or exc})"))
 
     async def close(self) -> None:
         if self.scraper is not None:

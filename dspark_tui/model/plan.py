@@ -10,6 +10,7 @@ import json
 import re
 import sys
 import tomllib
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -28,6 +29,7 @@ from pydantic import (
 from dspark_tui.model.cell import CellKey, Provenance
 from dspark_tui.model.errors import UserError
 from dspark_tui.model.naming import safe_name
+from dspark_tui.model.secrets import mask_value
 from dspark_tui.model.toml_location import line_of
 from dspark_tui.model.traffic import TrafficMix
 
@@ -88,7 +90,8 @@ class KubernetesOptions(_Strict):
 
 
 class ServerConfig(_Strict):
-    command: list[str] = Field(min_length=1)
+    # Empty only when every arm gives a `url`: a server that something else runs.
+    command: list[str] = Field(default_factory=list)
     # Who starts the server: a local process (default), a Slurm job step, a Kubernetes pod.
     launcher: Literal["local", "slurm", "kubernetes"] = "local"
     slurm: SlurmOptions = Field(default_factory=SlurmOptions)
@@ -122,10 +125,46 @@ class Arm(_Strict):
     name: str = Field(min_length=1, max_length=MAX_NAME_LEN)
     vars: dict[str, Scalar] = Field(default_factory=dict)
     description: str = ""
+    # A server that something else runs (docs/external.md): the tool checks and measures it,
+    # never starts or stops it. None: the arm's server is started from server.command.
+    url: str | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _endpoint(cls, value: str | None) -> str | None:
+        return None if value is None else endpoint_url(value)
+
+    @model_serializer(mode="wrap")
+    def _without_absent_url(self, handler: Any) -> Any:
+        """An arm the tool starts snapshots as it did before the key existed."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("url", 0) is None:
+            del data["url"]
+        return data
 
     @property
     def dirname(self) -> str:
         return safe_name(self.name)
+
+
+def endpoint_url(value: str) -> str:
+    """An arm's url as the clients use it: http(s)://host[:port][/prefix], no trailing slash.
+    Credentials have their own key (bench.api_key), so a url never carries one to run.json."""
+    parts = urllib.parse.urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{value!r} is not an http:// or https:// address of a server "
+                         "(e.g. \"http://10.0.0.5:8000\")")
+    try:
+        parts.port  # noqa: B018 - raises on a port out of range
+    except ValueError:
+        raise ValueError(f"{value!r} has an invalid port") from None
+    if parts.username is not None or parts.password is not None or parts.query or parts.fragment:
+        raise ValueError(f"{mask_value(value)!r}: give the server's address only; an API key goes in "
+                         "bench.api_key (or DSPARK_API_KEY), never in the url")
+    path = parts.path.rstrip("/")
+    if path.endswith("/v1"):
+        raise ValueError(f"{value!r}: give the server's root, without /v1 (the clients add it)")
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
 class SessionNoisePrior(_Strict):
@@ -245,7 +284,8 @@ class Plan(_Strict):
     model: str = Field(min_length=1)
     backend_label: str = ""
     description: str = ""
-    server: ServerConfig
+    # Optional when every arm gives a url: nothing to start.
+    server: ServerConfig = Field(default_factory=ServerConfig)
     arms: list[Arm] = Field(min_length=1)
     bench: BenchConfig = Field(default_factory=BenchConfig)
     scenarios: list[Scenario] = Field(min_length=1)
@@ -264,7 +304,11 @@ class Plan(_Strict):
         _unique("arms (as directory names)", [a.dirname for a in self.arms])
         _unique("scenarios", [s.name for s in self.scenarios])
         _unique("scenarios (as file names)", [safe_name(s.name) for s in self.scenarios])
-        for arm in self.arms:
+        started = self.local_arms()
+        if started and not self.server.command:
+            raise ValueError(f"server.command is required: arm {started[0].name!r} gives no url, "
+                             "so the tool starts its server")
+        for arm in started:
             missing = sorted(self.placeholders() - set(arm.vars) - set(BUILTIN_VARS))
             if missing:
                 raise ValueError(
@@ -280,6 +324,13 @@ class Plan(_Strict):
         if isinstance(data, dict) and "traffic" in data and data["traffic"] is None:
             del data["traffic"]
         return data
+
+    def local_arms(self) -> list[Arm]:
+        """The arms whose server this tool starts (the others give a url)."""
+        return [arm for arm in self.arms if arm.url is None]
+
+    def external_arms(self) -> list[Arm]:
+        return [arm for arm in self.arms if arm.url is not None]
 
     def placeholders(self) -> set[str]:
         return {m for part in self.server.command for m in _PLACEHOLDER.findall(part)}
@@ -327,7 +378,10 @@ class Plan(_Strict):
         return values
 
     def server_argv(self, arm: Arm) -> list[str]:
-        """The arm's server command; `{name}` placeholders only, so JSON braces pass through."""
+        """The arm's server command; `{name}` placeholders only, so JSON braces pass through.
+        Empty for an arm with a url: nothing is started for it."""
+        if arm.url is not None:
+            return []
         values = self.template_vars(arm)
         return [_PLACEHOLDER.sub(lambda m: values[m.group(1)], part) for part in self.server.command]
 

@@ -8,6 +8,7 @@ import math
 
 from dspark_tui.report import frames as fr
 from dspark_tui.report.analysis import RunAnalysis
+from dspark_tui.report.external_servers import unreplicated_note
 from dspark_tui.report.tables import pct
 from dspark_tui.report.texts import Texts
 from dspark_tui.report.verdicts import TIE, UNSURE, WINS
@@ -21,18 +22,22 @@ def how_sure(analysis: RunAnalysis, t: Texts, in_report: bool = True) -> str:
     winners = analysis.winners
     settings = analysis.verdicts.settings if analysis.verdicts else None
     band = f"{(settings.tie_band if settings else fr.TIE_MARGIN) * 100:g}"
+    external = unreplicated_note(analysis.verdicts, t)
     if not analysis.has_intervals:
-        return t("summary_single", band=band)
+        return t("summary_single", band=band) + (" " + external if external else "")
     verdicts = winners["verdict"].tolist()
     noise = analysis.verdicts.noise[0] if analysis.verdicts and analysis.verdicts.noise else None
     rounds = noise.rounds if noise else 0
+    # Rounds of a server never restarted are not server sessions: the note after says why.
     line = t(
-        "summary_sure", wins=verdicts.count(WINS), ties=verdicts.count(TIE),
-        unsure=verdicts.count(UNSURE), total=len(verdicts), band=band,
+        "summary_sure_external" if external else "summary_sure", wins=verdicts.count(WINS),
+        ties=verdicts.count(TIE), unsure=verdicts.count(UNSURE), total=len(verdicts), band=band,
         below=t("summary_below") if in_report and UNSURE in verdicts else "",
         level=f"{settings.level * 100:.1f}" if settings else "95", rounds=rounds,
     )
-    if noise is not None and noise.prior:
+    if external:
+        line += " " + external  # it names the prior, when one carries the session term
+    elif noise is not None and noise.prior:
         line += " " + t("summary_prior", prior=noise.prior)
     return line
 

@@ -35,7 +35,9 @@ def pooled_session_noise(runs: Sequence[LoadedRun]) -> PooledNoise:
         verdicts = run_verdicts(run)
         used = False
         for noise in verdicts.noise:
-            if noise.session_sd is None or noise.rounds < 2 or noise.prior:
+            # A server never restarted has no session spread to lend (its rounds are not sessions).
+            if (noise.session_sd is None or noise.rounds < 2 or noise.prior
+                    or not noise.session_replication):
                 continue
             total += (noise.rounds - 1) * noise.session_sd**2
             df += noise.rounds - 1

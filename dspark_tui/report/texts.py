@@ -24,7 +24,15 @@ _ZH: dict[str, str] = {
     "{unsure} 个未定{below}；区间为 {level}% 配对 t 区间，基于 {rounds} 轮服务端会话"
     "（方法见 docs/statistics.md）。",
     "summary_below": "（见下文）",
+    "summary_sure_external": "- 把握：{total} 个对比中 {wins} 个胜出、{ties} 个持平（区间在 ±{band}% 以内）、"
+    "{unsure} 个未定{below}；区间为 {level}% 配对 t 区间，基于每个配置 {rounds} 轮测量"
+    "（方法见 docs/statistics.md）。",
     "summary_prior": "会话间噪声用了声明的先验（{prior}）。",
+    "summary_unreplicated": "没有会话重复：{arms} 的服务端在轮次之间没有重启（外部服务端），"
+    "区间只覆盖会话内噪声。",
+    "summary_unreplicated_prior": "{arms} 的服务端在轮次之间没有重启（外部服务端）：其会话偏移不会随轮次"
+    "平均掉，区间按声明的先验（{prior}）计入了这一项。",
+    "external_server": "- 外部服务端 `{arm}`：{url}{details}（不由 dspark-tui 启动或停止）",
     "summary_simulated": "- 注意：本次在模拟器（dspark_tui.sim）上测得，数字来自模型而非真实 GPU；"
     "部署哪个配置，要由 GPU 服务器上的一次运行来决定。",
     "summary_sim_favours": "- **{where}**：模拟器上 {setting} 更优"
@@ -191,7 +199,17 @@ _EN: dict[str, str] = {
     "interval inside ±{band}%), {unsure} unsure{below}; intervals are {level}% paired t "
     "intervals over {rounds} server sessions per arm (method: docs/statistics.md).",
     "summary_below": " (listed below)",
+    "summary_sure_external": "- How sure: of {total} comparisons, {wins} are wins and {ties} ties "
+    "(the interval inside ±{band}%), {unsure} unsure{below}; intervals are {level}% paired t "
+    "intervals over {rounds} rounds per arm (method: docs/statistics.md).",
     "summary_prior": "The session noise leans on a stated prior ({prior}).",
+    "summary_unreplicated": "No session replication: the server of {arms} was not restarted "
+    "between rounds (an external server); intervals cover within-session noise only.",
+    "summary_unreplicated_prior": "The server of {arms} was not restarted between rounds (an "
+    "external server): its session offset does not average out over rounds, so the intervals add "
+    "it from the stated prior ({prior}).",
+    "external_server": "- External server `{arm}`: {url}{details} (not started or stopped by "
+    "dspark-tui)",
     "summary_simulated": "- Caveat: measured on the simulator (dspark_tui.sim), not on a GPU: these are "
     "the model's numbers, and a run of this plan on the GPU server decides what to deploy.",
     "summary_sim_favours": "- **{where}**: the simulator favours {setting} (wins {wins} of {cells} "

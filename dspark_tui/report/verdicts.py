@@ -21,6 +21,7 @@ from dspark_tui.stats.paired import (
     TIE,
     UNSURE,
     WINS,
+    FixedSessionTerm,
     NoiseFit,
     PairVerdict,
     SessionPrior,
@@ -46,6 +47,9 @@ class Settings:
     adaptive_rounds: int = 0
     prior: SessionPrior | None = None
     prior_source: str = ""
+    # Arms whose server something else runs (plan `url`): never restarted between rounds, so
+    # their rounds are no sessions (docs/statistics.md, "Servers not restarted").
+    external_arms: tuple[str, ...] = ()
 
     @property
     def looks(self) -> int:
@@ -74,16 +78,31 @@ class Settings:
             adaptive_rounds=int(bench.get("adaptive_rounds", 0)),
             prior=SessionPrior(float(prior["sd"]), int(prior["df"])) if prior else None,
             prior_source=str(prior.get("source", "")) if prior else "",
+            # RunStarted's statistics carry it beside the bench keys; run.json has it in arms.
+            external_arms=tuple(str(a) for a in bench.get("external_arms") or ()),
         )
 
     @classmethod
     def of_plan(cls, plan: Plan) -> Settings:
-        return cls.from_bench(plan.bench.model_dump())
+        return cls.from_bench({**plan.bench.model_dump(),
+                               "external_arms": [a.name for a in plan.external_arms()]})
 
     @classmethod
     def of_manifest(cls, manifest: RunManifest) -> Settings:
         """What a run was started with (its run.json plan snapshot)."""
-        return cls.from_bench((manifest.plan or {}).get("bench"))
+        plan = manifest.plan or {}
+        arms = plan.get("arms")
+        external = [str(a.get("name")) for a in (arms if isinstance(arms, list) else [])
+                    if isinstance(a, dict) and a.get("url")]
+        return cls.from_bench({**(plan.get("bench") or {}), "external_arms": external})
+
+    def fixed_session(self, a: str, b: str) -> FixedSessionTerm | None:
+        """The session noise a pair's rounds cannot average away: each arm never restarted keeps
+        its one offset, half the paired spread the prior states (None without a prior)."""
+        share = sum(arm in self.external_arms for arm in (a, b)) / 2.0
+        if share == 0 or self.prior is None:
+            return None
+        return FixedSessionTerm(share * self.prior.sd**2, float(self.prior.df))
 
 
 @dataclass(frozen=True)
@@ -148,6 +167,9 @@ class PairNoise:
     rounds: int
     replicated_cells: int
     prior: str | None
+    # False when an arm of the pair was never restarted (an external server): its rounds
+    # measured within-session noise only, unless a prior supplied the session term.
+    session_replication: bool = True
 
 
 @dataclass
@@ -177,6 +199,11 @@ class RunVerdicts:
                                                  {"sd": s.prior.sd, "df": s.prior.df,
                                                   "source": s.prior_source})},
             "arms": self.arms,
+            # False: some arm's server was never restarted between rounds (an external server),
+            # so rounds are no sessions; `session_noise` says what the intervals cover.
+            "session_replication": not s.external_arms,
+            "unreplicated_arms": list(s.external_arms),
+            "session_noise": session_noise_source(s),
             "pairs": [_rounded(asdict(p)) for p in self.pairs],
             "cells": [_rounded(asdict(c)) for c in self.cells],
             "noise": [_rounded(asdict(n)) for n in self.noise],
@@ -243,10 +270,15 @@ def analyse_measurements(measurements: Iterable[CellResult], arms: Sequence[str]
     result.cells = _cell_stats(table, means)
     for ia, ib in _pairs(len(arms)):
         d = means[ib] - means[ia]
-        fit = fit_noise(d, settings.prior)
-        verdicts = _sequential_verdicts(d, settings, fit)
         a, b = arms[ia], arms[ib]
-        result.noise.append(_pair_noise(a, b, fit, settings))
+        fixed = settings.fixed_session(a, b)
+        unreplicated = a in settings.external_arms or b in settings.external_arms
+        # Rounds of a server never restarted are no sessions: a prior enters as the fixed
+        # term, never pooled with their spread as if it were session spread.
+        prior = None if unreplicated else settings.prior
+        fit = fit_noise(d, prior)
+        verdicts = _sequential_verdicts(d, settings, fit, prior, fixed)
+        result.noise.append(_pair_noise(a, b, fit, settings, unreplicated, fixed is not None))
         band = math.log1p(settings.tie_band)
         for v in verdicts:
             scenario, concurrency = table.cells[v.cell]
@@ -261,15 +293,16 @@ def analyse_measurements(measurements: Iterable[CellResult], arms: Sequence[str]
     return result
 
 
-def _sequential_verdicts(d: np.ndarray, settings: Settings, fit: NoiseFit | None) -> list[PairVerdict]:
+def _sequential_verdicts(d: np.ndarray, settings: Settings, fit: NoiseFit | None,
+                         prior: SessionPrior | None, fixed: FixedSessionTerm | None) -> list[PairVerdict]:
     """Each cell judged at the look after which it was last measured, on the data of that look
     (rounds 1 .. rounds + look - 1): exactly the decision the runner's schedule made, so the
     per-look level of stats/sequential.py covers it. Without adaptive rounds: one look, all data."""
     planned = max(settings.rounds, 1)
     looks_run = d.shape[1] - planned + 1
     if settings.adaptive_rounds == 0 or looks_run <= 1:  # one look: all the data, `fit` of it
-        return decide(d, tie_band=settings.tie_band, alpha=settings.look_alpha, prior=settings.prior,
-                      fit=fit)
+        return decide(d, tie_band=settings.tie_band, alpha=settings.look_alpha, prior=prior,
+                      fit=fit, fixed=fixed)
     present = ~np.isnan(d)
     last_round = np.where(present.any(axis=1), d.shape[1] - np.argmax(present[:, ::-1], axis=1), 0)
     look_of_cell = np.clip(last_round - planned + 1, 1, looks_run)
@@ -278,7 +311,7 @@ def _sequential_verdicts(d: np.ndarray, settings: Settings, fit: NoiseFit | None
         if not np.any(look_of_cell == look):
             continue
         at_look = decide(d[:, :planned + look - 1], tie_band=settings.tie_band,
-                         alpha=settings.look_alpha, prior=settings.prior)
+                         alpha=settings.look_alpha, prior=prior, fixed=fixed)
         chosen.update((v.cell, v) for v in at_look if look_of_cell[v.cell] == look)
     return [chosen[i] for i in sorted(chosen)]
 
@@ -287,14 +320,25 @@ def _pairs(count: int) -> list[tuple[int, int]]:
     return [(i, j) for i in range(count) for j in range(i + 1, count)]
 
 
-def _pair_noise(a: str, b: str, fit: NoiseFit | None, settings: Settings) -> PairNoise:
+def _pair_noise(a: str, b: str, fit: NoiseFit | None, settings: Settings, unreplicated: bool,
+                fixed_used: bool) -> PairNoise:
     prior = None
     if settings.prior is not None:
         prior = f"sd {settings.prior.sd:g}, df {settings.prior.df} {settings.prior_source}".strip()
     if fit is None:
-        return PairNoise(a, b, None, None, None, 0, 0, prior)
+        return PairNoise(a, b, None, None, None, 0, 0, prior, not unreplicated)
+    used = fit.prior_used or fixed_used
     return PairNoise(a, b, math.sqrt(fit.session_var), math.sqrt(fit.residual_var), fit.df,
-                     fit.rounds, fit.cells, prior if fit.prior_used else None)
+                     fit.rounds, fit.cells, prior if used else None, not unreplicated)
+
+
+def session_noise_source(settings: Settings) -> str:
+    """What the intervals' session term rests on: "rounds" (servers restarted each round),
+    "prior" (a never-restarted server's offset taken from the stated prior) or
+    "within-session only" (a never-restarted server and no prior)."""
+    if not settings.external_arms:
+        return "rounds"
+    return "prior" if settings.prior is not None else "within-session only"
 
 
 def _cell_stats(table: _Table, means: list[np.ndarray]) -> list[CellArmStats]:

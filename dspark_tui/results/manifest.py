@@ -26,6 +26,17 @@ CLIENT_LABELS = {
 class ArmInfo(BaseModel):
     name: str
     vars: dict[str, Any] = Field(default_factory=dict)
+    # An arm whose server something else runs (plan `url`): what that server said about itself
+    # when the run first measured it — {"url", "version", "info": {family: {label: value}}}
+    # (engine/external_server.py), secrets masked. None for a server this tool starts.
+    external_server: dict[str, Any] | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_absent_server(self, handler: Any) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("external_server", 0) is None:
+            del data["external_server"]
+        return data
 
 
 class ComparedParameter(BaseModel):
@@ -88,6 +99,28 @@ class RunManifest(BaseModel):
         return [arm.name for arm in self.arms]
 
 
+def record_server_info(manifest: RunManifest, arm: str, described: dict[str, Any]) -> str | None:
+    """Keep what an external arm's server said about itself the first time it was measured;
+    return what changed when a later session hears something else (None: nothing new)."""
+    for info in manifest.arms:
+        if info.name != arm:
+            continue
+        known = info.external_server or {}
+        if set(known) <= {"url"}:
+            info.external_server = described
+            return None
+        changed = sorted(key for key in ("version", "info") if known.get(key) != described.get(key))
+        if not changed:
+            return None
+        note = (f"the server at {described.get('url')} now reports a different "
+                f"{' and '.join(changed)} than when this run first measured it; run.json keeps "
+                "the first, the comparison may mix configurations")
+        if f"{arm}: {note}" not in manifest.notes:
+            manifest.notes.append(f"{arm}: {note}")
+        return note
+    return None
+
+
 def newer_run_schema(data: object) -> str | None:
     """What to say of a run.json written by a newer dspark-tui (None: one this code reads).
     Such a file is refused whole: read half-understood, a resume would rewrite it without the
@@ -131,7 +164,9 @@ def manifest_for_plan(plan: Plan, plan_source: str | None = None,
         name=plan.name,
         model=plan.model,
         backend_label=plan.backend_label,
-        arms=[ArmInfo(name=a.name, vars=dict(a.vars)) for a in plan.arms],
+        arms=[ArmInfo(name=a.name, vars=dict(a.vars),
+                      external_server=None if a.url is None else {"url": a.url})
+              for a in plan.arms],
         compared=compared,
         scenarios=[s.name for s in plan.scenarios],
         warmup_requests=plan.bench.warmup_requests,

@@ -155,10 +155,22 @@ def t_quantile(p: float, df: float) -> float:
     return float(stdtrit(df, p))
 
 
+@dataclass(frozen=True)
+class FixedSessionTerm:
+    """Session noise that more rounds cannot average away: a server never restarted between
+    rounds keeps one session offset for the whole run, so the mean over rounds carries all of
+    its variance. `var` comes from a stated prior (its `df`), never from the rounds."""
+
+    var: float
+    df: float
+
+
 def decide(d: np.ndarray, *, tie_band: float, alpha: float,
-           prior: SessionPrior | None = None, fit: NoiseFit | None = None) -> list[PairVerdict]:
+           prior: SessionPrior | None = None, fit: NoiseFit | None = None,
+           fixed: FixedSessionTerm | None = None) -> list[PairVerdict]:
     """One verdict per row (cell) of the cells x rounds matrix `d` of paired log ratios b/a,
-    each interval two-sided at 1 - alpha."""
+    each interval two-sided at 1 - alpha. With `fixed`, a cell's mean over n rounds has variance
+    fixed.var + tau2 / n, with the Satterthwaite degrees of freedom of that sum."""
     fit = fit if fit is not None else fit_noise(d, prior)
     band = math.log1p(tie_band)
     t = t_quantile(1.0 - alpha / 2.0, fit.df) if fit is not None else None
@@ -170,10 +182,18 @@ def decide(d: np.ndarray, *, tie_band: float, alpha: float,
         if fit is None or t is None:
             out.append(PairVerdict(int(index), n, mean, None, None, SINGLE, None, None))
             continue
-        half = t * math.sqrt(fit.tau2 / n)
+        var, t_cell = fit.tau2 / n, t
+        if fixed is not None and fixed.var > 0:
+            var = fixed.var + fit.tau2 / n
+            df = var**2 / (fixed.var**2 / fixed.df + (fit.tau2 / n) ** 2 / fit.df)
+            t_cell = t_quantile(1.0 - alpha / 2.0, df)
+        half = t_cell * math.sqrt(var)
         low, high = mean - half, mean + half
         verdict, winner = classify(low, high, band)
-        settle = None if verdict != UNSURE else rounds_to_settle(mean, fit.tau2, t, band, n)
+        settle = None
+        if verdict == UNSURE:
+            settle = rounds_to_settle(mean, fit.tau2, t_cell, band, n,
+                                      fixed.var if fixed is not None else 0.0)
         out.append(PairVerdict(int(index), n, mean, low, high, verdict, winner, settle))
     return out
 
@@ -190,11 +210,14 @@ def classify(low: float, high: float, band: float) -> tuple[str, str | None]:
     return UNSURE, None
 
 
-def rounds_to_settle(mean: float, tau2: float, t: float, band: float, n: int) -> int | None:
+def rounds_to_settle(mean: float, tau2: float, t: float, band: float, n: int,
+                     fixed_var: float = 0.0) -> int | None:
     """Rounds in all that would make the interval clear the band's edge nearest the estimate,
-    if the estimate held still: a planning figure, not a promise. None: never (on the edge)."""
+    if the estimate held still: a planning figure, not a promise. None: never (on the edge, or
+    a fixed session term alone is wider than the distance)."""
     distance = abs(abs(mean) - band)
-    if distance < 1e-9:
+    room = (distance / t) ** 2 - fixed_var
+    if distance < 1e-9 or room <= 0:
         return None
-    needed = math.ceil(tau2 * (t / distance) ** 2)
+    needed = math.ceil(tau2 * (t / distance) ** 2 if fixed_var == 0 else tau2 / room)
     return max(needed - n, 1)
