@@ -103,15 +103,18 @@ def check_plan(plan: Plan, roots: Iterable[Path], exclude: Path | None = None, *
                results_root: Path | None = None) -> Preflight:
     roots = list(roots)
     result = Preflight()
+    # The server binary, the model, the port and the GPUs are checked for servers started on
+    # this machine; a launched one's are on a node or in a pod, a url's are someone else's.
+    here = plan.server.launcher == "local" and bool(plan.local_arms())
     if plan.server.launcher != "local":
-        # The server binary, the model, the port and the GPUs are on a node or in a pod.
         result.add(Problem("launcher", line) for line in launcher_problems(plan))
-    elif plan.local_arms():  # server, model, port, GPUs: of servers started here
+    if here:
         result.add(check_server_binary(plan))
+    result.add(check_bench_client(plan))
+    if here:
         result.add(check_model(plan))
         result.add(check_port(plan, roots, exclude))
         result.add(check_gpus(plan, roots, exclude))
-    result.add(check_bench_client(plan))
     result.add(check_endpoints(plan))
     if results_root is not None:
         result.add(check_disk(plan, results_root))
