@@ -137,6 +137,7 @@ def noise_command(args: argparse.Namespace) -> int:
 
 
 def runs_command(args: argparse.Namespace) -> int:
+    from dspark_tui.model.run_status import run_status_label, skipped_of_completed
     from dspark_tui.results import scan_runs
     from dspark_tui.results.run_size import format_size
 
@@ -148,7 +149,9 @@ def runs_command(args: argparse.Namespace) -> int:
         print("no runs found in " + ", ".join(str(r) for r in roots))
         return 0
     for run in runs:
-        state = f"problem: {run.problem}" if run.problem else run.status
+        state = f"problem: {run.problem}" if run.problem else run_status_label(
+            run.status, skipped=skipped_of_completed(run.cells_total, run.cells_done)
+            if run.status == "completed" else 0)
         arms = ",".join(run.arms)
         print(f"{run.started_at[:19]:<19}  {run.name:<28} {arms:<12} "
               f"{run.cells_done:>4}/{run.cells_total:<4} {format_size(run.size_bytes):>8}  {state:<12} "

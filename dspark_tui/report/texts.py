@@ -190,7 +190,7 @@ _EN: dict[str, str] = {
     "summary_even": "- **{where}**: either ({ties} of {cells} decided cells are ties{extra})",
     "summary_mixed": "- **{where}**: no consistent winner ({cells} decided cells{extra}); see the "
     "scenarios below",
-    "summary_unsure": "- **{where}**: too close to call ({n} unsure cells)",
+    "summary_unsure": "- **{where}**: too close to call ({n} unsure)",
     "summary_unsure_extra": "; {n} more unsure",
     "summary_single": "- How sure: one measurement per cell, so no intervals; margins under "
     "{band}% count as ties and larger ones may still be noise. Re-run with `rounds >= 2` "

@@ -95,3 +95,15 @@ def test_runs_prints_each_runs_size(tmp_path: Path):
                                              (12_345_678, "12.3 MB"), (3_000_000_000, "3.0 GB")])
 def test_sizes_read_as_people_write_them(size: int | None, shown: str):
     assert format_size(size) == shown
+
+
+def test_runs_says_a_completed_run_had_user_skips(tmp_path: Path):
+    """`runs` words a run's end as History does: completed with 1 of 2 cells ok is a skip."""
+    run = _make_run(tmp_path, "a")
+    (run / "run.json").write_text(json.dumps({"name": "a", "status": "completed", "total_cells": 2,
+                                              "cells_ok": 1}))
+    done = subprocess.run([sys.executable, "-m", "dspark_tui", "runs", "--results", str(tmp_path)],
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "DSPARK_RESULTS_ROOT": str(tmp_path / "none")})
+    assert done.returncode == 0, done.stderr
+    assert "completed, 1 skipped" in done.stdout, done.stdout
