@@ -42,7 +42,7 @@ from dspark_tui.engine.schedule import (
     rounds_from_events,
 )
 from dspark_tui.engine.server_record import stop_orphaned_server
-from dspark_tui.engine.session import ArmSession
+from dspark_tui.engine.session import ArmSession, auth_headers
 from dspark_tui.engine.setup import filter_plan, preflight, prepare_run
 from dspark_tui.engine.steering import Steering
 from dspark_tui.model import Arm, CellResult, Plan, UserError
@@ -96,6 +96,7 @@ class Runner:
         self._main: asyncio.Task[ev.RunStatus] | None = None
         self._control = ControlReader(store.path)
         self._last_progress_t = 0.0
+        self._prompts_ready = False
 
     # -- subscribers and control -----------------------------------------------------------
 
@@ -301,6 +302,7 @@ class Runner:
                     self._fail_unrun(rnd, arm, f"server failed to start: {problem.reason}",
                                      session_id)
                 return "not_started"
+            await self._prepare_prompts(session)
             while todo := self._schedule.todo(rnd.round, arm.name):
                 if not await self._may_go_on():
                     return "done"
@@ -310,6 +312,30 @@ class Runner:
                 if outcome.kind == "server_died":
                     return "server_died"
             return "done"
+
+    async def _prepare_prompts(self, session: ArmSession) -> None:
+        """A text dataset's prompts, once per run, as soon as a server is ready (it tokenizes
+        them); kept in prompts/ and recorded in run.json, so a resume reuses them."""
+        if self._prompts_ready:
+            return
+        from dspark_tui.engine.datasets import needs_preparing, peer_records, prepare_prompt_sets
+
+        manifest = self.store.read_manifest()
+        if needs_preparing(self.plan):
+            started = time.monotonic()
+            records = await prepare_prompt_sets(self.plan, self.store.path, session.server.base_url,
+                                                auth_headers(self.plan), manifest.prompt_sets)
+            fresh = [r for r in records if r not in manifest.prompt_sets]
+            if fresh:
+                self._emit(ev.Notice(message=(
+                    f"prompts: {len(fresh)} set(s) prepared in {time.monotonic() - started:.1f} s "
+                    f"({fresh[0].dataset}, {fresh[0].tokenizer}) in prompts/")))
+        else:
+            records = peer_records(self.plan)
+        self._prompts_ready = True
+        if records != manifest.prompt_sets:
+            manifest.prompt_sets = records
+            self.store.write_manifest(manifest)
 
     async def _may_go_on(self) -> bool:
         if self._steering.mode == "paused":

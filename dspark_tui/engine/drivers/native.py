@@ -141,7 +141,7 @@ class NativeClient:
         return json.dumps(
             {
                 "model": self.model,
-                "prompt": prompt.token_ids,
+                "prompt": prompt.prompt,
                 "max_tokens": prompt.output_len,
                 "temperature": 0.0,
                 "ignore_eos": True,
@@ -299,13 +299,26 @@ async def _report_progress(live: LiveStats, cell: CellSpec, on_progress: Progres
             on_progress(live.progress(cell))
 
 
+def cell_prompts(cell: CellSpec, ctx: DriverContext) -> list[PromptSpec]:
+    """`random-ids` drawn here; a text dataset's prompts as the run prepared them (prompts/)."""
+    if cell.dataset == "random-ids":
+        return random_id_prompts(cell.input_len, cell.output_len, cell.range_ratio,
+                                 cell.num_prompts, ctx.bench.seed)
+    from dspark_tui.engine.datasets import DatasetError, load_prompt_set  # imports the drivers
+
+    if ctx.run_dir is None:
+        raise CellError(f"{cell.dataset} prompts are prepared in a run directory; this cell has none")
+    try:
+        return load_prompt_set(ctx.run_dir, cell)
+    except DatasetError as exc:
+        raise CellError(str(exc)) from None
+
+
 class NativeDriver:
     name = "native"
 
     async def run(self, cell: CellSpec, ctx: DriverContext, on_progress: ProgressCallback) -> CellResult:
-        prompts = random_id_prompts(
-            cell.input_len, cell.output_len, cell.range_ratio, cell.num_prompts, ctx.bench.seed
-        )
+        prompts = cell_prompts(cell, ctx)
         concurrency = cell.key.concurrency
         live = LiveStats(total=len(prompts))
         started_at = now_iso()
