@@ -51,7 +51,7 @@ class ServerTokenizer:
             resp = await self.client.post(route, json={"model": self.model, **body})
         except httpx.HTTPError as exc:
             raise DatasetError(f"{route}: {type(exc).__name__}: {exc}") from None
-        if resp.status_code in _MISSING_ROUTE:
+        if resp.status_code in _MISSING_ROUTE and not _is_api_error(resp):
             raise NoTokenizeRoute(route)
         if resp.status_code != 200:
             raise DatasetError(f"{route}: HTTP {resp.status_code}: {' '.join(resp.text.split())[:200]}")
@@ -79,6 +79,15 @@ class ServerTokenizer:
 
     async def aclose(self) -> None:
         await self.client.aclose()
+
+
+def _is_api_error(resp: httpx.Response) -> bool:
+    """An OpenAI-style error (a model the server does not serve) rather than a missing route."""
+    try:
+        body = resp.json()
+    except ValueError:
+        return False
+    return isinstance(body, dict) and ("error" in body or body.get("object") == "error")
 
 
 class LocalTokenizer:
