@@ -18,6 +18,7 @@ from pathlib import Path
 
 from dspark_tui.engine.datasets.files import (
     DatasetError,
+    PromptLine,
     read_prompt_lines,
     read_sharegpt_pairs,
     shipped_prompts_path,
@@ -113,7 +114,7 @@ async def prepare_prompt_sets(plan: Plan, run_dir: Path, base_url: str, headers:
     if missing:
         tokenizer = await open_tokenizer(base_url, plan.served_model_name, headers, plan.model)
         try:
-            sources: dict[Path, str] = {}
+            sources = _Sources()
             for key in missing:
                 records[key.relpath] = await _prepare_one(key, plan.bench.seed, tokenizer, run_dir,
                                                           sources)
@@ -122,28 +123,51 @@ async def prepare_prompt_sets(plan: Plan, run_dir: Path, base_url: str, headers:
     return [records[k.relpath] for k in keys if k.relpath in records]
 
 
+class _Sources:
+    """Each dataset file read and hashed once per preparation, however many sets it feeds."""
+
+    def __init__(self) -> None:
+        self.pairs: dict[Path, list[tuple[str, str]]] = {}
+        self.lines: dict[Path, list[PromptLine]] = {}
+        self.hashes: dict[Path, str] = {}
+
+    def sharegpt(self, path: Path) -> list[tuple[str, str]]:
+        if path not in self.pairs:
+            self.pairs[path] = read_sharegpt_pairs(path)
+        return self.pairs[path]
+
+    def prompt_lines(self, path: Path) -> list[PromptLine]:
+        if path not in self.lines:
+            self.lines[path] = read_prompt_lines(path)
+        return self.lines[path]
+
+    def sha256(self, path: Path) -> str:
+        if path not in self.hashes:
+            self.hashes[path] = sha256_of(path)
+        return self.hashes[path]
+
+
 async def _prepare_one(key: PromptSetKey, seed: int, tokenizer: Tokenizer, run_dir: Path,
-                       sources: dict[Path, str]) -> PromptSetRecord:
+                       sources: _Sources) -> PromptSetRecord:
     started = time.perf_counter()
     source = source_path(key)
     try:
         if key.dataset == "jsonl":
-            prompts = await jsonl_prompts(read_prompt_lines(source), key.output_len,
+            prompts = await jsonl_prompts(sources.prompt_lines(source), key.output_len,
                                           key.range_ratio, key.count, seed, tokenizer)
         elif key.dataset == "random":
-            prompts = await random_prompts(read_sharegpt_pairs(source), key.input_len,
+            prompts = await random_prompts(sources.sharegpt(source), key.input_len,
                                            key.output_len, key.range_ratio, key.count, seed,
                                            tokenizer)
         else:
-            prompts = await sharegpt_prompts(read_sharegpt_pairs(source), key.count, seed, tokenizer)
+            prompts = await sharegpt_prompts(sources.sharegpt(source), key.count, seed, tokenizer)
     except DatasetError as exc:
         message = str(exc)
         raise DatasetError(message if message.startswith(str(source))
                            else f"{source}: {message}") from None
-    if source not in sources:
-        sources[source] = sha256_of(source)
+    digest = sources.sha256(source)
     header = {"format": FORMAT, "version": VERSION, "scenario": key.scenario,
-              "dataset": key.dataset, "dataset_path": str(source), "source_sha256": sources[source],
+              "dataset": key.dataset, "dataset_path": str(source), "source_sha256": digest,
               "seed": seed, "count": key.count, "input_len": key.input_len,
               "output_len": key.output_len, "range_ratio": key.range_ratio,
               "tokenizer": tokenizer.label}
@@ -151,7 +175,7 @@ async def _prepare_one(key: PromptSetKey, seed: int, tokenizer: Tokenizer, run_d
     atomic_write_bytes(run_dir / key.relpath, data)
     return PromptSetRecord(
         file=key.relpath, scenario=key.scenario, count=key.count, dataset=key.dataset,
-        dataset_path=str(source), source_sha256=sources[source], seed=seed,
+        dataset_path=str(source), source_sha256=digest, seed=seed,
         tokenizer=tokenizer.label, sha256=hashlib.sha256(data).hexdigest(),
         prepare_s=round(time.perf_counter() - started, 3),
     )
