@@ -193,3 +193,35 @@ async def test_a_dataset_too_small_for_the_cell_fails_the_run_in_one_line(tmp_pa
     errors = [e.message for e in events.of("notice") if e.level == "error"]
     assert errors == [f"{small}: the dataset has 1 conversations with a non-empty first turn, fewer "
                       "than the 5 prompts a cell asks for (lower num_prompts or use a larger file)"]
+
+
+def test_the_sglang_driver_passes_random_and_sharegpt_through(tmp_path: Path) -> None:
+    from dspark_tui.engine.drivers.base import DriverContext
+    from dspark_tui.engine.drivers.sglang import sglang_argv
+
+    plan = parse_plan(_plan_text('driver = "sglang"\ndataset = "random"\ndataset_path = "/d/sg.json"',
+                                 ""))
+    ctx = DriverContext(base_url="http://127.0.0.1:1", host="127.0.0.1", port=1,
+                        served_model_name="m", model_path="m", bench=plan.bench, raw_dir=tmp_path)
+    argv = sglang_argv(plan.cells()[0], ctx, tmp_path / "out.jsonl")
+    pairs = dict(zip(argv[3::2], argv[4::2], strict=False))
+    assert pairs["--dataset-name"] == "random" and pairs["--dataset-path"] == "/d/sg.json"
+    plain = parse_plan(_plan_text('driver = "sglang"'))
+    assert "--dataset-path" not in sglang_argv(plain.cells()[0], ctx, tmp_path / "o.jsonl")
+
+
+def test_plan_check_says_where_each_scenarios_prompts_come_from(tmp_path: Path) -> None:
+    from dspark_tui.commands import _dataset_lines
+
+    text = _plan_text('dataset = "jsonl"') + """
+[[scenarios]]
+name = "t"
+input_len = 16
+output_len = 8
+concurrencies = [1]
+dataset = "random"
+dataset_path = "/d/sg.json"
+"""
+    assert _dataset_lines(parse_plan(text)) == ["dataset jsonl from the shipped prompts file (s)",
+                                                "dataset random from /d/sg.json (t)"]
+    assert _dataset_lines(parse_plan(_plan_text())) == ["dataset random-ids"]
