@@ -105,19 +105,25 @@ async def prepare_prompt_sets(plan: Plan, run_dir: Path, base_url: str, headers:
                               known: Iterable[PromptSetRecord] = ()) -> list[PromptSetRecord]:
     """Write every prompt set the plan needs and its run directory lacks; return the records of
     all of them (those already there are kept as they are, so a resume never re-draws)."""
-    keys = needs_preparing(plan)
+    return await prepare_keys(needs_preparing(plan), plan.bench.seed, run_dir, base_url,
+                              plan.served_model_name, headers, plan.model, known)
+
+
+async def prepare_keys(keys: list[PromptSetKey], seed: int, run_dir: Path, base_url: str,
+                       model: str, headers: dict[str, str], local_tokenizer: str,
+                       known: Iterable[PromptSetRecord] = ()) -> list[PromptSetRecord]:
+    """prepare_prompt_sets for given sets (`set_key(cell)`), e.g. a benchmark's own cells."""
     records = {r.file: r for r in known}
     missing = [k for k in keys if not (run_dir / k.relpath).is_file()]
     for key in keys:
         if key not in missing and key.relpath not in records:  # written, then the runner died
             records[key.relpath] = _record_of_file(run_dir, key)
     if missing:
-        tokenizer = await open_tokenizer(base_url, plan.served_model_name, headers, plan.model)
+        tokenizer = await open_tokenizer(base_url, model, headers, local_tokenizer)
         try:
             sources = _Sources()
             for key in missing:
-                records[key.relpath] = await _prepare_one(key, plan.bench.seed, tokenizer, run_dir,
-                                                          sources)
+                records[key.relpath] = await _prepare_one(key, seed, tokenizer, run_dir, sources)
         finally:
             await tokenizer.aclose()
     return [records[k.relpath] for k in keys if k.relpath in records]
