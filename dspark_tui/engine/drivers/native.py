@@ -161,7 +161,7 @@ class NativeClient:
         start = clock()
         last_token_at = start
         last_line_at = start
-        usage_tokens: int | None = None
+        usage_tokens: _Usage | None = None
         try:
             # Leaving this block early (an error, a cancellation) closes the connection rather
             # than returning it to the pool, so the server sees the disconnect and aborts.
@@ -204,8 +204,10 @@ class NativeClient:
         if not record.error and chunks == 0:
             record.error = "the stream carried no text"
         if usage_tokens is not None:
-            record.output_tokens = usage_tokens
+            record.output_tokens, prompt_tokens = usage_tokens
             record.usage_reported = True
+            if prompt_tokens:  # the server's count of the prompt, as sglang 0.5.23 takes it
+                record.input_tokens = prompt_tokens
         else:
             record.output_tokens = prompt.output_len  # what sglang assumes without usage
         return chunks
@@ -232,7 +234,10 @@ def _transport_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {detail}"
 
 
-def _usage_or_raise(line: bytes, previous: int | None) -> int | None:
+_Usage = tuple[int, int | None]  # completion tokens, prompt tokens (when the server says)
+
+
+def _usage_or_raise(line: bytes, previous: _Usage | None) -> _Usage | None:
     """A chunk without text: the final usage chunk, or an error the server streamed."""
     try:
         obj: Any = json.loads(line)
@@ -246,7 +251,8 @@ def _usage_or_raise(line: bytes, previous: int | None) -> int | None:
         raise _StreamError(f"server error in stream: {message}")
     usage = obj.get("usage")
     if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
-        return int(usage["completion_tokens"])
+        prompt = usage.get("prompt_tokens")
+        return int(usage["completion_tokens"]), prompt if isinstance(prompt, int) else None
     return previous
 
 
