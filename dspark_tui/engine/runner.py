@@ -331,8 +331,10 @@ class Runner:
                     f"prompts: {len(fresh)} set(s) prepared in {time.monotonic() - started:.1f} s "
                     f"({fresh[0].dataset}, {fresh[0].tokenizer}) in prompts/")))
         else:
-            records = peer_records(self.plan)
+            records = await asyncio.to_thread(peer_records, self.plan)  # hashes the file
         self._prompts_ready = True
+        files = {r.file for r in records}
+        records += [r for r in manifest.prompt_sets if r.file not in files]  # narrowed resumes
         if records != manifest.prompt_sets:
             manifest.prompt_sets = records
             self.store.write_manifest(manifest)

@@ -9,6 +9,7 @@ dataset, its path and SHA-256, the seed, the tokenizer and the file's own SHA-25
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import time
@@ -159,19 +160,22 @@ async def _prepare_one(key: PromptSetKey, seed: int, tokenizer: Tokenizer, run_d
     source = source_path(key)
     try:
         if key.dataset == "jsonl":
-            prompts = await jsonl_prompts(sources.prompt_lines(source), key.output_len,
+            lines = await asyncio.to_thread(sources.prompt_lines, source)
+            prompts = await jsonl_prompts(lines, key.output_len,
                                           key.range_ratio, key.count, seed, tokenizer)
         elif key.dataset == "random":
-            prompts = await random_prompts(sources.sharegpt(source), key.input_len,
+            pairs = await asyncio.to_thread(sources.sharegpt, source)  # ShareGPT: 600+ MB
+            prompts = await random_prompts(pairs, key.input_len,
                                            key.output_len, key.range_ratio, key.count, seed,
                                            tokenizer)
         else:
-            prompts = await sharegpt_prompts(sources.sharegpt(source), key.count, seed, tokenizer)
+            pairs = await asyncio.to_thread(sources.sharegpt, source)
+            prompts = await sharegpt_prompts(pairs, key.count, seed, tokenizer)
     except DatasetError as exc:
         message = str(exc)
         raise DatasetError(message if message.startswith(str(source))
                            else f"{source}: {message}") from None
-    digest = sources.sha256(source)
+    digest = await asyncio.to_thread(sources.sha256, source)
     header = {"format": FORMAT, "version": VERSION, "scenario": key.scenario,
               "dataset": key.dataset, "dataset_path": str(source), "source_sha256": digest,
               "seed": seed, "count": key.count, "input_len": key.input_len,
