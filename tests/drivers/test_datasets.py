@@ -80,13 +80,22 @@ def test_scenarios_override_the_bench_dataset_and_random_ids_stays_the_default()
 
 
 def test_old_run_snapshots_keep_random_ids() -> None:
-    """Before datasets, every scenario was saved with "dataset": "random" and meant random-ids."""
-    snapshot = json.loads((Path(__file__).resolve().parents[2] / "sample_results"
-                           / "dspark_st_comparison_20260707-150649" / "run.json").read_text())["plan"]
-    assert snapshot["scenarios"][0]["dataset"] == "random" and "dataset" not in snapshot["bench"]
+    """Before datasets, every scenario was saved with "dataset": "random" (and bench had no
+    dataset key): those runs sent random-ids, and load so (tests/tui/data/demo_run is one)."""
     from dspark_tui.model import Plan
 
-    assert {c.dataset for c in Plan.model_validate(snapshot).cells()} == {"random-ids"}
+    for path in (Path(__file__).resolve().parents[1] / "tui" / "data" / "demo_run" / "run.json",
+                 Path(__file__).resolve().parents[2] / "sample_results"
+                 / "dspark_st_comparison_20260707-150649" / "run.json"):
+        snapshot = json.loads(path.read_text())["plan"]
+        snapshot["bench"] = {k: v for k, v in snapshot["bench"].items()
+                             if k not in ("dataset", "dataset_path")}
+        snapshot["scenarios"] = [{**{k: v for k, v in s.items() if k != "dataset_path"},
+                                  "dataset": "random"} for s in snapshot["scenarios"]]
+        assert {c.dataset for c in Plan.model_validate(snapshot).cells()} == {"random-ids"}
+    # A plan file asking for random without a file is refused, never read as an old snapshot.
+    with pytest.raises(PlanError, match="'random' needs dataset_path"):
+        parse_plan(_plan_text("", 'dataset = "random"'))
 
 
 def test_the_shipped_prompts_cover_five_categories() -> None:
