@@ -244,8 +244,8 @@ class Plan(_Strict):
                     f"server.command uses {{{missing[0]}}} but arm {arm.name!r} sets no "
                     f"vars.{missing[0]}"
                 )
-        for scenario in self.scenarios:
-            _check_dataset(self.bench, scenario)
+        for index, scenario in enumerate(self.scenarios):
+            _check_dataset(self.bench, scenario, index)
         return self
 
     def dataset_of(self, scenario: Scenario) -> tuple[Dataset, str | None]:
@@ -341,24 +341,33 @@ def _scalar_text(value: Scalar) -> str:
     return str(value)
 
 
-def _check_dataset(bench: BenchConfig, scenario: Scenario) -> None:
+class KeyedValueError(ValueError):
+    """A plan-wide check's error that knows its key, so the message can give the line too."""
+
+    def __init__(self, loc: tuple[str | int, ...], message: str) -> None:
+        super().__init__(message)
+        self.loc = loc
+
+
+def _check_dataset(bench: BenchConfig, scenario: Scenario, index: int) -> None:
     """One line for a dataset the plan's driver cannot run or that lacks its file."""
     dataset = scenario.dataset or bench.dataset
     path = scenario.dataset_path or bench.dataset_path
-    where = (f"scenarios[{json.dumps(scenario.name, ensure_ascii=False)}].dataset"
-             if scenario.dataset else "bench.dataset")
+    name = f"scenarios[{json.dumps(scenario.name, ensure_ascii=False)}]"
+    where = f"{name}.dataset" if scenario.dataset else "bench.dataset"
+    loc: tuple[str | int, ...] = ("scenarios", index, "dataset") if scenario.dataset else ("bench", "dataset")
     if dataset in ("random", "sharegpt") and not path:
-        raise ValueError(f"{where}: {dataset!r} needs dataset_path, a ShareGPT JSON file "
-                         "(the box is offline; README, Datasets, says how to get one)")
+        raise KeyedValueError(loc, f"{where}: {dataset!r} needs dataset_path, a ShareGPT JSON file "
+                              "(the box is offline; README, Datasets, says how to get one)")
     if dataset == "random-ids" and scenario.dataset_path:
-        raise ValueError(f"scenarios[{json.dumps(scenario.name, ensure_ascii=False)}].dataset_path: "
-                         "random-ids reads no file (set dataset too)")
+        raise KeyedValueError(("scenarios", index, "dataset_path"), f"{name}.dataset_path: "
+                              "random-ids reads no file (set dataset too)")
     if dataset == "jsonl" and bench.driver != "native":
-        raise ValueError(f"{where}: jsonl (prompts with categories) runs on the native driver "
-                         f"only, not {bench.driver}")
+        raise KeyedValueError(loc, f"{where}: jsonl (prompts with categories) runs on the native "
+                              f"driver only, not {bench.driver}")
     if dataset != "random-ids" and bench.driver == "vllm":
-        raise ValueError(f"{where}: the vllm driver draws its own random prompts; {dataset!r} "
-                         "needs the native or sglang driver")
+        raise KeyedValueError(loc, f"{where}: the vllm driver draws its own random prompts; "
+                              f"{dataset!r} needs the native or sglang driver")
 
 
 def _unique(what: str, names: list[str]) -> None:
@@ -401,7 +410,8 @@ def _describe(exc: ValidationError, text: str, source: str, data: Any = None) ->
     for error in errors:
         by_key.setdefault(_readable_loc(error["loc"], data), error)
     loc, first = next(iter(by_key.items()))
-    line = line_of(text, first["loc"])
+    keyed = (first.get("ctx") or {}).get("error")
+    line = line_of(text, keyed.loc if isinstance(keyed, KeyedValueError) else first["loc"])
     where = f"{source}:{line}" if line else source
     message = _readable_message(first)
     others = len(by_key) - 1

@@ -4,6 +4,7 @@ the simulator's /tokenize, what the native client sends, and a resume that reuse
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -67,7 +68,9 @@ concurrencies = [1]
 def test_a_dataset_the_plan_cannot_run_is_one_line(bench: str, scenario: str, says: str) -> None:
     with pytest.raises(PlanError) as caught:
         parse_plan(_plan_text(bench, scenario), "plan.toml")
-    assert says in str(caught.value) and "\n" not in str(caught.value)
+    message = str(caught.value)
+    assert says in message and "\n" not in message
+    assert re.match(r"plan\.toml:\d+: ", message), message  # the line of the key
 
 
 def test_scenarios_override_the_bench_dataset_and_random_ids_stays_the_default() -> None:
