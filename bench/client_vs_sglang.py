@@ -20,6 +20,11 @@ separate venv and run by file path, with a small word-level tokenizer built here
     python bench/client_vs_sglang.py --setup-peer /tmp/dspark-peer   # once (pip, a few minutes)
     python bench/client_vs_sglang.py --peer /tmp/dspark-peer         # the comparison
     python bench/client_vs_sglang.py --quick                         # our side only (a test)
+
+`--dataset-name random --dataset-path SHAREGPT.json` compares the seed's dataset on both sides:
+ours prepares its prompts through the simulator's /tokenize (engine/datasets) before the timed
+phase and sends text, as the peer does; the peer's word-level tokenizer knows no ShareGPT word, so
+its prompts are runs of `[UNK]`, one simulator token each, at the same drawn lengths.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import print_table, simulator
 
+from dspark_tui.engine.datasets.prepare import prepare_keys, set_key
 from dspark_tui.engine.drivers import DriverContext, NativeDriver, warmup
 from dspark_tui.engine.drivers.prompts import DEFAULT_VOCAB_SIZE
 from dspark_tui.model import BenchConfig, CellKey, CellSpec
@@ -124,7 +130,8 @@ async def run_peer(peer: Path, url: str, cell: CellSpec, seed: int, out_dir: Pat
     argv = [
         str(peer / "venv" / "bin" / "python"), str(peer / "bench_serving.py"),
         "--backend", "vllm", "--host", host, "--port", port, "--model", MODEL,
-        "--tokenizer", str(peer / "tokenizer"), "--dataset-name", "random-ids",
+        "--tokenizer", str(peer / "tokenizer"), "--dataset-name", cell.dataset,
+        *(["--dataset-path", cell.dataset_path] if cell.dataset_path else []),
         "--random-input-len", str(cell.input_len), "--random-output-len", str(cell.output_len),
         "--random-range-ratio", str(cell.range_ratio), "--num-prompts", str(cell.num_prompts),
         "--max-concurrency", str(cell.key.concurrency), "--request-rate", "inf",
@@ -175,10 +182,14 @@ def _self_cpu() -> float:
 
 async def run_native(url: str, cell: CellSpec, seed: int, raw_dir: Path) -> Sample:
     port = int(url.rsplit(":", 1)[1])
+    run_dir = raw_dir.parent
     ctx = DriverContext(
         base_url=url, host="127.0.0.1", port=port, served_model_name=MODEL, model_path=MODEL,
         bench=BenchConfig(driver="native", seed=seed, cell_timeout_s=600), raw_dir=raw_dir,
+        run_dir=run_dir,
     )  # fmt: skip
+    if cell.dataset != "random-ids":  # once per cell shape, as a run prepares them
+        await prepare_keys([set_key(cell)], seed, run_dir, url, MODEL, {}, MODEL)
     await warmup(ctx, 1)  # as the peer does before its timed phase
     before = _self_cpu()
     result = await NativeDriver().run(cell, ctx, lambda progress: None)
@@ -196,13 +207,17 @@ def make_cell(concurrency: int, args: argparse.Namespace) -> CellSpec:
     return CellSpec(
         key=CellKey(arm="bench", scenario="client_vs_sglang", concurrency=concurrency),
         input_len=args.input_len, output_len=args.output_len, range_ratio=args.range_ratio,
-        num_prompts=prompts,
+        num_prompts=prompts, dataset=args.dataset_name, dataset_path=args.dataset_path,
     )  # fmt: skip
 
 
 async def compare(args: argparse.Namespace) -> list[Sample]:
     samples: list[Sample] = []
     work = Path(tempfile.mkdtemp(prefix="dspark-client-vs-sglang-"))
+    if args.dataset_name == "random" and args.dataset_path is None:
+        from prompt_prep import sharegpt_file
+
+        args.dataset_path = str(sharegpt_file(work, 2000))
     try:
         with simulator(spec_tokens=3, speed=args.speed) as (url, _proc):
             for concurrency in args.concurrencies:
@@ -272,6 +287,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--min-prompts", type=int, default=32)
     parser.add_argument("--max-prompts", type=int, default=512)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--dataset-name", choices=["random-ids", "random"], default="random-ids")
+    parser.add_argument("--dataset-path", default=None,
+                        help="a ShareGPT JSON file (random; default: a generated one)")
     # 1: real-time modelled GPU timings, where the simulator is not the bottleneck at c=128
     # (bench/sim_capacity.py); faster speeds make client overheads a larger share of TTFT.
     parser.add_argument("--speed", type=float, default=1.0, help="simulator speed-up")

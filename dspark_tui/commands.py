@@ -33,6 +33,7 @@ def plan_command(args: argparse.Namespace) -> int:
     cells = plan.cells()
     print(f"{source}: ok — plan {plan.name!r}, {len(plan.arms)} arms, {len(plan.scenarios)} scenarios")
     print(f"driver {plan.bench.driver}, warmup {plan.bench.warmup_requests} requests")
+    print(*_dataset_lines(plan), sep="\n")
     for arm in plan.arms:
         served = f"external server {arm.url}" if arm.url else " ".join(plan.server_argv(arm))
         print(f"arm {arm.name}: {served}")
@@ -47,6 +48,19 @@ def plan_command(args: argparse.Namespace) -> int:
         results_root = getattr(args, "results", None) or settings.results_root
         return _print_preflight(plan, results_root, settings.history_roots())
     return 0
+
+
+def _dataset_lines(plan: Plan) -> list[str]:
+    """Where each scenario's prompts come from, one line per distinct source."""
+    sources: dict[str, list[str]] = {}
+    for scenario in plan.scenarios:
+        dataset, path = plan.dataset_of(scenario)
+        where = f" from {path}" if path else (" from the shipped prompts file" if dataset == "jsonl"
+                                               else "")
+        sources.setdefault(f"dataset {dataset}{where}", []).append(scenario.name)
+    if len(sources) == 1:
+        return list(sources)
+    return [f"{line} ({', '.join(names)})" for line, names in sources.items()]
 
 
 def _print_preflight(plan: Plan, results_root: Path, roots: list[Path]) -> int:

@@ -26,6 +26,7 @@ SMOKES = {
     "verdict_checks.py": "tests/stats/test_verdict_checks.py",
     "sim_keepup.py": "tests/test_bench_quick.py",
     "raw_size.py": "tests/test_bench_quick.py",
+    "prompt_prep.py": "tests/test_bench_quick.py",
 }
 TUI_OVERHEAD_SKIPPED = 3  # bench/tui_overhead.py's exit status without tmux
 
@@ -103,3 +104,10 @@ def test_sim_keepup_prints_served_over_model_per_arm():
     for arm in ("st=3", "st=5"):
         assert re.search(rf"^{arm}\s+2\s+{NUMBER}\s+{NUMBER}\s+(yes|no)$", done.stdout, re.M), done.stdout
     assert re.search(rf"^spread across arms: {NUMBER}%", done.stdout, re.M), done.stdout
+
+
+def test_prompt_prep_prints_the_cost_of_each_dataset():
+    done = _quick("prompt_prep.py")
+    assert done.returncode == 0, done.stderr[-2000:]
+    for dataset in ("jsonl", "random", "sharegpt"):
+        assert re.search(rf"^\s*{dataset}\s+5\s+460(\s+{NUMBER}){{4}}$", done.stdout, re.M), done.stdout

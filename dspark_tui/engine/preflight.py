@@ -113,6 +113,8 @@ def check_plan(plan: Plan, roots: Iterable[Path], exclude: Path | None = None, *
     result.add(check_bench_client(plan))
     if here:
         result.add(check_model(plan))
+    result.add(check_datasets(plan))
+    if here:
         result.add(check_port(plan, roots, exclude))
         result.add(check_gpus(plan, roots, exclude))
     result.add(check_endpoints(plan))
@@ -141,6 +143,13 @@ def check_server_binary(plan: Plan) -> list[Finding]:
             findings.append(Problem("server", f"server.command[0]: {program!r} {where}; install "
                                     "the server or give its full path in the plan"))
     return findings
+
+
+def check_datasets(plan: Plan) -> list[Finding]:
+    """Every dataset file the plan names is there (engine/datasets)."""
+    from dspark_tui.engine.datasets import dataset_problems
+
+    return [Problem("dataset", line) for line in dataset_problems(plan)]
 
 
 def check_model(plan: Plan) -> list[Finding]:

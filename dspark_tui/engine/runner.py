@@ -43,7 +43,7 @@ from dspark_tui.engine.schedule import (
     rounds_from_events,
 )
 from dspark_tui.engine.server_record import stop_orphaned_server
-from dspark_tui.engine.session import ArmSession
+from dspark_tui.engine.session import ArmSession, auth_headers
 from dspark_tui.engine.setup import filter_plan, preflight, prepare_run
 from dspark_tui.engine.steering import Steering
 from dspark_tui.model import Arm, CellResult, Plan, UserError
@@ -99,6 +99,7 @@ class Runner:
         self._control = ControlReader(store.path)
         self._last_progress_t = 0.0
         self._parent_watch: asyncio.Task[None] | None = None
+        self._prompts_ready = False
 
     # -- subscribers and control -----------------------------------------------------------
 
@@ -338,6 +339,7 @@ class Runner:
                     self._fail_unrun(rnd, arm, f"server failed to start: {problem.reason}",
                                      session_id)
                 return "not_started"
+            await self._prepare_prompts(session)
             while todo := self._schedule.todo(rnd.round, arm.name):
                 if not await self._may_go_on():
                     return "done"
@@ -347,6 +349,32 @@ class Runner:
                 if outcome.kind == "server_died":
                     return "server_died"
             return "done"
+
+    async def _prepare_prompts(self, session: ArmSession) -> None:
+        """A text dataset's prompts, once per run, as soon as a server is ready (it tokenizes
+        them); kept in prompts/ and recorded in run.json, so a resume reuses them."""
+        if self._prompts_ready:
+            return
+        from dspark_tui.engine.datasets import needs_preparing, peer_records, prepare_prompt_sets
+
+        manifest = self.store.read_manifest()
+        if needs_preparing(self.plan):
+            started = time.monotonic()
+            records = await prepare_prompt_sets(self.plan, self.store.path, session.server.base_url,
+                                                auth_headers(self.plan), manifest.prompt_sets)
+            fresh = [r for r in records if r not in manifest.prompt_sets]
+            if fresh:
+                self._emit(ev.Notice(message=(
+                    f"prompts: {len(fresh)} set(s) prepared in {time.monotonic() - started:.1f} s "
+                    f"({fresh[0].dataset}, {fresh[0].tokenizer}) in prompts/")))
+        else:
+            records = await asyncio.to_thread(peer_records, self.plan)  # hashes the file
+        self._prompts_ready = True
+        files = {r.file for r in records}
+        records += [r for r in manifest.prompt_sets if r.file not in files]  # narrowed resumes
+        if records != manifest.prompt_sets:
+            manifest.prompt_sets = records
+            self.store.write_manifest(manifest)
 
     async def _may_go_on(self) -> bool:
         if self._steering.mode == "paused":

@@ -37,6 +37,11 @@ _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 BUILTIN_VARS = ("model", "port", "host", "served_model_name", "arm", "python")
 
 Scalar = str | int | float | bool
+# Where prompts come from (README, "Datasets"): `random-ids` draws token ids (no text, no file);
+# `random` and `sharegpt` read a ShareGPT JSON file as sglang.bench_serving does; `jsonl` reads
+# one prompt a line (the shipped prompts file when no dataset_path is given).
+Dataset = Literal["random-ids", "random", "sharegpt", "jsonl"]
+TEXT_DATASETS: tuple[str, ...] = ("random", "sharegpt", "jsonl")
 # Arm, scenario and plan names become parts of file names (cells/{arm}/{scenario}__c8__r2p1.json,
 # {name}_{stamp}/, the atomic writer's temporary names); at this length the longest of them stays
 # far below the 255 bytes a file name may have (tests/test_name_limits.py measures it).
@@ -190,6 +195,9 @@ class BenchConfig(_Strict):
     # The native client keeps every inter-token latency (compressed, beside its raw file) only
     # when asked: a decode-heavy cell has a million of them (results/native_raw.py).
     keep_itl: bool = False
+    # The prompts (overridable per scenario); text datasets are prepared once per run.
+    dataset: Dataset = "random-ids"
+    dataset_path: str | None = Field(default=None, min_length=1)
     # Deciding under noise (docs/statistics.md). A round is one server session per arm, run in
     # alternating arm order; a repeat is one pass over the arm's cells within a session.
     repeats: int = Field(default=1, ge=1, le=20)
@@ -214,7 +222,9 @@ class Scenario(_Strict):
     range_ratio: float | None = Field(default=None, ge=0.0, le=1.0)
     concurrencies: list[int] = Field(min_length=1)
     num_prompts: int | list[int] | NumPromptsRule = 32
-    dataset: Literal["random"] = "random"
+    # None: the plan's [bench] dataset and dataset_path.
+    dataset: Dataset | None = None
+    dataset_path: str | None = Field(default=None, min_length=1)
     # A category-pure cell: only this category's prompts (docs/categories.md); None: any prompt.
     category: str | None = Field(default=None, min_length=1, max_length=MAX_NAME_LEN)
 
@@ -272,6 +282,8 @@ class CellSpec(BaseModel):
     range_ratio: float
     num_prompts: int
     category: str | None = None
+    dataset: Dataset = "random-ids"
+    dataset_path: str | None = None  # None with `jsonl`: the shipped prompts file
 
     def provenance(self, driver: str, **fields: Any) -> Provenance:
         """Provenance that records this cell's workload shape, plus whatever the caller knows."""
@@ -291,6 +303,23 @@ class Plan(_Strict):
     scenarios: list[Scenario] = Field(min_length=1)
     # The user's traffic (docs/decision.md); None: equal weights, and the report says so.
     traffic: TrafficMix | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_snapshot(cls, data: Any, info: ValidationInfo) -> Any:
+        """run.json snapshots written before datasets existed carry `"dataset": "random"` on every
+        scenario and no `bench.dataset`: those runs used `random-ids`. A plan file is never read
+        this way (parse_plan says so), so a plan that asks for `random` gets it or an error."""
+        if (info.context or {}).get("plan_file") or not isinstance(data, dict):
+            return data
+        bench, scenarios = data.get("bench"), data.get("scenarios")
+        if not isinstance(bench, dict) or "dataset" in bench or not isinstance(scenarios, list):
+            return data
+        if any(isinstance(s, dict) and s.get("dataset_path") for s in scenarios):
+            return data
+        legacy = [{k: v for k, v in s.items() if k != "dataset"}
+                  if isinstance(s, dict) and s.get("dataset") == "random" else s for s in scenarios]
+        return {**data, "scenarios": legacy}
 
     @model_validator(mode="after")
     def _consistent(self) -> Plan:
@@ -315,7 +344,14 @@ class Plan(_Strict):
                     f"server.command uses {{{missing[0]}}} but arm {arm.name!r} sets no "
                     f"vars.{missing[0]}"
                 )
+        for index, scenario in enumerate(self.scenarios):
+            _check_dataset(self.bench, scenario, index)
         return self
+
+    def dataset_of(self, scenario: Scenario) -> tuple[Dataset, str | None]:
+        """The scenario's dataset and file: its own keys, else the plan's [bench] ones."""
+        dataset = scenario.dataset or self.bench.dataset
+        return dataset, scenario.dataset_path or self.bench.dataset_path
 
     @model_serializer(mode="wrap")
     def _without_absent_traffic(self, handler: Any) -> Any:
@@ -355,6 +391,7 @@ class Plan(_Strict):
         for arm in self.arms:
             for scenario in self.scenarios:
                 ratio = self.bench.range_ratio if scenario.range_ratio is None else scenario.range_ratio
+                dataset, dataset_path = self.dataset_of(scenario)
                 for concurrency in scenario.concurrencies:
                     yield CellSpec(
                         key=CellKey(arm=arm.name, scenario=scenario.name, concurrency=concurrency),
@@ -363,6 +400,8 @@ class Plan(_Strict):
                         range_ratio=ratio,
                         num_prompts=scenario.prompts_for(concurrency),
                         category=scenario.category,
+                        dataset=dataset,
+                        dataset_path=dataset_path if dataset != "random-ids" else None,
                     )
 
     def template_vars(self, arm: Arm) -> dict[str, str]:
@@ -413,6 +452,35 @@ def _scalar_text(value: Scalar) -> str:
     return str(value)
 
 
+class KeyedValueError(ValueError):
+    """A plan-wide check's error that knows its key, so the message can give the line too."""
+
+    def __init__(self, loc: tuple[str | int, ...], message: str) -> None:
+        super().__init__(message)
+        self.loc = loc
+
+
+def _check_dataset(bench: BenchConfig, scenario: Scenario, index: int) -> None:
+    """One line for a dataset the plan's driver cannot run or that lacks its file."""
+    dataset = scenario.dataset or bench.dataset
+    path = scenario.dataset_path or bench.dataset_path
+    name = f"scenarios[{json.dumps(scenario.name, ensure_ascii=False)}]"
+    where = f"{name}.dataset" if scenario.dataset else "bench.dataset"
+    loc: tuple[str | int, ...] = ("scenarios", index, "dataset") if scenario.dataset else ("bench", "dataset")
+    if dataset in ("random", "sharegpt") and not path:
+        raise KeyedValueError(loc, f"{where}: {dataset!r} needs dataset_path, a ShareGPT JSON file "
+                              "(the box is offline; README, Datasets, says how to get one)")
+    if dataset == "random-ids" and scenario.dataset_path:
+        raise KeyedValueError(("scenarios", index, "dataset_path"), f"{name}.dataset_path: "
+                              "random-ids reads no file (set dataset too)")
+    if dataset == "jsonl" and bench.driver != "native":
+        raise KeyedValueError(loc, f"{where}: jsonl (prompts with categories) runs on the native "
+                              f"driver only, not {bench.driver}")
+    if dataset != "random-ids" and bench.driver == "vllm":
+        raise KeyedValueError(loc, f"{where}: the vllm driver draws its own random prompts; "
+                              f"{dataset!r} needs the native or sglang driver")
+
+
 def _unique(what: str, names: list[str]) -> None:
     seen: set[str] = set()
     for name in names:
@@ -438,7 +506,7 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
     except tomllib.TOMLDecodeError as exc:
         raise PlanError(f"{source}: not valid TOML: {exc}") from None
     try:
-        return Plan.model_validate(data)
+        return Plan.model_validate(data, context={"plan_file": True})
     except ValidationError as exc:
         raise PlanError(_describe(exc, text, source, data)) from None
 
@@ -453,7 +521,8 @@ def _describe(exc: ValidationError, text: str, source: str, data: Any = None) ->
     for error in errors:
         by_key.setdefault(_readable_loc(error["loc"], data), error)
     loc, first = next(iter(by_key.items()))
-    line = line_of(text, first["loc"])
+    keyed = (first.get("ctx") or {}).get("error")
+    line = line_of(text, keyed.loc if isinstance(keyed, KeyedValueError) else first["loc"])
     where = f"{source}:{line}" if line else source
     message = _readable_message(first)
     others = len(by_key) - 1

@@ -58,6 +58,22 @@ class Verification(BaseModel):
     fixed_arm: str
 
 
+class PromptSetRecord(BaseModel):
+    """One prepared prompt file of the run (engine/datasets/prepare.py): where its prompts came
+    from and a hash of each, so a report can say what was sent and a resume can trust it."""
+
+    file: str | None  # prompts/{scenario}__n{count}.jsonl; None when the peer client drew them
+    scenario: str
+    count: int
+    dataset: str
+    dataset_path: str
+    source_sha256: str
+    seed: int
+    tokenizer: str = ""
+    sha256: str = ""  # of the prompt file itself
+    prepare_s: float | None = None
+
+
 class RunManifest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -86,13 +102,17 @@ class RunManifest(BaseModel):
     plan: dict[str, Any] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
     verification: Verification | None = None
+    prompt_sets: list[PromptSetRecord] = Field(default_factory=list)
 
     @model_serializer(mode="wrap")
     def _without_absent_verification(self, handler: Any) -> Any:
-        """A run that verifies nothing keeps the run.json it had before the field existed."""
+        """A run that verifies nothing (or sends no text prompts) keeps the run.json it had
+        before those fields existed."""
         data = handler(self)
         if isinstance(data, dict) and data.get("verification", 0) is None:
             del data["verification"]
+        if isinstance(data, dict) and data.get("prompt_sets", 0) == []:
+            del data["prompt_sets"]
         return data
 
     def arm_names(self) -> list[str]:

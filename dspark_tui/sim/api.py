@@ -21,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from dspark_tui.sim import tokenizer as toy_tokenizer
 from dspark_tui.sim.config import ServeConfig
 from dspark_tui.sim.content import prompt_text
 from dspark_tui.sim.engine import LiveEngine
@@ -88,6 +89,8 @@ class SimApi:
             Route("/ping", self.health, methods=["GET", "POST"]),
             Route("/version", self.version, methods=["GET"]),
             Route("/metrics", self.metrics, methods=["GET"]),
+            Route("/tokenize", self.tokenize, methods=["POST"]),
+            Route("/detokenize", self.detokenize, methods=["POST"]),
         ]
         return Starlette(routes=routes, exception_handlers={HTTPException: self._http_error})
 
@@ -121,6 +124,44 @@ class SimApi:
     async def metrics(self, request: Request) -> Response:
         return Response(generate_latest(self.engine.metrics.registry),
                         media_type=CONTENT_TYPE_LATEST)
+
+    # -- tokenization (vLLM's request and response shapes; the toy tokenizer of tokenizer.py) --
+
+    async def tokenize(self, request: Request) -> Response:
+        try:
+            body = await self._json_body(request)
+            self._check_model(body)
+            prompt = body.get("prompt")
+            if not isinstance(prompt, str):
+                raise BadRequest("prompt must be a string (the simulator tokenizes completions "
+                                 "prompts, not chat messages)")
+            special = body.get("add_special_tokens", True)
+            if not isinstance(special, bool):
+                raise BadRequest("add_special_tokens must be a boolean")
+        except BadRequest as exc:
+            return error_response(str(exc), exc.status, exc.kind)
+        tokens = toy_tokenizer.encode(prompt, add_special_tokens=special)
+        strs = ([toy_tokenizer.decode_one(t) for t in tokens] if body.get("return_token_strs")
+                else None)
+        return JSONResponse({"count": len(tokens), "max_model_len": self.config.engine.max_model_len,
+                             "tokens": tokens, "token_strs": strs})
+
+    async def detokenize(self, request: Request) -> Response:
+        try:
+            body = await self._json_body(request)
+            self._check_model(body)
+            tokens = body.get("tokens")
+            if not isinstance(tokens, list) or not all(
+                    isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in tokens):
+                raise BadRequest("tokens must be a list of token ids (non-negative integers)")
+        except BadRequest as exc:
+            return error_response(str(exc), exc.status, exc.kind)
+        return JSONResponse({"prompt": toy_tokenizer.decode(tokens)})
+
+    def _check_model(self, body: dict[str, object]) -> None:
+        model = body.get("model")
+        if model is not None and model not in (self.config.model_name, self.config.model):
+            raise BadRequest(f"The model `{model}` does not exist.", 404, "NotFoundError")
 
     # -- generation ----------------------------------------------------------------------
 

@@ -85,7 +85,7 @@ def test_prompts_cut_or_repeated_by_the_client_keep_their_category():
         texts = category_prompts(entries, category, BUILTIN_PROMPT_FILE)
         for length in (1, 9, 300):  # cut below the key, cut, repeated
             for prompt in category_text_prompts(texts, length, 8, 0.0, len(texts), seed=3):
-                assert content.category_of(str(prompt.payload_prompt)) == category
+                assert content.category_of(str(prompt.prompt)) == category
     assert content.acceptance_of("a prompt from somewhere else entirely, not in any file") is None
     assert content.acceptance_of(None) is None  # token ids: the base acceptance
     assert content.acceptance_of("  ".join(texts[0].split())) == content.profiles.get("structured")
@@ -143,7 +143,7 @@ def test_category_pure_cells_measure_back_the_configured_profiles():
         for category, first in (("code", 0.95), ("chat", 0.55)):
             texts = category_prompts(entries, category, BUILTIN_PROMPT_FILE)
             prompts: list[str | list[int]] = [
-                str(p.payload_prompt) for p in category_text_prompts(texts, 64, 8, 0.0, 96, seed=5)]
+                str(p.prompt) for p in category_text_prompts(texts, 64, 8, 0.0, 96, seed=5)]
             *measured, drafts = _measure(sim.url, prompts)
             for position, (got, want) in enumerate(
                     zip(measured, _expected_per_position(first, K), strict=True)):

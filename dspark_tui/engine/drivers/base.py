@@ -30,6 +30,8 @@ class DriverContext:
     bench: BenchConfig
     raw_dir: Path  # this arm's raw/ folder; drivers name their files after the cell
     extra_env: dict[str, str] = field(default_factory=dict)
+    # The run directory: text datasets' prompts are read from its prompts/ (engine/datasets).
+    run_dir: Path | None = None
 
 
 class BenchDriver(Protocol):

@@ -9,7 +9,6 @@ the server's /tokenize. The first words stay, which is what the simulator recogn
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -26,20 +25,6 @@ from dspark_tui.model.prompt_file import (
 
 # A prompt keeps at least this many of its words, so its start still identifies it.
 MIN_WORDS = 8
-
-
-@dataclass(frozen=True)
-class TextPromptSpec(PromptSpec):
-    text: str = ""
-    text_len: int = 0
-
-    @property
-    def input_len(self) -> int:
-        return self.text_len
-
-    @property
-    def payload_prompt(self) -> list[int] | str:
-        return self.text
 
 
 def cell_prompts(cell: CellSpec, seed: int, path: Path = BUILTIN_PROMPT_FILE) -> list[PromptSpec]:
@@ -65,6 +50,6 @@ def category_text_prompts(texts: list[str], input_len: int, output_len: int,
         words = texts[i % len(texts)].split()
         length = max(input_lens[i], min(MIN_WORDS, len(words)))
         repeated = (words * (length // len(words) + 1))[:length]
-        prompts.append(TextPromptSpec(token_ids=[], output_len=output_lens[i],
-                                      text=" ".join(repeated), text_len=length))
+        prompts.append(PromptSpec(token_ids=[], output_len=output_lens[i],
+                                  text=" ".join(repeated), prompt_len=length))
     return prompts

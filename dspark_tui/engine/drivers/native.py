@@ -24,13 +24,14 @@ import json
 import time
 from collections import deque
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 
 from dspark_tui.engine.drivers.auth import bearer_headers
 from dspark_tui.engine.drivers.base import CellError, DriverContext, ProgressCallback
-from dspark_tui.engine.drivers.category_prompts import cell_prompts
+from dspark_tui.engine.drivers.category_prompts import cell_prompts as category_cell_prompts
 from dspark_tui.engine.drivers.cli_driver import raw_relpath
 from dspark_tui.engine.drivers.prompts import PromptSpec, random_id_prompts
 from dspark_tui.engine.drivers.stats import RequestRecord, measured_raw
@@ -142,7 +143,7 @@ class NativeClient:
         return json.dumps(
             {
                 "model": self.model,
-                "prompt": prompt.payload_prompt,
+                "prompt": prompt.prompt,
                 "max_tokens": prompt.output_len,
                 "temperature": 0.0,
                 "ignore_eos": True,
@@ -162,7 +163,7 @@ class NativeClient:
         start = clock()
         last_token_at = start
         last_line_at = start
-        usage_tokens: int | None = None
+        usage_tokens: _Usage | None = None
         try:
             # Leaving this block early (an error, a cancellation) closes the connection rather
             # than returning it to the pool, so the server sees the disconnect and aborts.
@@ -205,8 +206,10 @@ class NativeClient:
         if not record.error and chunks == 0:
             record.error = "the stream carried no text"
         if usage_tokens is not None:
-            record.output_tokens = usage_tokens
+            record.output_tokens, prompt_tokens = usage_tokens
             record.usage_reported = True
+            if prompt_tokens:  # the server's count of the prompt, as sglang 0.5.23 takes it
+                record.input_tokens = prompt_tokens
         else:
             record.output_tokens = prompt.output_len  # what sglang assumes without usage
         return chunks
@@ -233,7 +236,10 @@ def _transport_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {detail}"
 
 
-def _usage_or_raise(line: bytes, previous: int | None) -> int | None:
+_Usage = tuple[int, int | None]  # completion tokens, prompt tokens (when the server says)
+
+
+def _usage_or_raise(line: bytes, previous: _Usage | None) -> _Usage | None:
     """A chunk without text: the final usage chunk, or an error the server streamed."""
     try:
         obj: Any = json.loads(line)
@@ -247,7 +253,8 @@ def _usage_or_raise(line: bytes, previous: int | None) -> int | None:
         raise _StreamError(f"server error in stream: {message}")
     usage = obj.get("usage")
     if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
-        return int(usage["completion_tokens"])
+        prompt = usage.get("prompt_tokens")
+        return int(usage["completion_tokens"]), prompt if isinstance(prompt, int) else None
     return previous
 
 
@@ -300,11 +307,30 @@ async def _report_progress(live: LiveStats, cell: CellSpec, on_progress: Progres
             on_progress(live.progress(cell))
 
 
+def cell_prompts(cell: CellSpec, ctx: DriverContext) -> list[PromptSpec]:
+    """`random-ids` drawn here; a text dataset's prompts as the run prepared them (prompts/); a
+    category-pure cell's from its prompt file (the plan's `jsonl` file, else the shipped one)."""
+    if cell.category is not None:
+        path = Path(cell.dataset_path) if cell.dataset == "jsonl" and cell.dataset_path else None
+        return category_cell_prompts(cell, ctx.bench.seed, *([path] if path else []))
+    if cell.dataset == "random-ids":
+        return random_id_prompts(cell.input_len, cell.output_len, cell.range_ratio,
+                                 cell.num_prompts, ctx.bench.seed)
+    from dspark_tui.engine.datasets import DatasetError, load_prompt_set  # imports the drivers
+
+    if ctx.run_dir is None:
+        raise CellError(f"{cell.dataset} prompts are prepared in a run directory; this cell has none")
+    try:
+        return load_prompt_set(ctx.run_dir, cell)
+    except DatasetError as exc:
+        raise CellError(str(exc)) from None
+
+
 class NativeDriver:
     name = "native"
 
     async def run(self, cell: CellSpec, ctx: DriverContext, on_progress: ProgressCallback) -> CellResult:
-        prompts = cell_prompts(cell, ctx.bench.seed)
+        prompts = cell_prompts(cell, ctx)
         concurrency = cell.key.concurrency
         live = LiveStats(total=len(prompts))
         started_at = now_iso()

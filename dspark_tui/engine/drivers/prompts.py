@@ -1,4 +1,5 @@
-"""Benchmark prompts drawn exactly like sglang.bench_serving's `random-ids` dataset.
+"""Benchmark prompts drawn exactly like sglang.bench_serving's `random-ids` dataset (text
+datasets are drawn in engine/datasets/).
 
 sglang seeds numpy's legacy generator (`np.random.seed(seed)`) and draws
 `randint(max(int(L * r), 1), L + 1)` for every input length, then every output length, then one
@@ -18,17 +19,22 @@ DEFAULT_VOCAB_SIZE = 32000
 
 @dataclass(frozen=True)
 class PromptSpec:
+    """One request's prompt. `random-ids` sends the token ids; a text dataset (engine/datasets)
+    sends `text`, as sglang does, and counts `prompt_len` input tokens as sglang counts them."""
+
     token_ids: list[int]
     output_len: int
+    text: str | None = None
+    prompt_len: int | None = None
+    category: str | None = None
 
     @property
     def input_len(self) -> int:
-        return len(self.token_ids)
+        return len(self.token_ids) if self.prompt_len is None else self.prompt_len
 
     @property
-    def payload_prompt(self) -> list[int] | str:
-        """What the request's `prompt` carries."""
-        return self.token_ids
+    def prompt(self) -> str | list[int]:
+        return self.token_ids if self.text is None else self.text
 
 
 def random_lengths(rng: np.random.RandomState, full_len: int, range_ratio: float, count: int) -> list[int]:

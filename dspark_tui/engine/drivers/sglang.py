@@ -1,10 +1,10 @@
 """The `sglang` driver: the seed's own client, `python -m sglang.bench_serving --backend vllm`.
 
-The dataset is `random-ids` (token ids drawn by seeded numpy, decoded with the tokenizer), which
-needs no download on an offline GPU box. The seed used `random`, which samples ShareGPT text and
-downloads it when no `--dataset-path` is given: to reproduce that, put
-`["--dataset-name", "random", "--dataset-path", "/path/ShareGPT.json"]` in `bench.extra_args`
-(they come last, and argparse keeps the last value). Lengths are drawn the same way by both.
+The plan's dataset passes through: `random-ids` (token ids drawn by seeded numpy, decoded with
+the tokenizer) needs no file; `random` (the seed's: ShareGPT text cut or repeated to the drawn
+lengths) and `sharegpt` get `--dataset-path`, always a local file, since sglang would otherwise
+download ShareGPT. The native client draws the same prompts (engine/datasets). `jsonl` is
+native only (plan validation says so).
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ def sglang_argv(cell: CellSpec, ctx: DriverContext, output_file: Path) -> list[s
         "--port", str(ctx.port),
         "--model", ctx.served_model_name,
         "--tokenizer", ctx.model_path,
-        "--dataset-name", "random-ids",
+        "--dataset-name", cell.dataset,
+        *(["--dataset-path", cell.dataset_path] if cell.dataset_path else []),
         "--random-input-len", str(cell.input_len),
         "--random-output-len", str(cell.output_len),
         "--random-range-ratio", repr(float(cell.range_ratio)),

@@ -1,0 +1,107 @@
+"""Reading dataset files: ShareGPT JSON and our one-prompt-a-line JSONL.
+
+Every problem is one `DatasetError` line naming the file (and the line or entry and key).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from dspark_tui.model import UserError
+
+SHIPPED_PROMPTS = "prompts.jsonl"
+
+
+class DatasetError(UserError):
+    """A dataset that cannot be read or prepared; the message is one line."""
+
+
+@dataclass(frozen=True)
+class PromptLine:
+    """One line of a JSONL prompt file."""
+
+    prompt: str
+    category: str | None = None
+    output_len: int | None = None
+
+
+def shipped_prompts_path() -> Path:
+    """The prompt file this project ships (chat, code, math, summarisation, structured output)."""
+    return Path(str(resources.files(__package__) / SHIPPED_PROMPTS))
+
+
+def read_sharegpt_pairs(path: str | Path) -> list[tuple[str, str]]:
+    """(first turn, second turn) of every conversation with at least two turns, in file order,
+    as sglang.bench_serving keeps them (`conversations`, or `conversation`, each turn's `value`)."""
+    data = _load_json(Path(path))
+    if not isinstance(data, list):
+        raise DatasetError(f"{path}: a ShareGPT file is a JSON list of conversations, "
+                           f"not a {type(data).__name__}")
+    pairs: list[tuple[str, str]] = []
+    for index, entry in enumerate(data):
+        if not isinstance(entry, dict):
+            raise DatasetError(f"{path}: entry {index}: not an object")
+        turns = entry.get("conversations", entry.get("conversation", []))
+        if not isinstance(turns, list) or len(turns) < 2:
+            continue
+        texts = []
+        for turn in turns[:2]:
+            value = turn.get("value") if isinstance(turn, dict) else None
+            if not isinstance(value, str):
+                raise DatasetError(f"{path}: entry {index}: a turn without a text `value`")
+            texts.append(value)
+        pairs.append((texts[0], texts[1]))
+    if not pairs:
+        raise DatasetError(f"{path}: no conversation with two turns")
+    return pairs
+
+
+def read_prompt_lines(path: str | Path) -> list[PromptLine]:
+    """One JSON object a line: `prompt` (text), optional `category` (text) and `output_len` (> 0).
+    Blank lines are skipped."""
+    lines: list[PromptLine] = []
+    for number, raw in enumerate(_read_text(Path(path)).splitlines(), start=1):
+        if not raw.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            obj = json.loads(raw)
+        except ValueError as exc:
+            raise DatasetError(f"{where}: not JSON ({exc.args[0] if exc.args else exc})") from None
+        if not isinstance(obj, dict):
+            raise DatasetError(f"{where}: expected an object with a `prompt`")
+        unknown = sorted(set(obj) - {"prompt", "category", "output_len"})
+        if unknown:
+            raise DatasetError(f"{where}: {unknown[0]}: unknown key (prompt, category, output_len)")
+        prompt, category, output_len = obj.get("prompt"), obj.get("category"), obj.get("output_len")
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise DatasetError(f"{where}: prompt: required, a non-empty string")
+        if category is not None and (not isinstance(category, str) or not category):
+            raise DatasetError(f"{where}: category: a non-empty string, got {category!r}")
+        if output_len is not None and (not isinstance(output_len, int) or isinstance(output_len, bool)
+                                       or output_len <= 0):
+            raise DatasetError(f"{where}: output_len: a positive integer, got {output_len!r}")
+        lines.append(PromptLine(prompt, category, output_len))
+    if not lines:
+        raise DatasetError(f"{path}: holds no prompt")
+    return lines
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DatasetError(f"{path}: no such dataset file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DatasetError(f"{path}: cannot read the dataset ({exc})") from None
+
+
+def _load_json(path: Path) -> object:
+    text = _read_text(path)
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise DatasetError(f"{path}: not valid JSON ({exc})") from None
