@@ -14,7 +14,7 @@ from pathlib import Path
 from dspark_tui.model.errors import UserError
 
 # The project's own small prompt file (written for it): chat, code and structured output.
-BUILTIN_PROMPT_FILE = Path(__file__).resolve().parent.parent / "data" / "category_prompts.jsonl"
+BUILTIN_PROMPT_FILE = Path(__file__).resolve().parent.parent / "data" / "prompts.jsonl"
 
 
 class PromptFileError(UserError):

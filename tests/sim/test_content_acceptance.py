@@ -74,7 +74,7 @@ def test_a_bad_prompt_file_line_is_named(tmp_path: Path):
     with pytest.raises(PromptFileError, match=r"prompts.jsonl:2: prompt: a non-empty string"):
         read_prompt_file(bad)
     entries = read_prompt_file(BUILTIN_PROMPT_FILE)
-    with pytest.raises(PromptFileError, match=r"no prompt of category 'poetry'.*chat, code, structured"):
+    with pytest.raises(PromptFileError, match=r"no prompt of category 'poetry'.*chat, code, math, structured, summarisation"):
         category_prompts(entries, "poetry", BUILTIN_PROMPT_FILE)
 
 
@@ -149,7 +149,7 @@ def test_category_pure_cells_measure_back_the_configured_profiles():
                     zip(measured, _expected_per_position(first, K), strict=True)):
                 se = math.sqrt(want * (1 - want) / drafts)
                 assert abs(got - want) <= 4 * se, (category, position, got, want, se)
-        assert ("Acceptance by content (position 1): code=0.95, chat=0.55; 24 prompts "
+        assert ("Acceptance by content (position 1): code=0.95, chat=0.55; 89 prompts "
                 "recognised") in sim.log_text()
         # a prompt the simulator does not know (token ids) keeps the base acceptance
         *measured, drafts = _measure(sim.url, [list(range(10 + i, 74 + i)) for i in range(96)])

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 from dspark_tui.model import UserError
-
-SHIPPED_PROMPTS = "prompts.jsonl"
+from dspark_tui.model.prompt_file import BUILTIN_PROMPT_FILE
 
 
 class DatasetError(UserError):
@@ -29,8 +27,9 @@ class PromptLine:
 
 
 def shipped_prompts_path() -> Path:
-    """The prompt file this project ships (chat, code, math, summarisation, structured output)."""
-    return Path(str(resources.files(__package__) / SHIPPED_PROMPTS))
+    """The prompt file this project ships (chat, code, math, summarisation, structured output);
+    the simulator recognises its prompts' categories from the same file."""
+    return BUILTIN_PROMPT_FILE
 
 
 def read_sharegpt_pairs(path: str | Path) -> list[tuple[str, str]]:
