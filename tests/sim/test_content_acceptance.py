@@ -74,7 +74,8 @@ def test_a_bad_prompt_file_line_is_named(tmp_path: Path):
     with pytest.raises(PromptFileError, match=r"prompts.jsonl:2: prompt: a non-empty string"):
         read_prompt_file(bad)
     entries = read_prompt_file(BUILTIN_PROMPT_FILE)
-    with pytest.raises(PromptFileError, match=r"no prompt of category 'poetry'.*chat, code, math, structured, summarisation"):
+    with pytest.raises(PromptFileError,
+                       match=r"no prompt of category 'poetry'.*chat, code, math, structured, summar"):
         category_prompts(entries, "poetry", BUILTIN_PROMPT_FILE)
 
 
