@@ -308,8 +308,8 @@ def test_a_runner_whose_parent_dies_aborts(tmp_path: Path, port: int):
 
 def test_a_runner_detached_by_its_parent_outlives_it_and_finishes(tmp_path: Path, port: int):
     """The TUI's "detach and quit": the runner is told, says so, and its parent may then go."""
-    cells = SLOW_CELLS.replace("[1, 2, 3, 4]", "[1, 2]")
-    plan = write_sim_plan(tmp_path, port, arms=(3,), speed=4, warmup=0, cells=cells)
+    # Long enough that a runner slow to start (a loaded machine) is still running when asked.
+    plan = write_sim_plan(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=SLOW_CELLS)
     results = tmp_path / "results"
     script = (
         "from pathlib import Path; from dspark_tui.engine.launch import RunnerProcess;"
