@@ -17,7 +17,9 @@ MARKS = {"pending": "·", "running": "▶", "done": "✓", "failed": "✗", "ski
 
 class PlanTree(Tree[CellKey | None]):
     DEFAULT_CSS = """
-    PlanTree { width: 28; border-right: solid $panel; }
+    /* 23: its longest label (`│ ├ ✓ c128  43,943.7`) whole, and the A/B table beside it keeps
+       Winner to Interval on screen at 80 columns */
+    PlanTree { width: 23; border-right: solid $panel; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
