@@ -8,7 +8,7 @@ from pathlib import Path
 from dspark_tui.model import CellResult, ClientMetrics
 from dspark_tui.model.events import CellFinished, CellProgress, CellStarted
 from dspark_tui.plans import resolve_plan
-from dspark_tui.results import load_run
+from dspark_tui.results import RunStore, load_run
 from dspark_tui.tui.screens.charts import ChartScreen
 from dspark_tui.tui.widgets.run_chart import RunChart
 from tests.tui.eventlog import T0, append_events, write_run
@@ -67,3 +67,72 @@ async def test_the_live_chart_redraws_when_a_measurement_lands_not_on_progress(t
             metrics=ClientMetrics(total_throughput=50_000.0, completed=8)))])
         await until_shown(pilot, app, "50000.0")  # the new top of the y axis
         assert chart._shown is not drawn
+
+
+def _report_data(run_dir: Path):
+    from dspark_tui.report.analysis import analyse
+    from dspark_tui.report.charts import acceptance_chart, margin_chart
+
+    analysis = analyse(load_run(run_dir))
+    return margin_chart(analysis), acceptance_chart(analysis)
+
+
+async def test_m_reaches_the_reports_margin_with_its_interval_and_the_acceptance_by_position(
+        tmp_path: Path):
+    """A two-arm run measured in three rounds: the margin of K=5 over K=3 per concurrency with
+    the interval's low and high and the tie band, then each arm's acceptance by draft position —
+    the numbers of the report's own chart data."""
+    from tests.tui.k_sweep_dir import write_k_sweep
+
+    run_dir = write_k_sweep(tmp_path / "results", ks=[3, 5], rounds=3)
+    margin, acceptance = _report_data(run_dir)
+    assert margin is not None and acceptance is not None
+    app = make_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.push_screen(ChartScreen(run_dir))
+        await until_shown(pilot, app, "Total tok/s by concurrency: chat")
+        await pilot.press("m", "m", "m")
+        text = await until_shown(pilot, app, "Margin over K=3, with its 95.0% interval: chat")
+        assert "tie ±2%" in text and "K=5 over K=3" in text
+        view = app.screen.query_one(RunChart)._shown
+        series = margin.panels[0].series[0]
+        assert [(line.y, line.band) for line in view.lines] == [
+            (series.y, False), (series.low, True), (series.high, True)]
+        assert view.flat == (-2.0, 2.0) and view.log2_x
+        await pilot.press("right")
+        await until_shown(pilot, app, "with its 95.0% interval: rag")
+        await pilot.press("m")
+        text = await until_shown(pilot, app, "Acceptance by draft position")
+        view = app.screen.query_one(RunChart)._shown
+        assert [line.label for line in view.lines] == ["K=3", "K=5"]  # the means, no spread
+        assert [line.y for line in view.lines] == [
+            s.y for s in acceptance.panels[0].series]
+        assert not view.log2_x and "draft position" in text
+        await pilot.press("m")
+        await until_shown(pilot, app, "Total tok/s by concurrency: rag")
+
+
+async def test_the_live_margin_is_read_again_when_a_measurement_lands(tmp_path: Path):
+    run_dir = write_run(tmp_path / "results", live=True, stop_after=6)  # chat_short c1: both arms
+    app = make_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.open_replay(run_dir)
+        await run_screen_shown(pilot, "cells 6/10")
+        await pilot.press("c")
+        await until_shown(pilot, app, "Total tok/s by concurrency: chat_short")
+        await pilot.press("m", "m", "m")
+        await until_shown(pilot, app, "Margin over st=3 (one measurement a cell: no interval)")
+        chart = app.screen.query_one(RunChart)
+        assert [line.x for line in chart._shown.lines] == [(1.0,)]
+        key = resolve_plan("demo")[0].cells()[6].key  # st=5 chat_short c16
+        assert (key.arm, key.concurrency) == ("st=5", 16)
+        append_events(run_dir, [
+            CellStarted(t=T0 + 100, key=key, num_prompts=8, index=7, total=10),
+            CellFinished(t=T0 + 104, result=CellResult(
+                arm=key.arm, scenario=key.scenario, concurrency=key.concurrency,
+                metrics=ClientMetrics(total_throughput=50_000.0, completed=8)))])
+        RunStore(run_dir).save_cell(CellResult(
+            arm=key.arm, scenario=key.scenario, concurrency=key.concurrency,
+            metrics=ClientMetrics(total_throughput=50_000.0, completed=8)))
+        await wait_until(pilot, lambda: [line.x for line in chart._shown.lines] == [(1.0, 16.0)],
+                         what="the margin read again with c16")

@@ -10,7 +10,7 @@ from textual.widgets import DataTable
 from dspark_tui.model import CellResult, ClientMetrics
 from dspark_tui.model.events import CellFinished, CellStarted, RunFinished, RunStarted
 from dspark_tui.plans import resolve_plan
-from tests.tui.eventlog import T0, append_events, write_run
+from tests.tui.eventlog import T0, append_events, build_events, write_run
 from tests.tui.helpers import make_app, run_screen_shown, screen_text, settled, table_text
 
 
@@ -60,3 +60,27 @@ async def test_at_80_columns_every_row_names_its_cell_leader_margin_and_verdict(
         text = screen_text(app)
         assert "stress_standard  128" in text  # the pinned columns stay
         assert "Total st=3" in text
+
+
+async def test_at_80_columns_the_interval_of_a_measured_again_cell_is_whole(tmp_path: Path):
+    """Three rounds give every cell an interval: at 80x24 it shows whole (`+12…+31`) beside
+    Winner, Verdict and Margin and the pinned Scenario and C of the longest scenario."""
+    import re
+
+    run_dir = write_run(tmp_path / "results")
+    cells = [event.result for event in build_events(run_dir) if isinstance(event, CellFinished)]
+    later = [CellFinished(t=T0 + 900 + round_, result=cell.model_copy(update={
+        "round": round_, "metrics": cell.metrics.model_copy(update={
+            "total_throughput": (cell.metrics.total_throughput or 0) * factor})}))
+             for round_, factor in ((2, 1.09), (3, 0.93)) for cell in cells]
+    append_events(run_dir, [*later, RunFinished(t=T0 + 999, status="completed", done=10,
+                                                   failed=0, total=10)])
+    app = make_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.open_replay(run_dir)
+        await run_screen_shown(pilot, "[completed]")
+        await settled(pilot)
+        lines = screen_text(app).splitlines()
+        assert any(line.rstrip().endswith("Winner  Verdict  Margin  Interval") for line in lines)
+        row = next(line for line in lines if "stress_standard  128" in line)
+        assert re.search(r"(wins|unsure|tie) +-?\d+\.\d+% +[+-]\d+…[+-]\d+$", row.rstrip()), row

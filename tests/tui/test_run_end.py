@@ -69,3 +69,18 @@ async def test_t_asks_before_it_runs_skipped_cells_again_in_a_running_run(tmp_pa
         await wait_until(pilot, control.exists, what="the request written")
         assert [json.loads(line)["action"] for line in control.read_text().splitlines()] == ["retry"]
         assert app.screen is screen
+
+
+async def test_a_finished_runs_header_drops_the_eta_and_keeps_its_counts_on_one_line(tmp_path: Path):
+    """At 80 columns `ETA 0:00` of an ended run wrapped to a line of its own."""
+    from dspark_tui.tui.widgets.run_header import RunHeader
+    from tests.tui.helpers import widget_text
+
+    run_dir = write_run(tmp_path / "results", fail_index=3)
+    app = make_app(tmp_path, lang="en")
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.open_replay(run_dir)
+        screen = await run_screen_shown(pilot, "failed 1")
+        header = widget_text(screen.query_one(RunHeader)).splitlines()
+        assert "ETA" not in "\n".join(header)
+        assert "cells 9/10  failed 1   elapsed" in header[0] and header[0].startswith(" demo  [")

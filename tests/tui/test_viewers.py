@@ -72,6 +72,9 @@ async def test_history_counts_ok_cells_across_rounds_not_files(tmp_path: Path):
     root = tmp_path / "results"
     run_dir = write_run(root, stop_after=4, finish=False)
     store = RunStore(run_dir)
+    manifest = store.read_manifest()
+    manifest.plan["bench"].update(rounds=2, repeats=1)  # the plan the rounds below announce
+    store.write_manifest(manifest)
     cells = sorted({(c.scenario, c.concurrency) for c in store.load_cells()[0].values()})
     for round_ in (1, 2):
         store.append_event(RoundPlanned(t=0.0, round=round_, arms=["st=3", "st=5"],
@@ -143,6 +146,30 @@ async def test_run_detail_keeps_its_title_and_opens_on_the_summary(tmp_path: Pat
             await pilot.press(key)
             await pilot.pause()
             assert title.region.y == 0 and "dspark_st_comparison" in screen_text(app).splitlines()[0]
+
+
+async def test_run_detail_cells_tab_reads_a_skipped_cell_as_skipped(tmp_path: Path):
+    """The title and the Cells tab count by the same rule: a cell measured ok in round 1 whose
+    round 2 the user skipped reads skipped in its row, as the title's "1 skipped" says."""
+    root = tmp_path / "results"
+    run_dir = write_run(root)
+    store = RunStore(run_dir)
+    ok = next(c for c in store.load_cells()[0].values() if c.arm == "st=3" and c.concurrency == 1)
+    store.save_cell(CellResult(arm=ok.arm, scenario=ok.scenario, concurrency=1, round=2,
+                               status=CellStatus.SKIPPED, error="skipped by the user"))
+    app = make_app(tmp_path, results_root=root)
+    async with app.run_test(size=SMALL) as pilot:
+        await history_listed(pilot)
+        app.push_screen(RunDetailScreen(run_dir))
+        await wait_until(pilot, lambda: isinstance(app.screen, RunDetailScreen)
+                         and app.screen.run is not None, what="the run loaded")
+        await pilot.press("e")
+        await pilot.pause()
+        title = screen_text(app).splitlines()[0]
+        assert "completed, 1 skipped" in title and "9/10 cells ok" in title
+        statuses = {tuple(row[:3]): row[3] for row in table_text(app, "#detail-cells")}
+        assert statuses[("st=3", ok.scenario, "1")] == "skipped"
+        assert sorted(statuses.values()).count("ok") == 9
 
 
 # -- report viewer ---------------------------------------------------------------------------

@@ -1,17 +1,21 @@
-"""`c`: the run's curves in the terminal — Total tok/s, TPOT and TTFT against concurrency (log2),
-one line per arm, one scenario at a time so that 80x24 is enough.
+"""`c`: the run's curves in the terminal, one scenario at a time so that 80x24 is enough. `m`
+steps through Total tok/s, TPOT and TTFT against concurrency (log2), one line per arm, then two
+of the report's own charts (report/charts.py, its data as it is): the margin over the reference
+arm with its interval and the tie band, and the per-position acceptance per arm.
 
 Live, it reads the run screen's RunState and redraws when a measurement lands (the state's
-`measured` count moves), not on every progress tick. For a finished run it takes the run
-directory (read in a worker) or an already loaded run: `ChartScreen(run_dir)`,
-`ChartScreen(loaded_run)`.
+`measured` count moves), not on every progress tick; the report's charts need the run's analysis
+(0.1-0.3 s on a 36-cell run), read from the run directory in a thread worker when one of them is
+shown and a measurement has landed since. For a finished run it takes the run directory (read in
+a worker) or an already loaded run: `ChartScreen(run_dir)`, `ChartScreen(loaded_run)`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -22,9 +26,33 @@ from dspark_tui.model.run_state import RunState
 from dspark_tui.results import load_run
 from dspark_tui.results.store import LoadedRun
 from dspark_tui.tui.screens.loading import LoadingScreen
-from dspark_tui.tui.widgets.run_chart import METRICS, RunChart, curves
+from dspark_tui.tui.widgets.run_chart import METRICS, RunChart, curves, panel_view
+
+if TYPE_CHECKING:
+    from dspark_tui.report.charts import ChartData
 
 POLL_S = 0.5  # how often a live chart looks at the state's measurement count
+REPORT_MODES = ("margin", "acceptance")  # after METRICS under `m`
+
+
+@dataclass(frozen=True)
+class ReportCharts:
+    margin: ChartData | None
+    acceptance: ChartData | None
+
+
+def report_charts(run: LoadedRun) -> ReportCharts:
+    """The report's margin and acceptance data for the run (in a worker: analyse() reads pandas)."""
+    from dspark_tui.report.analysis import analyse
+    from dspark_tui.report.charts import acceptance_chart, margin_chart
+
+    analysis = analyse(run)
+    return ReportCharts(margin_chart(analysis), acceptance_chart(analysis))
+
+
+def read_run_charts(path: Path) -> tuple[LoadedRun, ReportCharts]:
+    run = load_run(path)
+    return run, report_charts(run)
 
 
 class ChartScreen(LoadingScreen):
@@ -38,7 +66,7 @@ class ChartScreen(LoadingScreen):
         Binding("left,left_square_bracket", "scenario(-1)", "Previous scenario", id="charts.prev",
                 show=False),
         Binding("m", "metric", "Metric", id="charts.metric",
-                tooltip="Total tok/s, TPOT, TTFT in turn"),
+                tooltip="Total tok/s, TPOT, TTFT, margin with its interval, acceptance by position"),
         Binding("escape", "back", "Back", id="charts.back"),
     ]
     ERROR_LINE = "#chart-title"
@@ -54,6 +82,8 @@ class ChartScreen(LoadingScreen):
         self.scenario_index = 0
         self.metric_index = 0
         self._drawn_measured = -1
+        self.report: ReportCharts | None = None  # None: not read yet
+        self._report_measured = -1  # the measurement count the report charts were read at
 
     def compose(self) -> ComposeResult:
         yield Label("charts", id="chart-title")
@@ -68,11 +98,17 @@ class ChartScreen(LoadingScreen):
             self.set_interval(POLL_S, self._follow)
         elif isinstance(source, LoadedRun):
             self._show_run(source)
+            self.load(lambda: report_charts(source), self._show_report, "reading the report's charts")
         else:
             path = Path(source)
-            self.load(lambda: load_run(path), self._show_run, f"reading {path.name}")
+            self.load(lambda: read_run_charts(path), self._show_read, f"reading {path.name}")
 
     # -- data ------------------------------------------------------------------------------
+
+    @property
+    def mode(self) -> str:
+        index = self.metric_index
+        return METRICS[index].key if index < len(METRICS) else REPORT_MODES[index - len(METRICS)]
 
     def _follow(self) -> None:
         state = self.source
@@ -84,6 +120,26 @@ class ChartScreen(LoadingScreen):
         self.arms = list(state.arms)
         self.scenarios = self.scenarios or state.scenarios()
         self._set_cells(state.ok_measurements())
+        self._read_live_report()
+
+    def _read_live_report(self) -> None:
+        """Only while a report chart is shown, once per landed measurement."""
+        state = self.source
+        if (not isinstance(state, RunState) or self.mode not in REPORT_MODES or not state.run_dir
+                or self._report_measured == state.measured):
+            return
+        self._report_measured = state.measured
+        path = Path(state.run_dir)
+        self.load(lambda: report_charts(load_run(path)), self._show_report,
+                  "reading the report's charts")
+
+    def _show_read(self, read: tuple[LoadedRun, ReportCharts]) -> None:
+        run, self.report = read
+        self._show_run(run)
+
+    def _show_report(self, charts: ReportCharts) -> None:
+        self.report = charts
+        self.redraw()
 
     def _show_run(self, run: LoadedRun) -> None:
         manifest = run.manifest
@@ -108,14 +164,49 @@ class ChartScreen(LoadingScreen):
             return
         self.scenario_index %= len(self.scenarios)
         scenario = self.scenarios[self.scenario_index]
+        where = f"{scenario} ({self.scenario_index + 1}/{len(self.scenarios)})"
+        if self.mode in REPORT_MODES:
+            self._draw_report(scenario, where)
+            return
         metric = METRICS[self.metric_index]
         data = curves(self.cells, scenario, metric, self.arms)
-        where = f"{scenario} ({self.scenario_index + 1}/{len(self.scenarios)})"
-        self.query_one("#chart-title", Label).update(
-            f"{self.run_name} · {where} · {metric.title}   ←/→ scenario  m metric")
-        self.query_one("#chart-empty", Label).display = not data
+        self._title(f"{self.run_name} · {where} · {metric.title}")
+        self._empty("no finished measurements yet", shown=not data)
         self.query_one(RunChart).show(data, metric, f"{metric.title} by concurrency: {scenario}",
                                       self.arms)
+
+    def _draw_report(self, scenario: str, where: str) -> None:
+        margin = self.mode == "margin"
+        what = "Margin" if margin else "Acceptance by draft position"
+        if margin:
+            self._title(f"{self.run_name} · {where} · {what}")
+        else:  # one panel for the whole run: no scenario in it
+            self._title(f"{self.run_name} · {what}")
+        if self.report is None:
+            self._empty("reading the run's analysis …", shown=True)
+            self.query_one(RunChart).display = False
+            return
+        chart = self.report.margin if margin else self.report.acceptance
+        panels = [] if chart is None else [p for p in chart.panels
+                                           if not margin or p.title == scenario]
+        if chart is None or not panels:
+            self._empty("no margin for this scenario yet: both arms need an ok cell" if margin
+                        else "no per-position acceptance in this run's /metrics", shown=True)
+            self.query_one(RunChart).display = False
+            return
+        title = f"{chart.title}: {scenario}" if margin else chart.title
+        self._empty("", shown=False)
+        # The acceptance band is the spread over cells: at 80x24 its dots hide the means.
+        self.query_one(RunChart).show_view(panel_view(chart, panels[0], title, bands=margin))
+
+    def _title(self, text: str) -> None:
+        self.query_one("#chart-title", Label).update(f"{text}   ←/→ scenario  m metric")
+
+    def _empty(self, why: str, *, shown: bool) -> None:
+        label = self.query_one("#chart-empty", Label)
+        label.update(why)
+        label.display = shown
+        self.query_one(RunChart).display = True
 
     # -- actions ---------------------------------------------------------------------------
 
@@ -125,7 +216,8 @@ class ChartScreen(LoadingScreen):
             self.redraw()
 
     def action_metric(self) -> None:
-        self.metric_index = (self.metric_index + 1) % len(METRICS)
+        self.metric_index = (self.metric_index + 1) % (len(METRICS) + len(REPORT_MODES))
+        self._read_live_report()
         self.redraw()
 
     def action_back(self) -> None:

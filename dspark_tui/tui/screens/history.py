@@ -18,9 +18,10 @@ from textual.widgets import DataTable, Footer, Input, Label
 from textual.widgets.data_table import ColumnKey
 from textual.worker import Worker, get_current_worker
 
+from dspark_tui.model.run_status import run_status_label
 from dspark_tui.results import RunSummary, scan_runs
 from dspark_tui.tui import colours
-from dspark_tui.tui.run_facts import RunFacts, run_facts, status_label
+from dspark_tui.tui.run_facts import RunFacts, run_facts
 from dspark_tui.tui.screens.loading import LoadingScreen
 
 LIVE_STATUSES = ("running",)
@@ -151,7 +152,7 @@ class HistoryScreen(LoadingScreen):
             return f"problem: {run.problem}"
         known = self.facts.get(run.path)
         skipped = known[1].skipped if known is not None and known[0] == _signature(run) else 0
-        return status_label(run.status, skipped)
+        return run_status_label(run.status, skipped=skipped)
 
     def _cells(self, run: RunSummary) -> str:
         """ok/total: run.json's count for a finished run, the background's count (ok across

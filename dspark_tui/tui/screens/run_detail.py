@@ -27,12 +27,13 @@ from textual.widgets import (
     TabPane,
 )
 
-from dspark_tui.model import CellResult
+from dspark_tui.model import CellKey, CellResult
+from dspark_tui.model.outcome import CellOutcome
+from dspark_tui.model.run_status import run_status_label
 from dspark_tui.results import RunStore, load_run
 from dspark_tui.results.store import LoadedRun
 from dspark_tui.tui import format as fmt
 from dspark_tui.tui.language import view_language
-from dspark_tui.tui.run_facts import folded, skipped_cells, status_label
 from dspark_tui.tui.screens.loading import LoadingScreen
 from dspark_tui.tui.widgets.ab_table import ABTable
 
@@ -40,15 +41,23 @@ from dspark_tui.tui.widgets.ab_table import ABTable
 @dataclass
 class ReadRun:
     run: LoadedRun
-    cells_ok: int
-    skipped: int
+    outcomes: dict[CellKey, CellOutcome]  # the title's counts and the Cells tab's Status
     headline: str
+
+    @property
+    def cells_ok(self) -> int:
+        return list(self.outcomes.values()).count("ok")
+
+    @property
+    def skipped(self) -> int:
+        return list(self.outcomes.values()).count("skipped")
 
 
 def read_run(run_dir: Path, lang: str) -> ReadRun:
+    from dspark_tui.report.counting import cell_outcomes
+
     run = load_run(run_dir)
-    state = folded(run)
-    return ReadRun(run, state.cells_done, skipped_cells(state), run_headline(run, lang))
+    return ReadRun(run, cell_outcomes(run), run_headline(run, lang))
 
 
 def run_headline(run: LoadedRun, lang: str) -> str:
@@ -130,7 +139,7 @@ class RunDetailScreen(LoadingScreen):
         arms = run.manifest.arm_names()
         manifest = run.manifest
         total = manifest.total_cells or len(run.cells)
-        status = status_label(manifest.status, read.skipped)
+        status = run_status_label(manifest.status, skipped=read.skipped)
         title = (f"{manifest.name}  {_started(manifest.started_at)}  [{status}]  "
                  f"{read.cells_ok}/{total} cells ok  {Path(manifest.model).name or manifest.model}")
         label = self.query_one("#detail-title", Label)
@@ -157,7 +166,8 @@ class RunDetailScreen(LoadingScreen):
                                             order.get(r.scenario, 99), r.concurrency)):
             server = result.server
             table.add_row(
-                result.arm, result.scenario, str(result.concurrency), result.status.value,
+                result.arm, result.scenario, str(result.concurrency),
+                read.outcomes.get(result.key, result.status.value).replace("_", " "),
                 fmt.number(result.metrics.total_throughput), fmt.number(result.metrics.output_throughput),
                 fmt.number(result.metrics.p99_ttft_ms), fmt.number(result.metrics.mean_tpot_ms),
                 fmt.number(server.mean_acceptance_length if server else result.metrics.accept_length),

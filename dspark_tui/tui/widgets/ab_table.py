@@ -16,7 +16,6 @@ from dspark_tui.report.live import (
     ArmFigures,
     ComparisonRow,
     baseline_text,
-    interval_text,
     verdict_text,
 )
 from dspark_tui.tui import colours
@@ -119,7 +118,7 @@ class ABTable(DataTable[Text | str]):
         ]
         if self.many_arms and self._baseline is not None:
             cells.append(Text(baseline_text(row) or fmt.MISSING, justify="right"))
-        cells.append(Text(interval_text(row) or fmt.MISSING, justify="right"))
+        cells.append(Text(compact_interval(row) or fmt.MISSING, justify="right"))
         for _, attr, digits in _PER_ARM:
             for arm in self._arms:
                 numbers = row.arms.get(arm, ArmFigures())
@@ -131,6 +130,14 @@ class ABTable(DataTable[Text | str]):
                     text.stylize(win_style)
                 cells.append(text)
         return tuple(cells)
+
+
+def compact_interval(row: ComparisonRow) -> str:
+    """The margin's interval in whole percent, `+12…+31`: the Margin column beside it carries
+    the unit and the decimals, and this width keeps the column on screen at 80x24."""
+    if row.margin_low is None or row.margin_high is None:
+        return ""
+    return f"{row.margin_low * 100:+.0f}…{row.margin_high * 100:+.0f}"
 
 
 def _no_winner(row: ComparisonRow) -> str:

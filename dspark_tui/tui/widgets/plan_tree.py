@@ -17,7 +17,9 @@ MARKS = {"pending": "·", "running": "▶", "done": "✓", "failed": "✗", "ski
 
 class PlanTree(Tree[CellKey | None]):
     DEFAULT_CSS = """
-    PlanTree { width: 28; border-right: solid $panel; }
+    /* 23 with a one-column scrollbar: its longest label (`│ └ ✓ c16   132,434.4`) whole, and
+       the A/B table beside it keeps Winner to Interval on screen at 80 columns */
+    PlanTree { width: 23; border-right: solid $panel; scrollbar-size-vertical: 1; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:

@@ -1,4 +1,6 @@
-"""One chart of a run: a metric against concurrency (log2 axis), one line per arm, one scenario.
+"""One chart of a run at a time: a metric against concurrency (log2 axis), one line per arm, one
+scenario; or one panel of the report's own charts (report/charts.py: the margin with its
+interval and tie band, the per-position acceptance per arm), drawn from that data as it is.
 
 Plotext draws it (textual-plotext): its background and text follow the app's theme, and each
 arm's line colour is a theme variable resolved each time the chart is drawn, so a theme switch
@@ -9,13 +11,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from textual.color import Color
 from textual_plotext import PlotextPlot
 
 from dspark_tui.model import CellResult
 from dspark_tui.tui import colours
+
+if TYPE_CHECKING:  # pandas stays unloaded until a report chart is asked for
+    from dspark_tui.report.charts import ChartData, Panel
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,51 @@ def curves(cells: Iterable[CellResult], scenario: str, metric: Metric,
     return {arm: sorted(curve) for arm, curve in points.items() if curve}
 
 
+@dataclass(frozen=True)
+class Line:
+    label: str
+    x: tuple[float, ...]
+    y: tuple[float, ...]
+    arm_index: int  # the arm's colour
+    band: bool = False  # an interval's low or high: dotted, unlabelled
+
+
+@dataclass(frozen=True)
+class ChartView:
+    """What one drawing shows: lines, flat lines (a tie band) and the axes' words."""
+
+    title: str
+    y_label: str
+    x_label: str
+    lines: tuple[Line, ...]
+    log2_x: bool = True
+    flat: tuple[float, ...] = field(default_factory=tuple)
+    flat_label: str = ""
+
+
+def metric_view(data: dict[str, Curve], metric: Metric, title: str, arms: list[str]) -> ChartView:
+    lines = tuple(Line(arm, tuple(float(c) for c, _ in curve), tuple(v for _, v in curve),
+                       arms.index(arm)) for arm, curve in data.items())
+    return ChartView(title, metric.title, "concurrency (log2)", lines)
+
+
+def panel_view(chart: ChartData, panel: Panel, title: str, *, bands: bool = True) -> ChartView:
+    """A report chart's panel: each series a line, its interval low and high two dotted lines of
+    its colour (`bands`), and the chart's tie band (a fraction) as two flat lines in percent."""
+    lines: list[Line] = []
+    for series in panel.series:
+        index = chart.arms.index(series.arm) if series.arm in chart.arms else 0
+        lines.append(Line(series.label, series.x, series.y, index))
+        if bands and series.low is not None and series.high is not None:
+            lines += [Line("", series.x, series.low, index, band=True),
+                      Line("", series.x, series.high, index, band=True)]
+    band = chart.tie_band
+    flat = (-band * 100, band * 100) if band else ()
+    x_label = "concurrency (log2)" if chart.log2_x else chart.x_label.lower()
+    return ChartView(title, panel.y_label, x_label, tuple(lines), chart.log2_x, flat,
+                     f"tie ±{band * 100:g}%" if band else "")
+
+
 class RunChart(PlotextPlot):
     DEFAULT_CSS = """
     RunChart { height: 1fr; }
@@ -53,39 +104,55 @@ class RunChart(PlotextPlot):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self._shown: tuple[dict[str, Curve], Metric, str, list[str]] | None = None
+        self._shown: ChartView | None = None
 
     def on_mount(self) -> None:
         super().on_mount()
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._draw())
 
     def show(self, data: dict[str, Curve], metric: Metric, title: str, arms: list[str]) -> None:
-        self._shown = (data, metric, title, arms)
+        self.show_view(metric_view(data, metric, title, arms))
+
+    def show_view(self, view: ChartView) -> None:
+        self._shown = view
         self._draw()
 
     def _draw(self) -> None:
-        if self._shown is None:
+        view = self._shown
+        if view is None:
             return
-        data, metric, title, arms = self._shown
         plt = self.plt
         plt.clear_figure()
-        plt.title(title)
-        plt.xlabel("concurrency (log2)")
-        plt.ylabel(metric.title)
-        every_c = sorted({c for curve in data.values() for c, _ in curve})
-        if every_c:
-            plt.xticks([math.log2(c) for c in every_c], [str(c) for c in every_c])
-            if len(every_c) == 1:  # one concurrency: room either side of its points
-                x = math.log2(every_c[0])
-                plt.xlim(x - 1, x + 1)
-        for arm, curve in data.items():
-            xs = [math.log2(c) for c, _ in curve]
-            ys = [value for _, value in curve]
-            plt.plot(xs, ys, marker="braille", color=self._rgb(arms.index(arm)), label=arm)
-            plt.scatter(xs, ys, marker="●", color=self._rgb(arms.index(arm)))
+        plt.title(view.title)
+        plt.xlabel(view.x_label)
+        plt.ylabel(view.y_label)
+        place = (lambda x: math.log2(x)) if view.log2_x else (lambda x: x)
+        every_x = sorted({x for line in view.lines for x in line.x})
+        if every_x:
+            plt.xticks([place(x) for x in every_x], [f"{x:g}" for x in every_x])
+            if len(every_x) == 1:  # one point a line: room either side of it
+                plt.xlim(place(every_x[0]) - 1, place(every_x[0]) + 1)
+        for value in view.flat:
+            plt.hline(value, color=self._muted())
+        for line in view.lines:
+            xs = [place(x) for x in line.x]
+            colour = self._rgb(line.arm_index)
+            if line.band:
+                plt.plot(xs, list(line.y), marker="dot", color=colour)
+                continue
+            plt.plot(xs, list(line.y), marker="braille", color=colour, label=line.label)
+            plt.scatter(xs, list(line.y), marker="●", color=colour)
+        if view.flat and view.lines:  # names the flat lines in the legend
+            plt.scatter([place(every_x[0])], [view.flat[-1]], marker="─", color=self._muted(),
+                        label=view.flat_label)
         self.refresh()
 
     def _rgb(self, index: int) -> tuple[int, int, int]:
-        variable = colours.arm_colour(index).removeprefix("$")
-        value = self.app.theme_variables.get(variable, "white")
+        return self._theme_rgb(colours.arm_colour(index))
+
+    def _muted(self) -> tuple[int, int, int]:
+        return self._theme_rgb("$foreground-muted")
+
+    def _theme_rgb(self, variable: str) -> tuple[int, int, int]:
+        value = self.app.theme_variables.get(variable.removeprefix("$"), "white")
         return Color.parse(value).rgb

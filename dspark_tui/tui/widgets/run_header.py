@@ -37,7 +37,8 @@ class RunHeader(Static):
         if state.skipped:
             parts.append(f"  skipped {state.skipped}")
         parts.append(f"   elapsed {fmt.duration(state.elapsed(now))}")
-        parts.append(f"  ETA {fmt.duration(state.eta(now))}")
+        if not state.finished:  # an ended run's `ETA 0:00` says nothing and wraps at 80 columns
+            parts.append(f"  ETA {fmt.duration(state.eta(now))}")
         if greedy := state.greedy_line():
             diverges = any(v.verdict == "diverges" for v in state.greedy)
             parts += ["\n", (greedy, f"bold {colours.FAILED}") if diverges else greedy]
