@@ -49,12 +49,20 @@ def write_record(run_dir: Path, record: ServerRecord) -> bool:
 
     server.json is the live server (what a resume stops); each session also keeps its own
     record, `servers/{arm}-{session}.json`, as evidence of what served its measurements."""
-    paths = [run_dir / SERVER_JSON]
-    if record.session:
-        paths.append(run_dir / "servers" / f"{safe_name(record.arm)}-{safe_name(record.session)}.json")
+    return write_session_record(run_dir, SERVER_JSON, ".json", record.arm, record.session,
+                                record.model_dump_json(indent=2) + "\n")
+
+
+def write_session_record(run_dir: Path, name: str, copy_suffix: str, arm: str,
+                         session: str | None, text: str) -> bool:
+    """`name` in the run directory (the live one, what a resume undoes) and, for a session, its
+    own copy `servers/{arm}-{session}{copy_suffix}`; 0600, best effort (False on an OSError)."""
+    paths = [run_dir / name]
+    if session:
+        paths.append(run_dir / "servers" / f"{safe_name(arm)}-{safe_name(session)}{copy_suffix}")
     try:
         for path in paths:
-            atomic_write_text(path, record.model_dump_json(indent=2) + "\n")
+            atomic_write_text(path, text)
             os.chmod(path, 0o600)
     except OSError:
         return False

@@ -9,14 +9,12 @@ anything (`stop_orphaned_launch`), as server_record.py does for local processes.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from dspark_tui.model import safe_name
-from dspark_tui.results.atomic import atomic_write_text
+from dspark_tui.engine.server_record import write_session_record
 
 LAUNCHER_JSON = "launcher.json"
 
@@ -38,17 +36,8 @@ class LaunchRecord(BaseModel):
 def write_launch_record(run_dir: Path, record: LaunchRecord) -> bool:
     """Best effort, like server.json: a full disk must not stop a stop. Each session keeps its
     own copy as evidence (`servers/{arm}-{session}.launcher.json`)."""
-    paths = [run_dir / LAUNCHER_JSON]
-    if record.session:
-        paths.append(run_dir / "servers"
-                     / f"{safe_name(record.arm)}-{safe_name(record.session)}.launcher.json")
-    try:
-        for path in paths:
-            atomic_write_text(path, record.model_dump_json(indent=2) + "\n")
-            os.chmod(path, 0o600)
-    except OSError:
-        return False
-    return True
+    return write_session_record(run_dir, LAUNCHER_JSON, ".launcher.json", record.arm, record.session,
+                                record.model_dump_json(indent=2) + "\n")
 
 
 def read_launch_record(run_dir: Path) -> LaunchRecord | None:
