@@ -57,7 +57,8 @@ def _dataset_lines(plan: Plan) -> list[str]:
         dataset, path = plan.dataset_of(scenario)
         where = f" from {path}" if path else (" from the shipped prompts file" if dataset == "jsonl"
                                                else "")
-        sources.setdefault(f"dataset {dataset}{where}", []).append(scenario.name)
+        only = f", category {scenario.category} only" if scenario.category else ""
+        sources.setdefault(f"dataset {dataset}{where}{only}", []).append(scenario.name)
     if len(sources) == 1:
         return list(sources)
     return [f"{line} ({', '.join(names)})" for line, names in sources.items()]

@@ -225,7 +225,8 @@ class Scenario(_Strict):
     # None: the plan's [bench] dataset and dataset_path.
     dataset: Dataset | None = None
     dataset_path: str | None = Field(default=None, min_length=1)
-    # A category-pure cell: only this category's prompts (docs/categories.md); None: any prompt.
+    # A category-pure cell: only this category's lines of a jsonl prompt file (no dataset given:
+    # `jsonl`, see dataset_of; README, Per category); None: any prompt.
     category: str | None = Field(default=None, min_length=1, max_length=MAX_NAME_LEN)
 
     @model_serializer(mode="wrap")
@@ -350,8 +351,7 @@ class Plan(_Strict):
 
     def dataset_of(self, scenario: Scenario) -> tuple[Dataset, str | None]:
         """The scenario's dataset and file: its own keys, else the plan's [bench] ones."""
-        dataset = scenario.dataset or self.bench.dataset
-        return dataset, scenario.dataset_path or self.bench.dataset_path
+        return dataset_of(self.bench, scenario)
 
     @model_serializer(mode="wrap")
     def _without_absent_traffic(self, handler: Any) -> Any:
@@ -460,11 +460,23 @@ class KeyedValueError(ValueError):
         self.loc = loc
 
 
+def dataset_of(bench: BenchConfig, scenario: Scenario) -> tuple[Dataset, str | None]:
+    """The scenario's dataset and file: its own keys, else the plan's [bench] ones. A
+    category-pure scenario without its own dataset reads `jsonl` (its category's lines of the
+    [bench] jsonl file, else of the shipped one), whatever [bench] draws for the others."""
+    if scenario.category is not None and scenario.dataset is None and bench.dataset != "jsonl":
+        return "jsonl", scenario.dataset_path
+    return scenario.dataset or bench.dataset, scenario.dataset_path or bench.dataset_path
+
+
 def _check_dataset(bench: BenchConfig, scenario: Scenario, index: int) -> None:
     """One line for a dataset the plan's driver cannot run or that lacks its file."""
-    dataset = scenario.dataset or bench.dataset
-    path = scenario.dataset_path or bench.dataset_path
+    dataset, path = dataset_of(bench, scenario)
     name = f"scenarios[{json.dumps(scenario.name, ensure_ascii=False)}]"
+    if scenario.category is not None and dataset != "jsonl":
+        raise KeyedValueError(("scenarios", index, "dataset"), f"{name}.dataset: a scenario with "
+                              f"a category reads a jsonl prompt file, not {dataset!r} (leave "
+                              "dataset out, or set \"jsonl\")")
     where = f"{name}.dataset" if scenario.dataset else "bench.dataset"
     loc: tuple[str | int, ...] = ("scenarios", index, "dataset") if scenario.dataset else ("bench", "dataset")
     if dataset in ("random", "sharegpt") and not path:

@@ -1,8 +1,8 @@
 """A prompt file: one JSON object a line, `prompt` (or `text`) and an optional `category`.
 
-Both sides of a category benchmark read it: the client to send one category's prompts, the
-simulator to know which category a prompt it receives belongs to. The "datasets" work adds the
-plan's `jsonl` dataset on the same format; `read_prompt_file` is the one place that reads it.
+The simulator reads it here to know which category a prompt it receives belongs to; the client
+reads the same format as the plan's `jsonl` dataset (engine/datasets/files.py, which a
+category-pure scenario filters to its category).
 """
 
 from __future__ import annotations
@@ -57,13 +57,3 @@ def _entry(path: Path, number: int, line: str) -> PromptEntry | None:
     if category is not None and (not isinstance(category, str) or not category.strip()):
         raise PromptFileError(f"{where}: category: must be a non-empty string")
     return PromptEntry(text=text, category=category)
-
-
-def category_prompts(entries: list[PromptEntry], category: str, where: Path) -> list[str]:
-    """The texts of one category, in file order; none is one error naming what the file has."""
-    texts = [e.text for e in entries if e.category == category]
-    if not texts:
-        present = sorted({e.category for e in entries if e.category})
-        raise PromptFileError(f"{where}: no prompt of category {category!r} "
-                              f"(the file has: {', '.join(present) or 'none'})")
-    return texts

@@ -71,6 +71,7 @@ class PromptSetRecord(BaseModel):
     seed: int
     tokenizer: str = ""
     sha256: str = ""  # of the prompt file itself
+    category: str | None = None  # a category-pure scenario's: only this category's lines
     prepare_s: float | None = None
 
 

@@ -239,3 +239,59 @@ dataset_path = "/d/sg.json"
     assert _dataset_lines(parse_plan(text)) == ["dataset jsonl from the shipped prompts file (s)",
                                                 "dataset random from /d/sg.json (t)"]
     assert _dataset_lines(parse_plan(_plan_text())) == ["dataset random-ids"]
+
+
+def test_a_category_means_the_jsonl_dataset_filtered_to_it() -> None:
+    from dspark_tui.commands import _dataset_lines
+
+    pure = 'category = "code"'
+    shipped = parse_plan(_plan_text("", pure))
+    assert [(c.dataset, c.dataset_path, c.category) for c in shipped.cells()] == [("jsonl", None, "code")]
+    own = parse_plan(_plan_text('dataset = "jsonl"\ndataset_path = "/d/mine.jsonl"', pure))
+    assert own.cells()[0].dataset_path == "/d/mine.jsonl"
+    over_random = parse_plan(_plan_text('dataset = "random"\ndataset_path = "/d/sg.json"', pure))
+    assert over_random.dataset_of(over_random.scenarios[0]) == ("jsonl", None)
+    assert _dataset_lines(shipped) == ["dataset jsonl from the shipped prompts file, category code only"]
+    with pytest.raises(PlanError) as caught:
+        parse_plan(_plan_text("", pure + '\ndataset = "random"\ndataset_path = "/d/sg.json"'), "p.toml")
+    assert ('scenarios["s"].dataset: a scenario with a category reads a jsonl prompt file, '
+            "not 'random'") in str(caught.value)
+
+
+async def test_a_category_pure_set_is_prepared_saved_recorded_and_reused(tmp_path: Path,
+                                                                       port: int) -> None:
+    source = tmp_path / "mine.jsonl"
+    lines = [{"prompt": f"write a function number {i} that sorts the list please", "category": "code"}
+             for i in range(4)] + [{"prompt": "tell me about your day", "category": "chat"}]
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    cells = f"""[[scenarios]]
+name = "code"
+category = "code"
+dataset_path = "{source}"
+input_len = 64
+output_len = 8
+concurrencies = [2]
+num_prompts = 6
+"""
+    (tmp_path / "plan.toml").write_text(sim_plan_text(port, arms=(3,), warmup=0, cells=cells))
+    plan = load_plan(tmp_path / "plan.toml")
+    store = prepare_run(plan, tmp_path / "results")
+    assert await Runner(plan, store, gpu=None).run() == "completed"
+
+    saved = store.path / "prompts" / "code__n6.jsonl"
+    header, *rows = [json.loads(line) for line in saved.read_text().splitlines()]
+    assert header["dataset"] == "jsonl" and header["category"] == "code"
+    code = {line["prompt"] for line in lines[:4]}
+    assert {r["text"] for r in rows} == code and {r["category"] for r in rows} == {"code"}
+    for row in rows:  # sent as written, counted by the server's tokenizer
+        assert toy.decode(row["token_ids"]) == "<s>" + row["text"]
+    [record] = json.loads(store.manifest_path.read_text())["prompt_sets"]
+    assert record["file"] == "prompts/code__n6.jsonl" and record["category"] == "code"
+    assert record["dataset_path"] == str(source)
+
+    before = saved.read_bytes()
+    source.write_text(json.dumps({"prompt": "something else entirely", "category": "code"}) + "\n")
+    for cell in (store.path / "cells").rglob("code__c2__*.json"):
+        cell.unlink()
+    assert await Runner(plan_of_run(store), store, gpu=None).run() == "completed"
+    assert saved.read_bytes() == before

@@ -81,7 +81,8 @@ def _category_plan(driver: str, category: str) -> str:
 
 def test_a_category_needs_the_native_driver():
     assert parse_plan(_category_plan("native", "code")).scenarios[0].category == "code"
-    assert parse_plan(_category_plan("native", "code")).cells()[0].category == "code"
+    cell = parse_plan(_category_plan("native", "code")).cells()[0]
+    assert (cell.category, cell.dataset, cell.dataset_path) == ("code", "jsonl", None)
     with pytest.raises(PlanError) as caught:
         parse_plan(_category_plan("sglang", "code"), "p.toml")
     assert "scenario 'code' sets a category: category-pure cells need bench.driver" in str(caught.value)

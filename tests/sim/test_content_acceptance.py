@@ -11,13 +11,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from dspark_tui.engine.drivers.category_prompts import category_text_prompts
-from dspark_tui.model.prompt_file import (
-    BUILTIN_PROMPT_FILE,
-    PromptFileError,
-    category_prompts,
-    read_prompt_file,
-)
+from dspark_tui.engine.datasets import DatasetError, load_prompt_set
+from dspark_tui.engine.datasets.files import category_lines, read_prompt_lines
+from dspark_tui.engine.datasets.prepare import prepare_keys, set_key
+from dspark_tui.engine.drivers.prompts import PromptSpec
+from dspark_tui.model import CellKey, CellSpec
+from dspark_tui.model.prompt_file import BUILTIN_PROMPT_FILE, PromptFileError, read_prompt_file
 from dspark_tui.sim.config import DEFAULT_ACCEPTANCE, ModelConfig
 from dspark_tui.sim.content import (
     ContentAcceptance,
@@ -73,23 +72,31 @@ def test_a_bad_prompt_file_line_is_named(tmp_path: Path):
     bad.write_text('{"prompt": "fine words here", "category": "chat"}\n{"category": "code"}\n')
     with pytest.raises(PromptFileError, match=r"prompts.jsonl:2: prompt: a non-empty string"):
         read_prompt_file(bad)
-    entries = read_prompt_file(BUILTIN_PROMPT_FILE)
-    with pytest.raises(PromptFileError,
+    with pytest.raises(DatasetError,
                        match=r"no prompt of category 'poetry'.*chat, code, math, structured, summar"):
-        category_prompts(entries, "poetry", BUILTIN_PROMPT_FILE)
+        category_lines(read_prompt_lines(BUILTIN_PROMPT_FILE), "poetry", BUILTIN_PROMPT_FILE)
 
 
-def test_prompts_cut_or_repeated_by_the_client_keep_their_category():
+def test_unknown_prompts_keep_the_base_acceptance_and_spacing_does_not_matter():
     entries = read_prompt_file(BUILTIN_PROMPT_FILE)
     content = ContentAcceptance.build(parse_accept_profile(PROFILE, DEFAULT_ACCEPTANCE), entries)
-    for category in ("code", "chat", "structured"):
-        texts = category_prompts(entries, category, BUILTIN_PROMPT_FILE)
-        for length in (1, 9, 300):  # cut below the key, cut, repeated
-            for prompt in category_text_prompts(texts, length, 8, 0.0, len(texts), seed=3):
-                assert content.category_of(str(prompt.prompt)) == category
+    structured = [e.text for e in entries if e.category == "structured"]
     assert content.acceptance_of("a prompt from somewhere else entirely, not in any file") is None
     assert content.acceptance_of(None) is None  # token ids: the base acceptance
-    assert content.acceptance_of("  ".join(texts[0].split())) == content.profiles.get("structured")
+    assert content.acceptance_of("  ".join(structured[0].split())) == content.profiles.get("structured")
+
+
+def _category_cell(category: str, count: int, concurrency: int = 16) -> CellSpec:
+    """A category-pure cell as the plan makes it: the shipped file's `jsonl` set of a category."""
+    return CellSpec(key=CellKey(arm="K=3", scenario=category, concurrency=concurrency),
+                    input_len=64, output_len=96, range_ratio=0.5, num_prompts=count,
+                    category=category, dataset="jsonl")
+
+
+async def _prepared(url: str, run_dir: Path, cell: CellSpec, seed: int) -> list[PromptSpec]:
+    """The cell's prompts prepared as a run prepares them: the server's /tokenize, prompts/."""
+    await prepare_keys([set_key(cell)], seed, run_dir, url, "test-model", {}, "test-model")
+    return load_prompt_set(run_dir, cell)
 
 
 def test_model_time_accept_length_follows_the_profile():
@@ -133,18 +140,17 @@ def _measure(url: str, prompts: list[str | list[int]]) -> list[float]:
     return [(a - b) / drafts for a, b in zip(after[1], before[1], strict=True)] + [drafts]
 
 
-def test_category_pure_cells_measure_back_the_configured_profiles():
+def test_category_pure_cells_measure_back_the_configured_profiles(tmp_path: Path):
     """Tolerance: each position's rate is a binomial proportion over the cell's drafts (one
     independent draw per draft), so 4 standard errors (sqrt(q(1-q)/drafts), about 0.005-0.011
     for ~3,000 drafts) bound it; six comparisons at 4 SE fail by chance about 1 in 2,500.
     Without the profiles every cell would show the base 0.90 at position 1: 7 SE off for
     code, 40 for chat."""
-    entries = read_prompt_file(BUILTIN_PROMPT_FILE)
     with running_sim("--accept-profile", PROFILE, spec_tokens=K, speed=50) as sim:
         for category, first in (("code", 0.95), ("chat", 0.55)):
-            texts = category_prompts(entries, category, BUILTIN_PROMPT_FILE)
-            prompts: list[str | list[int]] = [
-                str(p.prompt) for p in category_text_prompts(texts, 64, 8, 0.0, 96, seed=5)]
+            prepared = asyncio.run(_prepared(sim.url, tmp_path / category,
+                                             _category_cell(category, 96), seed=5))
+            prompts: list[str | list[int]] = [str(p.prompt) for p in prepared]
             *measured, drafts = _measure(sim.url, prompts)
             for position, (got, want) in enumerate(
                     zip(measured, _expected_per_position(first, K), strict=True)):
@@ -196,26 +202,31 @@ def test_the_demo_categories_plan_has_a_different_best_k_per_category_in_model_t
 
 
 async def test_the_native_driver_sends_a_category_pure_cell_the_simulator_recognises(tmp_path: Path):
-    """The real client path: a scenario's category picks the prompts, and the server's
-    acceptance over the cell is that category's (position 1 within 4 SE)."""
-    from dspark_tui.engine.drivers import CellError, DriverContext, NativeDriver
-    from dspark_tui.model import BenchConfig, CellKey, CellSpec
+    """The real client path: the cell's prepared set holds its category's lines as written (so
+    each starts with the words the simulator keys on), and the server's acceptance over the
+    cell is that category's (position 1 within 4 SE)."""
+    from dspark_tui.engine.drivers import DriverContext, NativeDriver
+    from dspark_tui.model import BenchConfig
 
-    def cell(category: str) -> CellSpec:
-        return CellSpec(key=CellKey(arm="K=3", scenario=category, concurrency=8), input_len=64,
-                        output_len=96, range_ratio=0.5, num_prompts=48, category=category)
-
+    cell = _category_cell("chat", 48, concurrency=8)
+    chat = {line.prompt for line in category_lines(read_prompt_lines(BUILTIN_PROMPT_FILE), "chat",
+                                                   BUILTIN_PROMPT_FILE)}
+    content = ContentAcceptance.build(parse_accept_profile(PROFILE, DEFAULT_ACCEPTANCE),
+                                      read_prompt_file(BUILTIN_PROMPT_FILE))
     with running_sim("--accept-profile", PROFILE, spec_tokens=K, speed=50) as sim:
+        prompts = await _prepared(sim.url, tmp_path, cell, seed=2)
+        assert {p.text for p in prompts} <= chat and len({p.text for p in prompts}) > 1
+        assert {content.category_of(str(p.prompt)) for p in prompts} == {"chat"}
         ctx = DriverContext(base_url=sim.url, host="127.0.0.1", port=sim.port,
                             served_model_name="test-model", model_path="test-model",
                             bench=BenchConfig(driver="native", seed=2, cell_timeout_s=60),
-                            raw_dir=tmp_path / "raw")
+                            raw_dir=tmp_path / "raw", run_dir=tmp_path)
         before = _counters(sim.metrics_text())
-        result = await NativeDriver().run(cell("chat"), ctx, lambda _: None)
+        result = await NativeDriver().run(cell, ctx, lambda _: None)
         after = _counters(sim.metrics_text())
         assert result.metrics.completed == 48
         drafts = after[0] - before[0]
         rate = (after[1][0] - before[1][0]) / drafts
         assert abs(rate - 0.55) <= 4 * math.sqrt(0.55 * 0.45 / drafts), (rate, drafts)
-        with pytest.raises(CellError, match="no prompt of category 'poetry'"):
-            await NativeDriver().run(cell("poetry"), ctx, lambda _: None)
+        with pytest.raises(DatasetError, match="no prompt of category 'poetry'"):
+            await _prepared(sim.url, tmp_path, _category_cell("poetry", 8), seed=2)

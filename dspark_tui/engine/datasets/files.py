@@ -89,6 +89,16 @@ def read_prompt_lines(path: str | Path) -> list[PromptLine]:
     return lines
 
 
+def category_lines(lines: list[PromptLine], category: str, path: str | Path) -> list[PromptLine]:
+    """The lines of one category, in file order; none is one error naming the ones the file has."""
+    kept = [line for line in lines if line.category == category]
+    if not kept:
+        present = sorted({line.category for line in lines if line.category})
+        raise DatasetError(f"{path}: no prompt of category {category!r} "
+                           f"(the file has: {', '.join(present) or 'none'})")
+    return kept
+
+
 def _read_text(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")

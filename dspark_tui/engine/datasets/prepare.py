@@ -4,7 +4,8 @@ the same ones.
 `prompts/{scenario}__n{count}.jsonl` (one file per scenario and prompt count, since sglang's
 draws depend on the count): a header line, then one line a prompt (`text`, `token_ids`,
 `prompt_len`, `output_len`, `category`). run.json's `prompt_sets` records each file with the
-dataset, its path and SHA-256, the seed, the tokenizer and the file's own SHA-256.
+dataset, its path and SHA-256, the category (a category-pure scenario's set holds only that
+category's lines of its jsonl file), the seed, the tokenizer and the file's own SHA-256.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from dspark_tui.engine.datasets.files import (
     DatasetError,
     PromptLine,
+    category_lines,
     read_prompt_lines,
     read_sharegpt_pairs,
     shipped_prompts_path,
@@ -53,6 +55,7 @@ class PromptSetKey:
     input_len: int
     output_len: int
     range_ratio: float
+    category: str | None = None
 
     @property
     def relpath(self) -> str:
@@ -61,7 +64,7 @@ class PromptSetKey:
 
 def set_key(cell: CellSpec) -> PromptSetKey:
     return PromptSetKey(cell.key.scenario, cell.num_prompts, cell.dataset, cell.dataset_path,
-                        cell.input_len, cell.output_len, cell.range_ratio)
+                        cell.input_len, cell.output_len, cell.range_ratio, cell.category)
 
 
 def source_path(key: PromptSetKey) -> Path:
@@ -161,6 +164,8 @@ async def _prepare_one(key: PromptSetKey, seed: int, tokenizer: Tokenizer, run_d
     try:
         if key.dataset == "jsonl":
             lines = await asyncio.to_thread(sources.prompt_lines, source)
+            if key.category is not None:
+                lines = category_lines(lines, key.category, source)
             prompts = await jsonl_prompts(lines, key.output_len,
                                           key.range_ratio, key.count, seed, tokenizer)
         elif key.dataset == "random":
@@ -180,13 +185,13 @@ async def _prepare_one(key: PromptSetKey, seed: int, tokenizer: Tokenizer, run_d
               "dataset": key.dataset, "dataset_path": str(source), "source_sha256": digest,
               "seed": seed, "count": key.count, "input_len": key.input_len,
               "output_len": key.output_len, "range_ratio": key.range_ratio,
-              "tokenizer": tokenizer.label}
+              "tokenizer": tokenizer.label, "category": key.category}
     data = _encode(header, prompts)
     atomic_write_bytes(run_dir / key.relpath, data)
     return PromptSetRecord(
         file=key.relpath, scenario=key.scenario, count=key.count, dataset=key.dataset,
         dataset_path=str(source), source_sha256=digest, seed=seed,
-        tokenizer=tokenizer.label, sha256=hashlib.sha256(data).hexdigest(),
+        tokenizer=tokenizer.label, sha256=hashlib.sha256(data).hexdigest(), category=key.category,
         prepare_s=round(time.perf_counter() - started, 3),
     )
 
@@ -200,7 +205,7 @@ def _record_of_file(run_dir: Path, key: PromptSetKey) -> PromptSetRecord:
             file=key.relpath, scenario=key.scenario, count=key.count, dataset=header["dataset"],
             dataset_path=header["dataset_path"], source_sha256=header["source_sha256"],
             seed=header["seed"], tokenizer=header.get("tokenizer", ""),
-            sha256=hashlib.sha256(data).hexdigest())
+            sha256=hashlib.sha256(data).hexdigest(), category=header.get("category"))
     except (ValueError, KeyError, TypeError) as exc:
         raise DatasetError(f"{path}: unreadable prompt file header ({exc}); delete it to draw "
                            "the prompts again") from None
@@ -249,7 +254,8 @@ def load_prompt_set(run_dir: Path, cell: CellSpec) -> list[PromptSpec]:
     try:
         header = json.loads(raw_lines[0])
         rows = [json.loads(line) for line in raw_lines[1:] if line.strip()]
-        expected = {"format": FORMAT, "dataset": key.dataset, "count": key.count}
+        expected = {"format": FORMAT, "dataset": key.dataset, "count": key.count,
+                    "category": key.category}
         wrong = next((k for k, v in expected.items() if header.get(k) != v), None)
         if wrong is not None:
             raise DatasetError(f"{path}: {wrong} is {header.get(wrong)!r}, this cell needs "

@@ -24,14 +24,12 @@ import json
 import time
 from collections import deque
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import aiohttp
 
 from dspark_tui.engine.drivers.auth import bearer_headers
 from dspark_tui.engine.drivers.base import CellError, DriverContext, ProgressCallback
-from dspark_tui.engine.drivers.category_prompts import cell_prompts as category_cell_prompts
 from dspark_tui.engine.drivers.cli_driver import raw_relpath
 from dspark_tui.engine.drivers.prompts import PromptSpec, random_id_prompts
 from dspark_tui.engine.drivers.stats import RequestRecord, measured_raw
@@ -308,11 +306,8 @@ async def _report_progress(live: LiveStats, cell: CellSpec, on_progress: Progres
 
 
 def cell_prompts(cell: CellSpec, ctx: DriverContext) -> list[PromptSpec]:
-    """`random-ids` drawn here; a text dataset's prompts as the run prepared them (prompts/); a
-    category-pure cell's from its prompt file (the plan's `jsonl` file, else the shipped one)."""
-    if cell.category is not None:
-        path = Path(cell.dataset_path) if cell.dataset == "jsonl" and cell.dataset_path else None
-        return category_cell_prompts(cell, ctx.bench.seed, *([path] if path else []))
+    """`random-ids` drawn here; a text dataset's prompts (a category-pure cell's among them) as
+    the run prepared them (prompts/)."""
     if cell.dataset == "random-ids":
         return random_id_prompts(cell.input_len, cell.output_len, cell.range_ratio,
                                  cell.num_prompts, ctx.bench.seed)
