@@ -70,7 +70,7 @@ def test_a_bad_profile_is_one_line_naming_it(text: str, says: str):
 def test_a_bad_prompt_file_line_is_named(tmp_path: Path):
     bad = tmp_path / "prompts.jsonl"
     bad.write_text('{"prompt": "fine words here", "category": "chat"}\n{"category": "code"}\n')
-    with pytest.raises(PromptFileError, match=r"prompts.jsonl:2: prompt: a non-empty string"):
+    with pytest.raises(PromptFileError, match=r"prompts.jsonl:2: prompt: required, a non-empty string"):
         read_prompt_file(bad)
     with pytest.raises(DatasetError,
                        match=r"no prompt of category 'poetry'.*chat, code, math, structured, summar"):

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dspark_tui.model import UserError
-from dspark_tui.model.prompt_file import BUILTIN_PROMPT_FILE
+from dspark_tui.model.prompt_file import BUILTIN_PROMPT_FILE, PromptFileError, read_prompt_file
 
 
 class DatasetError(UserError):
@@ -59,34 +59,13 @@ def read_sharegpt_pairs(path: str | Path) -> list[tuple[str, str]]:
 
 
 def read_prompt_lines(path: str | Path) -> list[PromptLine]:
-    """One JSON object a line: `prompt` (text), optional `category` (text) and `output_len` (> 0).
-    Blank lines are skipped."""
-    lines: list[PromptLine] = []
-    for number, raw in enumerate(_read_text(Path(path)).splitlines(), start=1):
-        if not raw.strip():
-            continue
-        where = f"{path}:{number}"
-        try:
-            obj = json.loads(raw)
-        except ValueError as exc:
-            raise DatasetError(f"{where}: not JSON ({exc.args[0] if exc.args else exc})") from None
-        if not isinstance(obj, dict):
-            raise DatasetError(f"{where}: expected an object with a `prompt`")
-        unknown = sorted(set(obj) - {"prompt", "category", "output_len"})
-        if unknown:
-            raise DatasetError(f"{where}: {unknown[0]}: unknown key (prompt, category, output_len)")
-        prompt, category, output_len = obj.get("prompt"), obj.get("category"), obj.get("output_len")
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise DatasetError(f"{where}: prompt: required, a non-empty string")
-        if category is not None and (not isinstance(category, str) or not category):
-            raise DatasetError(f"{where}: category: a non-empty string, got {category!r}")
-        if output_len is not None and (not isinstance(output_len, int) or isinstance(output_len, bool)
-                                       or output_len <= 0):
-            raise DatasetError(f"{where}: output_len: a positive integer, got {output_len!r}")
-        lines.append(PromptLine(prompt, category, output_len))
-    if not lines:
-        raise DatasetError(f"{path}: holds no prompt")
-    return lines
+    """One JSON object a line: `prompt` (text), optional `category` (text) and `output_len` (> 0),
+    read by the one reader the simulator shares (model/prompt_file.py). Blank lines are skipped."""
+    try:
+        entries = read_prompt_file(Path(path))
+    except PromptFileError as exc:
+        raise DatasetError(str(exc)) from None
+    return [PromptLine(entry.text, entry.category, entry.output_len) for entry in entries]
 
 
 def category_lines(lines: list[PromptLine], category: str, path: str | Path) -> list[PromptLine]:
