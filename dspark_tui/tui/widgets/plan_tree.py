@@ -13,6 +13,7 @@ from dspark_tui.tui import colours
 from dspark_tui.tui import format as fmt
 
 MARKS = {"pending": "·", "running": "▶", "done": "✓", "failed": "✗", "skipped": "–"}
+PART_DONE = "◐"  # measured in some of its planned rounds: the mean so far, more to come
 
 
 class PlanTree(Tree[CellKey | None]):
@@ -29,13 +30,13 @@ class PlanTree(Tree[CellKey | None]):
         self._cell_nodes: dict[CellKey, TreeNode[CellKey | None]] = {}
         self._arm_nodes: dict[str, TreeNode[CellKey | None]] = {}
         self._scenario_nodes: dict[tuple[str, str], TreeNode[CellKey | None]] = {}
-        self._labels: dict[CellKey, tuple[str, float | None]] = {}
+        self._labels: dict[CellKey, tuple[str, float | None, bool]] = {}
         self._arm_states: dict[str, str] = {}
 
     def show(self, state: RunState) -> None:
         for key, cell in state.cells.items():
             node = self._cell_nodes.get(key) or self._add_cell(key)
-            shown = (cell.phase, cell.total_tok_s)
+            shown = (cell.phase, cell.total_tok_s, cell.phase == "pending" and cell.ok_count > 0)
             if self._labels.get(key) != shown:
                 self._labels[key] = shown
                 # Plain text: it marks the node changed; render_label colours it when drawn.
@@ -69,10 +70,11 @@ class PlanTree(Tree[CellKey | None]):
         return node
 
     def _cell_label(self, key: CellKey) -> Text:
-        phase, total = self._labels[key]
+        phase, total, part_done = self._labels[key]
         colour = colours.rich_style(colours.CELL_PHASE.get(phase, ""))
-        text = Text.assemble((MARKS[phase], colour), f" c{key.concurrency:<4}")
-        if phase == "done":
+        mark = PART_DONE if part_done else MARKS[phase]
+        text = Text.assemble((mark, colour), f" c{key.concurrency:<4}")
+        if phase == "done" or part_done:
             text.append(f" {fmt.number(total, 1)}")
         elif phase in ("failed", "skipped"):
             text.append(f" {phase}", style=colour)
