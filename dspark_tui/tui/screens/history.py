@@ -20,6 +20,7 @@ from textual.worker import Worker, get_current_worker
 
 from dspark_tui.model.run_status import run_status_label
 from dspark_tui.results import RunSummary, scan_runs
+from dspark_tui.results.run_size import format_size
 from dspark_tui.tui import colours
 from dspark_tui.tui.run_facts import RunFacts, run_facts
 from dspark_tui.tui.screens.loading import LoadingScreen
@@ -32,7 +33,7 @@ LIVE_RESCAN_S = 5.0  # while a listed run is going, its status and counts change
 STATUS_WIDTH = 24
 COLUMNS = (("", "mark", 1), ("Started", "date", 11), ("Status", "status", 9),
            ("Cells", "cells", 7), ("Best arm", "best", 11), ("Name", "name", 24),
-           ("Arms", "arms", 14), ("Model", "model", 26))
+           ("Size", "size", 8), ("Arms", "arms", 14), ("Model", "model", 26))
 
 
 class RunTable(DataTable[Text | str]):
@@ -116,7 +117,9 @@ class HistoryScreen(LoadingScreen):
             self.rescan()
 
     def rescan(self) -> Worker[list[RunSummary]]:
-        return self.load(partial(scan_runs, self.roots), self._show_runs, "scanning for runs")
+        # Sizes are cached by directory mtimes (results/run_size.py): a rescan walks only what changed.
+        return self.load(partial(scan_runs, self.roots, sizes=True), self._show_runs,
+                         "scanning for runs")
 
     def _show_runs(self, runs: list[RunSummary]) -> None:
         self.runs = runs
@@ -185,6 +188,7 @@ class HistoryScreen(LoadingScreen):
                     self._cells(run),
                     known[1].best if known is not None else "…",
                     _short(run.name, 24),
+                    format_size(run.size_bytes),
                     ",".join(run.arms),
                     _short(Path(run.model).name or run.model, 26),
                     key=str(run.path),
