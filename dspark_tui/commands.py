@@ -8,6 +8,7 @@ from pathlib import Path
 
 from dspark_tui.config import settings_or_warn
 from dspark_tui.model import Plan, UserError
+from dspark_tui.model.secrets import redact_argv
 
 
 def plan_command(args: argparse.Namespace) -> int:
@@ -35,7 +36,8 @@ def plan_command(args: argparse.Namespace) -> int:
     print(f"driver {plan.bench.driver}, warmup {plan.bench.warmup_requests} requests")
     print(*_dataset_lines(plan), sep="\n")
     for arm in plan.arms:
-        served = f"external server {arm.url}" if arm.url else " ".join(plan.server_argv(arm))
+        served = (f"external server {arm.url}" if arm.url
+                  else " ".join(redact_argv(plan.server_argv(arm))))
         print(f"arm {arm.name}: {served}")
     print(f"{'arm':<10} {'scenario':<22} {'conc':>5} {'in':>6} {'out':>6} {'prompts':>8}")
     for cell in cells:
@@ -130,7 +132,12 @@ def report_command(args: argparse.Namespace) -> int:
         sys.stdout.write(render_report(run, lang=args.lang))
         return 0
     from dspark_tui.report.outputs import write_outputs
+    from dspark_tui.results.store import RUN_JSON
 
+    if any(problem.path == RUN_JSON for problem in run.problems):
+        # Without run.json the report loses its plan and header: never overwrite a good one.
+        raise UserError(f"{run.path / RUN_JSON}: unreadable, so no report is written over the "
+                        "saved one; `--stdout` prints what can be rendered")
     try:  # the report, analysis.json and (K sweeps) schedule.json, as a finishing runner does
         path, *_ = write_outputs(run, (args.lang,))
     except OSError as exc:

@@ -73,13 +73,11 @@ def expected_output_bytes(plan: Plan) -> int:
     """The bytes a run of `plan` writes as planned (adaptive rounds not counted)."""
     bench = plan.bench
     passes = bench.rounds * bench.repeats
-    per_pass = {arm.name: 0.0 for arm in plan.arms}
-    for cell in plan.cells():
-        per_pass[cell.key.arm] += measurement_bytes(cell, plan)
+    per_pass = sum(measurement_bytes(cell, plan) for cell in plan.cells())
     sessions = len(plan.arms) * bench.rounds
     serving_seconds = passes * sum(measurement_seconds(c) for c in plan.cells())  # every session
     logs = sessions * SESSION_LOG_BYTES + serving_seconds * SESSION_LOG_BYTES_PER_S
-    return math.ceil(RUN_FIXED_BYTES + passes * sum(per_pass.values()) + logs)
+    return math.ceil(RUN_FIXED_BYTES + passes * per_pass + logs)
 
 
 def free_bytes(results_root: Path) -> tuple[Path, int]:

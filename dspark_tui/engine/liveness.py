@@ -9,8 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from dspark_tui.model import UserError
-from dspark_tui.results.run_lock import PATIENCE_S, lock_holder
+from dspark_tui.results.run_lock import PATIENCE_S, RunLocked, lock_holder, refusal
 from dspark_tui.results.scan import HEARTBEAT, pid_alive, run_dirs, warn_skipped
 from dspark_tui.results.scan import runner_alive as _runner_process_alive
 from dspark_tui.results.store import RUN_JSON
@@ -44,9 +43,7 @@ def refuse_if_alive(run_dir: Path) -> None:
     """One line naming the live runner's pid, for anything that would start a second one."""
     if runner_alive(run_dir):
         pid = lock_holder(run_dir, PATIENCE_S) or _manifest(run_dir).get("runner_pid")
-        who = f" (pid {pid})" if isinstance(pid, int) else ""
-        raise UserError(f"{run_dir}: its runner{who} is still alive; attach to it instead "
-                        f"(`dspark-tui attach {run_dir}`)")
+        raise RunLocked(refusal(run_dir, pid if isinstance(pid, int) else None))
 
 
 @dataclass

@@ -49,7 +49,7 @@ class RunLock:
                 holder = _pid_in(fd)
                 os.close(fd)
                 if time.monotonic() >= deadline:
-                    raise RunLocked(_refusal(run_dir, holder)) from None
+                    raise RunLocked(refusal(run_dir, holder)) from None
                 time.sleep(_RETRY_S)
                 continue
             except OSError as exc:  # ENOLCK: a filesystem without locks
@@ -72,7 +72,7 @@ class RunLock:
             os.set_inheritable(fd, False)  # never to the servers and clients this runner starts
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise RunLocked(_refusal(run_dir, _pid_in(fd))) from None
+            raise RunLocked(refusal(run_dir, _pid_in(fd))) from None
         except OSError as exc:
             raise UserError(f"{run_dir}: cannot take over its lock ({exc.strerror or exc})") from None
         lock = cls(run_dir, fd)
@@ -159,7 +159,7 @@ def _pid_in(fd: int) -> int | None:
         return None
 
 
-def _refusal(run_dir: Path, holder: int | None) -> str:
+def refusal(run_dir: Path, holder: int | None) -> str:
     who = f"pid {holder}" if holder else "a process whose pid it does not name"
     return (f"{run_dir}: another runner ({who}) holds this run; attach to it "
             f"(`dspark-tui attach {run_dir}`) or wait for it to end")

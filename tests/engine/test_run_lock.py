@@ -172,7 +172,7 @@ def test_a_killed_runner_frees_its_run_at_once(tmp_path: Path):
         (run_dir / "run.json").write_text(json.dumps(manifest))
         (run_dir / "heartbeat").touch()
         assert runner_alive(run_dir)
-        with pytest.raises(UserError, match=rf"its runner \(pid {holder.pid}\) is still alive"):
+        with pytest.raises(UserError, match=rf"another runner \(pid {holder.pid}\) holds this run"):
             lock_for_resume(run_dir, None)
     finally:
         holder.send_signal(signal.SIGKILL)
@@ -191,7 +191,7 @@ def test_a_run_from_before_the_lock_keeps_the_pid_rule(tmp_path: Path):
     (run_dir / "run.json").write_text(json.dumps(manifest))
     (run_dir / "heartbeat").touch()
     assert runner_alive(run_dir)
-    with pytest.raises(UserError, match=rf"its runner \(pid {os.getpid()}\) is still alive"):
+    with pytest.raises(UserError, match=rf"another runner \(pid {os.getpid()}\) holds this run"):
         lock_for_resume(run_dir, None)
 
 

@@ -55,3 +55,24 @@ def test_report_on_a_missing_directory_is_one_line_without_traceback(tmp_path: P
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr.splitlines() == [f"dspark-tui: error: {tmp_path / 'nowhere'}: no such run directory"]
+
+
+def test_report_never_overwrites_a_saved_report_when_run_json_is_unreadable(tmp_path: Path):
+    run_dir = tmp_path / "run"
+    shutil.copytree(SAMPLE_RUN, run_dir)
+    saved = (run_dir / "report.md").read_bytes()
+    (run_dir / "run.json").write_text("{not json", encoding="utf-8")
+    done = dspark("report", str(run_dir))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "run.json: unreadable, so no report is written" in done.stderr
+    assert (run_dir / "report.md").read_bytes() == saved
+
+
+def test_plan_check_masks_the_servers_secrets(tmp_path: Path):
+    plan = (REPO / "dspark_tui/plans/demo.toml").read_text(encoding="utf-8")
+    plan = plan.replace('"--host", "{host}",', '"--host", "{host}", "--api-key", "sk-plan-check-secret",', 1)
+    path = tmp_path / "plan.toml"
+    path.write_text(plan, encoding="utf-8")
+    done = dspark("plan", "check", str(path))
+    assert done.returncode == 0, done.stderr
+    assert "sk-plan-check-secret" not in done.stdout and "--api-key ***" in done.stdout
