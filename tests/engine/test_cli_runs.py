@@ -44,7 +44,7 @@ def _cell_files(run_dir: Path) -> dict[str, str]:
 def test_demo_headless_end_to_end(tmp_path: Path):
     # The demo plan's port is 0 (any free port), so it never clashes with another run.
     done = run_cli("demo", "--headless", "--results", str(tmp_path), "--scenarios", "chat_short",
-                "--lang", "en", timeout=110)
+                   "--lang", "en", timeout=110)
     assert done.returncode == 0, done.stdout + done.stderr
     (run_dir,) = list(tmp_path.iterdir())
     # The shipped demo: 2 rounds x 2 repeats per arm, plus adaptive rounds for unsure cells.
@@ -106,7 +106,7 @@ def test_resume_refuses_arms_and_scenarios(tmp_path: Path, port: int, detach: bo
     before = sorted(p.name for p in run_dir.iterdir())
     for flag, value in (("--arms", "st=3"), ("--scenarios", "chat")):
         done = run_cli("run", "--resume", str(run_dir), flag, value, "--headless",
-                    *(["--detach"] if detach else []))
+                       *(["--detach"] if detach else []))
         assert done.returncode == 2, done.stdout + done.stderr
         assert done.stderr == ("dspark-tui: error: --arms/--scenarios cannot be combined with "
                                "--resume; a resume runs the run's own plan\n"), done.stderr
@@ -142,7 +142,7 @@ def test_detach_ctl_attach_and_a_second_run_on_the_same_port(tmp_path: Path, por
         assert oct((run_dir / "control.jsonl").stat().st_mode & 0o777) == "0o600"
         current = _kinds(run_dir).count("cell_started")
         wait_for(lambda: _kinds(run_dir).count("cell_finished") == current,
-                  what="the current cell to finish")
+                 what="the current cell to finish")
         time.sleep(1.5)
         assert _kinds(run_dir).count("cell_started") == current  # paused between cells
 
@@ -174,7 +174,7 @@ def test_detach_ctl_attach_and_a_second_run_on_the_same_port(tmp_path: Path, por
         assert "skip " in out and "run aborted" in out
         wait_for(lambda: _status(run_dir) == "aborted", what="aborted status")
         wait_for(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie",
-                  what="the runner to exit")
+                 what="the runner to exit")
         late = run_cli("ctl", str(run_dir), "pause")
         assert late.returncode == 2 and "no runner is alive for this run" in late.stderr
     finally:
@@ -268,7 +268,7 @@ def test_a_runner_whose_parent_dies_aborts(tmp_path: Path, port: int):
     run_dir, pid = Path(run_dir_text), int(pid_text)
     try:
         wait_for(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie",
-                  timeout=30, what="the orphaned runner to abort")
+                 timeout=30, what="the orphaned runner to abort")
         assert _status(run_dir) == "aborted"
         finished = RunStore(run_dir).read_events()[-1]
         assert finished.kind == "run_finished"
