@@ -18,17 +18,9 @@ from dspark_tui.engine.runner import Runner, prepare_run
 from dspark_tui.engine.save_errors import save_advice, save_problem
 from dspark_tui.model import CellResult, ClientMetrics, load_plan
 from dspark_tui.results import RunStore
+from tests.cli import CLI, run_cli, slow_cells
 from tests.conftest import SAMPLE_RUN
 from tests.engine.helpers import Recorder, write_sim_plan
-from tests.engine.test_cli_runs import SLOW_CELLS
-
-CLI = [sys.executable, "-m", "dspark_tui"]
-
-
-def _cli(*args: str, timeout: float = 90, **env: str) -> subprocess.CompletedProcess[str]:
-    environment = {**os.environ, "DSPARK_CONFIG_DIR": "/nonexistent-dspark-config", **env}
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout,
-                          env=environment, stdin=subprocess.DEVNULL, check=False)
 
 
 @pytest.mark.slow
@@ -44,9 +36,9 @@ def test_a_newer_run_json_is_refused_everywhere_and_never_rewritten(tmp_path: Pa
                "(run schema 99; this one reads up to 2); upgrade to open it")
     for args in (("report", str(run_dir), "--stdout"), ("run", "--resume", str(run_dir), "--headless"),
                  ("attach", str(run_dir), "--headless"), ("attach", str(run_dir))):
-        done = _cli(*args)
+        done = run_cli(*args)
         assert (done.returncode, done.stdout, done.stderr.splitlines()) == (2, "", [refusal]), args
-    listed = _cli("runs", "--results", str(tmp_path / "results"))
+    listed = run_cli("runs", "--results", str(tmp_path / "results"))
     assert listed.returncode == 0 and "Traceback" not in listed.stderr
     [line] = [line for line in listed.stdout.splitlines() if str(run_dir) in line]
     assert "problem: run.json written by a newer dspark-tui (run schema 99" in line
@@ -57,7 +49,7 @@ def test_a_newer_run_json_is_refused_everywhere_and_never_rewritten(tmp_path: Pa
 def test_a_300_character_arm_name_fails_plan_check_naming_the_key(tmp_path: Path, port: int):
     plan = write_sim_plan(tmp_path, port)
     plan.write_text(plan.read_text().replace('name = "st=5"', f'name = "{"k" * 300}"'))
-    done = _cli("plan", "check", str(plan))
+    done = run_cli("plan", "check", str(plan))
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr == (f'dspark-tui: error: {plan}:17: arms["{"k" * 31}…"].name: String should '
                            "have at most 100 characters (names become file names)\n")
@@ -67,7 +59,7 @@ def test_a_300_character_arm_name_fails_plan_check_naming_the_key(tmp_path: Path
 def test_a_resume_leaves_cells_outside_the_plan_out_of_its_counts(tmp_path: Path, port: int):
     plan = write_sim_plan(tmp_path, port, arms=(3,))
     results = tmp_path / "results"
-    first = _cli("run", str(plan), "--headless", "--results", str(results))
+    first = run_cli("run", str(plan), "--headless", "--results", str(results))
     assert first.returncode == 0, first.stdout + first.stderr
     (run_dir,) = results.iterdir()
     store = RunStore(run_dir)
@@ -75,7 +67,7 @@ def test_a_resume_leaves_cells_outside_the_plan_out_of_its_counts(tmp_path: Path
         store.save_cell(CellResult(arm=arm, scenario=scenario, concurrency=1 if scenario == "other" else 4,
                                    round=1 if scenario == "other" else 2,
                                    metrics=ClientMetrics(total_throughput=1.0, completed=4)))
-    resumed = _cli("run", "--resume", str(run_dir), "--headless")
+    resumed = run_cli("run", "--resume", str(run_dir), "--headless")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "run completed: 2/2 cells ok" in resumed.stdout
     warnings = [line for line in resumed.stdout.splitlines() if "outside the plan" in line]
@@ -160,7 +152,7 @@ def test_permission_denied_while_saving_is_named_and_the_run_resumes(port: int):
     folder = Path(tempfile.mkdtemp(prefix="dspark-perm-"))  # not under root's 0700 pytest tmp
     try:
         folder.chmod(0o777)
-        plan = write_sim_plan(folder, port, arms=(3,), speed=2, warmup=0, cells=SLOW_CELLS)
+        plan = write_sim_plan(folder, port, arms=(3,), speed=2, warmup=0, cells=slow_cells())
         plan.chmod(0o644)
         results = folder / "results"
         env = {**os.environ, "DSPARK_CONFIG_DIR": str(folder / "cfg"), "HOME": str(folder)}

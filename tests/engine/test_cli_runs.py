@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -21,34 +20,9 @@ from dspark_tui.engine.launch import RunnerProcess
 from dspark_tui.engine.ports import port_is_free
 from dspark_tui.model import load_plan
 from dspark_tui.results import RunStore, load_run, manifest_for_plan, scan_runs
+from tests.cli import CLI, cli_env, run_cli, slow_cells, wait_for
 from tests.conftest import SAMPLE_RUN
 from tests.engine.helpers import write_sim_plan
-
-CLI = [sys.executable, "-m", "dspark_tui"]
-# Cells of about a second each at --speed 2, so a test can act while one is in flight.
-SLOW_CELLS = """[[scenarios]]
-name = "slow"
-input_len = 64
-output_len = 512
-range_ratio = 1.0
-concurrencies = [1, 2, 3, 4]
-num_prompts = 2
-"""
-
-
-def _cli(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DSPARK_CONFIG_DIR": "/nonexistent-dspark-config"}
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, env=env,
-                          stdin=subprocess.DEVNULL, check=False)
-
-
-def _wait_for(predicate: Callable[[], object], timeout: float = 30.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what or predicate}")
 
 
 def _kinds(run_dir: Path) -> list[str]:
@@ -69,8 +43,8 @@ def _cell_files(run_dir: Path) -> dict[str, str]:
 
 def test_demo_headless_end_to_end(tmp_path: Path):
     # The demo plan's port is 0 (any free port), so it never clashes with another run.
-    done = _cli("demo", "--headless", "--results", str(tmp_path), "--scenarios", "chat_short",
-                "--lang", "en", timeout=110)
+    done = run_cli("demo", "--headless", "--results", str(tmp_path), "--scenarios", "chat_short",
+                   "--lang", "en", timeout=110)
     assert done.returncode == 0, done.stdout + done.stderr
     (run_dir,) = list(tmp_path.iterdir())
     # The shipped demo: 2 rounds x 2 repeats per arm, plus adaptive rounds for unsure cells.
@@ -94,7 +68,7 @@ def test_port_taken_is_one_line_and_creates_no_run(tmp_path: Path, port: int):
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", port))
         holder.listen()
-        done = _cli("run", str(plan), "--headless", "--results", str(tmp_path / "results"))
+        done = run_cli("run", str(plan), "--headless", "--results", str(tmp_path / "results"))
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert f"port {port} on 127.0.0.1 is already in use by pid {os.getpid()}" in done.stderr
@@ -108,7 +82,7 @@ def test_port_taken_is_one_line_and_creates_no_run(tmp_path: Path, port: int):
 def test_a_host_that_is_not_this_machine_is_one_line(tmp_path: Path, port: int, host: str,
                                                       port_is_any: bool):
     plan = write_sim_plan(tmp_path, 0 if port_is_any else port, arms=(3,), host=f'"{host}"')
-    done = _cli("run", str(plan), "--headless", "--results", str(tmp_path / "results"))
+    done = run_cli("run", str(plan), "--headless", "--results", str(tmp_path / "results"))
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
     assert f"server.host {host!r} is not an address of this machine (" in done.stderr
@@ -119,7 +93,7 @@ def test_a_results_folder_that_is_a_file_is_one_line(tmp_path: Path, port: int):
     plan = write_sim_plan(tmp_path, port, arms=(3,))
     in_the_way = tmp_path / "hostname"
     in_the_way.write_text("not a folder\n")
-    done = _cli("run", str(plan), "--headless", "--results", str(in_the_way))
+    done = run_cli("run", str(plan), "--headless", "--results", str(in_the_way))
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
     assert f"{in_the_way}: cannot create a run directory there (" in done.stderr
@@ -131,8 +105,8 @@ def test_resume_refuses_arms_and_scenarios(tmp_path: Path, port: int, detach: bo
     run_dir = RunStore.create(tmp_path / "results", manifest_for_plan(load_plan(plan))).path
     before = sorted(p.name for p in run_dir.iterdir())
     for flag, value in (("--arms", "st=3"), ("--scenarios", "chat")):
-        done = _cli("run", "--resume", str(run_dir), flag, value, "--headless",
-                    *(["--detach"] if detach else []))
+        done = run_cli("run", "--resume", str(run_dir), flag, value, "--headless",
+                       *(["--detach"] if detach else []))
         assert done.returncode == 2, done.stdout + done.stderr
         assert done.stderr == ("dspark-tui: error: --arms/--scenarios cannot be combined with "
                                "--resume; a resume runs the run's own plan\n"), done.stderr
@@ -141,69 +115,67 @@ def test_resume_refuses_arms_and_scenarios(tmp_path: Path, port: int, detach: bo
 
 def test_a_broken_config_is_one_warning_line_for_every_command(tmp_path: Path):
     (tmp_path / "config.toml").write_text("language = [\n")
-    env = {**os.environ, "DSPARK_CONFIG_DIR": str(tmp_path)}
     warning = f"dspark-tui: warning: {tmp_path / 'config.toml'}: ignored, not valid TOML ("
     for args in (["plan", "list"], ["attach", str(tmp_path / "no-run"), "--headless"]):
-        done = subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=60, env=env,
-                              stdin=subprocess.DEVNULL, check=False)
+        done = run_cli(*args, timeout=60, env={"DSPARK_CONFIG_DIR": str(tmp_path)})
         lines = done.stderr.splitlines()
         assert lines and lines[0].startswith(warning), done.stderr
         assert "Traceback" not in done.stderr
 
 
 def test_detach_ctl_attach_and_a_second_run_on_the_same_port(tmp_path: Path, port: int):
-    cells = SLOW_CELLS.replace("[1, 2, 3, 4]", "[1, 2, 3, 4, 5, 6, 7]")
+    cells = slow_cells((1, 2, 3, 4, 5, 6, 7))
     plan = write_sim_plan(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=cells)
     results = tmp_path / "results"
-    started = _cli("run", str(plan), "--headless", "--detach", "--results", str(results))
+    started = run_cli("run", str(plan), "--headless", "--detach", "--results", str(results))
     assert started.returncode == 0, started.stderr
     run_dir = Path(started.stdout.strip().splitlines()[0])
     assert run_dir.parent == results
     pid = int(started.stderr.split("runner pid ")[1].split(",")[0])
     try:
-        _wait_for(lambda: "cell_started" in _kinds(run_dir), what="the first cell")
+        wait_for(lambda: "cell_started" in _kinds(run_dir), what="the first cell")
         assert json.loads((run_dir / "run.json").read_text())["runner_pid"] == pid
         assert oct((run_dir / "run.json").stat().st_mode & 0o777) == "0o600"
 
-        paused = _cli("ctl", str(run_dir), "pause")
+        paused = run_cli("ctl", str(run_dir), "pause")
         assert paused.returncode == 0 and "pause: will pause after the current cell" in paused.stdout
         assert oct((run_dir / "control.jsonl").stat().st_mode & 0o777) == "0o600"
         current = _kinds(run_dir).count("cell_started")
-        _wait_for(lambda: _kinds(run_dir).count("cell_finished") == current,
-                  what="the current cell to finish")
+        wait_for(lambda: _kinds(run_dir).count("cell_finished") == current,
+                 what="the current cell to finish")
         time.sleep(1.5)
         assert _kinds(run_dir).count("cell_started") == current  # paused between cells
 
-        second = _cli("run", str(plan), "--headless", "--results", str(results))
+        second = run_cli("run", str(plan), "--headless", "--results", str(results))
         assert second.returncode == 2
         assert f"port {port} is used by the live run enginetest ({run_dir}" in second.stderr
 
-        resumed = _cli("ctl", str(run_dir), "resume")
+        resumed = run_cli("ctl", str(run_dir), "resume")
         assert "resume: resumed" in resumed.stdout
         # A skip sent by another process (a Python start: seconds on a loaded machine) may find
         # the cell it aimed at already done; it says so, and the next cell is skipped instead.
         for started in range(current + 1, current + 5):
-            _wait_for(lambda n=started: _kinds(run_dir).count("cell_started") >= n, what="next cell")
-            skipped = _cli("ctl", str(run_dir), "skip")
+            wait_for(lambda n=started: _kinds(run_dir).count("cell_started") >= n, what="next cell")
+            skipped = run_cli("ctl", str(run_dir), "skip")
             if "skip: skipping the current cell" in skipped.stdout:
                 break
             assert "skip: no cell is running; nothing to skip" in skipped.stdout
         else:
             pytest.fail("no skip found a running cell in four tries")
-        _wait_for(lambda: "cell_skipped" in _kinds(run_dir), what="the skip")
+        wait_for(lambda: "cell_skipped" in _kinds(run_dir), what="the skip")
 
         attach = subprocess.Popen([*CLI, "attach", str(run_dir), "--headless"],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                   stdin=subprocess.DEVNULL)
-        aborted = _cli("ctl", str(run_dir), "abort")
+        aborted = run_cli("ctl", str(run_dir), "abort")
         assert "abort: aborted by user" in aborted.stdout
         out, err = attach.communicate(timeout=30)
         assert attach.returncode == 3, err
         assert "skip " in out and "run aborted" in out
-        _wait_for(lambda: _status(run_dir) == "aborted", what="aborted status")
-        _wait_for(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie",
-                  what="the runner to exit")
-        late = _cli("ctl", str(run_dir), "pause")
+        wait_for(lambda: _status(run_dir) == "aborted", what="aborted status")
+        wait_for(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie",
+                 what="the runner to exit")
+        late = run_cli("ctl", str(run_dir), "pause")
         assert late.returncode == 2 and "no runner is alive for this run" in late.stderr
     finally:
         if psutil.pid_exists(pid):
@@ -221,11 +193,11 @@ def test_detach_ctl_attach_and_a_second_run_on_the_same_port(tmp_path: Path, por
 
 def test_kill_9_mid_cell_then_resume_redoes_nothing_and_loses_nothing(tmp_path: Path, port: int):
     plan = write_sim_plan(tmp_path, port, "--spawn-workers", "2", arms=(3,), speed=2, warmup=0,
-                          cells=SLOW_CELLS)
+                          cells=slow_cells())
     runner = RunnerProcess.start(str(plan), results_root=tmp_path / "results", detach=True)
     run_dir = runner.run_dir
     try:
-        _wait_for(lambda: _kinds(run_dir).count("cell_started") == 2, what="the second cell")
+        wait_for(lambda: _kinds(run_dir).count("cell_started") == 2, what="the second cell")
         record = json.loads((run_dir / "server.json").read_text())
         server_pids = [record["pid"]] + [d["pid"] for d in record["descendants"]]
         assert len(server_pids) == 3
@@ -238,11 +210,11 @@ def test_kill_9_mid_cell_then_resume_redoes_nothing_and_loses_nothing(tmp_path: 
         assert summary.status == "interrupted"
         before = _cell_files(run_dir)
         assert list(before) == ["cells/st_3/slow__c1__r1p1.json"]
-        fresh = _cli("run", str(plan), "--headless", "--results", str(run_dir.parent))
+        fresh = run_cli("run", str(plan), "--headless", "--results", str(run_dir.parent))
         assert fresh.returncode == 2
         assert f"held by the server left behind by the interrupted run {run_dir}" in fresh.stderr
 
-        resumed = _cli("run", "--resume", str(run_dir), "--headless", timeout=90)
+        resumed = run_cli("run", "--resume", str(run_dir), "--headless", timeout=90)
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
         assert "stopped the server left by the previous runner of this run" in resumed.stdout
         assert "1 already done" in resumed.stdout
@@ -257,13 +229,13 @@ def test_kill_9_mid_cell_then_resume_redoes_nothing_and_loses_nothing(tmp_path: 
 
 
 def test_sighup_stops_the_server_and_marks_the_run_interrupted(tmp_path: Path, port: int):
-    plan = write_sim_plan(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=SLOW_CELLS)
+    plan = write_sim_plan(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=slow_cells())
     results = tmp_path / "results"
     proc = subprocess.Popen([*CLI, "run", str(plan), "--headless", "--results", str(results)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             stdin=subprocess.DEVNULL, start_new_session=True)
     try:
-        _wait_for(lambda: list(results.glob("*/cells/*/*.json")), what="a finished cell")
+        wait_for(lambda: list(results.glob("*/cells/*/*.json")), what="a finished cell")
         (run_dir,) = list(results.iterdir())
         server_pid = json.loads((run_dir / "server.json").read_text())["pid"]
         proc.send_signal(signal.SIGHUP)
@@ -282,7 +254,7 @@ def test_sighup_stops_the_server_and_marks_the_run_interrupted(tmp_path: Path, p
 
 
 def test_a_runner_whose_parent_dies_aborts(tmp_path: Path, port: int):
-    plan = write_sim_plan(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=SLOW_CELLS)
+    plan = write_sim_plan(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=slow_cells())
     results = tmp_path / "results"
     # A parent that starts an attached runner, prints its pid and dies at once.
     script = (
@@ -295,8 +267,8 @@ def test_a_runner_whose_parent_dies_aborts(tmp_path: Path, port: int):
     pid_text, run_dir_text = parent.stdout.split()
     run_dir, pid = Path(run_dir_text), int(pid_text)
     try:
-        _wait_for(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie",
-                  timeout=30, what="the orphaned runner to abort")
+        wait_for(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie",
+                 timeout=30, what="the orphaned runner to abort")
         assert _status(run_dir) == "aborted"
         finished = RunStore(run_dir).read_events()[-1]
         assert finished.kind == "run_finished"
@@ -309,7 +281,7 @@ def test_a_runner_whose_parent_dies_aborts(tmp_path: Path, port: int):
 def test_a_runner_detached_by_its_parent_outlives_it_and_finishes(tmp_path: Path, port: int):
     """The TUI's "detach and quit": the runner is told, says so, and its parent may then go."""
     # Long enough that a runner slow to start (a loaded machine) is still running when asked.
-    plan = write_sim_plan(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=SLOW_CELLS)
+    plan = write_sim_plan(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=slow_cells())
     results = tmp_path / "results"
     script = (
         "from pathlib import Path; from dspark_tui.engine.launch import RunnerProcess;"
@@ -323,7 +295,7 @@ def test_a_runner_detached_by_its_parent_outlives_it_and_finishes(tmp_path: Path
     run_dir, pid = Path(run_dir_text), int(pid_text)
     try:
         assert detached == "True"
-        _wait_for(lambda: _status(run_dir) != "running", timeout=60, what="the run to end")
+        wait_for(lambda: _status(run_dir) != "running", timeout=60, what="the run to end")
         assert _status(run_dir) == "completed"
         acks = [e for e in RunStore(run_dir).read_events() if e.kind == "run_control"]
         assert {e.action for e in acks} == {"detach"}
@@ -355,7 +327,7 @@ def test_secrets_never_reach_the_run_directory_yet_a_detached_runner_has_them(
     text = plan.read_text().replace('[bench]', '[server.env]\nHF_TOKEN = "hf-secret"\n\n[bench]')
     text = text.replace('driver = "native"', 'driver = "native"\napi_key = "sk-bench-key"')
     plan.write_text(text)
-    done = _cli("run", str(plan), "--detach", "--results", str(tmp_path / "results"))
+    done = run_cli("run", str(plan), "--detach", "--results", str(tmp_path / "results"))
     assert done.returncode == 0, done.stderr
     run_dir = Path(done.stdout.strip().splitlines()[0])
     deadline = time.monotonic() + 60
@@ -369,7 +341,7 @@ def test_secrets_never_reach_the_run_directory_yet_a_detached_runner_has_them(
             for secret in (b"sk-in-command", b"hf-secret", b"sk-bench-key"):
                 assert secret not in data, f"{secret!r} written to {path}"
     # A later resume without the secrets in the environment says what to export.
-    resumed = _cli("run", "--resume", str(run_dir), "--headless")
+    resumed = run_cli("run", "--resume", str(run_dir), "--headless")
     assert resumed.returncode == 2
     assert "server.env.HF_TOKEN" in resumed.stderr and "Traceback" not in resumed.stderr
 
@@ -404,13 +376,13 @@ def _fill(folder: Path) -> Path:
 
 def test_a_full_disk_stops_the_run_keeping_every_saved_cell_and_resume_finishes(
         tmp_path: Path, port: int, small_disk: Path):
-    plan = write_sim_plan(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=SLOW_CELLS)
+    plan = write_sim_plan(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=slow_cells())
     results = small_disk / "results"
     proc = subprocess.Popen([*CLI, "run", str(plan), "--headless", "--results", str(results)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             stdin=subprocess.DEVNULL)
     try:
-        _wait_for(lambda: any(results.glob("*/cells/*/slow__c1__r1p1.json")), what="the first cell")
+        wait_for(lambda: any(results.glob("*/cells/*/slow__c1__r1p1.json")), what="the first cell")
         filler = _fill(small_disk)  # the disk is full while the second cell runs
         out, _ = proc.communicate(timeout=60)
     finally:
@@ -425,7 +397,7 @@ def test_a_full_disk_stops_the_run_keeping_every_saved_cell_and_resume_finishes(
     assert "cells/st_3/slow__c1__r1p1.json" in before
     assert all(c.ok for c in load_run(run_dir).cells.values())  # nothing torn on disk
     filler.unlink()
-    resumed = _cli("run", "--resume", str(run_dir), "--headless", timeout=90)
+    resumed = run_cli("run", "--resume", str(run_dir), "--headless", timeout=90)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     after = _cell_files(run_dir)
     assert len(after) == 4 and all(after[k] == v for k, v in before.items())
@@ -433,18 +405,15 @@ def test_a_full_disk_stops_the_run_keeping_every_saved_cell_and_resume_finishes(
 
 
 def test_attach_without_a_directory_follows_the_newest_running_run(tmp_path: Path, port: int):
-    plan = write_sim_plan(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=SLOW_CELLS)
+    plan = write_sim_plan(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=slow_cells())
     results = tmp_path / "results"
-    env = {**os.environ, "DSPARK_CONFIG_DIR": str(tmp_path / "cfg"),
-           "DSPARK_RESULTS_ROOT": str(results)}
-    nothing = subprocess.run([*CLI, "attach", "--headless"], capture_output=True, text=True,
-                             env=env, timeout=30, check=False)
+    env = {"DSPARK_CONFIG_DIR": str(tmp_path / "cfg"), "DSPARK_RESULTS_ROOT": str(results)}
+    nothing = run_cli("attach", "--headless", timeout=30, env=env)
     assert nothing.returncode == 2 and "no running run to attach to" in nothing.stderr
     runner = RunnerProcess.start(str(plan), results_root=results, detach=True)
     try:
-        _wait_for(lambda: "cell_started" in _kinds(runner.run_dir), what="the first cell")
-        attached = subprocess.run([*CLI, "attach", "--headless"], capture_output=True, text=True,
-                                  env=env, timeout=90, check=False)
+        wait_for(lambda: "cell_started" in _kinds(runner.run_dir), what="the first cell")
+        attached = run_cli("attach", "--headless", timeout=90, env=env)
         assert attached.returncode == 0, attached.stdout + attached.stderr
         assert str(runner.run_dir) in attached.stdout
         assert "run completed: 4/4 cells ok" in attached.stdout
@@ -461,15 +430,14 @@ def test_a_run_written_by_a_newer_version_is_refused_by_report_and_resume(tmp_pa
     expected = [f"dspark-tui: error: {run_dir / 'run.json'}: written by a newer dspark-tui "
                 "(run schema 9; this one reads up to 2); upgrade to open it"]
     for args in (("report", str(run_dir), "--stdout"), ("run", "--resume", str(run_dir), "--headless")):
-        done = _cli(*args)
+        done = run_cli(*args)
         assert (done.returncode, done.stdout, done.stderr.splitlines()) == (2, "", expected)
 
 
 def _reader_leaves_after_one_line(*args: str) -> subprocess.CompletedProcess[str]:
     """`dspark-tui ARGS | head -1`: a real pipe whose reader closes it after the first line."""
-    env = {**os.environ, "DSPARK_CONFIG_DIR": "/nonexistent-dspark-config"}
     proc = subprocess.Popen([*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, env=env)
+                            stdin=subprocess.DEVNULL, env=cli_env())
     assert proc.stdout is not None and proc.stderr is not None
     first = proc.stdout.readline()
     proc.stdout.close()
@@ -494,11 +462,11 @@ def test_a_reader_that_leaves_early_ends_printing_commands_quietly(tmp_path: Pat
 
 
 def test_ctl_suggests_a_resume_only_for_a_run(tmp_path: Path):
-    not_a_run = _cli("ctl", str(tmp_path), "pause")
+    not_a_run = run_cli("ctl", str(tmp_path), "pause")
     assert (not_a_run.returncode, not_a_run.stderr) == (
         2, f"dspark-tui: error: {tmp_path}: not a run directory (no readable run.json); list "
            "runs with `dspark-tui runs`\n")
-    finished = _cli("ctl", str(SAMPLE_RUN), "pause")
+    finished = run_cli("ctl", str(SAMPLE_RUN), "pause")
     assert finished.stderr == (f"dspark-tui: error: {SAMPLE_RUN}: the run has completed; there "
                                "is nothing to control\n")
     interrupted = tmp_path / "interrupted"
@@ -506,17 +474,15 @@ def test_ctl_suggests_a_resume_only_for_a_run(tmp_path: Path):
     manifest = json.loads((interrupted / "run.json").read_text())
     manifest["status"] = "running"  # its runner is long gone
     (interrupted / "run.json").write_text(json.dumps(manifest))
-    stale = _cli("ctl", str(interrupted), "pause")
+    stale = run_cli("ctl", str(interrupted), "pause")
     assert f"resume it with `dspark-tui run --resume {interrupted}`" in stale.stderr
 
 
 def test_attach_with_nothing_running_names_each_folder_once(tmp_path: Path):
     results = tmp_path / "results"
     results.mkdir()
-    env = {**os.environ, "DSPARK_CONFIG_DIR": str(tmp_path / "cfg"),
-           "DSPARK_RESULTS_ROOT": str(results)}
-    done = subprocess.run([*CLI, "attach"], capture_output=True, text=True, env=env, timeout=60,
-                          stdin=subprocess.DEVNULL, check=False)
+    done = run_cli("attach", timeout=60, env={"DSPARK_CONFIG_DIR": str(tmp_path / "cfg"),
+                                              "DSPARK_RESULTS_ROOT": str(results)})
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("dspark-tui: error: attach: no running run found in ")
     assert done.stderr.count(str(results)) == 1, done.stderr

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +17,7 @@ from dspark_tui.engine.disk_budget import (
 from dspark_tui.model import Plan
 from dspark_tui.plans import load_plan, resolve_plan
 from dspark_tui.results.run_size import run_size_bytes
+from tests.cli import run_cli
 from tests.engine.helpers import write_sim_plan
 
 
@@ -67,10 +66,7 @@ def test_the_estimate_bounds_a_real_run_and_its_raw_part_is_close(tmp_path: Path
     plan_path = write_sim_plan(tmp_path, port, speed=8, warmup=0, rounds=2)
     plan = load_plan(plan_path)
     results = tmp_path / "results"
-    done = subprocess.run([sys.executable, "-m", "dspark_tui", "run", str(plan_path), "--headless",
-                           "--results", str(results)], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "DSPARK_CONFIG_DIR": "/nonexistent-dspark-config"},
-                          stdin=subprocess.DEVNULL, check=False)
+    done = run_cli("run", str(plan_path), "--headless", "--results", str(results), timeout=120)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     (run_dir,) = results.iterdir()
     size = run_size_bytes(run_dir) or 0

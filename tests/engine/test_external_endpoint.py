@@ -9,8 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -19,9 +17,8 @@ import pytest
 from dspark_tui.engine.launch import RunnerProcess
 from dspark_tui.model import PlanError, parse_plan
 from dspark_tui.results import RunStore, load_run
+from tests.cli import run_cli, slow_cells, wait_for
 from tests.simulator import running_sim, stop_process_group, wait_ready
-
-CLI = [sys.executable, "-m", "dspark_tui"]
 
 
 def _plan_text(*urls: str, model: str = "test-model", rounds: int = 2, extra: str = "") -> str:
@@ -50,10 +47,8 @@ num_prompts = 4
 
 
 def _run(plan: Path, results: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DSPARK_CONFIG_DIR": "/nonexistent-dspark-config"}
-    return subprocess.run([*CLI, "run", str(plan), "--headless", "--results", str(results),
-                           "--lang", "en"], capture_output=True, text=True, timeout=120, env=env,
-                          stdin=subprocess.DEVNULL, check=False)
+    return run_cli("run", str(plan), "--headless", "--results", str(results), "--lang", "en",
+                   timeout=120)
 
 
 def test_two_external_simulators_are_measured_recorded_and_left_running(tmp_path: Path):
@@ -174,10 +169,8 @@ def test_an_endpoint_without_metrics_is_a_warning_not_a_refusal(tmp_path: Path, 
         with running_sim(spec_tokens=5) as k5:
             plan = tmp_path / "plan.toml"
             plan.write_text(_plan_text(url, k5.url))
-            env = {**os.environ, "DSPARK_CONFIG_DIR": "/nonexistent-dspark-config"}
-            done = subprocess.run([*CLI, "plan", "check", str(plan), "--preflight", "--results",
-                                   str(tmp_path / "results")], capture_output=True, text=True,
-                                  timeout=60, env=env, stdin=subprocess.DEVNULL, check=False)
+            done = run_cli("plan", "check", str(plan), "--preflight", "--results",
+                           str(tmp_path / "results"), timeout=60)
     finally:
         stop_process_group(proc)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -188,33 +181,20 @@ def test_an_endpoint_without_metrics_is_a_warning_not_a_refusal(tmp_path: Path, 
     assert "server starts: 0 planned" in done.stdout
 
 
-SLOW_CELLS = """[[scenarios]]
-name = "slow"
-input_len = 64
-output_len = 512
-range_ratio = 1.0
-concurrencies = [1, 2, 3]
-num_prompts = 2
-"""
-
-
 def test_kill_9_then_resume_has_no_server_to_stop_and_finishes_on_the_same_servers(tmp_path: Path):
     with running_sim(spec_tokens=3, speed=2) as k3, running_sim(spec_tokens=5, speed=2) as k5:
-        text = _plan_text(k3.url, k5.url, rounds=1).split("[[scenarios]]")[0] + SLOW_CELLS
+        text = _plan_text(k3.url, k5.url, rounds=1).split("[[scenarios]]")[0] + slow_cells((1, 2, 3))
         plan = tmp_path / "plan.toml"
         plan.write_text(text.replace("warmup_requests = 2", "warmup_requests = 0"))
         runner = RunnerProcess.start(str(plan), results_root=tmp_path / "results", detach=True)
         run_dir = runner.run_dir
         try:
-            _wait_for(lambda: [e.kind for e in RunStore(run_dir).read_events()].count(
+            wait_for(lambda: [e.kind for e in RunStore(run_dir).read_events()].count(
                 "cell_started") == 2, what="the second cell")
             os.kill(runner.pid, signal.SIGKILL)
             runner.wait(5)
             assert not (run_dir / "server.json").exists()
-            env = {**os.environ, "DSPARK_CONFIG_DIR": "/nonexistent-dspark-config"}
-            resumed = subprocess.run([*CLI, "run", "--resume", str(run_dir), "--headless"],
-                                     capture_output=True, text=True, timeout=120, env=env,
-                                     stdin=subprocess.DEVNULL, check=False)
+            resumed = run_cli("run", "--resume", str(run_dir), "--headless", timeout=120)
         finally:
             runner.stop(timeout=5)
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
@@ -225,15 +205,6 @@ def test_kill_9_then_resume_has_no_server_to_stop_and_finishes_on_the_same_serve
     run = load_run(run_dir)
     assert run.manifest.status == "completed" and len(run.ok_cells()) == 6
     assert {m.session for m in run.measurements} == {"ext-K_3", "ext-K_5"}
-
-
-def _wait_for(predicate: Callable[[], object], timeout: float = 30.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_the_sglang_driver_is_refused_a_url_it_cannot_reach_by_host_and_port():

@@ -8,10 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -25,19 +22,10 @@ from dspark_tui.engine.launchers.slurm import srun_argv
 from dspark_tui.engine.server import ServerError
 from dspark_tui.model import PlanError, parse_plan
 from dspark_tui.results import RunStore, load_run
+from tests.cli import run_cli, slow_cells, wait_for
 from tests.engine.helpers import FAKES, sim_plan_text
 
-CLI = [sys.executable, "-m", "dspark_tui"]
 SLURM_TOOLS = ("srun", "squeue", "scancel", "scontrol")
-# Cells of about a second each at --speed 2, so the runner can be killed while one is in flight.
-SLOW_CELLS = """[[scenarios]]
-name = "slow"
-input_len = 64
-output_len = 512
-range_ratio = 1.0
-concurrencies = [1, 2, 3]
-num_prompts = 2
-"""
 SLURM_TABLE = """
 [server.slurm]
 partition = "gpu"
@@ -83,20 +71,6 @@ def _plan(folder: Path, port: int, launcher: str, *sim_flags: str, **kwargs: obj
     return path
 
 
-def _cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL, check=False)
-
-
-def _wait_for(predicate: Callable[[], object], timeout: float = 60.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what or predicate}")
-
-
 def _jobs(root: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted((root / "slurm" / "jobs").glob("*.json"))]
 
@@ -123,8 +97,8 @@ def test_a_run_through_slurm_completes_and_cancels_each_job(cluster: Path, port:
                                                            monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("FAKE_SLURM_PENDING_S", "1")  # each job waits in the queue first
     plan = _plan(cluster, port, "slurm", arms=(3, 5))
-    done = _cli("run", str(plan), "--headless", "--results", str(cluster / "results"),
-                "--lang", "en")
+    done = run_cli("run", str(plan), "--headless", "--results", str(cluster / "results"),
+                   "--lang", "en", timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     (run_dir,) = list((cluster / "results").iterdir())
     assert len(load_run(run_dir).ok_cells()) == 4
@@ -146,8 +120,8 @@ def test_a_run_through_slurm_completes_and_cancels_each_job(cluster: Path, port:
 
 def test_a_run_through_kubernetes_completes_and_deletes_each_pod(cluster: Path, port: int):
     plan = _plan(cluster, port, "kubernetes", arms=(3, 5))
-    done = _cli("run", str(plan), "--headless", "--results", str(cluster / "results"),
-                "--lang", "en")
+    done = run_cli("run", str(plan), "--headless", "--results", str(cluster / "results"),
+                   "--lang", "en", timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     (run_dir,) = list((cluster / "results").iterdir())
     assert len(load_run(run_dir).ok_cells()) == 4
@@ -170,8 +144,8 @@ def test_a_run_through_kubernetes_completes_and_deletes_each_pod(cluster: Path, 
 def test_a_server_that_fails_to_start_is_told_and_its_job_or_pod_is_ended(
         cluster: Path, port: int, launcher: str):
     plan = _plan(cluster, port, launcher, "--fail-start", arms=(3,))
-    done = _cli("run", str(plan), "--headless", "--results", str(cluster / "results"),
-                "--lang", "en")
+    done = run_cli("run", str(plan), "--headless", "--results", str(cluster / "results"),
+                   "--lang", "en", timeout=120)
     assert done.returncode != 0
     assert "server exited with code 1 while starting" in done.stdout, done.stdout
     (run_dir,) = list((cluster / "results").iterdir())
@@ -188,21 +162,22 @@ def test_a_server_that_fails_to_start_is_told_and_its_job_or_pod_is_ended(
 def _kill_runner_mid_cell(plan: Path, cluster: Path) -> tuple[RunnerProcess, Path]:
     runner = RunnerProcess.start(str(plan), results_root=cluster / "results", detach=True)
     run_dir = runner.run_dir
-    _wait_for(lambda: [e for e in RunStore(run_dir).read_events() if e.kind == "cell_started"],
-              what="a cell in flight")
+    wait_for(lambda: [e for e in RunStore(run_dir).read_events() if e.kind == "cell_started"],
+             timeout=60, what="a cell in flight")
     os.kill(runner.pid, signal.SIGKILL)
     runner.wait(5)
     return runner, run_dir
 
 
 def test_resume_after_kill_9_cancels_the_slurm_job_left_behind(cluster: Path, port: int):
-    plan = _plan(cluster, port, "slurm", arms=(3,), speed=2, cells=SLOW_CELLS)
+    plan = _plan(cluster, port, "slurm", arms=(3,), speed=2, cells=slow_cells((1, 2, 3)))
     runner, run_dir = _kill_runner_mid_cell(plan, cluster)
     try:
         (job,) = _jobs(cluster)
         assert job["state"] == "RUNNING" and _record(run_dir)["job_id"] == job["id"]
         assert not _gone(job["pid"])  # the job outlives its runner, as on a cluster
-        resumed = _cli("run", "--resume", str(run_dir), "--headless", "--lang", "en")
+        resumed = run_cli("run", "--resume", str(run_dir), "--headless", "--lang", "en",
+                          timeout=120)
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
         assert f"cancelled Slurm job {job['id']}, left by the previous runner" in resumed.stdout
         assert _gone(job["pid"])
@@ -214,13 +189,14 @@ def test_resume_after_kill_9_cancels_the_slurm_job_left_behind(cluster: Path, po
 
 
 def test_resume_after_kill_9_deletes_the_pod_left_behind(cluster: Path, port: int):
-    plan = _plan(cluster, port, "kubernetes", arms=(3,), speed=2, cells=SLOW_CELLS)
+    plan = _plan(cluster, port, "kubernetes", arms=(3,), speed=2, cells=slow_cells((1, 2, 3)))
     runner, run_dir = _kill_runner_mid_cell(plan, cluster)
     try:
         ((name, pod),) = _pods(cluster).items()
         assert _record(run_dir)["objects"] == [f"pod/{name}", f"service/{name}"]
         assert not _gone(pod["pid"])
-        resumed = _cli("run", "--resume", str(run_dir), "--headless", "--lang", "en")
+        resumed = run_cli("run", "--resume", str(run_dir), "--headless", "--lang", "en",
+                          timeout=120)
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
         assert f"deleted pod/{name}, service/{name}, left by the previous runner" in resumed.stdout
         assert _gone(pod["pid"])

@@ -3,14 +3,12 @@ wall time a plan against the simulator takes."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from dspark_tui.engine.schedule import plan_cost
 from dspark_tui.model import load_plan, parse_plan
 from dspark_tui.sim.estimate import estimate_plan
+from tests.cli import run_cli
 from tests.engine.helpers import sim_plan_text, write_sim_plan
 
 TWO_CELLS = ('[[scenarios]]\nname = "chat"\ninput_len = 64\noutput_len = 32\n'
@@ -48,9 +46,7 @@ def test_a_plan_for_a_real_server_gets_no_wall_estimate():
 def test_plan_check_prints_the_cost_after_the_grid(tmp_path: Path):
     plan = write_sim_plan(tmp_path, 8000, "--startup-delay", "1", cells=TWO_CELLS, rounds=2,
                           adaptive_rounds=1)
-    done = subprocess.run([sys.executable, "-m", "dspark_tui", "plan", "check", str(plan)],
-                          capture_output=True, text=True, timeout=60, check=False,
-                          env={**os.environ, "DSPARK_CONFIG_DIR": "/nonexistent-dspark-config"})
+    done = run_cli("plan", "check", str(plan), timeout=60)
     assert done.returncode == 0, done.stderr
     tail = done.stdout.splitlines()[-5:]
     assert tail[0] == "4 cells"

@@ -20,17 +20,15 @@ from dspark_tui.engine.server_record import ServerRecord, write_record
 from dspark_tui.model import Plan
 from dspark_tui.plans import resolve_plan
 from dspark_tui.results import RunStore, manifest_for_plan
+from tests.cli import run_cli
 from tests.engine.helpers import Recorder, fake_server_plan
 
-CLI = [sys.executable, "-m", "dspark_tui"]
 REAL_PLAN = "dspark-st3-vs-st5"
 
 
 def _cli(*args: str, path: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """The CLI with PATH narrowed to `path`: no vllm, no `python`, whatever this box has."""
-    env = {**os.environ, "PATH": path, "DSPARK_CONFIG_DIR": "/nonexistent-dspark-config"}
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120, env=env,
-                          stdin=subprocess.DEVNULL, check=False, cwd=cwd)
+    return run_cli(*args, timeout=120, env={"PATH": path}, cwd=cwd)
 
 
 @pytest.mark.parametrize("mode", [["--headless"], ["--detach"], []])  # [] is the TUI's start

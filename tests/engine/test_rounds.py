@@ -6,8 +6,6 @@ import csv
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -16,6 +14,7 @@ from dspark_tui.engine.launch import RunnerProcess
 from dspark_tui.engine.runner import Runner, plan_of_run, prepare_run
 from dspark_tui.model import CellResult, Plan, load_plan
 from dspark_tui.results import RunStore, load_run
+from tests.cli import run_cli
 from tests.engine.helpers import Recorder, write_sim_plan
 
 TINY = ('[[scenarios]]\nname = "chat"\ninput_len = 32\noutput_len = 8\n'
@@ -179,10 +178,7 @@ def _kill_at_then_resume(runner: RunnerProcess, run_dir: Path, started: int, wha
 
 def _resume_keeps_every_file(run_dir: Path, before: dict[str, bytes], added: str) -> None:
     """`run --resume` as a user types it: every file from before byte for byte, one more."""
-    resumed = subprocess.run(
-        [sys.executable, "-m", "dspark_tui", "run", "--resume", str(run_dir), "--headless"],
-        capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL, check=False,
-        env={**os.environ, "DSPARK_CONFIG_DIR": "/nonexistent-dspark-config"})
+    resumed = run_cli("run", "--resume", str(run_dir), "--headless", timeout=90)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     after = _files(run_dir)
     assert {k: after[k] for k in before} == before  # byte for byte

@@ -22,9 +22,9 @@ from dspark_tui.model import UserError, load_plan
 from dspark_tui.results import RunStore, manifest_for_plan
 from dspark_tui.results.run_lock import LOCK_FILE, RunLock, RunLocked, lock_held, lock_holder
 from dspark_tui.results.scan import scan_runs
+from tests.cli import CLI, cli_env
 from tests.engine.helpers import write_sim_plan
 
-CLI = [sys.executable, "-m", "dspark_tui"]
 TINY_CELLS = ('[[scenarios]]\nname = "t"\ninput_len = 16\noutput_len = 8\n'
               'concurrencies = [1]\nnum_prompts = 2\n')
 TRIALS = 50
@@ -102,7 +102,7 @@ def test_fifty_pairs_of_resumes_started_together_leave_exactly_one_runner_each(t
 def test_real_resumes_started_together_run_once(tmp_path: Path, port: int):
     """`run --resume DIR` twice at the same moment, a few times: exactly one runner, one
     run_started and one run_finished; the other exits 2 with one line naming it."""
-    env = {**os.environ, "DSPARK_CONFIG_DIR": "/nonexistent-dspark-config"}
+    env = cli_env()
     for trial in range(3):
         run_dir = _new_run(tmp_path / f"t{trial}", port)
         argv = [*CLI, "run", "--resume", str(run_dir), "--headless", "--lang", "en"]

@@ -11,22 +11,18 @@ import json
 import os
 import re
 import signal
-import subprocess
-import sys
 import termios
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import psutil
 
 from dspark_tui.engine.log_relay import HOLD_MAX, copy_scrubbed
 from dspark_tui.model.secrets import Scrubber
+from tests.cli import run_cli, slow_cells, wait_for
 from tests.engine.helpers import FAKES, sim_plan_text
 from tests.fakes.loud_server import digest
 
-CLI = [sys.executable, "-m", "dspark_tui"]
 LOUD = FAKES / "loud_server.py"
 
 API_KEY = "sk-bench-key-0001"
@@ -37,17 +33,6 @@ URL_PASSWORD = "PWurl-secret-0005"
 DB_URL = f"postgres://user:{URL_PASSWORD}@db.example:5432/x"
 EXTRA_ARG = "sk-extra-args-0006"
 ALL = (API_KEY, SERVER_FLAG, OPENAI_KEY, HUB_TOKEN, URL_PASSWORD, EXTRA_ARG)
-# Cells of about a second each at --speed 2, so the runner can be killed while one is in flight.
-SLOW_CELLS = """[[scenarios]]
-name = "slow"
-input_len = 64
-output_len = 512
-range_ratio = 1.0
-concurrencies = [1, 2, 3]
-num_prompts = 2
-"""
-
-
 def _loud_plan(folder: Path, port: int, *server_flags: str, extra_args: list[str] | None = None,
                **kwargs: object) -> Path:
     """A one-arm simulator plan served through loud_server.py, with secrets in the bench's API
@@ -66,22 +51,6 @@ def _loud_plan(folder: Path, port: int, *server_flags: str, extra_args: list[str
     return path
 
 
-def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "DSPARK_CONFIG_DIR": "/nonexistent-dspark-config",
-                               **(env or {})},
-                          stdin=subprocess.DEVNULL, check=False)
-
-
-def _wait_for(predicate: Callable[[], object], timeout: float = 60.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def _manifest(run_dir: Path) -> dict:
     return json.loads((run_dir / "run.json").read_text())
 
@@ -93,7 +62,7 @@ def _secrets_in_files(run_dir: Path, secrets: tuple[str, ...]) -> list[str]:
 
 
 def _runner_pid(run_dir: Path) -> int:
-    _wait_for(lambda: _manifest(run_dir).get("runner_pid"), what="the runner's pid")
+    wait_for(lambda: _manifest(run_dir).get("runner_pid"), timeout=60, what="the runner's pid")
     return int(_manifest(run_dir)["runner_pid"])
 
 
@@ -129,7 +98,7 @@ def test_the_relay_scrubs_a_secret_cut_across_reads_and_inside_a_line_longer_tha
     copier.start()
     for piece in pieces:  # one read each: the next is written once the relay took this one
         os.write(sink, piece)
-        _wait_for(lambda: _queued(source) == 0, timeout=10, what="the relay to read")
+        wait_for(lambda: _queued(source) == 0, timeout=10, what="the relay to read")
     os.close(sink)
     copier.join(10)
     os.close(log_fd)
@@ -145,7 +114,7 @@ def test_no_secret_reaches_the_run_directory_nor_the_runners_environment(tmp_pat
                                                                         port: int):
     plan = _loud_plan(tmp_path, port, "--api-key", SERVER_FLAG, speed=20,
                       extra_args=["--header", f"Authorization=Bearer {EXTRA_ARG}"])
-    done = _cli("run", str(plan), "--detach", "--results", str(tmp_path / "results"))
+    done = run_cli("run", str(plan), "--detach", "--results", str(tmp_path / "results"), timeout=120)
     assert done.returncode == 0, done.stderr
     run_dir = Path(done.stdout.strip().splitlines()[0])
     pid = _runner_pid(run_dir)
@@ -155,10 +124,10 @@ def test_no_secret_reaches_the_run_directory_nor_the_runners_environment(tmp_pat
     assert b"DSPARK_SERVER_TOKEN" not in proc_entries  # it is the runner's, not a server's
     # The log relay holds what it scrubs in memory only, not in its environment or argv.
     relays: list[psutil.Process] = []
-    _wait_for(lambda: relays.extend(_relays_of(run_dir)) or relays, what="the log relay")
+    wait_for(lambda: relays.extend(_relays_of(run_dir)) or relays, timeout=60, what="the log relay")
     proc_entries += (Path(f"/proc/{relays[0].pid}/environ").read_bytes()
                      + Path(f"/proc/{relays[0].pid}/cmdline").read_bytes())
-    _wait_for(lambda: _manifest(run_dir)["status"] != "running", what="the run to end")
+    wait_for(lambda: _manifest(run_dir)["status"] != "running", timeout=60, what="the run to end")
     assert _manifest(run_dir)["status"] == "completed", (run_dir / "runner.log").read_text()
 
     assert [s for s in ALL if s.encode() in proc_entries] == []
@@ -174,26 +143,26 @@ def test_no_secret_reaches_the_run_directory_nor_the_runners_environment(tmp_pat
 
 def test_a_killed_runner_costs_the_log_no_line_and_a_resume_hands_the_server_the_real_secrets(
         tmp_path: Path, port: int):
-    plan = _loud_plan(tmp_path, port, speed=2, cells=SLOW_CELLS)
-    done = _cli("run", str(plan), "--detach", "--results", str(tmp_path / "results"))
+    plan = _loud_plan(tmp_path, port, speed=2, cells=slow_cells((1, 2, 3)))
+    done = run_cli("run", str(plan), "--detach", "--results", str(tmp_path / "results"), timeout=120)
     assert done.returncode == 0, done.stderr
     run_dir = Path(done.stdout.strip().splitlines()[0])
     pid = _runner_pid(run_dir)
-    _wait_for(lambda: any(run_dir.glob("cells/*/slow__c1__r1p1.json")), what="the first cell")
+    wait_for(lambda: any(run_dir.glob("cells/*/slow__c1__r1p1.json")), timeout=60, what="the first cell")
     (first_log,) = (run_dir / "logs").glob("server-*.log")
 
     def beats() -> int:
         return max(map(int, re.findall(r"loud heartbeat (\d+)", first_log.read_text())), default=0)
 
     os.kill(pid, signal.SIGKILL)
-    _wait_for(lambda: _gone(pid), what="the runner to die")
+    wait_for(lambda: _gone(pid), timeout=60, what="the runner to die")
     after_kill = beats()
     # The orphaned server goes on printing, and its lines still reach the log, scrubbed.
-    _wait_for(lambda: beats() >= after_kill + 5, timeout=20, what="heartbeats after the kill")
+    wait_for(lambda: beats() >= after_kill + 5, timeout=20, what="heartbeats after the kill")
 
     real = {"OPENAI_KEY": OPENAI_KEY, "DB_URL": DB_URL, "HF_HUB_TOKEN_X": HUB_TOKEN,
             "DSPARK_API_KEY": API_KEY}
-    resumed = _cli("run", "--resume", str(run_dir), "--headless", env=real)
+    resumed = run_cli("run", "--resume", str(run_dir), "--headless", env=real, timeout=120)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert _manifest(run_dir)["status"] == "completed"
     logs = sorted((run_dir / "logs").glob("server-*.log"))

@@ -4,15 +4,12 @@ then its verification rerun — real processes, real HTTP, the files on disk."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from dspark_tui.results import load_run
+from tests.cli import run_cli
 from tests.engine.helpers import write_sim_plan
 
-CLI = [sys.executable, "-m", "dspark_tui"]
 # K = 0, 1, 5 at c = 1 (large K pays) and c = 64 (small K pays): both sides of the crossover.
 CELLS = """[[scenarios]]
 name = "chat"
@@ -23,23 +20,17 @@ num_prompts = { per_concurrency = 2, min = 4, max = 128 }
 """
 
 
-def _cli(*args: str, timeout: float = 150) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DSPARK_CONFIG_DIR": "/nonexistent-dspark-config"}
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, env=env,
-                          stdin=subprocess.DEVNULL, check=False)
-
-
 def test_verify_reruns_the_schedule_against_the_best_fixed_k(tmp_path: Path):
     plan = write_sim_plan(tmp_path, 0, arms=(0, 1, 5), speed=50, warmup=1, cells=CELLS)
     sweeps, verifications = tmp_path / "sweeps", tmp_path / "verifications"
-    done = _cli("run", str(plan), "--headless", "--results", str(sweeps))
+    done = run_cli("run", str(plan), "--headless", "--results", str(sweeps), timeout=150)
     assert done.returncode == 0, done.stdout + done.stderr
     (sweep,) = list(sweeps.iterdir())
     saved = json.loads((sweep / "schedule.json").read_text())
     fixed_k = saved["single_best_k"]["k"]
 
-    done = _cli("run", str(plan), "--verify", str(sweep), "--headless", "--results", str(verifications),
-                "--lang", "en")
+    done = run_cli("run", str(plan), "--verify", str(sweep), "--headless", "--results",
+                   str(verifications), "--lang", "en", timeout=150)
     assert done.returncode == 0, done.stdout + done.stderr
     (run_dir,) = list(verifications.iterdir())
     run = load_run(run_dir)

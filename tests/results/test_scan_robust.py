@@ -14,7 +14,6 @@ import logging
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -25,10 +24,10 @@ from dspark_tui.engine.liveness import live_runs, orphan_server_on_port
 from dspark_tui.model import UserError, load_plan
 from dspark_tui.results import RunStore, load_run, manifest_for_plan, scan_runs
 from dspark_tui.results.follow import EventFollower
+from tests.cli import run_cli
 from tests.conftest import SAMPLE_RUN
 from tests.engine.helpers import write_sim_plan
 
-CLI = [sys.executable, "-m", "dspark_tui"]
 TINY_CELLS = ('[[scenarios]]\nname = "t"\ninput_len = 16\noutput_len = 8\n'
               'concurrencies = [1]\nnum_prompts = 2\n')
 LOOP = "Too many levels of symbolic links"
@@ -123,9 +122,7 @@ def _cli(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
     prefix = _unprivileged_prefix()
     if prefix is None:
         pytest.skip("root without user namespaces: a mode of 000 does not stop root's reads")
-    env = {**os.environ, "DSPARK_CONFIG_DIR": "/nonexistent-dspark-config"}
-    return subprocess.run([*prefix, *CLI, *args], capture_output=True, text=True,
-                          timeout=timeout, env=env, stdin=subprocess.DEVNULL, check=False)
+    return run_cli(*args, timeout=timeout, prefix=prefix)
 
 
 @pytest.fixture
