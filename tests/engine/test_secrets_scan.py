@@ -202,3 +202,27 @@ def test_a_killed_runner_costs_the_log_no_line_and_a_resume_hands_the_server_the
     for name in ("OPENAI_KEY", "DB_URL", "HF_HUB_TOKEN_X"):
         assert f"digest {name} {digest(real[name])}" in resumed_log, name
     assert _secrets_in_files(run_dir, ALL) == []
+
+
+async def test_a_bench_client_printing_its_argv_leaves_no_secret_in_its_log(tmp_path: Path):
+    """sglang and `vllm bench serve` print their parsed args, extra_args' header included."""
+    from dspark_tui.engine.drivers import DriverContext, make_driver
+    from dspark_tui.model import BenchConfig, CellKey, CellSpec
+    from tests.drivers.test_external_drivers import _shim
+
+    bench = BenchConfig(driver="sglang", python=sys.executable, cell_timeout_s=60,
+                        api_key=API_KEY,
+                        extra_args=["--header", f"Authorization=Bearer {EXTRA_ARG}"])
+    ctx = DriverContext(
+        base_url="http://127.0.0.1:18555", host="127.0.0.1", port=18555,
+        served_model_name="served-model", model_path="/models/tok", bench=bench,
+        raw_dir=tmp_path / "run" / "raw" / "st_3",
+        extra_env={"PYTHONPATH": str(_shim(tmp_path)), "FAKE_BENCH_ECHO_ARGV": "1"})
+    cell = CellSpec(key=CellKey(arm="st=3", scenario="chat", concurrency=2),
+                    input_len=64, output_len=32, range_ratio=0.0, num_prompts=4)
+    result = await make_driver(bench).run(cell, ctx, lambda _: None)
+    assert result.ok and result.metrics.completed == 4  # what the driver parses still works
+    log = (ctx.raw_dir / "chat__c2.log").read_text()
+    assert log.count("argv: [") == 2 and "Namespace(" in log  # the client did print them
+    assert "header=['***']" in log
+    assert _secrets_in_files(tmp_path / "run", ALL) == []
