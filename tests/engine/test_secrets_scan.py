@@ -226,3 +226,26 @@ async def test_a_bench_client_printing_its_argv_leaves_no_secret_in_its_log(tmp_
     assert log.count("argv: [") == 2 and "Namespace(" in log  # the client did print them
     assert "header=['***']" in log
     assert _secrets_in_files(tmp_path / "run", ALL) == []
+
+
+def test_a_key_inside_a_shell_command_line_is_kept_from_every_saved_file(tmp_path: Path,
+                                                                         port: int):
+    """`["sh", "-c", "vllm serve … --api-key sk-…"]`, the shape srun and docker commands take:
+    the key is inside one argument, where no flag masking sees it."""
+    text = _loud_plan(tmp_path, port, speed=20).read_text()
+    shell = (f'command = ["sh", "-c", "exec {{python}} {LOUD} serve {{model}} --host {{host}} '
+             f'--port {{port}} --spec-tokens {{spec_tokens}} --speed 20 --api-key {SERVER_FLAG}"]')
+    text = re.sub(r"command = \[.*?\]", lambda _: shell, text, count=1, flags=re.DOTALL)
+    plan = tmp_path / "shell.toml"
+    plan.write_text(text)
+    done = _cli("run", str(plan), "--headless", "--results", str(tmp_path / "results"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    (run_dir,) = (tmp_path / "results").iterdir()
+    assert _manifest(run_dir)["status"] == "completed"
+    (log,) = (run_dir / "logs").glob("server-*.log")
+    assert "--api-key ***" in log.read_text()  # the server did print it
+    saved = [run_dir / "run.json", run_dir / "server.json", *run_dir.glob("servers/*.json"),
+             run_dir / "events.jsonl"]
+    assert all(path.exists() for path in saved), saved
+    assert "--api-key ***" in json.dumps(_manifest(run_dir)["plan"]["server"]["command"])
+    assert _secrets_in_files(run_dir, ALL) == []

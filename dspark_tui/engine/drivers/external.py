@@ -15,13 +15,13 @@ import re
 import signal
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from dspark_tui.engine.drivers.base import CellError
 from dspark_tui.engine.log_relay import ScrubbedStream
-from dspark_tui.model.secrets import Scrubber, redact_argv
+from dspark_tui.model.secrets import Scrubber, scrub_argv
 
 # `  45%|████▌     | 9/20 [00:01<00:01,  7.9it/s]` -> 9, 20
 _TQDM = re.compile(rb"(\d+)/(\d+) \[")
@@ -114,7 +114,7 @@ async def run_child(
     env: dict[str, str] | None = None,
     cwd: Path | None = None,
     what: str = "the benchmark client",
-    secrets: Iterable[str] = (),
+    secrets: Collection[str] = (),
 ) -> ChildOutcome:
     """Run argv to completion. Raises CellError on timeout or when it cannot start.
 
@@ -127,7 +127,7 @@ async def run_child(
     scrubber = Scrubber(secrets)
     started = time.monotonic()
     with open(log_path, "ab", buffering=0) as log:
-        log.write(f"$ {' '.join(redact_argv(list(argv)))}\n".encode())
+        log.write(f"$ {' '.join(scrub_argv(list(argv), secrets))}\n".encode())
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
