@@ -93,6 +93,7 @@ class Runner:
         self._schedule: Schedule | None = None
         self._announced: set[int] = set()  # rounds whose ev.RoundPlanned is in events.jsonl
         self._sessions = 0  # server sessions of this run so far, earlier runners' included
+        self._evidence_told: set[str] = set()  # arms whose missing /metrics was told
         self._looked_empty = False
         self._signal_name: str | None = None
         self._main: asyncio.Task[ev.RunStatus] | None = None
@@ -332,7 +333,8 @@ class Runner:
             self._sessions += 1
             session_id = f"s{self._sessions}"
         async with ArmSession(self.plan, arm, self.store, session=session_id, round=rnd.round,
-                              emit=self._emit, steering=self._steering, gpu=self._gpu) as session:
+                              emit=self._emit, steering=self._steering, gpu=self._gpu,
+                              evidence_told=self._evidence_told) as session:
             problem = await session.open()
             if problem is not None:
                 if not problem.aborted:
