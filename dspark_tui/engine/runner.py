@@ -25,6 +25,7 @@ from typing import Literal
 
 from dspark_tui.engine import finish
 from dspark_tui.engine.control import ControlReader
+from dspark_tui.engine.disk_budget import refuse_resume_without_room
 from dspark_tui.engine.drivers.base import BenchDriver
 from dspark_tui.engine.event_sink import EventSink, Subscriber
 from dspark_tui.engine.gpu import GpuProbe, detect_gpu
@@ -248,8 +249,10 @@ class Runner:
         if orphans:
             self._emit(ev.Notice(level="warning", message="stopped the server left by the previous "
                               f"runner of this run (pids {', '.join(map(str, orphans))})"))
+        # The disk is checked on what is left to measure (all of it for a new run), not the plan.
         checked = await asyncio.to_thread(preflight, self.plan, self.other_roots,
-                                          exclude=self.store.path, results_root=self.store.path.parent)
+                                          exclude=self.store.path)
+        await asyncio.to_thread(refuse_resume_without_room, self.store, self.plan)
         for warning in checked.warnings:
             self._emit(ev.Notice(level="warning", message=warning.message))
         manifest = self.store.read_manifest()
