@@ -112,3 +112,21 @@ def test_a_resume_is_checked_on_what_is_left_and_refused_in_one_line_before_anyt
         assert out.count("\n") == 0 and "not enough disk space for the 40 measurements left" in out, out
         assert "Traceback" not in out
         assert sorted(p.name for p in run_dir.iterdir()) == before, how  # no runner, no log
+
+
+def test_what_is_left_excludes_the_measurements_saved_ok(tmp_path: Path):
+    from dspark_tui.engine.disk_budget import measurements_left
+    from dspark_tui.engine.setup import prepare_run
+    from dspark_tui.model import CellResult
+
+    plan = _demo()
+    store = prepare_run(plan, tmp_path / "results")
+    assert store.lock is not None
+    store.lock.release()
+    for cell in plan.cells():  # round 1, both repeats, saved ok; round 2 untouched
+        for repeat in (1, 2):
+            store.save_cell(CellResult(arm=cell.key.arm, scenario=cell.key.scenario,
+                                       concurrency=cell.key.concurrency, round=1, repeat=repeat))
+    cells, sessions = measurements_left(plan, store)
+    assert len(cells) == 20 and sessions == 2  # round 2 of both arms
+    assert expected_output_bytes(plan, cells, sessions) < 0.6 * expected_output_bytes(plan)
