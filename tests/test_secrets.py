@@ -12,6 +12,7 @@ from dspark_tui.model.secrets import (
     is_secret_name,
     redact_argv,
     redact_env,
+    scrub_argv,
     secret_values,
 )
 from dspark_tui.results.manifest import redacted_plan_snapshot
@@ -57,6 +58,7 @@ def test_env_masks_secret_names_and_url_passwords_keeping_the_rest():
 @pytest.mark.parametrize(("value", "masked"), [
     (REDACTED, True), ("Authorization=***", True), ("postgres://u:***@h/d", True),
     ("a***b", False), ("postgres://u:pw@h/d", False), ("false", False),
+    ("exec vllm serve m --api-key *** --port 1", True),
 ])
 def test_is_masked_tells_what_a_resume_must_get_elsewhere(value: str, masked: bool):
     assert is_masked(value) is masked
@@ -72,6 +74,14 @@ def test_secret_values_are_what_masking_hides_of_8_characters_or_more():
     assert {"sk-in-command-1", "hf_env_secret", "hunter2222", "sk-bench-key-3",
             "sk-header-22"} <= found
     assert "short" not in found and "false-but-long" not in found
+
+
+def test_secret_values_look_inside_a_shell_command_line():
+    found = secret_values(argvs=[["sh", "-c", "vllm serve m --api-key sk-inside-1 --port 8"],
+                                 ["sh", "-c", "x --token", "not-a-secret-value"]])
+    assert "sk-inside-1" in found and "not-a-secret-value" not in found
+    assert scrub_argv(["sh", "-c", "vllm serve m --api-key sk-inside-1"], found) == [
+        "sh", "-c", "vllm serve m --api-key ***"]
 
 
 def test_scrubber_replaces_whole_tokens_only():

@@ -6,16 +6,19 @@ and the events it adds to events.jsonl; the last two grow with its duration, whi
 before the server runs, so it is estimated at a slow decode pace (the requests in waves of
 `concurrency`, each wave as long as its mean output at DECODE_TOKENS_PER_S), which errs on the
 large side. Each server session adds its log. The constants were measured on the demo run and on
-bench/raw_size.py's cells (2026-12-01).
+bench/raw_size.py's cells (2026-12-01). A resume is checked on what is left to measure.
 """
 
 from __future__ import annotations
 
 import math
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
-from dspark_tui.model import CellSpec, Plan
+from dspark_tui.engine.schedule import Schedule, SlotState, rounds_from_events
+from dspark_tui.model import CellSpec, Plan, UserError
+from dspark_tui.results import RunStore
 from dspark_tui.results.run_size import format_size
 
 DECODE_TOKENS_PER_S = 20.0  # per stream: slower than any served model we measured, so more bytes
@@ -69,15 +72,27 @@ def planned_measurements(plan: Plan) -> int:
     return len(plan.cells()) * plan.bench.rounds * plan.bench.repeats
 
 
-def expected_output_bytes(plan: Plan) -> int:
-    """The bytes a run of `plan` writes as planned (adaptive rounds not counted)."""
+def expected_output_bytes(plan: Plan, measurements: Sequence[CellSpec] | None = None,
+                          sessions: int | None = None) -> int:
+    """The bytes a run of `plan` writes as planned (adaptive rounds not counted), or, given,
+    for these measurements (a cell once per measurement) in that many server sessions."""
     bench = plan.bench
-    passes = bench.rounds * bench.repeats
-    per_pass = sum(measurement_bytes(cell, plan) for cell in plan.cells())
-    sessions = len(plan.arms) * bench.rounds
-    serving_seconds = passes * sum(measurement_seconds(c) for c in plan.cells())  # every session
-    logs = sessions * SESSION_LOG_BYTES + serving_seconds * SESSION_LOG_BYTES_PER_S
-    return math.ceil(RUN_FIXED_BYTES + passes * per_pass + logs)
+    if measurements is None:
+        measurements = [cell for cell in plan.cells() for _ in range(bench.rounds * bench.repeats)]
+        sessions = len(plan.arms) * bench.rounds
+    written = sum(measurement_bytes(cell, plan) for cell in measurements)
+    serving_seconds = sum(measurement_seconds(cell) for cell in measurements)  # every session
+    logs = (sessions or 0) * SESSION_LOG_BYTES + serving_seconds * SESSION_LOG_BYTES_PER_S
+    return math.ceil(RUN_FIXED_BYTES + written + logs)
+
+
+def measurements_left(plan: Plan, store: RunStore) -> tuple[list[CellSpec], int]:
+    """What a resume of the run in `store` still measures (every slot not saved ok, adaptive
+    rounds already planned included), and in how many server sessions."""
+    schedule = Schedule(plan, rounds_from_events(plan, store.read_events()), store.done_slots())
+    specs = {cell.key: cell for cell in plan.cells()}
+    left = [slot for slot, state in schedule.state.items() if state != SlotState.OK]
+    return [specs[key] for key, _, _ in left], len({(rnd, key.arm) for key, rnd, _ in left})
 
 
 def free_bytes(results_root: Path) -> tuple[Path, int]:
@@ -100,3 +115,32 @@ def check_disk(plan: Plan, results_root: str | Path) -> list[str]:
     return [f"not enough disk space: the plan writes about {format_size(needed)} "
             f"({planned_measurements(plan)} measurements, logs included) and {folder} has "
             f"{format_size(free)} free"]
+
+
+def check_disk_to_resume(plan: Plan, store: RunStore) -> list[str]:
+    """check_disk for a run directory that exists (a resume, or a new run's runner): what is
+    left to measure against the free space of the run's own folder."""
+    cells, sessions = measurements_left(plan, store)
+    if not cells:
+        return []
+    needed = expected_output_bytes(plan, cells, sessions)
+    try:
+        folder, free = free_bytes(store.path)
+    except OSError as exc:
+        return [f"run folder {store.path}: cannot tell the free space ({exc.strerror or exc})"]
+    if needed <= free:
+        return []
+    return [f"not enough disk space for the {len(cells)} measurements left: they write about "
+            f"{format_size(needed)} (logs included) and {folder} has {format_size(free)} free"]
+
+
+def refuse_resume_without_room(store: RunStore, plan: Plan | None = None) -> None:
+    """Raise UserError (one line) when what is left of the run does not fit; nothing is started.
+    Without `plan`, the run.json snapshot's (its masked secrets do not change any size)."""
+    if plan is None:
+        try:
+            plan = Plan.model_validate(store.read_manifest().plan)
+        except ValueError:
+            return  # the runner says in one line what is wrong with the snapshot
+    if problems := check_disk_to_resume(plan, store):
+        raise UserError(f"{problems[0]} — free some space, then resume the run")

@@ -12,6 +12,7 @@ from pathlib import Path
 from rich.console import Console
 
 from dspark_tui.config import settings_or_warn
+from dspark_tui.engine.disk_budget import refuse_resume_without_room
 from dspark_tui.engine.launch import RESUME_NO_FILTERS, RESUME_NO_VERIFY, RunnerProcess
 from dspark_tui.engine.liveness import refuse_if_alive, runner_alive
 from dspark_tui.engine.ports import with_concrete_port
@@ -59,6 +60,11 @@ def run_command(args: argparse.Namespace) -> int:
         store.read_manifest()
         store.lock = lock_for_resume(store.path, getattr(args, "lock_fd", None))
         plan = plan_of_run(store)
+        try:
+            refuse_resume_without_room(store, plan)
+        except UserError:
+            store.lock.release()
+            raise
     else:
         from dspark_tui.plans import resolve_plan
 

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from dspark_tui.engine.control import send_control
+from dspark_tui.engine.disk_budget import refuse_resume_without_room
 from dspark_tui.engine.launchers import stop_orphaned_launch
 from dspark_tui.engine.liveness import refuse_if_alive
 from dspark_tui.engine.ports import with_concrete_port
@@ -96,6 +97,11 @@ class RunnerProcess:
             store.read_manifest()
             refuse_if_alive(run_dir)
             store.lock = RunLock.acquire(run_dir)
+            try:
+                refuse_resume_without_room(store)
+            except UserError:
+                store.lock.release()
+                raise
         else:
             from dspark_tui.plans import resolve_plan
 

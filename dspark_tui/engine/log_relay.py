@@ -84,28 +84,48 @@ def caught_up(relay: subprocess.Popen[bytes]) -> bool:
         return True
 
 
+class ScrubbedStream:
+    """A byte stream's scrubbed copy, fed as it arrives: whole lines are scrubbed (a secret is
+    never cut in two); a line longer than HOLD_MAX goes out in pieces, keeping back what could
+    be the start of a secret the next piece completes."""
+
+    def __init__(self, scrubber: Scrubber) -> None:
+        self._scrubber = scrubber
+        self._pending = b""
+
+    def feed(self, data: bytes) -> bytes:
+        """What may be written now."""
+        scrubber = self._scrubber
+        if not scrubber:
+            return data
+        self._pending += data
+        out = b""
+        cut = self._pending.rfind(b"\n") + 1
+        if cut:
+            out = scrubber.scrub(self._pending[:cut])
+            self._pending = self._pending[cut:]
+        if len(self._pending) > HOLD_MAX:
+            scrubbed = scrubber.scrub(self._pending)
+            keep = max(scrubber.longest - 1, 0)
+            out += scrubbed[:len(scrubbed) - keep]
+            self._pending = scrubbed[len(scrubbed) - keep:]
+        return out
+
+    def close(self) -> bytes:
+        """What is left at the end of the stream."""
+        rest, self._pending = self._pending, b""
+        return self._scrubber.scrub(rest)
+
+
 def copy_scrubbed(source: int, log_fd: int, scrubber: Scrubber) -> None:
-    """Copy source to log_fd until EOF, scrubbing whole lines (a secret is never cut in two)."""
-    pending = b""
+    """Copy source to log_fd until EOF, scrubbed (see ScrubbedStream)."""
+    stream = ScrubbedStream(scrubber)
     while True:
         data = os.read(source, READ_CHUNK)
         if not data:
-            _write_all(log_fd, scrubber.scrub(pending))
+            _write_all(log_fd, stream.close())
             return
-        if not scrubber:
-            _write_all(log_fd, data)
-            continue
-        pending += data
-        cut = pending.rfind(b"\n") + 1
-        if cut:
-            _write_all(log_fd, scrubber.scrub(pending[:cut]))
-            pending = pending[cut:]
-        if len(pending) > HOLD_MAX:
-            # Keep back what could be the start of a secret that the next read completes.
-            scrubbed = scrubber.scrub(pending)
-            keep = max(scrubber.longest - 1, 0)
-            _write_all(log_fd, scrubbed[:len(scrubbed) - keep])
-            pending = scrubbed[len(scrubbed) - keep:]
+        _write_all(log_fd, stream.feed(data))
 
 
 def _write_all(fd: int, data: bytes) -> None:

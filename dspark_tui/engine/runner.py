@@ -25,6 +25,7 @@ from typing import Literal
 
 from dspark_tui.engine import finish
 from dspark_tui.engine.control import ControlReader
+from dspark_tui.engine.disk_budget import refuse_resume_without_room
 from dspark_tui.engine.drivers.base import BenchDriver
 from dspark_tui.engine.event_sink import EventSink, Subscriber
 from dspark_tui.engine.gpu import GpuProbe, detect_gpu
@@ -93,6 +94,7 @@ class Runner:
         self._schedule: Schedule | None = None
         self._announced: set[int] = set()  # rounds whose ev.RoundPlanned is in events.jsonl
         self._sessions = 0  # server sessions of this run so far, earlier runners' included
+        self._evidence_told: set[str] = set()  # arms whose missing /metrics was told
         self._looked_empty = False
         self._signal_name: str | None = None
         self._main: asyncio.Task[ev.RunStatus] | None = None
@@ -247,8 +249,10 @@ class Runner:
         if orphans:
             self._emit(ev.Notice(level="warning", message="stopped the server left by the previous "
                               f"runner of this run (pids {', '.join(map(str, orphans))})"))
+        # The disk is checked on what is left to measure (all of it for a new run), not the plan.
         checked = await asyncio.to_thread(preflight, self.plan, self.other_roots,
-                                          exclude=self.store.path, results_root=self.store.path.parent)
+                                          exclude=self.store.path)
+        await asyncio.to_thread(refuse_resume_without_room, self.store, self.plan)
         for warning in checked.warnings:
             self._emit(ev.Notice(level="warning", message=warning.message))
         manifest = self.store.read_manifest()
@@ -332,7 +336,8 @@ class Runner:
             self._sessions += 1
             session_id = f"s{self._sessions}"
         async with ArmSession(self.plan, arm, self.store, session=session_id, round=rnd.round,
-                              emit=self._emit, steering=self._steering, gpu=self._gpu) as session:
+                              emit=self._emit, steering=self._steering, gpu=self._gpu,
+                              evidence_told=self._evidence_told) as session:
             problem = await session.open()
             if problem is not None:
                 if not problem.aborted:

@@ -246,6 +246,7 @@ class MetricsScraper:
         emit: Callable[[MetricsSample | Notice], None],
         gpu: GpuProbe | None = None,
         headers: dict[str, str] | None = None,
+        told: set[str] | None = None,
     ) -> None:
         self.url = base_url.rstrip("/") + "/metrics"
         self.arm = arm
@@ -267,8 +268,12 @@ class MetricsScraper:
         self._last_ok = False
         self._busy = False
         self.counters_exported = False
-        # Why server evidence is missing, told once a scraper (one per server session).
+        # The first reason this session brought no server evidence. The warning is told once an
+        # arm: `told` holds the arms already warned about, shared by the runner's sessions.
         self.missing_reason: str | None = None
+        self._told = told if told is not None else set()
+        self.scrapes = 0  # this session's, for the count told at its end
+        self.gaps = 0
 
     async def __aenter__(self) -> MetricsScraper:
         await self.start()
@@ -290,6 +295,10 @@ class MetricsScraper:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+            if self.gaps:
+                self._emit(Notice(level="info", message=(
+                    f"{self.arm}: {self.gaps} of {self.scrapes} scrapes of {self.url} brought no "
+                    "server evidence this session")))
 
     async def begin_window(self, key: CellKey) -> None:
         async with self._lock:
@@ -331,6 +340,9 @@ class MetricsScraper:
         snapshot, problem = await self._fetch()
         if problem is not None:
             self._tell_missing(problem)
+        if self._client is not None:
+            self.scrapes += 1
+            self.gaps += 1 if snapshot is None else 0
         async with self._lock:
             self._last_ok = snapshot is not None
             if snapshot is None:
@@ -363,13 +375,16 @@ class MetricsScraper:
             self._progress_t = time.monotonic()
 
     def _tell_missing(self, problem: str) -> None:
-        """The first scrape that brought no server evidence says why; later ones are gaps."""
-        if self.missing_reason is not None:
+        """The arm's first scrape that brought no server evidence says why; later ones are gaps,
+        counted when the session ends."""
+        if self.missing_reason is None:
+            self.missing_reason = problem
+        if self.arm in self._told:
             return
-        self.missing_reason = problem
+        self._told.add(self.arm)
         self._emit(Notice(level="warning", message=(
-            f"{self.arm}: server evidence missing from this session: {self.url} {problem}; "
-            "cells without it report server metrics as not measured (told once a session)")))
+            f"server evidence incomplete for {self.arm} (first failure: {self.url} {problem}); "
+            "cells without it report server metrics as not measured (told once an arm)")))
 
     async def _fetch(self) -> tuple[MetricsSnapshot | None, str | None]:
         """The parsed page, or None and why not; a page without any vLLM metric is a problem

@@ -29,7 +29,7 @@ from dspark_tui.engine.procs import TOKEN_VAR, ProcRef, descendants, terminate_t
 from dspark_tui.engine.server_record import RecordedProc, ServerRecord, write_record
 from dspark_tui.model import Arm, Plan
 from dspark_tui.model.events import Event, ServerLog, ServerState, ServerStateChanged
-from dspark_tui.model.secrets import redact_argv, secret_values
+from dspark_tui.model.secrets import scrub_argv, secret_values
 
 # Lines worth showing while a server starts: what vLLM prints as it loads, compiles and binds.
 _PROGRESS = re.compile(
@@ -171,19 +171,21 @@ class ServerProcess:
             raise ServerError(describe_taken_port(self.host, self.port))
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, **self.plan.server.env, TOKEN_VAR: self.token}
-        self._set_state("starting", " ".join(redact_argv(self.argv)))
+        secrets = self._secrets(env)
+        shown = scrub_argv(self.argv, secrets)  # a key inside `sh -c "…"` is no flag to mask
+        self._set_state("starting", " ".join(shown))
         # Recorded before the spawn: a runner killed between Popen and the record below would
         # otherwise leave a server no resume knows of (the token finds it; pid 0 = not yet known).
         self._record = ServerRecord(
             arm=self.arm.name, pid=0, pgid=0, create_time=0.0, token=self.token, host=self.host,
-            port=self.port, argv=redact_argv(self.argv), session=self.session, state="starting",
+            port=self.port, argv=shown, session=self.session, state="starting",
         )
         write_record(self.run_dir, self._record)
         with contextlib.suppress(OSError):
             self._log_offset = os.path.getsize(self.log_path)
         # The relay carries the token (a resume finds it) but not the plan's secret variables.
         try:
-            self._relay, fd = start_relay(self.log_path, self._secrets(env),
+            self._relay, fd = start_relay(self.log_path, secrets,
                                           {**os.environ, TOKEN_VAR: self.token})
         except OSError as exc:
             self._record.state = "stopped"

@@ -41,7 +41,8 @@ class StartProblem:
 
 class ArmSession:
     def __init__(self, plan: Plan, arm: Arm, store: RunStore, *, session: str, round: int,
-                 emit: Callable[[Event], None], steering: Steering, gpu: GpuProbe | None) -> None:
+                 emit: Callable[[Event], None], steering: Steering, gpu: GpuProbe | None,
+                 evidence_told: set[str] | None = None) -> None:
         self.plan = plan
         self.arm = arm
         self.store = store
@@ -50,6 +51,7 @@ class ArmSession:
         self._emit = emit
         self._steering = steering
         self._gpu = gpu
+        self._evidence_told = evidence_told  # arms warned of missing /metrics, run-wide
         self.server: ArmServer = (
             ExternalServer(plan, arm, emit=emit) if arm.url is not None else
             make_server(plan, arm, log_path=store.server_log_path(arm.name, session),
@@ -75,6 +77,7 @@ class ArmSession:
                 emit=self._emit, headers=auth_headers(self.plan),
                 # This machine's GPUs say nothing about a server running elsewhere.
                 gpu=None if isinstance(self.server, ExternalServer) else self._gpu,
+                told=self._evidence_told,
             )
             await self.scraper.start()
             if not await self._unless_stopping(self._warm_up()):

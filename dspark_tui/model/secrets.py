@@ -8,6 +8,7 @@ server prints (every secret value the tool knows, wherever it appears as a whole
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterable, Mapping
 
 REDACTED = "***"
@@ -21,6 +22,8 @@ _SECRET_NAME = re.compile(
 # scheme://user:password@host: the password is what to hide.
 _URL_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^/\s:@]*:)(?P<password>[^/\s@]+)(?=@)",
                            re.IGNORECASE)
+# What Scrubber leaves of a secret anywhere in a value: REDACTED as a whole token.
+_SCRUBBED = re.compile(r"(?<!\w)" + re.escape(REDACTED) + r"(?!\w)")
 # `Authorization=Bearer x`, `Authorization: Bearer x`, `token=x`: a secret-named pair in a value.
 _PAIR = re.compile(r"^(?P<name>[A-Za-z][\w.-]*)(?P<sep>\s*[=:]\s*)(?P<value>.+)$", re.DOTALL)
 
@@ -45,8 +48,9 @@ def mask_value(value: str) -> str:
 
 
 def is_masked(value: str) -> bool:
-    """Whether a saved value lost a secret to masking (a resume must get it from elsewhere)."""
-    if value == REDACTED:
+    """Whether a saved value lost a secret to masking or scrubbing (a resume must get it from
+    elsewhere): a key scrubbed inside `sh -c "… --api-key ***"` counts too."""
+    if _SCRUBBED.search(value):
         return True
     pair = _PAIR.match(value)
     if pair and is_secret_name(pair["name"]) and pair["value"] == REDACTED:
@@ -58,6 +62,13 @@ def redact_argv(argv: list[str]) -> list[str]:
     """The command as it may be shown or saved: values of secret-named flags hidden, and
     secret pairs and URL passwords inside any argument."""
     return [shown for shown, _ in _argv_split(argv)]
+
+
+def scrub_argv(argv: list[str], secrets: Iterable[str]) -> list[str]:
+    """redact_argv, then every known secret scrubbed from what is left: a key inside a longer
+    element, as in `["sh", "-c", "vllm serve … --api-key sk-…"]` (srun, docker), is no flag."""
+    scrubber = Scrubber(secrets)
+    return [scrubber.scrub_text(part) for part in redact_argv(argv)]
 
 
 def _argv_split(argv: list[str]) -> list[tuple[str, str | None]]:
@@ -91,7 +102,7 @@ def secret_values(*, argvs: Iterable[list[str]] = (), env: Mapping[str, str] | N
     what masking hides in each command and variable, URL passwords anywhere."""
     found: set[str] = {key for key in keys if key}
     for argv in argvs:
-        for _, hidden in _argv_split(argv):
+        for _, hidden in _argv_split([*argv, *_inner_words(argv)]):
             if hidden is not None:
                 found.add(hidden)
                 found.update(_hidden_in_value(hidden))
@@ -100,6 +111,19 @@ def secret_values(*, argvs: Iterable[list[str]] = (), env: Mapping[str, str] | N
             found.add(value)
         found.update(_hidden_in_value(value))
     return {value for value in found if len(value) >= MIN_SCRUBBED_LEN}
+
+
+def _inner_words(argv: list[str]) -> list[str]:
+    """The words of each element that holds a command line of its own (`sh -c "…"`)."""
+    words: list[str] = []
+    for part in argv:
+        if any(space in part for space in " \t\n"):
+            try:
+                words.extend(shlex.split(part))
+            except ValueError:  # unbalanced quotes: plain words still find `--api-key X`
+                words.extend(part.split())
+            words.append("--")  # a flag at the end of one element takes nothing from the next
+    return words
 
 
 def _hidden_in_value(value: str) -> set[str]:
@@ -123,6 +147,9 @@ class Scrubber:
 
     def __bool__(self) -> bool:
         return bool(self._patterns)
+
+    def scrub_text(self, text: str) -> str:
+        return self.scrub(text.encode()).decode() if self else text
 
     def scrub(self, data: bytes) -> bytes:
         for value, pattern in self._patterns:

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from dspark_tui import __version__
 from dspark_tui.model import Plan
-from dspark_tui.model.secrets import REDACTED, redact_argv, redact_env
+from dspark_tui.model.secrets import REDACTED, redact_env, scrub_argv, secret_values
 
 MANIFEST_SCHEMA_VERSION = 2  # 2: several measurements a cell (one file each), cells_ok
 
@@ -160,9 +160,12 @@ def redacted_plan_snapshot(plan: Plan) -> dict[str, Any]:
     snapshot = plan.model_dump(mode="json")
     if snapshot["bench"].get("api_key"):
         snapshot["bench"]["api_key"] = REDACTED
-    snapshot["server"]["command"] = redact_argv(snapshot["server"]["command"])
+    # Known values too: a key inside `sh -c "… --api-key sk-…"` is no flag masking sees.
+    known = secret_values(argvs=[plan.server.command, plan.bench.extra_args],
+                          env=plan.server.env, keys=[plan.bench.api_key])
+    snapshot["server"]["command"] = scrub_argv(snapshot["server"]["command"], known)
     snapshot["server"]["env"] = redact_env(snapshot["server"]["env"])
-    snapshot["bench"]["extra_args"] = redact_argv(snapshot["bench"]["extra_args"])
+    snapshot["bench"]["extra_args"] = scrub_argv(snapshot["bench"]["extra_args"], known)
     return snapshot
 
 

@@ -74,3 +74,55 @@ def test_the_estimate_bounds_a_real_run_and_its_raw_part_is_close(tmp_path: Path
     raw = run_size_bytes(run_dir / "raw") or 0
     estimate = sum(raw_bytes(cell, "native", keep_itl=False) for cell in plan.cells()) * 2
     assert 0.5 * estimate < raw <= estimate, (raw, estimate)
+
+
+def _resume(run_dir: Path, *how: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "dspark_tui", "run", "--resume", str(run_dir),
+                           *how], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "DSPARK_CONFIG_DIR": "/nonexistent-dspark-config"},
+                          stdin=subprocess.DEVNULL, check=False)
+
+
+def test_a_resume_is_checked_on_what_is_left_and_refused_in_one_line_before_anything_starts(
+        small_disk: Path):
+    from dspark_tui.engine.disk_budget import check_disk_to_resume, measurements_left
+    from dspark_tui.engine.setup import prepare_run
+    from dspark_tui.results import RunStore
+
+    store = prepare_run(_demo(), small_disk / "results")
+    assert store.lock is not None
+    store.lock.release()
+    run_dir = store.path
+    cells, sessions = measurements_left(_demo(), RunStore(run_dir))
+    assert len(cells) == 40 and sessions == 2 * 2  # nothing measured yet: arms x rounds
+    needed = expected_output_bytes(_demo(), cells, sessions)
+    assert needed == expected_output_bytes(_demo())  # all of it is left
+    [line] = check_disk_to_resume(_demo(), RunStore(run_dir))
+    assert line.startswith("not enough disk space for the 40 measurements left: they write "
+                           f"about {needed / 1e6:.1f} MB (logs included) and {run_dir} has ")
+    before = sorted(p.name for p in run_dir.iterdir())
+    for how in (["--headless"], ["--detach"]):
+        done = _resume(run_dir, *how)
+        assert done.returncode != 0
+        out = (done.stdout + done.stderr).strip()
+        assert out.count("\n") == 0 and "not enough disk space for the 40 measurements left" in out, out
+        assert "Traceback" not in out
+        assert sorted(p.name for p in run_dir.iterdir()) == before, how  # no runner, no log
+
+
+def test_what_is_left_excludes_the_measurements_saved_ok(tmp_path: Path):
+    from dspark_tui.engine.disk_budget import measurements_left
+    from dspark_tui.engine.setup import prepare_run
+    from dspark_tui.model import CellResult
+
+    plan = _demo()
+    store = prepare_run(plan, tmp_path / "results")
+    assert store.lock is not None
+    store.lock.release()
+    for cell in plan.cells():  # round 1, both repeats, saved ok; round 2 untouched
+        for repeat in (1, 2):
+            store.save_cell(CellResult(arm=cell.key.arm, scenario=cell.key.scenario,
+                                       concurrency=cell.key.concurrency, round=1, repeat=repeat))
+    cells, sessions = measurements_left(plan, store)
+    assert len(cells) == 20 and sessions == 2  # round 2 of both arms
+    assert expected_output_bytes(plan, cells, sessions) < 0.6 * expected_output_bytes(plan)

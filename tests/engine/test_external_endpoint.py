@@ -216,3 +216,30 @@ def test_the_sglang_driver_is_refused_a_url_it_cannot_reach_by_host_and_port():
     assert messages == [f'arms["{arm}"].url: the sglang driver reaches a server by host and port '
                         'only; for https or a path prefix use bench.driver = "native" or "vllm"'
                         for arm in ("K=3", "K=5")]
+
+
+def test_an_endpoint_without_metrics_is_warned_of_once_over_both_rounds(tmp_path: Path, port: int):
+    fake = Path(__file__).resolve().parent.parent / "fakes" / "bare_endpoint.py"
+    proc = subprocess.Popen([sys.executable, str(fake), "--port", str(port), "--model", "test-model"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(proc, url, 20.0, Path(os.devnull))
+        with running_sim(spec_tokens=5) as k5:
+            plan = tmp_path / "plan.toml"
+            plan.write_text(_plan_text(url, k5.url, rounds=2))
+            done = _run(plan, tmp_path / "results")
+    finally:
+        stop_process_group(proc)
+    # Its cells fail (the bare endpoint streams no text): what matters is what was told.
+    (run_dir,) = (tmp_path / "results").iterdir()
+    assert "round 2" in done.stdout, done.stdout + done.stderr
+    notices = [event["message"] for line in (run_dir / "events.jsonl").read_text().splitlines()
+               if (event := json.loads(line)).get("kind") == "notice"]
+    warned = [n for n in notices if n.startswith("server evidence incomplete")]
+    assert warned == [f"server evidence incomplete for K=3 (first failure: {url}/metrics answered "
+                      "HTTP 404); cells without it report server metrics as not measured (told once "
+                      "an arm)"], notices
+    counted = [n for n in notices if "brought no server evidence this session" in n]
+    assert len(counted) == 2 and all(n.startswith("K=3: ") for n in counted), counted

@@ -238,12 +238,54 @@ async def test_missing_server_evidence_is_told_once_with_its_reason(
     finally:
         await scraper.stop()
         await http.cleanup()
-    notices = [e for e in events if isinstance(e, Notice)]
+    notices = [e for e in events if isinstance(e, Notice) and e.level == "warning"]
     assert len(notices) == 1, notices
     message = notices[0].message
-    assert message.startswith(f"st=3: server evidence missing from this session: "
+    assert message.startswith(f"server evidence incomplete for st=3 (first failure: "
                               f"http://127.0.0.1:{port}/metrics {reason}")
-    assert "\n" not in message and notices[0].level == "warning"
+    assert "\n" not in message
+
+
+async def test_missing_evidence_is_told_once_an_arm_and_counted_at_each_sessions_end(port: int):
+    """Three sessions of one arm (rounds), the page failing now and then: one warning, and each
+    session with gaps says how many."""
+    from aiohttp import web
+
+    failing = {"next": 0}  # how many of the coming scrapes fail
+
+    async def metrics(_request: web.Request) -> web.Response:
+        failing["next"] -= 1
+        return web.Response(status=503 if failing["next"] >= 0 else 200, text=_page(1, 0))
+
+    app = web.Application()
+    app.router.add_get("/metrics", metrics)
+    http = web.AppRunner(app, shutdown_timeout=0.1)
+    await http.setup()
+    await web.TCPSite(http, "127.0.0.1", port).start()
+    events: list[object] = []
+    told: set[str] = set()
+    try:
+        for fails in (1, 2, 0):
+            failing["next"] = fails
+            scraper = MetricsScraper(f"http://127.0.0.1:{port}", "st=3", interval_s=60,
+                                     emit=events.append, told=told)
+            await scraper.start()
+            try:  # its own first scrape, then three
+                for _ in range(3):
+                    await scraper.scrape_once()
+            finally:
+                await scraper.stop()
+    finally:
+        await http.cleanup()
+    notices = [(e.level, e.message) for e in events if isinstance(e, Notice)]
+    url = f"http://127.0.0.1:{port}/metrics"
+    assert notices == [
+        ("warning", f"server evidence incomplete for st=3 (first failure: {url} answered HTTP "
+                    "503); cells without it report server metrics as not measured (told once "
+                    "an arm)"),
+        ("info", f"st=3: 1 of 4 scrapes of {url} brought no server evidence this session"),
+        ("info", f"st=3: 2 of 4 scrapes of {url} brought no server evidence this session"),
+    ]
 
 
 async def test_a_good_page_gives_no_notice(port: int):

@@ -171,3 +171,50 @@ def test_a_killed_runner_costs_the_log_no_line_and_a_resume_hands_the_server_the
     for name in ("OPENAI_KEY", "DB_URL", "HF_HUB_TOKEN_X"):
         assert f"digest {name} {digest(real[name])}" in resumed_log, name
     assert _secrets_in_files(run_dir, ALL) == []
+
+
+async def test_a_bench_client_printing_its_argv_leaves_no_secret_in_its_log(tmp_path: Path):
+    """sglang and `vllm bench serve` print their parsed args, extra_args' header included."""
+    from dspark_tui.engine.drivers import DriverContext, make_driver
+    from dspark_tui.model import BenchConfig, CellKey, CellSpec
+    from tests.drivers.test_external_drivers import _shim
+
+    bench = BenchConfig(driver="sglang", python=sys.executable, cell_timeout_s=60,
+                        api_key=API_KEY,
+                        extra_args=["--header", f"Authorization=Bearer {EXTRA_ARG}"])
+    ctx = DriverContext(
+        base_url="http://127.0.0.1:18555", host="127.0.0.1", port=18555,
+        served_model_name="served-model", model_path="/models/tok", bench=bench,
+        raw_dir=tmp_path / "run" / "raw" / "st_3",
+        extra_env={"PYTHONPATH": str(_shim(tmp_path)), "FAKE_BENCH_ECHO_ARGV": "1"})
+    cell = CellSpec(key=CellKey(arm="st=3", scenario="chat", concurrency=2),
+                    input_len=64, output_len=32, range_ratio=0.0, num_prompts=4)
+    result = await make_driver(bench).run(cell, ctx, lambda _: None)
+    assert result.ok and result.metrics.completed == 4  # what the driver parses still works
+    log = (ctx.raw_dir / "chat__c2.log").read_text()
+    assert log.count("argv: [") == 2 and "Namespace(" in log  # the client did print them
+    assert "header=['***']" in log
+    assert _secrets_in_files(tmp_path / "run", ALL) == []
+
+
+def test_a_key_inside_a_shell_command_line_is_kept_from_every_saved_file(tmp_path: Path,
+                                                                         port: int):
+    """`["sh", "-c", "vllm serve … --api-key sk-…"]`, the shape srun and docker commands take:
+    the key is inside one argument, where no flag masking sees it."""
+    text = _loud_plan(tmp_path, port, speed=20).read_text()
+    shell = (f'command = ["sh", "-c", "exec {{python}} {LOUD} serve {{model}} --host {{host}} '
+             f'--port {{port}} --spec-tokens {{spec_tokens}} --speed 20 --api-key {SERVER_FLAG}"]')
+    text = re.sub(r"command = \[.*?\]", lambda _: shell, text, count=1, flags=re.DOTALL)
+    plan = tmp_path / "shell.toml"
+    plan.write_text(text)
+    done = _cli("run", str(plan), "--headless", "--results", str(tmp_path / "results"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    (run_dir,) = (tmp_path / "results").iterdir()
+    assert _manifest(run_dir)["status"] == "completed"
+    (log,) = (run_dir / "logs").glob("server-*.log")
+    assert "--api-key ***" in log.read_text()  # the server did print it
+    saved = [run_dir / "run.json", run_dir / "server.json", *run_dir.glob("servers/*.json"),
+             run_dir / "events.jsonl"]
+    assert all(path.exists() for path in saved), saved
+    assert "--api-key ***" in json.dumps(_manifest(run_dir)["plan"]["server"]["command"])
+    assert _secrets_in_files(run_dir, ALL) == []

@@ -8,6 +8,7 @@ Environment switches:
   FAKE_BENCH_STEP_S     seconds per request while drawing the bar (default 0.002)
   FAKE_BENCH_ARGV_FILE  write argv (JSON) here, for tests that check the command line
   FAKE_BENCH_PIDFILE    write the pids of this process and its hanging child here
+  FAKE_BENCH_ECHO_ARGV  1: print argv on stdout and stderr too (what a careless client logs)
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ def begin(args: argparse.Namespace, *, echo_args: bool = False) -> Switches:
             json.dump(sys.argv[1:], out)
     if echo_args:
         print(f"benchmark_args={args}", flush=True)
+    if os.environ.get("FAKE_BENCH_ECHO_ARGV") == "1":
+        print(f"argv: {sys.argv}", flush=True)
+        print(f"argv: {sys.argv}", file=sys.stderr, flush=True)
     print(f"Namespace({', '.join(f'{k}={v!r}' for k, v in vars(args).items())})", flush=True)
     return Switches.from_env()
 

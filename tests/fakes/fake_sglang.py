@@ -24,6 +24,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--request-rate", type=float, default=float("inf"))
     parser.add_argument("--output-file")
     parser.add_argument("--warmup-requests", type=int, default=1)
+    parser.add_argument("--header", action="append")  # `Name=value`, sent with each request
     common.add_workload_args(parser, dataset="sharegpt", output_len=1024, seed=1)
     return parser.parse_args(argv)
 

@@ -16,7 +16,7 @@ from dspark_tui.engine.drivers.base import CellError, DriverContext, ProgressCal
 from dspark_tui.engine.drivers.external import ChildOutcome, run_child
 from dspark_tui.model import CellResult, CellSpec, ClientMetrics, UserError
 from dspark_tui.model.events import CellProgress
-from dspark_tui.model.secrets import redact_argv
+from dspark_tui.model.secrets import redact_argv, secret_values
 from dspark_tui.results.importers import ImportedMetrics
 from dspark_tui.results.manifest import now_iso
 
@@ -87,13 +87,16 @@ async def run_cli_cell(
     # Both tools append to an existing result file; a stale one from an earlier try must go.
     result_path.unlink(missing_ok=True)
     started_at = now_iso()
+    env = api_key_env(ctx)
     outcome: ChildOutcome = await run_child(
         argv,
         log_path,
         timeout_s=ctx.bench.cell_timeout_s,
         on_count=ProgressRelay(cell, on_progress),
-        env=api_key_env(ctx),
+        env=env,
         what=tool,
+        # Both clients print their parsed args: extra_args' `--header Authorization=Bearer …`.
+        secrets=secret_values(argvs=[argv], env=env, keys=[ctx.bench.api_key]),
     )
     if outcome.returncode != 0:
         why = outcome.last_words() or f"see {raw_relpath(ctx, log_path)}"

@@ -1,8 +1,9 @@
 """Running an external benchmark CLI for one cell: its own process group, its output in a log,
 its tqdm bar turned into progress, a hard time limit, and nothing left behind.
 
-The child never gets a pipe we might stop draining: stdout goes straight to the log file;
-stderr (where tqdm draws) is read here, copied to the same log and scanned for `n/total`.
+Both of the child's streams are read here until it ends and copied to the log with every secret
+the tool knows scrubbed (the clients print their parsed args, `--header Authorization=Bearer
+sk-…` included); stderr, where tqdm draws, is also scanned for `n/total`.
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ import re
 import signal
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from dspark_tui.engine.drivers.base import CellError
-from dspark_tui.model.secrets import redact_argv
+from dspark_tui.engine.log_relay import ScrubbedStream
+from dspark_tui.model.secrets import Scrubber, scrub_argv
 
 # `  45%|████▌     | 9/20 [00:01<00:01,  7.9it/s]` -> 9, 20
 _TQDM = re.compile(rb"(\d+)/(\d+) \[")
@@ -95,7 +97,7 @@ async def _stop_group(proc: asyncio.subprocess.Process) -> None:
 
 
 async def _finish(pumping: asyncio.Task[None]) -> None:
-    """Drain what is left of stderr; give up after a moment rather than hang on a stray fd."""
+    """Drain what is left of the child's output; give up after a moment rather than hang on a stray fd."""
     try:
         await asyncio.wait_for(pumping, 2.0)
     except TimeoutError:
@@ -112,22 +114,25 @@ async def run_child(
     env: dict[str, str] | None = None,
     cwd: Path | None = None,
     what: str = "the benchmark client",
+    secrets: Collection[str] = (),
 ) -> ChildOutcome:
     """Run argv to completion. Raises CellError on timeout or when it cannot start.
 
     Cancellation (the runner skipping or aborting the cell) stops the child's whole process
-    group before the CancelledError propagates.
+    group before the CancelledError propagates. Every value in secrets is scrubbed from what
+    reaches the log and from the stderr lines the outcome keeps.
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     reader = TqdmReader(on_count)
+    scrubber = Scrubber(secrets)
     started = time.monotonic()
     with open(log_path, "ab", buffering=0) as log:
-        log.write(f"$ {' '.join(redact_argv(list(argv)))}\n".encode())
+        log.write(f"$ {' '.join(scrub_argv(list(argv), secrets))}\n".encode())
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
                 stdin=asyncio.subprocess.DEVNULL,
-                stdout=log,
+                stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
                 env={**os.environ, **(env or {})},
@@ -138,11 +143,16 @@ async def run_child(
         except PermissionError:
             raise CellError(f"{what}: not executable: {argv[0]}") from None
 
+        async def copy(source: asyncio.StreamReader, scan: Callable[[bytes], None]) -> None:
+            stream = ScrubbedStream(scrubber)
+            while chunk := await source.read(65536):
+                log.write(stream.feed(chunk))
+                scan(chunk)
+            log.write(stream.close())
+
         async def pump() -> None:
-            assert proc.stderr is not None
-            while chunk := await proc.stderr.read(65536):
-                log.write(chunk)
-                reader.feed(chunk)
+            assert proc.stdout is not None and proc.stderr is not None
+            await asyncio.gather(copy(proc.stdout, lambda _: None), copy(proc.stderr, reader.feed))
             reader.close()
 
         pumping = asyncio.create_task(pump())
@@ -165,5 +175,6 @@ async def run_child(
     return ChildOutcome(
         returncode=proc.returncode if proc.returncode is not None else -1,
         elapsed_s=time.monotonic() - started,
-        stderr_tail=list(reader.tail),
+        stderr_tail=[scrubber.scrub(line.encode()).decode("utf-8", "replace")
+                     for line in reader.tail],
     )
