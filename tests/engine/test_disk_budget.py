@@ -77,10 +77,7 @@ def test_the_estimate_bounds_a_real_run_and_its_raw_part_is_close(tmp_path: Path
 
 
 def _resume(run_dir: Path, *how: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "dspark_tui", "run", "--resume", str(run_dir),
-                           *how], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "DSPARK_CONFIG_DIR": "/nonexistent-dspark-config"},
-                          stdin=subprocess.DEVNULL, check=False)
+    return run_cli("run", "--resume", str(run_dir), *how, timeout=60)
 
 
 def test_a_resume_is_checked_on_what_is_left_and_refused_in_one_line_before_anything_starts(

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import signal
+import sys
 import termios
 import threading
 from pathlib import Path
@@ -207,7 +208,8 @@ def test_a_key_inside_a_shell_command_line_is_kept_from_every_saved_file(tmp_pat
     text = re.sub(r"command = \[.*?\]", lambda _: shell, text, count=1, flags=re.DOTALL)
     plan = tmp_path / "shell.toml"
     plan.write_text(text)
-    done = _cli("run", str(plan), "--headless", "--results", str(tmp_path / "results"))
+    done = run_cli("run", str(plan), "--headless", "--results", str(tmp_path / "results"),
+                   timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     (run_dir,) = (tmp_path / "results").iterdir()
     assert _manifest(run_dir)["status"] == "completed"
