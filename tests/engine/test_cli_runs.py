@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -22,6 +23,7 @@ from dspark_tui.model import load_plan
 from dspark_tui.results import RunStore, load_run, manifest_for_plan, scan_runs
 from tests.cli import CLI, cli_env, run_cli, slow_cells, wait_for
 from tests.conftest import SAMPLE_RUN
+from tests.disks import small_tmpfs
 from tests.engine.helpers import write_sim_plan
 
 
@@ -347,19 +349,11 @@ def test_secrets_never_reach_the_run_directory_yet_a_detached_runner_has_them(
 
 
 @pytest.fixture
-def small_disk(tmp_path: Path):
-    """A filesystem of our own, so a test can fill it; skipped where mounting is refused. Just
-    big enough for what preflight expects this small plan to write."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)],
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A filesystem of our own, so a test can fill it: just big enough for what preflight
+    expects this small plan to write."""
+    with small_tmpfs(tmp_path, "8m") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def _fill(folder: Path) -> Path:

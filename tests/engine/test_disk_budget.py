@@ -18,6 +18,7 @@ from dspark_tui.model import Plan
 from dspark_tui.plans import load_plan, resolve_plan
 from dspark_tui.results.run_size import run_size_bytes
 from tests.cli import run_cli
+from tests.disks import small_tmpfs
 from tests.engine.helpers import write_sim_plan
 
 
@@ -36,17 +37,9 @@ def test_the_estimate_grows_with_what_the_plan_measures():
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 4 MiB filesystem of our own; skipped where mounting is refused."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
+    """A 4 MiB filesystem of our own."""
+    with small_tmpfs(tmp_path, "4m") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def test_a_plan_too_big_for_the_disk_is_one_line_saying_needed_and_free(small_disk: Path):
