@@ -4,11 +4,13 @@ say about themselves and leaves them running."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -49,6 +51,21 @@ num_prompts = 4
 def _run(plan: Path, results: Path) -> subprocess.CompletedProcess[str]:
     return run_cli("run", str(plan), "--headless", "--results", str(results), "--lang", "en",
                    timeout=120)
+
+
+@contextlib.contextmanager
+def bare_endpoint(port: int) -> Iterator[str]:
+    """tests/fakes/bare_endpoint.py serving on `port` (no /metrics), its url while it lives."""
+    fake = Path(__file__).resolve().parent.parent / "fakes" / "bare_endpoint.py"
+    proc = subprocess.Popen([sys.executable, str(fake), "--port", str(port), "--model", "test-model"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(proc, url, 20.0, Path(os.devnull))
+        yield url
+    finally:
+        stop_process_group(proc)
 
 
 def test_two_external_simulators_are_measured_recorded_and_left_running(tmp_path: Path):
@@ -159,20 +176,11 @@ def test_a_bad_url_is_one_line_naming_the_arm(url: str, message: str):
 
 
 def test_an_endpoint_without_metrics_is_a_warning_not_a_refusal(tmp_path: Path, port: int):
-    fake = Path(__file__).resolve().parent.parent / "fakes" / "bare_endpoint.py"
-    proc = subprocess.Popen([sys.executable, str(fake), "--port", str(port), "--model", "test-model"],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_ready(proc, url, 20.0, Path(os.devnull))
-        with running_sim(spec_tokens=5) as k5:
-            plan = tmp_path / "plan.toml"
-            plan.write_text(_plan_text(url, k5.url))
-            done = run_cli("plan", "check", str(plan), "--preflight", "--results",
-                           str(tmp_path / "results"), timeout=60)
-    finally:
-        stop_process_group(proc)
+    with bare_endpoint(port) as url, running_sim(spec_tokens=5) as k5:
+        plan = tmp_path / "plan.toml"
+        plan.write_text(_plan_text(url, k5.url))
+        done = run_cli("plan", "check", str(plan), "--preflight", "--results",
+                       str(tmp_path / "results"), timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (f'preflight: warning: arms["K=3"].url: {url}/metrics answered 404; the run goes on '
             "without server evidence (acceptance, KV cache, preemptions)") in done.stdout
@@ -219,19 +227,10 @@ def test_the_sglang_driver_is_refused_a_url_it_cannot_reach_by_host_and_port():
 
 
 def test_an_endpoint_without_metrics_is_warned_of_once_over_both_rounds(tmp_path: Path, port: int):
-    fake = Path(__file__).resolve().parent.parent / "fakes" / "bare_endpoint.py"
-    proc = subprocess.Popen([sys.executable, str(fake), "--port", str(port), "--model", "test-model"],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_ready(proc, url, 20.0, Path(os.devnull))
-        with running_sim(spec_tokens=5) as k5:
-            plan = tmp_path / "plan.toml"
-            plan.write_text(_plan_text(url, k5.url, rounds=2))
-            done = _run(plan, tmp_path / "results")
-    finally:
-        stop_process_group(proc)
+    with bare_endpoint(port) as url, running_sim(spec_tokens=5) as k5:
+        plan = tmp_path / "plan.toml"
+        plan.write_text(_plan_text(url, k5.url, rounds=2))
+        done = _run(plan, tmp_path / "results")
     # Its cells fail (the bare endpoint streams no text): what matters is what was told.
     (run_dir,) = (tmp_path / "results").iterdir()
     assert "round 2" in done.stdout, done.stdout + done.stderr
