@@ -12,6 +12,7 @@ from pathlib import Path
 from dspark_tui.report.analysis import analyse
 from dspark_tui.report.charts import chart_data
 from dspark_tui.report.deploy import write_schedule
+from dspark_tui.report.greedy import greedy_result
 from dspark_tui.report.layout import layout_of
 from dspark_tui.report.markdown import render_report
 from dspark_tui.report.measurements import measurements_of
@@ -28,8 +29,18 @@ def run_verdicts(run: LoadedRun) -> RunVerdicts:
     return analyse_measurements(measurements_of(run), layout_of(run).arms, settings)
 
 
-def analysis_json(run: LoadedRun) -> str:
-    return json.dumps(run_verdicts(run).to_json(), indent=2, ensure_ascii=False) + "\n"
+def analysis_json(run: LoadedRun, verdicts: RunVerdicts | None = None) -> str:
+    """analysis.json: the verdicts, and the greedy check's when the run made one."""
+    document = (verdicts if verdicts is not None else run_verdicts(run)).to_json()
+    greedy = greedy_result(run.path, run.manifest)
+    if greedy is not None:
+        document["greedy"] = {
+            "reference": greedy.reference, "prompts": greedy.prompts,
+            "max_tokens": greedy.max_tokens, "control_differs": greedy.control_differs,
+            "verdicts": [verdict.model_dump() for verdict in greedy.verdicts],
+            "problems": greedy.problems,
+        }
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
 def _warn(line: str) -> None:
@@ -47,7 +58,7 @@ def write_outputs(run: LoadedRun, langs: tuple[str, ...] = ("zh", "en"),
     path = run.path / ANALYSIS_FILE
     verdicts = analysis.verdicts if analysis.verdicts is not None else run_verdicts(run)
     # First: the verdicts stand even if a report fails.
-    atomic_write_text(path, json.dumps(verdicts.to_json(), indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(path, analysis_json(run, verdicts))
     charts = chart_data(analysis)  # plain data: cheap, and no matplotlib yet
 
     def write_reports(links: list[tuple[str, str]]) -> list[Path]:

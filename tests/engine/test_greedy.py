@@ -81,6 +81,9 @@ async def test_the_fault_switch_is_named_at_its_first_divergence_against_k0(tmp_
     warnings = [e.message for e in events.of("notice") if e.level == "warning"]
     assert any("st=3 vs st=0: DIVERGES on 3 of 3 prompts; first at prompt 1, token 5" in w
                for w in warnings)
+    saved = json.loads((runner.store.path / "analysis.json").read_text())["greedy"]
+    assert saved["reference"] == "st=0" and saved["verdicts"][0]["verdict"] == "diverges"
+    assert saved["verdicts"][0]["first_position"] == 5
     report = _report(runner.store)
     assert report.startswith("# ") and "## ⚠ Greedy equivalence check" in report.split("## Summary")[0]
     assert "the first at prompt 1, token 5: `st=0` “" in report
