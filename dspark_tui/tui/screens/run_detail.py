@@ -61,21 +61,12 @@ def read_run(run_dir: Path, lang: str) -> ReadRun:
 
 
 def run_headline(run: LoadedRun, lang: str) -> str:
-    """The summary that opens the report (what to deploy for which load, how sure).
+    """The summary that opens the report (what to deploy for which load, how sure)."""
+    from dspark_tui.report.headline import headline_markdown
 
-    The report layer's `headline_markdown` when it is there; until then the report's own
-    summary section, so that swapping the two is this one function."""
-    try:
-        from dspark_tui.report.headline import headline_markdown  # type: ignore[import-not-found]
-    except ImportError:
-        from dspark_tui.report.analysis import analyse
-        from dspark_tui.report.certainty import summary_section
-        from dspark_tui.report.texts import Texts
-
-        if not run.cells:
-            return f"No readable cells in {run.path}."
-        return "\n".join(summary_section(analyse(run), Texts(lang)))
-    return str(headline_markdown(run, lang))
+    if not run.cells:
+        return f"No readable cells in {run.path}."
+    return headline_markdown(run, lang)
 
 
 def _started(started_at: str | None) -> str:
@@ -195,11 +186,8 @@ class RunDetailScreen(LoadingScreen):
         self.app.push_screen(ReportScreen(self.run_dir))
 
     def action_charts(self) -> None:
-        try:  # the live screens' chart view
-            from dspark_tui.tui.screens.charts import ChartScreen  # type: ignore[import-not-found]
-        except ImportError:
-            self.notify("the chart view is not in this build", severity="warning")
-            return
+        from dspark_tui.tui.screens.charts import ChartScreen
+
         self.app.push_screen(ChartScreen(self.run if self.run is not None else self.run_dir))
 
     def action_decision(self) -> None:
