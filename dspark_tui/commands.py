@@ -95,6 +95,9 @@ def _print_cost(plan: Plan) -> None:
     bench, cost = plan.bench, plan_cost(plan)
     print(f"rounds {bench.rounds} x repeats {bench.repeats}, adaptive budget "
           f"{bench.adaptive_rounds} extra round(s) for the cells still unsure")
+    if bench.parallel > 1:
+        print(f"parallel: up to {bench.parallel} planned rounds at once, each on a node of its own "
+              "running every arm in turn; adaptive rounds one at a time")
     print(f"cell runs: {cost.measurements} planned, at most {cost.measurements_at_most}")
     print(f"server starts: {cost.server_starts} planned, at most {cost.server_starts_at_most} "
           "(plus one restart a session if a server dies)")

@@ -47,14 +47,14 @@ async def measure(m: Measurement, session: ArmSession, driver: BenchDriver, stee
     assert scraper is not None, "measure() needs an opened session"
     timeout = session.plan.bench.cell_timeout_s + CELL_TIMEOUT_MARGIN_S
     started_at = now_iso()
-    steering.begin_measurement()
+    mark = steering.begin_measurement()
     await scraper.begin_window(m.cell.key)
     # The drivers time out at cell_timeout_s with their own, detailed message; this one is
     # only a backstop for a driver that does not return.
     run = asyncio.create_task(asyncio.wait_for(
         driver.run(m.cell, session.driver_context(m.round, m.repeat), on_progress), timeout))
     watch = asyncio.create_task(watch_server(server, scraper, session.plan.server.stall_timeout_s))
-    interrupt = asyncio.create_task(steering.until_interrupted())
+    interrupt = asyncio.create_task(steering.until_interrupted(mark))
     try:
         await asyncio.wait({run, watch, interrupt}, return_when=asyncio.FIRST_COMPLETED)
     finally:

@@ -29,6 +29,7 @@ from dspark_tui.engine.disk_budget import refuse_resume_without_room
 from dspark_tui.engine.drivers.base import BenchDriver
 from dspark_tui.engine.event_sink import EventSink, Subscriber
 from dspark_tui.engine.gpu import GpuProbe, detect_gpu
+from dspark_tui.engine.lanes import Lane, Lanes
 from dspark_tui.engine.launchers import stop_orphaned_launch
 from dspark_tui.engine.liveness import touch_heartbeat
 from dspark_tui.engine.loops import control_loop, heartbeat_loop, parent_watch_loop
@@ -47,7 +48,7 @@ from dspark_tui.engine.server_record import stop_orphaned_server
 from dspark_tui.engine.session import ArmSession, auth_headers
 from dspark_tui.engine.setup import filter_plan, preflight, prepare_run
 from dspark_tui.engine.steering import Steering
-from dspark_tui.model import Arm, CellResult, Plan, UserError
+from dspark_tui.model import Arm, CellKey, CellResult, Plan, UserError
 from dspark_tui.model import events as ev
 from dspark_tui.report.verdicts import cells_to_remeasure
 from dspark_tui.results import RunStore
@@ -99,9 +100,10 @@ class Runner:
         self._signal_name: str | None = None
         self._main: asyncio.Task[ev.RunStatus] | None = None
         self._control = ControlReader(store.path)
-        self._last_progress_t = 0.0
+        self._last_progress_t: dict[CellKey, float] = {}  # per measurement in flight
         self._parent_watch: asyncio.Task[None] | None = None
         self._prompts_ready = False
+        self._prompts_lock = asyncio.Lock()
 
     # -- subscribers and control -----------------------------------------------------------
 
@@ -117,8 +119,9 @@ class Runner:
         self._ack("resume", "resumed")
 
     def skip(self) -> None:
-        if self._steering.request_skip():
-            self._ack("skip", "skipping the current cell")
+        if cut := self._steering.request_skip():
+            self._ack("skip", "skipping the current cell" if cut == 1 else
+                      f"skipping the {cut} cells in flight")
         else:
             self._ack("skip", "no cell is running; nothing to skip")
 
@@ -269,7 +272,7 @@ class Runner:
         """The plan's statistics keys, so watchers' live verdicts use the run's own settings."""
         bench = self.plan.bench
         return {"tie_band": bench.tie_band, "alpha": bench.alpha, "rounds": bench.rounds,
-                "adaptive_rounds": bench.adaptive_rounds,
+                "adaptive_rounds": bench.adaptive_rounds, "parallel": bench.parallel,
                 "session_noise_prior": (bench.session_noise_prior.model_dump()
                                         if bench.session_noise_prior else None),
                 "external_arms": [arm.name for arm in self.plan.external_arms()]}
@@ -278,13 +281,34 @@ class Runner:
         schedule = self._schedule
         assert schedule is not None
         while not self._steering.stopping:
-            upcoming = schedule.next_session()
-            if upcoming is not None:
-                rnd, arm = upcoming
-                self._announce(rnd)
-                await self._run_round_arm(rnd, self.plan.arm(arm))
+            if schedule.next_session() is not None:
+                await self._run_lanes(Lanes(self.plan.bench.parallel))
             elif not self._plan_adaptive_round():
                 return
+
+    async def _run_lanes(self, lanes: Lanes) -> None:
+        """Every round with something pending, up to `parallel` at once (engine/lanes.py)."""
+        if not lanes.parallel:
+            await self._lane_loop(lanes.lanes[0], lanes)
+            return
+        try:
+            async with asyncio.TaskGroup() as group:
+                for lane in lanes.lanes:
+                    group.create_task(self._lane_loop(lane, lanes))
+        except BaseExceptionGroup as failed:
+            raise failed.exceptions[0] from None  # as a single lane would have raised it
+
+    async def _lane_loop(self, lane: Lane, lanes: Lanes) -> None:
+        """One lane: a round at a time, every arm of it in turn on the round's node."""
+        assert self._schedule is not None
+        while not self._steering.stopping and (rnd := lanes.claim(lane, self._schedule)):
+            self._announce(rnd)
+            for arm in rnd.arms:
+                if self._steering.stopping:
+                    break
+                if self._schedule.todo(rnd.round, arm):
+                    await self._run_round_arm(rnd, self.plan.arm(arm), lane, lanes)
+            lanes.release(lane)
 
     def _announce(self, rnd: RoundPlan) -> None:
         if rnd.round not in self._announced:
@@ -311,11 +335,11 @@ class Runner:
         self._emit(event)
         return True
 
-    async def _run_round_arm(self, rnd: RoundPlan, arm: Arm) -> None:
+    async def _run_round_arm(self, rnd: RoundPlan, arm: Arm, lane: Lane, lanes: Lanes) -> None:
         """One arm's part of a round: a session, and one restart if its server dies."""
         restarts_left = 1
         while not self._steering.stopping:
-            ended = await self._one_session(rnd, arm)
+            ended = await self._one_session(rnd, arm, lane, lanes)
             if ended != "server_died":
                 return
             if not self._schedule or not self._schedule.todo(rnd.round, arm.name):
@@ -325,9 +349,10 @@ class Runner:
                 return
             restarts_left -= 1
             self._emit(ev.ServerStateChanged(arm=arm.name, state="restarting",
-                                          message="restarting once for the remaining cells"))
+                                             message="restarting once for the remaining cells",
+                                             lane=self._lane_no(lanes, lane)))
 
-    async def _one_session(self, rnd: RoundPlan, arm: Arm) -> SessionEnd:
+    async def _one_session(self, rnd: RoundPlan, arm: Arm, lane: Lane, lanes: Lanes) -> SessionEnd:
         assert self._schedule is not None
         if arm.url is not None:
             # Never restarted by us: every round measures the same server session.
@@ -335,31 +360,54 @@ class Runner:
         else:
             self._sessions += 1
             session_id = f"s{self._sessions}"
+        emit = self._lane_emit(self._lane_no(lanes, lane))
         async with ArmSession(self.plan, arm, self.store, session=session_id, round=rnd.round,
-                              emit=self._emit, steering=self._steering, gpu=self._gpu,
-                              evidence_told=self._evidence_told) as session:
+                              emit=emit, steering=self._steering, gpu=self._gpu,
+                              evidence_told=self._evidence_told,
+                              placement=lanes.placement(lane)) as session:
             problem = await session.open()
             if problem is not None:
                 if not problem.aborted:
                     self._fail_unrun(rnd, arm, f"server failed to start: {problem.reason}",
                                      session_id)
                 return "not_started"
+            lanes.placed(lane, session.node)
             await self._prepare_prompts(session)
             while todo := self._schedule.todo(rnd.round, arm.name):
                 if not await self._may_go_on():
                     return "done"
                 cell, repeat = todo[0]
                 outcome = await self._measure(Measurement(cell, rnd.round, repeat, session_id),
-                                              session)
+                                              session, emit)
                 if outcome.kind == "server_died":
                     return "server_died"
             return "done"
 
+    @staticmethod
+    def _lane_no(lanes: Lanes, lane: Lane) -> int | None:
+        """The lane number events carry: only when rounds run at once (else as before, none)."""
+        return lane.number if lanes.parallel else None
+
+    def _lane_emit(self, lane: int | None) -> Callable[[ev.Event], None]:
+        """The runner's emit, marking each session event with its lane (ev.OnLane)."""
+        if lane is None:
+            return self._emit
+
+        def emit(event: ev.Event) -> None:
+            if isinstance(event, ev.OnLane) and event.lane is None:
+                event.lane = lane
+            self._emit(event)
+        return emit
+
     async def _prepare_prompts(self, session: ArmSession) -> None:
         """A text dataset's prompts, once per run, as soon as a server is ready (it tokenizes
-        them); kept in prompts/ and recorded in run.json, so a resume reuses them."""
-        if self._prompts_ready:
-            return
+        them); kept in prompts/ and recorded in run.json, so a resume reuses them. Lanes that
+        reach this together wait for the first: every arm and node sends the same prompts."""
+        async with self._prompts_lock:
+            if not self._prompts_ready:
+                await self._prepare_prompts_once(session)
+
+    async def _prepare_prompts_once(self, session: ArmSession) -> None:
         from dspark_tui.engine.datasets import needs_preparing, peer_records, prepare_prompt_sets
 
         manifest = self.store.read_manifest()
@@ -387,16 +435,18 @@ class Runner:
             await self._steering.until_not_paused()
         return not self._steering.stopping
 
-    async def _measure(self, m: Measurement, session: ArmSession) -> Outcome:
+    async def _measure(self, m: Measurement, session: ArmSession,
+                       emit: Callable[[ev.Event], None]) -> Outcome:
         assert self._schedule is not None
         key = m.cell.key
         slot = (key, m.round, m.repeat)
-        self._emit(ev.CellStarted(key=key, num_prompts=m.cell.num_prompts, round=m.round,
-                               repeat=m.repeat, index=self._schedule.index(slot),
-                               total=self._schedule.total))
-        outcome = await measure(m, session, self._get_driver(), self._steering, self._emit,
-                                self._on_progress)
+        emit(ev.CellStarted(key=key, num_prompts=m.cell.num_prompts, round=m.round,
+                            repeat=m.repeat, index=self._schedule.index(slot),
+                            total=self._schedule.total))
+        outcome = await measure(m, session, self._get_driver(), self._steering, emit,
+                                lambda progress: self._on_progress(progress, emit))
         if outcome.result is not None:
+            outcome.result.node = session.node  # the block the analysis pairs arms within
             self._record(outcome.result, outcome.kind)
         return outcome
 
@@ -439,12 +489,14 @@ class Runner:
             self._ack("abort", reason)
             return False
 
-    def _on_progress(self, progress: ev.CellProgress) -> None:
+    def _on_progress(self, progress: ev.CellProgress, emit: Callable[[ev.Event], None]) -> None:
+        """At most one progress event a measurement every PROGRESS_EVERY_S (and its last)."""
         now = time.monotonic()
-        if now - self._last_progress_t < PROGRESS_EVERY_S and progress.completed < progress.total:
+        last = self._last_progress_t.get(progress.key, 0.0)
+        if now - last < PROGRESS_EVERY_S and progress.completed < progress.total:
             return
-        self._last_progress_t = now
-        self._emit(progress)
+        self._last_progress_t[progress.key] = now
+        emit(progress)
 
     def _get_driver(self) -> BenchDriver:
         if self._driver is None:

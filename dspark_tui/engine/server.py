@@ -24,6 +24,7 @@ import httpx
 from dspark_tui.engine.drivers.auth import bearer_headers
 from dspark_tui.engine.gpu import GpuProbe
 from dspark_tui.engine.log_relay import caught_up, start_relay
+from dspark_tui.engine.placement import Placement
 from dspark_tui.engine.ports import describe_taken_port, port_is_free, wait_port_free
 from dspark_tui.engine.procs import TOKEN_VAR, ProcRef, descendants, terminate_tree
 from dspark_tui.engine.server_record import RecordedProc, ServerRecord, write_record
@@ -99,8 +100,11 @@ class ServerProcess:
         emit: Emit,
         gpu: GpuProbe | None = None,
         session: str | None = None,
+        placement: Placement | None = None,
     ) -> None:
         self.plan = plan
+        self.placement = placement or Placement()  # a local server ignores it
+        self.node: str | None = None  # where it runs; None: this machine
         self.arm = arm
         self.session = session
         self.log_path = log_path

@@ -20,6 +20,7 @@ from dspark_tui.engine.drivers.base import CellError, DriverContext
 from dspark_tui.engine.external_server import ExternalServer
 from dspark_tui.engine.gpu import GpuProbe
 from dspark_tui.engine.launchers import make_server
+from dspark_tui.engine.placement import Placement
 from dspark_tui.engine.scraper import MetricsScraper
 from dspark_tui.engine.server import ServerError, ServerProcess
 from dspark_tui.engine.steering import Steering
@@ -42,7 +43,7 @@ class StartProblem:
 class ArmSession:
     def __init__(self, plan: Plan, arm: Arm, store: RunStore, *, session: str, round: int,
                  emit: Callable[[Event], None], steering: Steering, gpu: GpuProbe | None,
-                 evidence_told: set[str] | None = None) -> None:
+                 evidence_told: set[str] | None = None, placement: Placement | None = None) -> None:
         self.plan = plan
         self.arm = arm
         self.store = store
@@ -55,8 +56,14 @@ class ArmSession:
         self.server: ArmServer = (
             ExternalServer(plan, arm, emit=emit) if arm.url is not None else
             make_server(plan, arm, log_path=store.server_log_path(arm.name, session),
-                        run_dir=store.path, emit=emit, gpu=gpu, session=session))
+                        run_dir=store.path, emit=emit, gpu=gpu, session=session,
+                        placement=placement))
         self.scraper: MetricsScraper | None = None
+
+    @property
+    def node(self) -> str | None:
+        """The node its server runs on (a cluster launcher's; None: this machine or a url)."""
+        return getattr(self.server, "node", None)
 
     async def __aenter__(self) -> ArmSession:
         return self
@@ -69,7 +76,8 @@ class ArmSession:
         try:
             if not await self._unless_stopping(self.server.start()):
                 return StartProblem("aborted", aborted=True)
-            self._emit(SessionStarted(arm=self.arm.name, round=self.round, session=self.session))
+            self._emit(SessionStarted(arm=self.arm.name, round=self.round, session=self.session,
+                                      node=self.node))
             if isinstance(self.server, ExternalServer):
                 self._record_external(self.server)
             self.scraper = MetricsScraper(

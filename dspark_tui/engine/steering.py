@@ -1,5 +1,8 @@
 """What the user asked of a running run, as one small state: running, paused or stopping, and
-whether the measurement in flight should be cut short (skip, abort)."""
+whether the measurements in flight should be cut short (skip, abort).
+
+With rounds in parallel (`bench.parallel`) several measurements are in flight at once, one a
+node; a skip cuts short every one in flight when it was asked, none started after it."""
 
 from __future__ import annotations
 
@@ -15,8 +18,8 @@ class Steering:
         self.mode: Mode = "running"
         self.stop_reason: str | None = None
         self.storage_failed = False  # stopping because the disk refused a save
-        self.measuring = False
-        self.skip_requested = False
+        self.in_flight = 0  # measurements under way
+        self._skips = 0  # skip requests so far; a measurement is skipped by those after its start
         self._wake = asyncio.Event()
 
     @property
@@ -38,24 +41,25 @@ class Steering:
             self.storage_failed = storage
         self._set("stopping")
 
-    def request_skip(self) -> bool:
-        """False when no measurement is in flight: there is nothing to skip."""
-        if not self.measuring:
-            return False
-        self.skip_requested = True
+    def request_skip(self) -> int:
+        """How many measurements in flight the skip cuts short (0: nothing to skip)."""
+        if not self.in_flight:
+            return 0
+        self._skips += 1
         self._set(self.mode)
-        return True
+        return self.in_flight
 
-    def begin_measurement(self) -> None:
-        self.measuring = True
-        self.skip_requested = False
+    def begin_measurement(self) -> int:
+        """A measurement starts; the mark to hand to until_interrupted."""
+        self.in_flight += 1
+        return self._skips
 
     def end_measurement(self) -> None:
-        self.measuring = False
+        self.in_flight -= 1
 
-    async def until_interrupted(self) -> None:
-        """Returns when the measurement in flight should stop (skip or stop)."""
-        await self._until(lambda: self.skip_requested or self.stopping)
+    async def until_interrupted(self, mark: int) -> None:
+        """Returns when the measurement begun at `mark` should stop (a later skip, or stop)."""
+        await self._until(lambda: self._skips > mark or self.stopping)
 
     async def until_stopping(self) -> None:
         await self._until(lambda: self.stopping)

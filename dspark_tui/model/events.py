@@ -44,7 +44,14 @@ class RunFinished(_Event):
     message: str = ""
 
 
-class ServerStateChanged(_Event):
+class OnLane(_Event):
+    """An event of one server session. `lane` (1 … bench.parallel) tells apart the rounds that
+    run at once on nodes of their own; None when rounds run one at a time (every run before)."""
+
+    lane: int | None = None
+
+
+class ServerStateChanged(OnLane):
     kind: Literal["server_state"] = "server_state"
     arm: str
     state: ServerState
@@ -52,13 +59,13 @@ class ServerStateChanged(_Event):
     pid: int | None = None
 
 
-class ServerLog(_Event):
+class ServerLog(OnLane):
     kind: Literal["server_log"] = "server_log"
     arm: str
     line: str
 
 
-class CellStarted(_Event):
+class CellStarted(OnLane):
     """One measurement of a cell begins: round and repeat say which (1, 1 for single-shot runs);
     index/total count measurements (cell runs) planned so far, adaptive rounds included."""
 
@@ -71,7 +78,7 @@ class CellStarted(_Event):
     repeat: int = 1
 
 
-class CellProgress(_Event):
+class CellProgress(OnLane):
     """Live client-side numbers for the running cell; a newer one supersedes an older one."""
 
     kind: Literal["cell_progress"] = "cell_progress"
@@ -86,7 +93,7 @@ class CellProgress(_Event):
     tpot_p99_ms: float | None = None
 
 
-class MetricsSample(_Event):
+class MetricsSample(OnLane):
     """One /metrics scrape turned into rates and gauges (None: not exported, or a gap)."""
 
     kind: Literal["metrics_sample"] = "metrics_sample"
@@ -140,7 +147,7 @@ class RoundPlanned(_Event):
     message: str = ""
 
 
-class SessionStarted(_Event):
+class SessionStarted(OnLane):
     """A server session began serving measurements (one per server start of an arm)."""
 
     kind: Literal["session_started"] = "session_started"

@@ -202,6 +202,10 @@ class BenchConfig(_Strict):
     # alternating arm order; a repeat is one pass over the arm's cells within a session.
     repeats: int = Field(default=1, ge=1, le=20)
     rounds: int = Field(default=2, ge=1, le=20)
+    # Up to this many planned rounds at once, each on a cluster node of its own running every
+    # arm of the round in turn (a Slurm or Kubernetes launcher; docs/launchers.md). Adaptive
+    # rounds still run one at a time: each is decided by a look at everything before it.
+    parallel: int = Field(default=1, ge=1, le=20)
     # Extra rounds the runner may add, only for the cells still unsure after the planned ones:
     # no cell is measured in more than rounds + adaptive_rounds sessions per arm.
     adaptive_rounds: int = Field(default=2, ge=0, le=20)
@@ -213,6 +217,14 @@ class BenchConfig(_Strict):
     # Greedy equivalence (docs/greedy.md): after warmup each session answers this many fixed
     # prompts at temperature 0, twice; the arms' answers are compared. 0: no check.
     check_greedy: int = Field(default=0, ge=0, le=256)
+
+    @model_serializer(mode="wrap")
+    def _without_serial_rounds(self, handler: Any) -> Any:
+        """A plan that runs its rounds one at a time snapshots as it did before `parallel`."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("parallel") == 1:
+            del data["parallel"]
+        return data
 
 
 class Scenario(_Strict):
@@ -347,6 +359,7 @@ class Plan(_Strict):
                 )
         for index, scenario in enumerate(self.scenarios):
             _check_dataset(self.bench, scenario, index)
+        _check_parallel(self)
         return self
 
     def dataset_of(self, scenario: Scenario) -> tuple[Dataset, str | None]:
@@ -491,6 +504,25 @@ def _check_dataset(bench: BenchConfig, scenario: Scenario, index: int) -> None:
     if dataset != "random-ids" and bench.driver == "vllm":
         raise KeyedValueError(loc, f"{where}: the vllm driver draws its own random prompts; "
                               f"{dataset!r} needs the native or sglang driver")
+
+
+def _check_parallel(plan: Plan) -> None:
+    """Rounds in parallel need a node each: a launcher that places servers on a cluster, arms it
+    starts, and no more nodes than rounds."""
+    parallel = plan.bench.parallel
+    if parallel == 1:
+        return
+    loc = ("bench", "parallel")
+    if plan.server.launcher == "local":
+        raise KeyedValueError(loc, f"bench.parallel = {parallel}: rounds in parallel run on nodes "
+                              "of their own; set server.launcher = \"slurm\" or \"kubernetes\" "
+                              "(one box runs one round at a time)")
+    if external := plan.external_arms():
+        raise KeyedValueError(loc, f"bench.parallel = {parallel}: arm {external[0].name!r} gives a "
+                              "url, one server that cannot be on every round's node")
+    if parallel > plan.bench.rounds:
+        raise KeyedValueError(loc, f"bench.parallel = {parallel} exceeds bench.rounds = "
+                              f"{plan.bench.rounds}: each round runs on one node")
 
 
 def _unique(what: str, names: list[str]) -> None:

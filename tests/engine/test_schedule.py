@@ -68,15 +68,31 @@ def test_adaptive_rounds_keep_plan_order_and_come_back_from_events():
     assert schedule.extra_rounds == 1
 
 
+async def test_a_skip_cuts_short_the_measurements_in_flight_not_later_ones():
+    """Rounds in parallel: two measurements in flight, one skip ends both; one begun after the
+    skip runs on (the old single flag was reset by any new start, losing the other's skip)."""
+    steering = Steering()
+    first, second = steering.begin_measurement(), steering.begin_measurement()
+    waits = [asyncio.create_task(steering.until_interrupted(m)) for m in (first, second)]
+    assert steering.request_skip() == 2
+    steering.end_measurement()
+    later = asyncio.create_task(steering.until_interrupted(steering.begin_measurement()))
+    await asyncio.wait_for(asyncio.gather(*waits), 1)
+    await asyncio.sleep(0.01)
+    assert not later.done()
+    steering.stop("done")
+    await asyncio.wait_for(later, 1)
+
+
 async def test_steering_pause_skip_and_stop():
     steering = Steering()
     assert not steering.request_skip()  # nothing in flight
-    steering.begin_measurement()
-    interrupted = asyncio.create_task(steering.until_interrupted())
+    mark = steering.begin_measurement()
+    interrupted = asyncio.create_task(steering.until_interrupted(mark))
     steering.pause()
     await asyncio.sleep(0)
     assert not interrupted.done() and steering.mode == "paused"
-    assert steering.request_skip()
+    assert steering.request_skip() == 1
     await asyncio.wait_for(interrupted, 1)
     steering.end_measurement()
     unpaused = asyncio.create_task(steering.until_not_paused())

@@ -14,19 +14,22 @@ from dspark_tui.engine.gpu import GpuProbe
 from dspark_tui.engine.launchers.kubernetes import KubernetesServer, read_template, render_manifest
 from dspark_tui.engine.launchers.record import stop_orphaned_launch
 from dspark_tui.engine.launchers.slurm import SlurmServer
+from dspark_tui.engine.placement import Placement
 from dspark_tui.engine.server import Emit, ServerError, ServerProcess
 from dspark_tui.model import Arm, Plan
 
-__all__ = ["launcher_problems", "make_server", "stop_orphaned_launch"]
+__all__ = ["Placement", "launcher_problems", "make_server", "stop_orphaned_launch"]
 
 _LAUNCHERS: dict[str, type[ServerProcess]] = {
     "local": ServerProcess, "slurm": SlurmServer, "kubernetes": KubernetesServer}
 
 
 def make_server(plan: Plan, arm: Arm, *, log_path: Path, run_dir: Path, emit: Emit,
-                gpu: GpuProbe | None, session: str) -> ServerProcess:
+                gpu: GpuProbe | None, session: str,
+                placement: Placement | None = None) -> ServerProcess:
     kind = _LAUNCHERS[plan.server.launcher]
-    return kind(plan, arm, log_path=log_path, run_dir=run_dir, emit=emit, gpu=gpu, session=session)
+    return kind(plan, arm, log_path=log_path, run_dir=run_dir, emit=emit, gpu=gpu, session=session,
+                placement=placement)
 
 
 def launcher_problems(plan: Plan) -> list[str]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from dspark_tui.engine.gpu import GpuProbe
 from dspark_tui.engine.launchers.record import LaunchRecord, write_launch_record
 from dspark_tui.engine.launchers.tools import run_tool
+from dspark_tui.engine.placement import Placement
 from dspark_tui.engine.server import Emit, ServerProcess
 from dspark_tui.model import Arm, Plan, SlurmOptions
 from dspark_tui.model.events import Notice, ServerLog
@@ -60,10 +61,11 @@ class SlurmServer(ServerProcess):
     local_port = False
 
     def __init__(self, plan: Plan, arm: Arm, *, log_path: Path, run_dir: Path, emit: Emit,
-                 gpu: GpuProbe | None = None, session: str | None = None) -> None:
+                 gpu: GpuProbe | None = None, session: str | None = None,
+                 placement: Placement | None = None) -> None:
         # Its GPUs are on the node or the cluster's: the local probe sees none of them.
         super().__init__(plan, arm, log_path=log_path, run_dir=run_dir, emit=emit, gpu=None,
-                         session=session)
+                         session=session, placement=placement)
         self.job_name = f"dspark-{self.token[:16]}"
         self._located_at: str | None = None
         self._next_query = 0.0
