@@ -70,10 +70,29 @@ def write_session_record(run_dir: Path, name: str, copy_suffix: str, arm: str,
 
 
 def read_record(run_dir: Path) -> ServerRecord | None:
+    return _read(run_dir / SERVER_JSON)
+
+
+def _read(path: Path) -> ServerRecord | None:
     try:
-        return ServerRecord.model_validate(json.loads((run_dir / SERVER_JSON).read_bytes()))
+        return ServerRecord.model_validate(json.loads(path.read_bytes()))
     except (OSError, ValueError):
         return None
+
+
+def live_records(run_dir: Path) -> list[ServerRecord]:
+    """Every record not marked stopped: server.json and each session's own copy, one a server.
+    With rounds in parallel several servers live at once and server.json names only the last
+    one started; the per-session copies name them all."""
+    paths = [run_dir / SERVER_JSON,
+             *(p for p in sorted((run_dir / "servers").glob("*.json"))
+               if not p.name.endswith(".launcher.json"))]
+    found: dict[str, ServerRecord] = {}
+    for path in paths:
+        record = _read(path)
+        if record is not None and record.state != "stopped":
+            found.setdefault(record.token, record)
+    return list(found.values())
 
 
 def stop_orphaned_server(run_dir: Path, grace_s: float = 5.0) -> list[int]:
@@ -82,9 +101,13 @@ def stop_orphaned_server(run_dir: Path, grace_s: float = 5.0) -> list[int]:
     The process group is only signalled when a recorded process of it is still the same
     process (pid and start time), so a reused pgid never hits a stranger.
     """
-    record = read_record(run_dir)
-    if record is None or record.state == "stopped":
-        return []
+    found: set[int] = set()
+    for record in live_records(run_dir):
+        found |= set(_stop_recorded(run_dir, record, grace_s))
+    return sorted(found)
+
+
+def _stop_recorded(run_dir: Path, record: ServerRecord, grace_s: float) -> list[int]:
     refs = record.refs()
     live = [ref for ref in refs if ref.process() is not None]
     pgid = record.pgid if live and record.pgid > 0 and group_alive(record.pgid) else None

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from dspark_tui.model import events as ev
 from dspark_tui.model.cell import CellKey, CellResult, CellStatus
 from dspark_tui.model.greedy import GreedyVerdict
+from dspark_tui.model.lane_board import CurrentCell, LaneBoard
 from dspark_tui.model.measurements import (
     CellPhase,
     CellState,
@@ -26,7 +27,6 @@ from dspark_tui.model.measurements import (
     MeasurementPhase,
     RoundSchedule,
     Tally,
-    slot_label,
 )
 from dspark_tui.model.run_status import run_status_label
 
@@ -71,35 +71,6 @@ class ArmState:
 
 
 @dataclass
-class CurrentCell:
-    """The running measurement's live client numbers; a newer progress event replaces the older."""
-
-    key: CellKey
-    num_prompts: int
-    index: int
-    total: int
-    started_t: float
-    round: int = 1
-    repeat: int = 1
-    completed: int = 0
-    failed: int = 0
-    output_tok_s: float | None = None
-    ttft_p50_ms: float | None = None
-    ttft_p99_ms: float | None = None
-    tpot_p50_ms: float | None = None
-    tpot_p99_ms: float | None = None
-
-    @property
-    def fraction(self) -> float:
-        return self.completed / self.num_prompts if self.num_prompts else 0.0
-
-    @property
-    def label(self) -> str:
-        """`r2 p1`: which measurement of the cell this is."""
-        return slot_label(self.round, self.repeat)
-
-
-@dataclass
 class LogLine:
     arm: str
     line: str
@@ -117,7 +88,7 @@ class RunState:
     paused: bool = False
     arms: dict[str, ArmState] = field(default_factory=dict)
     cells: dict[CellKey, CellState] = field(default_factory=dict)
-    current: CurrentCell | None = None
+    board: LaneBoard = field(default_factory=LaneBoard)  # in flight; each lane of a parallel run
     resumed: int = 0
     statistics: dict[str, object] | None = None  # the plan's statistics keys (ev.RunStarted)
     started_t: float | None = None
@@ -139,6 +110,15 @@ class RunState:
     _planned_repeats: bool = False  # a cell is planned more than one measurement
     _total_hint: int = 0  # ev.RunStarted.total_cells, ev.CellStarted.total: used without a schedule
     _seq: int = 0
+
+    @property
+    def current(self) -> CurrentCell | None:
+        """The measurement in flight that started last (None: nothing runs)."""
+        return self.board.latest
+
+    @property
+    def in_flight(self) -> int:
+        return len(self.board.cells)
 
     # -- seeding ---------------------------------------------------------------------------
 
@@ -171,6 +151,7 @@ class RunState:
 
     def apply(self, event: ev.Event) -> None:
         self.last_t = event.t
+        self.board.apply(event)
         if isinstance(event, ev.RunStarted):
             self._on_run_started(event)
         elif isinstance(event, ev.ServerStateChanged):
@@ -264,15 +245,6 @@ class RunState:
         self._put(Measurement(key=event.key, round=event.round, repeat=event.repeat,
                               phase="running", started_t=event.t))
         self.schedule.begin_session(event.key.arm, event.round)
-        self.current = CurrentCell(
-            key=event.key,
-            num_prompts=event.num_prompts,
-            index=event.index,
-            total=event.total,
-            started_t=event.t,
-            round=event.round,
-            repeat=event.repeat,
-        )
         self._total_hint = max(self._total_hint, event.total)
         for samples in self.series.values():
             samples.clear()
@@ -290,17 +262,8 @@ class RunState:
                   result=result)
 
     def _on_progress(self, event: ev.CellProgress) -> None:
-        current = self.current
-        if current is None or current.key != event.key:
-            return
-        current.completed = event.completed
-        current.num_prompts = event.total or current.num_prompts
-        current.failed = event.failed
-        for name in ("output_tok_s", "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms"):
-            value = getattr(event, name)
-            if value is not None:
-                setattr(current, name, value)
-        if event.output_tok_s is not None:
+        current = self.current  # the board took the numbers; the sparkline follows this one
+        if current is not None and current.key == event.key and event.output_tok_s is not None:
             self.series["tok_s"].append(event.output_tok_s)
 
     def _on_sample(self, event: ev.MetricsSample) -> None:
@@ -329,12 +292,11 @@ class RunState:
         self._put(Measurement(key=key, round=round_, repeat=repeat, phase=phase, reason=reason,
                               result=result, started_t=started, finished_t=t))
         self.measured += 1
-        if self.current is not None and self.current.key == key:
-            self.current = None
+        self.board.ended(key, round_, repeat)
 
     def _drop_running(self) -> None:
         """Measurements that were running when their runner stopped never ended: forget them."""
-        self.current = None
+        self.board.clear()
         if not self.tally.phases["running"]:
             return
         for cell in self.cells.values():
@@ -490,7 +452,8 @@ class RunState:
     def eta(self, now: float) -> float | None:
         """Seconds left: the measurements still to end at the mean wall time of those this
         watcher saw run, plus the server starts still ahead at the pace seen; None until a
-        measurement was timed. The one ETA of every view."""
+        measurement was timed. The one ETA of every view. Rounds in parallel share the work
+        out over their lanes (adaptive rounds, one at a time, make it a little optimistic)."""
         if self.finished:
             return 0.0
         per_measurement = self.tally.mean_wall_s
@@ -498,9 +461,15 @@ class RunState:
             return None
         remaining = max(0, self.total - self.ended)
         eta = remaining * per_measurement
-        if self.current is not None:
-            eta -= min(per_measurement, max(0.0, now - self.current.started_t))
-        return max(0.0, eta) + self._startups_left()
+        for cell in self.board.cells.values():
+            eta -= min(per_measurement, max(0.0, now - cell.started_t))
+        return (max(0.0, eta) + self._startups_left()) / self.parallel
+
+    @property
+    def parallel(self) -> int:
+        """Rounds the run measures at once (bench.parallel, from ev.RunStarted)."""
+        value = (self.statistics or {}).get("parallel", 1)
+        return value if isinstance(value, int) and value > 0 else 1
 
     def _startups_left(self) -> float:
         seen = [seconds for arm in self.arms.values() for seconds in arm.startups]

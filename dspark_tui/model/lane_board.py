@@ -1,0 +1,124 @@
+"""The measurements in flight and, for rounds in parallel (`bench.parallel`), what each lane is
+doing: its node, round, arm, server state and cell. Part of the one reducer (run_state.py).
+
+Events of a session carry their lane (ev.OnLane.lane; None when rounds run one at a time), so
+two sessions of the same arm on two nodes stay apart here; a sequential run has one slot, None.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dspark_tui.model import events as ev
+from dspark_tui.model.cell import CellKey
+from dspark_tui.model.measurements import slot_label
+
+
+@dataclass
+class CurrentCell:
+    """A running measurement's live client numbers; a newer progress event replaces the older."""
+
+    key: CellKey
+    num_prompts: int
+    index: int
+    total: int
+    started_t: float
+    round: int = 1
+    repeat: int = 1
+    completed: int = 0
+    failed: int = 0
+    output_tok_s: float | None = None
+    ttft_p50_ms: float | None = None
+    ttft_p99_ms: float | None = None
+    tpot_p50_ms: float | None = None
+    tpot_p99_ms: float | None = None
+
+    @property
+    def fraction(self) -> float:
+        return self.completed / self.num_prompts if self.num_prompts else 0.0
+
+    @property
+    def label(self) -> str:
+        """`r2 p1`: which measurement of the cell this is."""
+        return slot_label(self.round, self.repeat)
+
+
+_PROGRESS_FIELDS = ("output_tok_s", "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms")
+
+
+@dataclass
+class LaneState:
+    """One lane of a parallel run, as its latest events say."""
+
+    number: int
+    arm: str = ""
+    round: int | None = None
+    node: str | None = None
+    session: str | None = None
+    server_state: str = "pending"
+    message: str = ""
+
+    def describe(self) -> str:
+        """`lane 2 · node07 · r2 · st=5`: where the lane is."""
+        parts = [f"lane {self.number}", self.node or "node ?"]
+        if self.round is not None:
+            parts.append(f"r{self.round}")
+        if self.arm:
+            parts.append(self.arm)
+        return " · ".join(parts)
+
+
+@dataclass
+class LaneBoard:
+    cells: dict[int | None, CurrentCell] = field(default_factory=dict)  # in flight, by lane
+    lanes: dict[int, LaneState] = field(default_factory=dict)
+
+    def apply(self, event: ev.Event) -> None:
+        lane = event.lane if isinstance(event, ev.OnLane) else None
+        if isinstance(event, ev.CellStarted):
+            self.cells[lane] = CurrentCell(
+                key=event.key, num_prompts=event.num_prompts, index=event.index, total=event.total,
+                started_t=event.t, round=event.round, repeat=event.repeat)
+        elif isinstance(event, ev.CellProgress):
+            self._progress(self.cells.get(lane), event)
+        if lane is None:
+            return
+        state = self.lanes.setdefault(lane, LaneState(lane))
+        if isinstance(event, ev.SessionStarted):
+            state.arm, state.round, state.session = event.arm, event.round, event.session
+            state.node = event.node or state.node
+        elif isinstance(event, ev.ServerStateChanged):
+            if state.arm != event.arm:  # the lane's next session: its node is the round's
+                state.arm, state.session = event.arm, None
+            state.server_state, state.message = event.state, event.message
+
+    @staticmethod
+    def _progress(cell: CurrentCell | None, event: ev.CellProgress) -> None:
+        if cell is None or cell.key != event.key:
+            return
+        cell.completed = event.completed
+        cell.num_prompts = event.total or cell.num_prompts
+        cell.failed = event.failed
+        for name in _PROGRESS_FIELDS:
+            value = getattr(event, name)
+            if value is not None:
+                setattr(cell, name, value)
+
+    def ended(self, key: CellKey, round_: int, repeat: int) -> None:
+        for lane, cell in list(self.cells.items()):
+            if (cell.key, cell.round, cell.repeat) == (key, round_, repeat):
+                del self.cells[lane]
+
+    def clear(self) -> None:
+        """The runner stopped: nothing it ran is in flight any more."""
+        self.cells.clear()
+        for state in self.lanes.values():
+            state.server_state, state.message = "stopped", ""
+
+    @property
+    def latest(self) -> CurrentCell | None:
+        """The measurement in flight that started last (the one a single panel shows)."""
+        return max(self.cells.values(), key=lambda c: c.started_t, default=None)
+
+    def cell_of(self, lane: int) -> CurrentCell | None:
+        return self.cells.get(lane)
