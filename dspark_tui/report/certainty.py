@@ -15,6 +15,9 @@ from dspark_tui.report.verdicts import TIE, UNSURE, WINS
 
 # Past this many more rounds, "measure more" is not advice: the margin sits on the band's edge.
 MAX_ROUNDS_WORTH_SAYING = 20
+# The node check's level (docs/statistics.md, "Rounds on several nodes"): a warning, never a
+# change of verdict.
+NODE_CHECK_ALPHA = 0.05
 
 
 def how_sure(analysis: RunAnalysis, t: Texts, in_report: bool = True) -> str:
@@ -23,8 +26,9 @@ def how_sure(analysis: RunAnalysis, t: Texts, in_report: bool = True) -> str:
     settings = analysis.verdicts.settings if analysis.verdicts else None
     band = f"{(settings.tie_band if settings else fr.TIE_MARGIN) * 100:g}"
     external = unreplicated_note(analysis.verdicts, t)
+    nodes = nodes_note(analysis, t)
     if not analysis.has_intervals:
-        return t("summary_single", band=band) + (" " + external if external else "")
+        return t("summary_single", band=band) + "".join(" " + note for note in (external, nodes) if note)
     verdicts = winners["verdict"].tolist()
     noise = analysis.verdicts.noise[0] if analysis.verdicts and analysis.verdicts.noise else None
     rounds = noise.rounds if noise else 0
@@ -39,7 +43,33 @@ def how_sure(analysis: RunAnalysis, t: Texts, in_report: bool = True) -> str:
         line += " " + external  # it names the prior, when one carries the session term
     elif noise is not None and noise.prior:
         line += " " + t("summary_prior", prior=noise.prior)
-    return line
+    return line + (" " + nodes if nodes else "")
+
+
+def nodes_note(analysis: RunAnalysis, t: Texts) -> str:
+    """The how-sure line's note for rounds on two nodes or more: how many, that each round's
+    arms were paired on one node, the rounds left unpaired and the inference target."""
+    verdicts = analysis.verdicts
+    if verdicts is None or not verdicts.several_nodes:
+        return ""
+    unpaired = verdicts.unpaired_rounds
+    return t("summary_nodes", nodes=len(verdicts.nodes),
+             unpaired=t("summary_nodes_unpaired", n=unpaired) if unpaired else "")
+
+
+def node_warnings(analysis: RunAnalysis, t: Texts) -> list[str]:
+    """One line per pair whose round effects differ between nodes (the node check's p under
+    NODE_CHECK_ALPHA): a node may be unlike the others. The verdicts are not changed."""
+    verdicts = analysis.verdicts
+    if verdicts is None:
+        return []
+    return [t("summary_node_differs", a=n.a, b=n.b, p=_p_value(n.node_check.p),
+              nodes=n.node_check.nodes)
+            for n in verdicts.noise if n.node_check is not None and n.node_check.p < NODE_CHECK_ALPHA]
+
+
+def _p_value(p: float) -> str:
+    return "< 0.001" if p < 0.001 else f"= {p:.3f}"
 
 
 def unsure_section(analysis: RunAnalysis, t: Texts) -> list[str]:

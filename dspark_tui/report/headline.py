@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from dspark_tui.report import frames as fr
 from dspark_tui.report.analysis import RunAnalysis, analyse
-from dspark_tui.report.certainty import how_sure
+from dspark_tui.report.certainty import how_sure, node_warnings
 from dspark_tui.report.deploy import DeployAnswer, deploy_answer
 from dspark_tui.report.findings import band_label
 from dspark_tui.report.texts import Texts
@@ -60,7 +60,7 @@ def headline_lines(analysis: RunAnalysis, answer: DeployAnswer | None, t: Texts,
     simulated = is_simulated(analysis.run.manifest)
     lines = _sweep_lines(answer, t, simulated) if _has_schedule(answer) else \
         _band_lines(analysis, t, simulated)
-    lines += ["", how_sure(analysis, t, in_report)]
+    lines += ["", how_sure(analysis, t, in_report), *node_warnings(analysis, t)]
     if simulated:
         lines.append(t("summary_simulated"))
     return lines

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -22,11 +22,13 @@ from dspark_tui.stats.paired import (
     UNSURE,
     WINS,
     FixedSessionTerm,
+    NodeCheck,
     NoiseFit,
     PairVerdict,
     SessionPrior,
     decide,
     fit_noise,
+    node_check,
     round_means,
 )
 from dspark_tui.stats.sequential import nominal_alpha
@@ -118,6 +120,8 @@ class PairResult:
     verdict: str  # wins | tie | unsure | single
     winner: str | None
     rounds_to_settle: int | None = None
+    # Rounds left out of this cell's pairing: the two arms' measurements ran on different nodes.
+    unpaired_rounds: int = 0
 
     @property
     def key(self) -> tuple[str, int]:
@@ -170,6 +174,14 @@ class PairNoise:
     # False when an arm of the pair was never restarted (an external server): its rounds
     # measured within-session noise only, unless a prior supplied the session term.
     session_replication: bool = True
+    # Rounds on several nodes (docs/statistics.md, "Rounds on several nodes"): distinct nodes of
+    # the paired rounds (None, this machine, counts as one), rounds with a cell left unpaired
+    # (arms on different nodes) and how many such cell-rounds, and the check that the round
+    # effects are alike on every node (None: fewer than two nodes with two rounds each).
+    nodes: int = 1
+    unpaired_rounds: int = 0
+    unpaired_cells: int = 0
+    node_check: NodeCheck | None = None
 
 
 @dataclass
@@ -179,6 +191,8 @@ class RunVerdicts:
     pairs: list[PairResult] = field(default_factory=list)
     cells: list[CellArmStats] = field(default_factory=list)
     noise: list[PairNoise] = field(default_factory=list)
+    nodes: list[str | None] = field(default_factory=list)  # of the ok measurements; None: this machine
+    unpaired_rounds: int = 0  # rounds in which some pair of arms had a cell on two nodes
     _index: dict[tuple[str, int, frozenset[str]], PairResult] | None = field(default=None, repr=False)
 
     def pair(self, scenario: str, concurrency: int, a: str, b: str) -> PairResult | None:
@@ -207,11 +221,20 @@ class RunVerdicts:
             "pairs": [_rounded(asdict(p)) for p in self.pairs],
             "cells": [_rounded(asdict(c)) for c in self.cells],
             "noise": [_rounded(asdict(n)) for n in self.noise],
+            # The nodes the measurements ran on (null: this machine); arms are paired only
+            # within a node, and `unpaired_rounds` counts the rounds where they were not.
+            "nodes": self.nodes,
+            "unpaired_rounds": self.unpaired_rounds,
         }
+
+    @property
+    def several_nodes(self) -> bool:
+        return len(self.nodes) >= 2
 
 
 def _rounded(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in row.items()}
+    return {k: (round(v, 6) if isinstance(v, float) else _rounded(v) if isinstance(v, dict) else v)
+            for k, v in row.items()}
 
 
 @dataclass(frozen=True)
@@ -226,6 +249,8 @@ class _Table:
     log_value: np.ndarray
     value: np.ndarray
     session: list[str]
+    node: np.ndarray  # index into `nodes`
+    nodes: list[str | None]
 
     @property
     def n_rounds(self) -> int:
@@ -235,7 +260,8 @@ class _Table:
 def _table(measurements: Iterable[CellResult], arms: Sequence[str]) -> _Table:
     cell_index: dict[tuple[str, int], int] = {}
     arm_index = {name: i for i, name in enumerate(arms)}
-    cells, arm_ids, rounds, values, sessions = [], [], [], [], []
+    node_index: dict[str | None, int] = {}
+    cells, arm_ids, rounds, values, sessions, nodes = [], [], [], [], [], []
     for m in measurements:
         value = m.metrics.total_throughput
         if not m.ok or value is None or not value > 0 or m.arm not in arm_index:
@@ -246,10 +272,60 @@ def _table(measurements: Iterable[CellResult], arms: Sequence[str]) -> _Table:
         rounds.append(max(m.round, 1))
         values.append(value)
         sessions.append(m.session or f"{m.arm}#r{m.round}")
+        nodes.append(node_index.setdefault(m.node, len(node_index)))
     value_array = np.asarray(values, dtype=float)
     return _Table(list(cell_index), list(arms), np.asarray(cells, dtype=int),
                   np.asarray(arm_ids, dtype=int), np.asarray(rounds, dtype=int),
-                  np.log(value_array), value_array, sessions)
+                  np.log(value_array), value_array, sessions, np.asarray(nodes, dtype=int),
+                  list(node_index))
+
+
+_NO_NODE, _MIXED = -1, -2  # a (cell, round) an arm did not measure; one it measured on two nodes
+
+
+def _round_nodes(table: _Table, arm: int, n_cells: int, n_rounds: int) -> np.ndarray:
+    """Per (cell, round), the node that arm's measurements ran on (the codes of `table.nodes`);
+    _NO_NODE where it has none, _MIXED where its repeats ran on different nodes."""
+    of_arm = table.arm == arm
+    flat = table.cell[of_arm] * n_rounds + (table.rnd[of_arm] - 1)
+    node = table.node[of_arm]
+    low = np.full(n_cells * n_rounds, np.iinfo(int).max)
+    high = np.full(n_cells * n_rounds, _NO_NODE)
+    np.minimum.at(low, flat, node)
+    np.maximum.at(high, flat, node)
+    out = np.where(high == _NO_NODE, _NO_NODE, np.where(low == high, high, _MIXED))
+    return out.reshape(n_cells, n_rounds)
+
+
+@dataclass(frozen=True)
+class _Pairing:
+    """One pair's paired log ratios with the rounds whose arms ran on different nodes left out."""
+
+    d: np.ndarray  # cells x rounds, NaN where not paired
+    node: np.ndarray  # cells x rounds: the shared node of a paired entry, else negative
+    unpaired: np.ndarray  # cells x rounds: both arms measured, on different nodes
+
+    @property
+    def round_node(self) -> np.ndarray:
+        """Per round, the one node of its paired cells; _MIXED when they ran on several."""
+        paired = self.node >= 0
+        low = np.where(paired, self.node, np.iinfo(int).max).min(axis=0)
+        high = np.where(paired, self.node, _NO_NODE).max(axis=0)
+        return np.where(~paired.any(axis=0), _NO_NODE, np.where(low == high, high, _MIXED))
+
+    @property
+    def nodes(self) -> int:
+        return max(len(np.unique(self.node[self.node >= 0])), 1)
+
+
+def _pairing(means_a: np.ndarray, means_b: np.ndarray, nodes_a: np.ndarray,
+             nodes_b: np.ndarray) -> _Pairing:
+    """d = b - a only where both arms measured the cell in that round on one node (the node is
+    the block); measurements without a node all count as this machine's."""
+    d = means_b - means_a
+    same = (nodes_a == nodes_b) & (nodes_a >= 0)
+    unpaired = ~np.isnan(d) & ~same
+    return _Pairing(np.where(same, d, np.nan), np.where(same, nodes_a, _NO_NODE), unpaired)
 
 
 def analyse_measurements(measurements: Iterable[CellResult], arms: Sequence[str],
@@ -260,16 +336,20 @@ def analyse_measurements(measurements: Iterable[CellResult], arms: Sequence[str]
     first_seen: dict[str, int] = {}
     for scenario, _ in table.cells:  # scenarios in the order they come (the plan's, for a run)
         first_seen.setdefault(scenario, len(first_seen))
-    result = RunVerdicts(settings=settings, arms=list(arms))
+    result = RunVerdicts(settings=settings, arms=list(arms), nodes=table.nodes)
     if not table.cells:
         return result
     n_cells, n_rounds = len(table.cells), table.n_rounds
     means = [round_means(table.cell[table.arm == i], table.rnd[table.arm == i],
                          table.log_value[table.arm == i], n_cells, n_rounds)
              for i in range(len(arms))]
+    nodes = [_round_nodes(table, i, n_cells, n_rounds) for i in range(len(arms))]
     result.cells = _cell_stats(table, means)
+    unpaired_rounds = np.zeros(n_rounds, dtype=bool)
     for ia, ib in _pairs(len(arms)):
-        d = means[ib] - means[ia]
+        pairing = _pairing(means[ia], means[ib], nodes[ia], nodes[ib])
+        d = pairing.d
+        unpaired_rounds |= pairing.unpaired.any(axis=0)
         a, b = arms[ia], arms[ib]
         fixed = settings.fixed_session(a, b)
         unreplicated = a in settings.external_arms or b in settings.external_arms
@@ -278,7 +358,8 @@ def analyse_measurements(measurements: Iterable[CellResult], arms: Sequence[str]
         prior = None if unreplicated else settings.prior
         fit = fit_noise(d, prior)
         verdicts = _sequential_verdicts(d, settings, fit, prior, fixed)
-        result.noise.append(_pair_noise(a, b, fit, settings, unreplicated, fixed is not None))
+        noise = _pair_noise(a, b, fit, settings, unreplicated, fixed is not None)
+        result.noise.append(_with_nodes(noise, pairing, settings))
         band = math.log1p(settings.tie_band)
         for v in verdicts:
             scenario, concurrency = table.cells[v.cell]
@@ -286,7 +367,9 @@ def analyse_measurements(measurements: Iterable[CellResult], arms: Sequence[str]
             if v.verdict == SINGLE and abs(v.log_ratio) >= band:
                 winner = b if v.log_ratio > 0 else a  # the seed's rule: a margin beyond the band
             result.pairs.append(PairResult(scenario, concurrency, a, b, v.n, v.ratio, v.ci_low,
-                                           v.ci_high, v.verdict, winner, v.rounds_to_settle))
+                                           v.ci_high, v.verdict, winner, v.rounds_to_settle,
+                                           int(pairing.unpaired[v.cell].sum())))
+    result.unpaired_rounds = int(unpaired_rounds.sum())
     order = {key: i for i, key in enumerate(sorted(table.cells, key=lambda k: (first_seen[k[0]], k[1])))}
     result.pairs.sort(key=lambda p: (order[p.key], arms.index(p.a), arms.index(p.b)))
     result.cells.sort(key=lambda c: (order[(c.scenario, c.concurrency)], arms.index(c.arm)))
@@ -330,6 +413,16 @@ def _pair_noise(a: str, b: str, fit: NoiseFit | None, settings: Settings, unrepl
     used = fit.prior_used or fixed_used
     return PairNoise(a, b, math.sqrt(fit.session_var), math.sqrt(fit.residual_var), fit.df,
                      fit.rounds, fit.cells, prior if used else None, not unreplicated)
+
+
+def _with_nodes(noise: PairNoise, pairing: _Pairing, settings: Settings) -> PairNoise:
+    """The pair's node counts and node check. The check reads the planned rounds only when
+    adaptive rounds followed: those re-measure a few cells, so their round effects are noisier
+    and the test's equal-variance assumption would not hold for them."""
+    planned = pairing.d.shape[1] if settings.adaptive_rounds == 0 else max(settings.rounds, 1)
+    check = node_check(pairing.d[:, :planned], pairing.round_node[:planned])
+    return replace(noise, nodes=pairing.nodes, unpaired_rounds=int(pairing.unpaired.any(axis=0).sum()),
+                   unpaired_cells=int(pairing.unpaired.sum()), node_check=check)
 
 
 def session_noise_source(settings: Settings) -> str:

@@ -91,12 +91,7 @@ def fit_noise(d: np.ndarray, prior: SessionPrior | None = None) -> NoiseFit | No
     ratios (NaN = not measured in that round). None when nothing is replicated across rounds
     (one round): a prior adds degrees of freedom to the session term, it does not replace the
     rounds' own estimate of tau2."""
-    present = ~np.isnan(d)
-    replicated = present.sum(axis=1) >= 2
-    rows = d[replicated]
-    mask = present[replicated]
-    rounds_used = mask.any(axis=0)
-    rows, mask = rows[:, rounds_used], mask[:, rounds_used]
+    rows, mask, _ = _replicated(d)
     n_cells, n_rounds = rows.shape
     if n_cells == 0 or n_rounds < 2:
         return None
@@ -128,6 +123,69 @@ def fit_noise(d: np.ndarray, prior: SessionPrior | None = None) -> NoiseFit | No
     df = tau2**2 / (part_round**2 / df_round + part_e**2 / df_e)
     return NoiseFit(max(ms_round - ms_e / c_tilde, 0.0), ms_e, tau2, df, n_rounds, n_cells,
                     prior is not None)
+
+
+def _replicated(d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows (cells) measured in two rounds or more, restricted to the rounds that measured
+    any of them: the part of `d` that says anything about rounds. Also the rounds kept."""
+    present = ~np.isnan(d)
+    replicated = present.sum(axis=1) >= 2
+    rows, mask = d[replicated], present[replicated]
+    rounds_used = mask.any(axis=0)
+    return rows[:, rounds_used], mask[:, rounds_used], rounds_used
+
+
+def round_effects(d: np.ndarray) -> np.ndarray:
+    """s[r] of the additive fit per column of `d` (centred over the rounds used); NaN for a
+    round that measured no replicated cell, and all NaN when fewer than two rounds count."""
+    rows, mask, used = _replicated(d)
+    out = np.full(d.shape[1], np.nan)
+    if rows.shape[0] and rows.shape[1] >= 2:
+        out[used] = _additive_fit(rows, mask)[1]
+    return out
+
+
+@dataclass(frozen=True)
+class NodeCheck:
+    """Do the round effects differ between nodes? One-way ANOVA of s[r] grouped by the node
+    the round's arms ran on (docs/statistics.md, "Rounds on several nodes")."""
+
+    f: float
+    df_between: int
+    df_within: int
+    p: float
+    nodes: int  # nodes tested: those with MIN_ROUNDS_PER_NODE rounds or more
+    rounds: int  # rounds in the test
+
+
+MIN_ROUNDS_PER_NODE = 2
+
+
+def node_check(d: np.ndarray, round_node: np.ndarray) -> NodeCheck | None:
+    """F test that the round effects of `d` have one mean on every node. `round_node` holds a
+    node code per column of `d` (negative: no single node, left out). Only nodes with at least
+    MIN_ROUNDS_PER_NODE rounds take part — a node seen once cannot tell its own effect from
+    its session's — and at least two are needed; None otherwise (or with no spread within)."""
+    from scipy.special import fdtrc
+
+    s = round_effects(d)
+    usable = ~np.isnan(s) & (round_node >= 0)
+    codes, counts = np.unique(round_node[usable], return_counts=True)
+    tested = codes[counts >= MIN_ROUNDS_PER_NODE]
+    if len(tested) < 2:
+        return None
+    keep = usable & np.isin(round_node, tested)
+    values, groups = s[keep], round_node[keep]
+    group_means = {g: values[groups == g].mean() for g in tested}
+    within = float(sum(np.sum((values[groups == g] - m) ** 2) for g, m in group_means.items()))
+    between = float(sum(np.sum(groups == g) * (m - values.mean()) ** 2
+                        for g, m in group_means.items()))
+    df_between, df_within = len(tested) - 1, len(values) - len(tested)
+    if within <= 0:
+        return None
+    f = (between / df_between) / (within / df_within)
+    return NodeCheck(f, df_between, df_within, float(fdtrc(df_between, df_within, f)),
+                     len(tested), len(values))
 
 
 def _additive_fit(rows: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
