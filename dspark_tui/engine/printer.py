@@ -115,12 +115,15 @@ class HeadlessPrinter:
     def _on_server_state(self, event: ServerStateChanged) -> None:
         if event.state in _QUIET_STATES:
             return
-        if self._shown_arm is not None and event.arm != self._shown_arm:
+        # At each change of arm; lanes in parallel change arms all the time: at the end only.
+        if self._shown_arm is not None and event.arm != self._shown_arm and self.state.parallel == 1:
             self.print_comparison()
         self._shown_arm = event.arm
         style = {"failed": "red", "ready": "green", "restarting": "yellow"}.get(event.state, "dim")
         message = f" — {event.message}" if event.message else ""
-        self._print(f"[{style}]server {event.arm}: {event.state}{message}[/]")
+        lane = self.state.board.lanes.get(event.lane) if event.lane is not None else None
+        where = f" ({lane.describe()})" if lane is not None else ""  # rounds in parallel
+        self._print(f"[{style}]server {event.arm}{where}: {event.state}{message}[/]")
 
     def _on_server_log(self, event: ServerLog) -> None:
         if self.show_server_log or is_progress_line(event.line):
@@ -148,6 +151,8 @@ class HeadlessPrinter:
         m = result.metrics
         accept = result.server.mean_acceptance_length if result.server else None
         kv = result.server.kv_usage_peak if result.server else None
+        if self.state.parallel > 1 and result.node:
+            cell += f" @{result.node}"
         self._print(
             f"[green]ok[/]   {self._position()} {cell} total "
             f"{_num(m.total_throughput)} tok/s  TTFT p99 {_num(m.p99_ttft_ms)} ms  TPOT "

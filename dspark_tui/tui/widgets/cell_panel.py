@@ -69,6 +69,8 @@ class CellPanel(Vertical):
             which = f" {current.label}" if state.repeated else ""  # round and repeat: r2 p1
             title = (f"{key.arm} · {key.scenario} · c{key.concurrency}{which}   "
                      f"cell {current.index}/{current.total}")
+            if state.in_flight > 1:  # rounds in parallel: the header lists every node's cell
+                title += f"  (+{state.in_flight - 1} in flight)"
             failed = f"  failed {current.failed}" if current.failed else ""
             numbers = (
                 f"{current.completed}/{current.num_prompts} requests{failed}   "

@@ -18,7 +18,7 @@ class RunHeader(Static):
     """Styles are theme variables (`$success`) that Textual resolves each time it draws."""
 
     DEFAULT_CSS = """
-    RunHeader { height: auto; max-height: 4; background: $panel; color: $foreground; padding: 0 1; }
+    RunHeader { height: auto; max-height: 6; background: $panel; color: $foreground; padding: 0 1; }
     """
 
     _last: tuple[Part, ...] = ()
@@ -42,6 +42,10 @@ class RunHeader(Static):
         if greedy := state.greedy_line():
             diverges = any(v.verdict == "diverges" for v in state.greedy)
             parts += ["\n", (greedy, f"bold {colours.FAILED}") if diverges else greedy]
+        if state.board.lanes:  # rounds in parallel: a line a node, whatever arm it serves now
+            parts += _lane_lines(state)
+            self._draw(parts)
+            return
         idle: dict[str, list[str]] = {}
         for arm in state.arms.values():
             if arm.server_state in _IDLE:  # folded below: a K sweep has many arms, 24 rows
@@ -54,7 +58,25 @@ class RunHeader(Static):
         if idle:
             parts.append("\n")
             parts.append("   ".join(f"{', '.join(names)}: {server}" for server, names in idle.items()))
+        self._draw(parts)
+
+    def _draw(self, parts: list[Part]) -> None:
         shown = tuple(parts)
         if shown != self._last:
             self._last = shown
             self.update(Content.assemble(*parts))
+
+
+def _lane_lines(state: RunState) -> list[Part]:
+    """`lane 1 · node07 · r1 · st=3: ready  chat c4 12/32`: every node's round, arm, server and
+    the cell it measures."""
+    parts: list[Part] = []
+    for number, lane in sorted(state.board.lanes.items()):
+        parts += ["\n", (f"{lane.describe()}: ", "bold"), lane.server_state]
+        cell = state.board.cell_of(number)
+        if cell is not None and lane.server_state == "ready":
+            parts.append(f"  {cell.key.scenario} c{cell.key.concurrency} "
+                         f"{cell.completed}/{cell.num_prompts}")
+        elif lane.message:
+            parts.append((f"  {lane.message}"[:120], "italic"))
+    return parts
