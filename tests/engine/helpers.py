@@ -51,7 +51,7 @@ class Recorder:
 
 def sim_plan_text(port: int, *sim_flags: str, arms: tuple[int, ...] = (3, 5), speed: float = 50,
                   warmup: int = 2, cells: str | None = None, rounds: int = 1, repeats: int = 1,
-                  adaptive_rounds: int = 0, **server: Any) -> str:
+                  adaptive_rounds: int = 0, parallel: int = 1, **server: Any) -> str:
     """A plan TOML against the simulator; `cells` replaces the default one-scenario grid. One
     round, one repeat, no adaptive round unless a test is about them."""
     flags = "".join(f', "{f}"' for f in sim_flags)
@@ -80,7 +80,7 @@ scrape_interval_s = 0.2
 rounds = {rounds}
 repeats = {repeats}
 adaptive_rounds = {adaptive_rounds}
-
+{f"parallel = {parallel}" if parallel > 1 else ""}
 {scenarios}"""
 
 
