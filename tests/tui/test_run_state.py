@@ -266,3 +266,35 @@ def test_a_run_ended_with_user_skips_only_reads_completed_with_the_skips():
     state.apply(ev.RunFinished(t=T0 + 6, status="completed", done=1, failed=0, total=2,
                                message="cells: 1 skipped"))
     assert (state.skipped_cells, state.status_label) == (1, "completed, 1 skipped")
+
+
+def test_lanes_keep_two_measurements_of_one_arm_in_flight_apart():
+    """Rounds in parallel: the same arm on two nodes at once. Each lane keeps its own cell and
+    progress; one ending leaves the other current; the ETA shares the work over the lanes."""
+    state = RunState()
+    state.apply(ev.RunStarted(t=T0, run_dir="/x", name="p", arms=["st=3", "st=5"], total_cells=8,
+                              statistics={"parallel": 2}))
+    for lane, node in ((1, "node07"), (2, "node08")):
+        state.apply(ev.ServerStateChanged(t=T0, arm="st=3", state="ready", lane=lane))
+        state.apply(ev.SessionStarted(t=T0, arm="st=3", round=lane, session=f"s{lane}", node=node,
+                                      lane=lane))
+        state.apply(ev.CellStarted(t=T0 + lane, key=KEY, num_prompts=8, index=lane, total=8,
+                                   round=lane, lane=lane))
+    state.apply(ev.CellProgress(t=T0 + 3, key=KEY, completed=5, total=8, lane=1))
+    assert state.in_flight == 2
+    assert state.board.cell_of(1).completed == 5 and state.board.cell_of(2).completed == 0
+    assert [lane.describe() for lane in state.board.lanes.values()] == [
+        "lane 1 · node07 · r1 · st=3", "lane 2 · node08 · r2 · st=3"]
+    state.apply(ev.CellFinished(t=T0 + 10, result=CellResult(
+        arm="st=3", scenario=KEY.scenario, concurrency=KEY.concurrency, round=2, node="node08",
+        metrics=ClientMetrics(total_throughput=100.0))))
+    assert state.in_flight == 1 and state.current is not None and state.current.round == 1
+    one_lane = RunState()
+    one_lane.apply_all([ev.RunStarted(t=T0, run_dir="/x", name="p", arms=["st=3"], total_cells=8),
+                        ev.CellStarted(t=T0, key=KEY, num_prompts=8, index=1, total=8)])
+    one_lane.apply(ev.CellFinished(t=T0 + 10, result=CellResult(
+        arm="st=3", scenario=KEY.scenario, concurrency=KEY.concurrency,
+        metrics=ClientMetrics(total_throughput=100.0))))
+    state.statistics = {"parallel": 2}
+    eta_two, eta_one = state.eta(T0 + 10), one_lane.eta(T0 + 10)
+    assert eta_two is not None and eta_one is not None and eta_two < eta_one
