@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 from pathlib import Path
 
@@ -123,8 +124,9 @@ def test_kill_9_of_a_parallel_run_then_resume_cancels_both_jobs_and_finishes(
 
 def test_parallel_rounds_need_a_cluster_launcher_and_a_node_a_round():
     local = sim_plan_text(8000, rounds=2, parallel=2)
-    with pytest.raises(PlanError, match='rounds in parallel run on nodes of their own; set '
-                                        'server.launcher = "slurm" or "kubernetes"'):
+    with pytest.raises(PlanError, match=re.escape(
+            'rounds in parallel run on nodes of their own; set server.launcher = "slurm" or '
+            '"kubernetes"')):
         parse_plan(local)
     too_many = sim_plan_text(8000, rounds=2, parallel=3, launcher='"slurm"')
     with pytest.raises(PlanError, match=r"bench.parallel = 3 exceeds bench.rounds = 2"):
