@@ -24,6 +24,7 @@ import httpx
 from dspark_tui.engine.drivers.auth import bearer_headers
 from dspark_tui.engine.gpu import GpuProbe
 from dspark_tui.engine.log_relay import caught_up, start_relay
+from dspark_tui.engine.placement import Placement
 from dspark_tui.engine.ports import describe_taken_port, port_is_free, wait_port_free
 from dspark_tui.engine.procs import TOKEN_VAR, ProcRef, descendants, terminate_tree
 from dspark_tui.engine.server_record import RecordedProc, ServerRecord, write_record
@@ -83,7 +84,8 @@ Emit = Callable[[Event], None]
 class ServerProcess:
     """A local server process. The launchers (engine/launchers/) subclass it: their local
     process is the one that carries the remote server's output (`srun`, `kubectl logs -f`),
-    and the hooks below say where the server is and how to end it."""
+    and the hooks below say where the server is and how to end it. A launcher honours a
+    `Placement` (which node, which not) and sets `node` once it knows where the server runs."""
 
     # The server listens on this machine: its port is checked before and after (not so for a
     # server on a cluster node or in a pod).
@@ -99,6 +101,7 @@ class ServerProcess:
         emit: Emit,
         gpu: GpuProbe | None = None,
         session: str | None = None,
+        placement: Placement | None = None,
     ) -> None:
         self.plan = plan
         self.arm = arm
@@ -110,6 +113,10 @@ class ServerProcess:
         self.argv = plan.server_argv(arm)
         self.host = plan.server.host
         self.port = plan.server.port
+        # Where a launcher is asked to run the server, and the node it runs on once known
+        # (None for a local server: this machine, which ignores the placement).
+        self.placement = placement or Placement()
+        self.node: str | None = None
         self.token = uuid.uuid4().hex
         self._popen: subprocess.Popen[bytes] | None = None
         self._relay: subprocess.Popen[bytes] | None = None
