@@ -54,10 +54,11 @@ def write_record(run_dir: Path, record: ServerRecord) -> bool:
 
 
 def write_session_record(run_dir: Path, name: str, copy_suffix: str, arm: str,
-                         session: str | None, text: str) -> bool:
-    """`name` in the run directory (the live one, what a resume undoes) and, for a session, its
-    own copy `servers/{arm}-{session}{copy_suffix}`; 0600, best effort (False on an OSError)."""
-    paths = [run_dir / name]
+                         session: str | None, text: str, *, live: bool = True) -> bool:
+    """`name` in the run directory (the live one, what a resume undoes; not with live=False)
+    and, for a session, its own copy `servers/{arm}-{session}{copy_suffix}`; 0600, best effort
+    (False on an OSError)."""
+    paths = [run_dir / name] if live or not session else []
     if session:
         paths.append(run_dir / "servers" / f"{safe_name(arm)}-{safe_name(session)}{copy_suffix}")
     try:
