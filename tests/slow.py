@@ -20,7 +20,7 @@ import pytest
 # name, not identity, so that moving them between modules keeps this true).
 STARTERS = frozenset({
     "subprocess", "Popen", "create_subprocess_exec", "create_subprocess_shell", "fork",
-    "ServerProcess", "Runner", "RunnerProcess", "StartRequest", "make_driver",
+    "ServerProcess", "Runner", "RunnerProcess", "StartRequest", "make_driver", "make_server",
     "preflight", "_start_of",  # preflight asks bench.python whether the client imports
 })
 OURS = "tests"

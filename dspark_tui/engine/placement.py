@@ -1,5 +1,10 @@
-"""Where a launcher puts a server (`bench.parallel`, engine/lanes.py): on one node, away from
-others; the local launcher ignores it."""
+"""Where a cluster launcher puts a server: on one node, or anywhere but some nodes.
+
+Rounds run in parallel (`[bench] parallel`) each keep one node for all their arms, so node
+differences cancel in the paired comparison: a round's later arms follow its first arm's node
+(`node`), and a round's first arm avoids the nodes other rounds in flight hold (`avoid`).
+Here, not in launchers/, because server.py takes it and launchers/ imports server.py.
+"""
 
 from __future__ import annotations
 

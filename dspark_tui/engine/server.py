@@ -84,7 +84,8 @@ Emit = Callable[[Event], None]
 class ServerProcess:
     """A local server process. The launchers (engine/launchers/) subclass it: their local
     process is the one that carries the remote server's output (`srun`, `kubectl logs -f`),
-    and the hooks below say where the server is and how to end it."""
+    and the hooks below say where the server is and how to end it. A launcher honours a
+    `Placement` (which node, which not) and sets `node` once it knows where the server runs."""
 
     # The server listens on this machine: its port is checked before and after (not so for a
     # server on a cluster node or in a pod).
@@ -103,8 +104,6 @@ class ServerProcess:
         placement: Placement | None = None,
     ) -> None:
         self.plan = plan
-        self.placement = placement or Placement()  # a local server ignores it
-        self.node: str | None = None  # where it runs; None: this machine
         self.arm = arm
         self.session = session
         self.log_path = log_path
@@ -114,6 +113,10 @@ class ServerProcess:
         self.argv = plan.server_argv(arm)
         self.host = plan.server.host
         self.port = plan.server.port
+        # Where a launcher is asked to run the server, and the node it runs on once known
+        # (None for a local server: this machine, which ignores the placement).
+        self.placement = placement or Placement()
+        self.node: str | None = None
         self.token = uuid.uuid4().hex
         self._popen: subprocess.Popen[bytes] | None = None
         self._relay: subprocess.Popen[bytes] | None = None

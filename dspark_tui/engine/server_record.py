@@ -43,21 +43,22 @@ class ServerRecord(BaseModel):
         return own + [ProcRef(d.pid, d.create_time) for d in self.descendants]
 
 
-def write_record(run_dir: Path, record: ServerRecord) -> bool:
+def write_record(run_dir: Path, record: ServerRecord, *, live: bool = True) -> bool:
     """Best effort: on a full or read-only disk the server must still start and stop; the
     runner notices the disk when it cannot save a cell, and stops the run there.
 
     server.json is the live server (what a resume stops); each session also keeps its own
     record, `servers/{arm}-{session}.json`, as evidence of what served its measurements."""
     return write_session_record(run_dir, SERVER_JSON, ".json", record.arm, record.session,
-                                record.model_dump_json(indent=2) + "\n")
+                                record.model_dump_json(indent=2) + "\n", live=live)
 
 
 def write_session_record(run_dir: Path, name: str, copy_suffix: str, arm: str,
-                         session: str | None, text: str) -> bool:
-    """`name` in the run directory (the live one, what a resume undoes) and, for a session, its
-    own copy `servers/{arm}-{session}{copy_suffix}`; 0600, best effort (False on an OSError)."""
-    paths = [run_dir / name]
+                         session: str | None, text: str, *, live: bool = True) -> bool:
+    """`name` in the run directory (the live one, what a resume undoes; not with live=False)
+    and, for a session, its own copy `servers/{arm}-{session}{copy_suffix}`; 0600, best effort
+    (False on an OSError)."""
+    paths = [run_dir / name] if live or not session else []
     if session:
         paths.append(run_dir / "servers" / f"{safe_name(arm)}-{safe_name(session)}{copy_suffix}")
     try:
@@ -116,5 +117,6 @@ def _stop_recorded(run_dir: Path, record: ServerRecord, grace_s: float) -> list[
     if found or pgid is not None:
         terminate_tree(pgid=pgid, refs=refs, token=record.token, grace_s=grace_s)
     record.state = "stopped"
-    write_record(run_dir, record)
+    held = read_record(run_dir)  # server.json may name another session, started after this one
+    write_record(run_dir, record, live=held is None or held.token == record.token)
     return found

@@ -1,29 +1,34 @@
 """The Slurm and Kubernetes launchers against fake `srun`/`squeue`/`scancel`/`scontrol` and
 `kubectl` (tests/fakes), which run the simulator on this machine as the cluster's "node": a run
 through each completes, and after kill -9 of the runner a resume cancels the job or deletes
-the pod it left — its simulator is gone — and nothing is left running."""
+the pod it left — its simulator is gone — and nothing is left running. With several "nodes"
+(loopback addresses), a placement puts a server on the node asked for, and a resume undoes
+every session's job, as rounds in parallel leave several."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
+import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import psutil
 import pytest
 import yaml
 
 from dspark_tui.engine.launch import RunnerProcess
-from dspark_tui.engine.launchers import launcher_problems
+from dspark_tui.engine.launchers import Placement, launcher_problems, make_server, stop_orphaned_launch
 from dspark_tui.engine.launchers.kubernetes import pod_name, read_template, render_manifest
+from dspark_tui.engine.launchers.record import LaunchRecord, write_launch_record
 from dspark_tui.engine.launchers.slurm import srun_argv
 from dspark_tui.engine.server import ServerError
-from dspark_tui.model import PlanError, parse_plan
+from dspark_tui.model import Plan, PlanError, SlurmOptions, parse_plan
 from dspark_tui.results import RunStore, load_run
 from tests.cli import run_cli, slow_cells, wait_for
-from tests.engine.helpers import FAKES, sim_plan_text
+from tests.engine.helpers import FAKES, Recorder, sim_plan_text
 
 SLURM_TOOLS = ("srun", "squeue", "scancel", "scontrol")
 SLURM_TABLE = """
@@ -34,6 +39,7 @@ time = "00:30:00"
 account = "bench"
 extra_args = ["--exclusive"]
 """
+TWO_NODES = "127.0.0.2,127.0.0.3"
 KUBE_TABLE = """
 [server.kubernetes]
 namespace = "bench"
@@ -208,7 +214,7 @@ def test_resume_after_kill_9_deletes_the_pod_left_behind(cluster: Path, port: in
 
 # -- the parts, without processes ----------------------------------------------------------------
 
-def _parsed(port: int, launcher: str, extra: str = "") -> object:
+def _parsed(port: int, launcher: str, extra: str = "") -> Plan:
     table = SLURM_TABLE if launcher == "slurm" else KUBE_TABLE
     return parse_plan(sim_plan_text(port, launcher=f'"{launcher}"') + table + extra)
 
@@ -266,3 +272,218 @@ def test_a_misspelt_launcher_key_is_one_plan_error():
         parse_plan(text)
     with pytest.raises(PlanError, match=r"server\.launcher: .*'local', 'slurm' or 'kubernetes'"):
         parse_plan(sim_plan_text(8000, launcher='"pbs"'))
+
+
+def test_srun_asks_for_the_placements_node_and_excludes_the_nodes_to_avoid():
+    options = SlurmOptions(gres="gpu:8", extra_args=["--exclusive"])
+    assert srun_argv(options, "j", Placement(node="node07"))[-3:] == [
+        "--exclusive", "--nodelist=node07", "--"]
+    assert srun_argv(options, "j", Placement(avoid=("node01", "node02")))[-2:] == [
+        "--exclude=node01,node02", "--"]
+    both = srun_argv(options, "j", Placement(node="node07", avoid=("node01",)))
+    assert both[-3:] == ["--nodelist=node07", "--exclude=node01", "--"]
+    assert srun_argv(options, "j", Placement()) == srun_argv(options, "j")
+
+
+def _pod_spec(plan: Plan, placement: Placement | None) -> dict:
+    template, where = read_template(plan.server.kubernetes)
+    pod, _ = yaml.safe_load_all(render_manifest(plan, plan.arms[0], "p", "s1", template, where,
+                                                placement))
+    return pod["spec"]
+
+
+def test_the_affinity_placeholder_places_the_pod_on_its_node_and_off_the_others():
+    plan = _parsed(8000, "kubernetes")
+    assert _pod_spec(plan, None)["affinity"] == {}
+    assert _pod_spec(plan, Placement())["affinity"] == {}
+    spec = _pod_spec(plan, Placement(node="n7", avoid=("n1", "n2")))
+    required = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert required == {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n7"]},
+        {"key": "kubernetes.io/hostname", "operator": "NotIn", "values": ["n1", "n2"]}]}]}
+    assert spec["restartPolicy"] == "Never"  # the rest of the spec as it was
+
+
+def test_a_template_without_affinity_cannot_run_rounds_in_parallel(tmp_path: Path):
+    template = tmp_path / "pod.yaml"
+    template.write_text("apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n"
+                        "spec:\n  # affinity: {affinity} only in a comment\n"
+                        "  containers: [{name: server, image: {image}, command: {command}}]\n")
+    plan = parse_plan(sim_plan_text(8000, launcher='"kubernetes"')
+                      + KUBE_TABLE + f'manifest = "{template}"\n')
+    assert launcher_problems(plan) == []  # one round at a time: no node to keep
+    # [bench] parallel is the lead's plan key; a copy carries it until it lands in this branch.
+    parallel = plan.model_copy(update={"bench": plan.bench.model_copy(update={"parallel": 2})})
+    assert launcher_problems(parallel) == [
+        f"{template}: no {{affinity}} placeholder, but [bench] parallel = 2 runs rounds on "
+        "several nodes at once and the template must place a round's arms on one node: add "
+        "`affinity: {affinity}` under the Pod's spec"]
+    shipped = parallel.model_copy(update={"server": parallel.server.model_copy(update={
+        "kubernetes": parallel.server.kubernetes.model_copy(update={"manifest": None})})})
+    assert launcher_problems(shipped) == []
+    with pytest.raises(ServerError, match=r"no \{affinity\} placeholder"):
+        render_manifest(plan, plan.arms[0], "p", "s1", template.read_text(), str(template),
+                        Placement(node="n7"))
+
+
+# -- rounds in parallel: nodes asked for, several live records -------------------------------
+
+def _sim_argv(port: int) -> list[str]:
+    return [sys.executable, "-m", "dspark_tui.sim", "serve", "m", "--host", "127.0.0.1",
+            "--port", str(port), "--speed", "50"]
+
+
+def _srun(name: str, port: int, placement: Placement) -> subprocess.Popen[bytes]:
+    argv = srun_argv(SlurmOptions(gres="gpu:8"), name, placement) + _sim_argv(port)
+    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+
+def _job_named(root: Path, name: str) -> dict:
+    return next((job for job in _jobs(root) if job["name"] == name), {})
+
+
+def _answers(host: str, port: int) -> bool:
+    try:
+        return httpx.get(f"http://{host}:{port}/health", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def test_fake_srun_puts_jobs_on_the_nodes_asked_for_each_bound_to_its_address(
+        cluster: Path, port: int, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("FAKE_SLURM_NODES", TWO_NODES)
+    sruns = [_srun("on-3", port, Placement(node="127.0.0.3")),
+             _srun("not-3", port, Placement(avoid=("127.0.0.3",)))]
+    try:
+        # Two servers on one port, each on its node's address.
+        wait_for(lambda: _answers("127.0.0.2", port) and _answers("127.0.0.3", port),
+                 timeout=60, what="a simulator on each node")
+        queue = subprocess.run(["squeue", "--noheader", "--format=%j %T %N"], capture_output=True,
+                               text=True, check=True).stdout.splitlines()
+        assert sorted(queue) == ["not-3 RUNNING 127.0.0.2", "on-3 RUNNING 127.0.0.3"]
+        # A job asked for a busy node waits in the queue until that node is free.
+        sruns.append(_srun("then-2", port, Placement(node="127.0.0.2")))
+        wait_for(lambda: _job_named(cluster, "then-2"), what="the third job queued")
+        assert _job_named(cluster, "then-2")["state"] == "PENDING"
+        subprocess.run(["scancel", "--name=not-3"], check=True)
+        wait_for(lambda: _job_named(cluster, "then-2").get("pid"), timeout=30,
+                 what="the third job running once its node is free")
+        assert _job_named(cluster, "then-2")["node"] == "127.0.0.2"
+        assert _job_named(cluster, "on-3")["state"] == "RUNNING"
+    finally:
+        for name in ("on-3", "not-3", "then-2"):
+            subprocess.run(["scancel", f"--name={name}"], check=False)
+        for srun in sruns:
+            srun.wait(30)
+    assert all(_gone(job["pid"]) for job in _jobs(cluster))
+
+
+def test_a_resume_undoes_the_job_of_every_session_left_live(
+        cluster: Path, port: int, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("FAKE_SLURM_NODES", TWO_NODES)
+    run_dir = cluster / "run"
+    run_dir.mkdir()
+    # A session whose scancel fails (its job id is unknown to Slurm) keeps its record.
+    write_launch_record(run_dir, LaunchRecord(launcher="slurm", arm="st=5", session="s3",
+                                              job_name="gone", job_id="999999", state="running"))
+    records = {name: LaunchRecord(launcher="slurm", arm="st=3", session=session, job_name=name)
+               for session, name in (("s1", "job-a"), ("s2", "job-b"))}
+    sruns = []
+    try:
+        for name, record in records.items():  # as the launcher does: the record, then srun
+            write_launch_record(run_dir, record)
+            sruns.append(_srun(name, port, Placement()))
+        wait_for(lambda: all(_job_named(cluster, n).get("pid") for n in records), timeout=30,
+                 what="both jobs running")
+        for name, record in records.items():  # what squeue told the launcher
+            job = _job_named(cluster, name)
+            record.job_id, record.node, record.state = job["id"], job["node"], "running"
+            write_launch_record(run_dir, record)
+        # launcher.json is s2's job: s1's is only in its own copy.
+        assert _record(run_dir)["job_name"] == "job-b"
+        jobs = {name: _job_named(cluster, name) for name in records}
+        assert {job["node"] for job in jobs.values()} == {"127.0.0.2", "127.0.0.3"}
+        said = stop_orphaned_launch(run_dir)
+        for srun in sruns:
+            srun.wait(30)  # srun ends with its job's task, as it does on a cluster
+    finally:
+        for name in records:
+            subprocess.run(["scancel", f"--name={name}"], check=False)
+        for srun in sruns:
+            srun.wait(30)
+    assert said is not None
+    assert said.split("; ") == [
+        f"cancelled Slurm job {jobs['job-a']['id']}", f"cancelled Slurm job {jobs['job-b']['id']}",
+        "scancel of Slurm job 999999 failed: scancel: error: Kill job error on job id 999999: "
+        "Invalid job id specified"]
+    for job in jobs.values():
+        assert _job_named(cluster, job["name"])["state"] == "CANCELLED" and _gone(job["pid"])
+    servers = run_dir / "servers"
+    states = {p.name: json.loads(p.read_text())["state"] for p in servers.glob("*.launcher.json")}
+    assert states == {"st_3-s1.launcher.json": "stopped", "st_3-s2.launcher.json": "stopped",
+                      "st_5-s3.launcher.json": "running"}
+    assert _record(run_dir)["state"] == "stopped"
+    # The next resume tries again what failed, and only that.
+    again = stop_orphaned_launch(run_dir)
+    assert again is not None and again.startswith("scancel of Slurm job 999999 failed")
+
+
+def _kubectl(*args: str, input: str | None = None) -> str:
+    done = subprocess.run(["kubectl", "--namespace=bench", *args], input=input,
+                          capture_output=True, text=True, timeout=60, check=True)
+    return done.stdout
+
+
+def test_fake_kubectl_schedules_by_node_affinity_and_keeps_a_pod_that_fits_nowhere_pending(
+        cluster: Path, port: int, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("FAKE_KUBE_NODES", TWO_NODES)
+    plan = _parsed(port, "kubernetes")
+    template, where = read_template(plan.server.kubernetes)
+
+    def apply(name: str, placement: Placement) -> None:
+        _kubectl("apply", "-f", "-", input=render_manifest(
+            plan, plan.arms[0], name, "s1", template, where, placement))
+
+    def node_of(name: str) -> str:
+        return _kubectl("get", f"pod/{name}", "-o", "jsonpath={.spec.nodeName}")
+
+    try:
+        apply("pod-a", Placement(node="127.0.0.3"))
+        apply("pod-b", Placement(avoid=("127.0.0.3",)))
+        assert (node_of("pod-a"), node_of("pod-b")) == ("127.0.0.3", "127.0.0.2")
+        wait_for(lambda: _answers("127.0.0.2", port) and _answers("127.0.0.3", port),
+                 timeout=60, what="a simulator in each pod, on its node's address")
+        apply("pod-c", Placement(node="127.0.0.3"))  # its node is taken
+        assert node_of("pod-c") == "" and "pod-c   0/1   Pending" in _kubectl("get", "pods")
+        _kubectl("delete", "pod/pod-a", "--wait=true")
+        assert node_of("pod-c") == "127.0.0.3"
+    finally:
+        _kubectl("delete", "pod/pod-a", "pod/pod-b", "pod/pod-c", "--ignore-not-found")
+    assert _pods(cluster) == {}
+
+
+@pytest.mark.parametrize("launcher", ["slurm", "kubernetes"])
+async def test_a_rounds_later_arm_runs_on_the_node_its_first_arm_landed_on(
+        cluster: Path, port: int, launcher: str, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("FAKE_SLURM_NODES", TWO_NODES)
+    monkeypatch.setenv("FAKE_KUBE_NODES", TWO_NODES)
+    plan = _parsed(port, launcher)
+
+    async def serve(number: int, placement: Placement) -> str | None:
+        """One session of arm `number`: started where asked, serving; the node it ran on."""
+        server = make_server(plan, plan.arms[number - 1], log_path=cluster / "logs" / f"{number}.log",
+                             run_dir=cluster, emit=Recorder(), gpu=None, session=f"s{number}",
+                             placement=placement)
+        try:
+            await server.start()
+            assert await server.probe_health()
+            return server.node
+        finally:
+            await server.stop()
+
+    first = await serve(1, Placement(avoid=("127.0.0.2",)))  # a round's first arm
+    assert first == "127.0.0.3"
+    assert await serve(2, Placement(node=first)) == "127.0.0.3"  # its later arm follows
+    evidence = json.loads((cluster / "servers" / "st_5-s2.launcher.json").read_text())
+    assert evidence["node"] == "127.0.0.3" and evidence["state"] == "stopped"

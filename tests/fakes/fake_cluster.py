@@ -1,19 +1,28 @@
-"""What the fake cluster tools share: a "node" that is this machine. A job's or pod's server is
+"""What the fake cluster tools share: "nodes" that are this machine. A job's or pod's server is
 started detached — its own session, its output in a file, without the runner's server token —
 so, as on a real cluster, nothing but the cluster tool (scancel, kubectl delete) stops it.
 
+Each node is a loopback address (FAKE_SLURM_NODES, FAKE_KUBE_NODES: "127.0.0.2,127.0.0.3";
+127.0.0.1 alone by default), so two servers on one port run side by side on two "nodes": a
+server's `--host` value is replaced by its node's address, as `--host 0.0.0.0` binds the
+node's own interfaces on a real one.
+
 State lives in files under a directory the test names (FAKE_SLURM_DIR, FAKE_KUBE_DIR), so
-every invocation of a fake sees what the earlier ones did.
+every invocation of a fake sees what the earlier ones did; `locked` serializes the changes
+that must not interleave (two tools taking the same free node).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +38,31 @@ def state_dir(var: str) -> Path:
     path = Path(value)
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def nodes(var: str) -> list[str]:
+    """The cluster's nodes, each a loopback address this machine answers on."""
+    return [n.strip() for n in os.environ.get(var, "127.0.0.1").split(",") if n.strip()]
+
+
+@contextlib.contextmanager
+def locked(directory: Path) -> Iterator[None]:
+    """One tool at a time changes who holds which node."""
+    with open(directory / "lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def bind_to(argv: list[str], address: str) -> list[str]:
+    """The command with its `--host` value (`--host X` or `--host=X`) replaced by the node's
+    address."""
+    bound = list(argv)
+    for i, arg in enumerate(bound):
+        if arg == "--host" and i + 1 < len(bound):
+            bound[i + 1] = address
+        elif arg.startswith("--host="):
+            bound[i] = f"--host={address}"
+    return bound
 
 
 def read_json(path: Path) -> dict[str, Any] | None:

@@ -2,7 +2,9 @@
 ServerProcess, the default), a Slurm job step (slurm.py) or a Kubernetes pod (kubernetes.py).
 
 Each is a ServerProcess: the runner's contract does not change — start, ready, logs, stop —
-and `stop_orphaned_launch` undoes what a runner killed with -9 left on a cluster.
+and `stop_orphaned_launch` undoes what a runner killed with -9 left on a cluster. A
+`Placement` asks a cluster launcher for a node (or to avoid some), and the server's `node` says
+where it landed: rounds in parallel keep each round's arms on one node.
 """
 
 from __future__ import annotations
@@ -11,7 +13,12 @@ import shutil
 from pathlib import Path
 
 from dspark_tui.engine.gpu import GpuProbe
-from dspark_tui.engine.launchers.kubernetes import KubernetesServer, read_template, render_manifest
+from dspark_tui.engine.launchers.kubernetes import (
+    KubernetesServer,
+    places_on_nodes,
+    read_template,
+    render_manifest,
+)
 from dspark_tui.engine.launchers.record import stop_orphaned_launch
 from dspark_tui.engine.launchers.slurm import SlurmServer
 from dspark_tui.engine.placement import Placement
@@ -27,6 +34,8 @@ _LAUNCHERS: dict[str, type[ServerProcess]] = {
 def make_server(plan: Plan, arm: Arm, *, log_path: Path, run_dir: Path, emit: Emit,
                 gpu: GpuProbe | None, session: str,
                 placement: Placement | None = None) -> ServerProcess:
+    """The plan's launcher for one session of `arm`; `placement` is for a cluster launcher
+    (the local one keeps it and ignores it)."""
     kind = _LAUNCHERS[plan.server.launcher]
     return kind(plan, arm, log_path=log_path, run_dir=run_dir, emit=emit, gpu=gpu, session=session,
                 placement=placement)
@@ -34,7 +43,8 @@ def make_server(plan: Plan, arm: Arm, *, log_path: Path, run_dir: Path, emit: Em
 
 def launcher_problems(plan: Plan) -> list[str]:
     """Preflight of a cluster launcher, one line a problem: its tools are on PATH, a pod's
-    manifest template reads and fills."""
+    manifest template reads and fills, and with rounds in parallel the plan's own template can
+    place a pod on a node (`{affinity}`)."""
     tools = {"slurm": ("srun", "squeue", "scancel"), "kubernetes": ("kubectl",)}
     missing = [tool for tool in tools.get(plan.server.launcher, ()) if shutil.which(tool) is None]
     problems = [f"server.launcher = {plan.server.launcher!r}: {', '.join(missing)} not on PATH; "
@@ -45,4 +55,11 @@ def launcher_problems(plan: Plan) -> list[str]:
             render_manifest(plan, plan.arms[0], "check", "s1", template, where)
         except ServerError as exc:
             problems.append(exc.reason)
+        else:
+            parallel = getattr(plan.bench, "parallel", 1)
+            if parallel > 1 and not places_on_nodes(template):
+                problems.append(
+                    f"{where}: no {{affinity}} placeholder, but [bench] parallel = {parallel} "
+                    "runs rounds on several nodes at once and the template must place a round's "
+                    "arms on one node: add `affinity: {affinity}` under the Pod's spec")
     return problems

@@ -7,6 +7,11 @@ logs/server-{arm}-{session}.log) and ends when the container does; `kubectl wait
 endpoint on this machine, where the usual HTTP checks and the bench client reach it; `kubectl
 delete` ends it all. kubectl rather than a client library: it brings the user's contexts,
 credentials and plugins as they are, and no heavy dependency.
+
+A `Placement` fills the template's `{affinity}` (the Pod's `spec.affinity`): a required
+nodeAffinity on `kubernetes.io/hostname`, `In [node]` and/or `NotIn [avoid...]`. Once the pod
+is Ready, `kubectl get pod/NAME -o jsonpath={.spec.nodeName}` says the node it runs on (the
+server's `node`), which a round's later arms are asked for.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from dspark_tui.model.events import Notice, ServerLog
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _FORWARDING = re.compile(r"Forwarding from (?:127\.0\.0\.1|\[::1\]|localhost):(\d+) ->")
+HOSTNAME_LABEL = "kubernetes.io/hostname"  # the well-known label of a node's name
 WAIT_STEP_S = 2  # one `kubectl wait` at a time, so an exit or a deadline is seen between them
 DELETE_TIMEOUT_S = 120
 
@@ -58,22 +64,54 @@ def read_template(options: KubernetesOptions) -> tuple[str, str]:
                           f"({getattr(exc, 'strerror', None) or exc})") from None
 
 
+def affinity(placement: Placement | None) -> dict[str, object]:
+    """A Pod's `spec.affinity` for the placement: a required nodeAffinity on the node's
+    hostname label (`In [node]`, `NotIn [avoid...]`, both in one term: both must hold); `{}`
+    for none."""
+    expressions = []
+    if placement is not None and placement.node:
+        expressions.append({"key": HOSTNAME_LABEL, "operator": "In", "values": [placement.node]})
+    if placement is not None and placement.avoid:
+        expressions.append({"key": HOSTNAME_LABEL, "operator": "NotIn",
+                            "values": list(placement.avoid)})
+    if not expressions:
+        return {}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": expressions}]}}}
+
+
+def placeholders(template: str) -> list[tuple[int, set[str]]]:
+    """(line number, the placeholders on it) of each line that is not a comment."""
+    return [(number, set(_PLACEHOLDER.findall(line)))
+            for number, line in enumerate(template.splitlines(), 1)
+            if not line.lstrip().startswith("#")]
+
+
+def places_on_nodes(template: str) -> bool:
+    """Whether the template has the `{affinity}` placeholder (a placement can reach the pod)."""
+    return any("affinity" in names for _, names in placeholders(template))
+
+
 def render_manifest(plan: Plan, arm: Arm, name: str, session: str | None,
-                    template: str, where: str = "manifest") -> str:
-    """Every `{placeholder}` becomes a JSON value, which YAML reads as the same value."""
+                    template: str, where: str = "manifest",
+                    placement: Placement | None = None) -> str:
+    """Every `{placeholder}` becomes a JSON value, which YAML reads as the same value. A
+    placement the template has no `{affinity}` for is an error: it would be dropped silently."""
     options = plan.server.kubernetes
     values: dict[str, object] = {
         "name": name, "namespace": options.namespace, "image": options.image, "gpus": options.gpus,
         "port": plan.server.port, "arm": arm.name, "session": session or "",
         "command": plan.server_argv(arm),
         "env": [{"name": k, "value": v} for k, v in plan.server.env.items()],
+        "affinity": affinity(placement),
     }
-    for number, line in enumerate(template.splitlines(), 1):
-        if line.lstrip().startswith("#"):
-            continue
-        for unknown in set(_PLACEHOLDER.findall(line)) - set(values):
+    for number, names in placeholders(template):
+        for unknown in names - set(values):
             raise ServerError(f"{where}:{number}: unknown placeholder {{{unknown}}}; "
                               f"known: {', '.join('{' + k + '}' for k in values)}")
+    if values["affinity"] and not places_on_nodes(template):
+        raise ServerError(f"{where}: no {{affinity}} placeholder, so the pod cannot be placed on "
+                          "a node (add `affinity: {affinity}` under the Pod's spec)")
 
     def fill(match: re.Match[str]) -> str:
         return json.dumps(values[match.group(1)], ensure_ascii=False)
@@ -118,7 +156,17 @@ class KubernetesServer(ServerProcess):
 
     async def _submit(self) -> None:
         template, where = read_template(self.plan.server.kubernetes)
-        manifest = render_manifest(self.plan, self.arm, self.pod, self.session, template, where)
+        placement: Placement | None = self.placement
+        if placement and (placement.node or placement.avoid) and not places_on_nodes(template):
+            # Only a run of one round at a time gets here (preflight refuses parallel rounds):
+            # it goes on, and a round whose arms land on two nodes is left out of the pairing.
+            self._emit(Notice(level="warning", message=(
+                f"{self.arm.name}: {where} has no {{affinity}} placeholder, so this pod may land "
+                "on another node than its round's other arms (such a round is not compared); "
+                "add `affinity: {affinity}` under the Pod's spec")))
+            placement = None
+        manifest = render_manifest(self.plan, self.arm, self.pod, self.session, template, where,
+                                   placement)
         write_launch_record(self.run_dir, self._objects)  # before the apply: a resume deletes it
         result = await asyncio.to_thread(run_tool, [*self._kubectl, "apply", "-f", "-"],
                                          input=manifest, timeout=120)
@@ -142,9 +190,24 @@ class KubernetesServer(ServerProcess):
             self._pod_ready = True
             self._objects.state = "running"
             write_launch_record(self.run_dir, self._objects)
+        if self.node is None and not await self._found_node():
+            return False  # asked again at the next look
         if self._forward is None:
             self._start_port_forward()
         return self._forwarded_port()
+
+    async def _found_node(self) -> bool:
+        """The node the Ready pod runs on: a round's later arms are placed there."""
+        result = await asyncio.to_thread(
+            run_tool, [*self._kubectl, "get", f"pod/{self.pod}", "-o", "jsonpath={.spec.nodeName}"],
+            timeout=30)
+        node = result.out.strip()
+        if result.code != 0 or not node:
+            return False
+        self.node = self._objects.node = node
+        write_launch_record(self.run_dir, self._objects)
+        self._emit(ServerLog(arm=self.arm.name, line=f"pod/{self.pod} runs on node {node}"))
+        return True
 
     def _start_port_forward(self) -> None:
         self._forward_log.parent.mkdir(parents=True, exist_ok=True)

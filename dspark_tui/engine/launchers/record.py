@@ -4,6 +4,10 @@ pod and its Service — written before the request is made, marked stopped once 
 A runner killed with -9 cannot cancel its job or delete its pod; they would hold GPUs until
 their time limit (or forever). A resume reads this record and undoes them before it starts
 anything (`stop_orphaned_launch`), as server_record.py does for local processes.
+
+launcher.json is the latest session's record; with rounds in parallel several sessions live at
+once and overwrite it, so each session's own copy (`servers/{arm}-{session}.launcher.json`) is
+read too: a resume undoes every job or pod that no copy says is stopped.
 """
 
 from __future__ import annotations
@@ -33,31 +37,57 @@ class LaunchRecord(BaseModel):
     objects: list[str] = Field(default_factory=list)  # ["pod/NAME", "service/NAME"]
 
 
-def write_launch_record(run_dir: Path, record: LaunchRecord) -> bool:
+def write_launch_record(run_dir: Path, record: LaunchRecord, *, live: bool = True) -> bool:
     """Best effort, like server.json: a full disk must not stop a stop. Each session keeps its
-    own copy as evidence (`servers/{arm}-{session}.launcher.json`)."""
+    own copy as evidence (`servers/{arm}-{session}.launcher.json`); live=False writes only that
+    copy, leaving launcher.json to the session it holds."""
     return write_session_record(run_dir, LAUNCHER_JSON, ".launcher.json", record.arm, record.session,
-                                record.model_dump_json(indent=2) + "\n")
+                                record.model_dump_json(indent=2) + "\n", live=live)
 
 
-def read_launch_record(run_dir: Path) -> LaunchRecord | None:
+def _read(path: Path) -> LaunchRecord | None:
     try:
-        return LaunchRecord.model_validate(json.loads((run_dir / LAUNCHER_JSON).read_bytes()))
+        return LaunchRecord.model_validate(json.loads(path.read_bytes()))
     except (OSError, ValueError):
         return None
 
 
+def read_launch_record(run_dir: Path) -> LaunchRecord | None:
+    return _read(run_dir / LAUNCHER_JSON)
+
+
+def _job(record: LaunchRecord) -> tuple[str, str, tuple[str, ...]]:
+    """What a record asked for: the same for the live record and the session's copy of it."""
+    return record.launcher, record.job_name, tuple(record.objects)
+
+
+def read_launch_records(run_dir: Path) -> list[list[LaunchRecord]]:
+    """Every job or pod the run's records name, each as the copies that name it (launcher.json
+    and the session's own copy)."""
+    paths = [*sorted((run_dir / "servers").glob("*.launcher.json")), run_dir / LAUNCHER_JSON]
+    jobs: dict[tuple[str, str, tuple[str, ...]], list[LaunchRecord]] = {}
+    for record in filter(None, map(_read, paths)):
+        jobs.setdefault(_job(record), []).append(record)
+    return list(jobs.values())
+
+
 def stop_orphaned_launch(run_dir: Path) -> str | None:
-    """Undo what a dead runner left asked for; what was done, in words (None: nothing was
-    left). A tool that fails leaves the record as it was, so the next resume tries again."""
+    """Undo every job or pod a dead runner left asked for; what was done, in words, several
+    joined by "; " (None: nothing was left). A job any copy says is stopped was undone (the
+    state is written only after the undo). A tool that fails leaves the record as it was, so
+    the next resume tries again."""
     from dspark_tui.engine.launchers.kubernetes import delete_objects
     from dspark_tui.engine.launchers.slurm import cancel_job
 
-    record = read_launch_record(run_dir)
-    if record is None or record.state == "stopped":
-        return None
-    done, words = cancel_job(record) if record.launcher == "slurm" else delete_objects(record)
-    if done:
-        record.state = "stopped"
-        write_launch_record(run_dir, record)
-    return words
+    live = read_launch_record(run_dir)
+    words = []
+    for copies in read_launch_records(run_dir):
+        if any(copy.state == "stopped" for copy in copies):
+            continue
+        record = max(copies, key=lambda copy: (copy.job_id is not None, copy.node is not None))
+        done, said = cancel_job(record) if record.launcher == "slurm" else delete_objects(record)
+        words.append(said)
+        if done:
+            record.state = "stopped"
+            write_launch_record(run_dir, record, live=live is not None and _job(live) == _job(record))
+    return "; ".join(words) or None

@@ -5,6 +5,10 @@ server supervisor already knows how to watch: the server's output comes back thr
 the scrubbing relay and logs/server-{arm}-{session}.log), its exit is the server's, and ending
 it is part of the stop. The job gets a unique name, so `squeue --name` finds its id and node
 while it starts, and `scancel` ends it whether or not the id was ever seen.
+
+A `Placement` becomes srun's own flags — `--nodelist=NODE` (exactly that node) and
+`--exclude=A,B` (none of those) — and the node squeue names once the job runs is the server's
+`host` and `node`: a round's later arms are asked for that node.
 """
 
 from __future__ import annotations
@@ -24,14 +28,21 @@ from dspark_tui.model.events import Notice, ServerLog
 SQUEUE_EVERY_S = 1.0  # how often a starting job is looked up (slurmctld is shared)
 
 
-def srun_argv(options: SlurmOptions, job_name: str) -> list[str]:
-    """srun with the plan's options; one task on one node, the server's command after `--`."""
+def srun_argv(options: SlurmOptions, job_name: str,
+              placement: Placement | None = None) -> list[str]:
+    """srun with the plan's options; one task on one node, the server's command after `--`.
+    The placement's flags come after the plan's extra_args, so they are the ones srun keeps."""
     argv = ["srun", f"--job-name={job_name}", "--nodes=1", "--ntasks=1"]
     for flag, value in (("--partition", options.partition), ("--gres", options.gres),
                         ("--time", options.time), ("--account", options.account)):
         if value:
             argv.append(f"{flag}={value}")
-    return [*argv, *options.extra_args, "--"]
+    argv += options.extra_args
+    if placement is not None and placement.node:
+        argv.append(f"--nodelist={placement.node}")
+    if placement is not None and placement.avoid:
+        argv.append(f"--exclude={','.join(placement.avoid)}")
+    return [*argv, "--"]
 
 
 def first_host(nodelist: str) -> str | None:
@@ -73,7 +84,7 @@ class SlurmServer(ServerProcess):
                                  job_name=self.job_name)
 
     def _local_argv(self) -> list[str]:
-        return srun_argv(self.plan.server.slurm, self.job_name) + self.argv
+        return srun_argv(self.plan.server.slurm, self.job_name, self.placement) + self.argv
 
     async def _submit(self) -> None:
         # Written before srun runs: a runner killed while the job waits in the queue leaves
@@ -104,7 +115,7 @@ class SlurmServer(ServerProcess):
             host = await asyncio.to_thread(first_host, nodelist)
             if host is None:
                 continue
-            self._located_at = self.host = host
+            self._located_at = self.host = self.node = host
             self._job.node, self._job.state = host, "running"
             write_launch_record(self.run_dir, self._job)
             self._emit(ServerLog(arm=self.arm.name, line=f"Slurm job {job_id} runs on {host}"))
