@@ -122,7 +122,7 @@ class HeadlessPrinter:
         style = {"failed": "red", "ready": "green", "restarting": "yellow"}.get(event.state, "dim")
         message = f" — {event.message}" if event.message else ""
         lane = self.state.board.lanes.get(event.lane) if event.lane is not None else None
-        where = f" ({lane.describe()})" if lane is not None else ""  # rounds in parallel
+        where = f" ({lane.where()})" if lane is not None else ""  # rounds in parallel
         self._print(f"[{style}]server {event.arm}{where}: {event.state}{message}[/]")
 
     def _on_server_log(self, event: ServerLog) -> None:

@@ -348,9 +348,8 @@ class Runner:
                 self._fail_unrun(rnd, arm, "not run: the server died twice during this arm")
                 return
             restarts_left -= 1
-            self._emit(ev.ServerStateChanged(arm=arm.name, state="restarting",
-                                             message="restarting once for the remaining cells",
-                                             lane=self._lane_no(lanes, lane)))
+            self._lane_emit(self._lane_no(lanes, lane), rnd.round)(ev.ServerStateChanged(
+                arm=arm.name, state="restarting", message="restarting once for the remaining cells"))
 
     async def _one_session(self, rnd: RoundPlan, arm: Arm, lane: Lane, lanes: Lanes) -> SessionEnd:
         assert self._schedule is not None
@@ -360,7 +359,7 @@ class Runner:
         else:
             self._sessions += 1
             session_id = f"s{self._sessions}"
-        emit = self._lane_emit(self._lane_no(lanes, lane))
+        emit = self._lane_emit(self._lane_no(lanes, lane), rnd.round)
         async with ArmSession(self.plan, arm, self.store, session=session_id, round=rnd.round,
                               emit=emit, steering=self._steering, gpu=self._gpu,
                               evidence_told=self._evidence_told,
@@ -388,14 +387,17 @@ class Runner:
         """The lane number events carry: only when rounds run at once (else as before, none)."""
         return lane.number if lanes.parallel else None
 
-    def _lane_emit(self, lane: int | None) -> Callable[[ev.Event], None]:
-        """The runner's emit, marking each session event with its lane (ev.OnLane)."""
+    def _lane_emit(self, lane: int | None, round_: int) -> Callable[[ev.Event], None]:
+        """The runner's emit, marking each session event with its lane (ev.OnLane) and a
+        server's state with its round (watchers see a lane move on to its next round)."""
         if lane is None:
             return self._emit
 
         def emit(event: ev.Event) -> None:
             if isinstance(event, ev.OnLane) and event.lane is None:
                 event.lane = lane
+            if isinstance(event, ev.ServerStateChanged) and event.round is None:
+                event.round = round_
             self._emit(event)
         return emit
 

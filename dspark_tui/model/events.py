@@ -57,6 +57,7 @@ class ServerStateChanged(OnLane):
     state: ServerState
     message: str = ""
     pid: int | None = None
+    round: int | None = None  # with a lane: the round the server serves (a lane moves on)
 
 
 class ServerLog(OnLane):

@@ -58,14 +58,16 @@ class LaneState:
     server_state: str = "pending"
     message: str = ""
 
-    def describe(self) -> str:
-        """`lane 2 · node07 · r2 · st=5`: where the lane is."""
-        parts = [f"lane {self.number}", self.node or "node ?"]
-        if self.round is not None:
-            parts.append(f"r{self.round}")
-        if self.arm:
-            parts.append(self.arm)
+    def where(self) -> str:
+        """`lane 2 · node07 · r2`: the lane, its round's node once known, the round."""
+        parts = [f"lane {self.number}"]
+        parts += [self.node] if self.node else []
+        parts += [f"r{self.round}"] if self.round is not None else []
         return " · ".join(parts)
+
+    def describe(self) -> str:
+        """`lane 2 · node07 · r2 · st=5`: where the lane is and which arm it serves."""
+        return f"{self.where()} · {self.arm}" if self.arm else self.where()
 
 
 @dataclass
@@ -88,7 +90,9 @@ class LaneBoard:
             state.arm, state.round, state.session = event.arm, event.round, event.session
             state.node = event.node or state.node
         elif isinstance(event, ev.ServerStateChanged):
-            if state.arm != event.arm:  # the lane's next session: its node is the round's
+            if event.round is not None and event.round != state.round:  # on to its next round
+                state.round, state.node = event.round, None
+            if state.arm != event.arm:  # the round's next arm, on the round's node
                 state.arm, state.session = event.arm, None
             state.server_state, state.message = event.state, event.message
 

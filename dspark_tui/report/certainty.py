@@ -64,7 +64,7 @@ def node_warnings(analysis: RunAnalysis, t: Texts) -> list[str]:
     if verdicts is None:
         return []
     return [t("summary_node_differs", a=n.a, b=n.b, p=_p_value(n.node_check.p),
-              nodes=n.node_check.nodes)
+              nodes=n.node_check.nodes, spread=f"{math.expm1(n.node_check.spread):.1%}")
             for n in verdicts.noise if n.node_check is not None and n.node_check.p < NODE_CHECK_ALPHA]
 
 

@@ -31,8 +31,8 @@ _ZH: dict[str, str] = {
     "summary_nodes": "各轮分布在 {nodes} 个节点上，每轮的各配置都在同一节点上测量、在节点内配对{unpaired}；"
     "区间针对的是这 {nodes} 个节点。",
     "summary_nodes_unpaired": "（配置不在同一节点、未配对的轮次：{n}）",
-    "summary_node_differs": "- 注意：`{b}` / `{a}` 的比值在节点之间不同（{nodes} 个节点的轮次效应 F 检验，"
-    "p {p}），可能有节点与其他节点不一样；判定不变，只对这些节点整体成立。",
+    "summary_node_differs": "- 注意：`{b}` / `{a}` 的比值在节点之间不同（节点均值最多相差 {spread}；"
+    "{nodes} 个节点的轮次效应 F 检验，p {p}），可能有节点与其他节点不一样；判定不变，只对这些节点整体成立。",
     "summary_unreplicated": "没有会话重复：{arms} 的服务端在轮次之间没有重启（外部服务端），"
     "区间只覆盖会话内噪声。",
     "summary_unreplicated_prior": "{arms} 的服务端在轮次之间没有重启（外部服务端）：其会话偏移不会随轮次"
@@ -211,9 +211,9 @@ _EN: dict[str, str] = {
     "summary_nodes": "Rounds ran on {nodes} nodes, both arms of each round on one node and paired "
     "within it{unpaired}; the intervals are for these {nodes} nodes.",
     "summary_nodes_unpaired": " (rounds left unpaired, arms on different nodes: {n})",
-    "summary_node_differs": "- Caveat: the ratio `{b}` / `{a}` differs between nodes (F test of "
-    "the round effects on {nodes} nodes, p {p}); a node may be unlike the others. The verdicts "
-    "stand, for these nodes together.",
+    "summary_node_differs": "- Caveat: the ratio `{b}` / `{a}` differs between nodes (their means "
+    "by up to {spread}; F test of the round effects on {nodes} nodes, p {p}); a node may be "
+    "unlike the others. The verdicts stand, for these nodes together.",
     "summary_unreplicated": "No session replication: the server of {arms} was not restarted "
     "between rounds (an external server); intervals cover within-session noise only.",
     "summary_unreplicated_prior": "The server of {arms} was not restarted between rounds (an "

@@ -156,6 +156,7 @@ class NodeCheck:
     p: float
     nodes: int  # nodes tested: those with MIN_ROUNDS_PER_NODE rounds or more
     rounds: int  # rounds in the test
+    spread: float = 0.0  # the largest difference of two nodes' mean round effects (log ratio)
 
 
 MIN_ROUNDS_PER_NODE = 2
@@ -184,8 +185,9 @@ def node_check(d: np.ndarray, round_node: np.ndarray) -> NodeCheck | None:
     if within <= 0:
         return None
     f = (between / df_between) / (within / df_within)
+    means = list(group_means.values())
     return NodeCheck(f, df_between, df_within, float(fdtrc(df_between, df_within, f)),
-                     len(tested), len(values))
+                     len(tested), len(values), float(max(means) - min(means)))
 
 
 def _additive_fit(rows: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 import httpx
-import psutil
 import pytest
 import yaml
 
@@ -28,69 +27,9 @@ from dspark_tui.engine.server import ServerError
 from dspark_tui.model import Plan, PlanError, SlurmOptions, parse_plan
 from dspark_tui.results import RunStore, load_run
 from tests.cli import run_cli, slow_cells, wait_for
-from tests.engine.helpers import FAKES, Recorder, sim_plan_text
-
-SLURM_TOOLS = ("srun", "squeue", "scancel", "scontrol")
-SLURM_TABLE = """
-[server.slurm]
-partition = "gpu"
-gres = "gpu:8"
-time = "00:30:00"
-account = "bench"
-extra_args = ["--exclusive"]
-"""
-TWO_NODES = "127.0.0.2,127.0.0.3"
-KUBE_TABLE = """
-[server.kubernetes]
-namespace = "bench"
-image = "vllm/vllm-openai:v0.33.0"
-gpus = 8
-context = "lab"
-"""
-
-
-@pytest.fixture
-def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The fake tools first on PATH (small wrapper scripts, as the real tools are programs),
-    their state under tmp_path; RunnerProcess and the CLI inherit this environment."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for tool in (*SLURM_TOOLS, "kubectl"):
-        script = FAKES / ("fake_kubectl.py" if tool == "kubectl" else "fake_slurm.py")
-        wrapper = bin_dir / tool
-        wrapper.write_text(f'#!/bin/sh\nFAKE_SLURM_TOOL={tool} exec "{sys.executable}" '
-                           f'"{script}" "$@"\n')
-        wrapper.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("FAKE_SLURM_DIR", str(tmp_path / "slurm"))
-    monkeypatch.setenv("FAKE_KUBE_DIR", str(tmp_path / "kube"))
-    monkeypatch.setenv("DSPARK_CONFIG_DIR", "/nonexistent-dspark-config")
-    return tmp_path
-
-
-def _plan(folder: Path, port: int, launcher: str, *sim_flags: str, **kwargs: object) -> Path:
-    table = SLURM_TABLE if launcher == "slurm" else KUBE_TABLE
-    text = sim_plan_text(port, *sim_flags, warmup=0, launcher=f'"{launcher}"',
-                         **kwargs) + table  # type: ignore[arg-type]
-    path = folder / "plan.toml"
-    path.write_text(text)
-    return path
-
-
-def _jobs(root: Path) -> list[dict]:
-    return [json.loads(p.read_text()) for p in sorted((root / "slurm" / "jobs").glob("*.json"))]
-
-
-def _pods(root: Path) -> dict[str, dict]:
-    return {p.stem: json.loads(p.read_text())
-            for p in sorted((root / "kube" / "bench" / "pods").glob("*.json"))}
-
-
-def _gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
+from tests.engine import clusters
+from tests.engine.clusters import KUBE_TABLE, SLURM_TABLE, TWO_NODES, cluster_plan, gone, pods
+from tests.engine.helpers import Recorder, sim_plan_text
 
 
 def _record(run_dir: Path) -> dict:
@@ -102,18 +41,18 @@ def _record(run_dir: Path) -> dict:
 def test_a_run_through_slurm_completes_and_cancels_each_job(cluster: Path, port: int,
                                                            monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("FAKE_SLURM_PENDING_S", "1")  # each job waits in the queue first
-    plan = _plan(cluster, port, "slurm", arms=(3, 5))
+    plan = cluster_plan(cluster, port, "slurm", arms=(3, 5))
     done = run_cli("run", str(plan), "--headless", "--results", str(cluster / "results"),
                    "--lang", "en", timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     (run_dir,) = list((cluster / "results").iterdir())
     assert len(load_run(run_dir).ok_cells()) == 4
-    jobs = _jobs(cluster)
+    jobs = clusters.jobs(cluster)
     # One job a session, asked for with the plan's options, ended by scancel at its stop.
     assert [job["state"] for job in jobs] == ["CANCELLED", "CANCELLED"]
     assert {(j["partition"], j["gres"], j["time"], j["account"]) for j in jobs} == {
         ("gpu", "gpu:8", "00:30:00", "bench")}
-    assert all(_gone(job["pid"]) for job in jobs)
+    assert all(gone(job["pid"]) for job in jobs)
     assert _record(run_dir)["state"] == "stopped"
     evidence = json.loads((run_dir / "servers" / "st_5-s2.launcher.json").read_text())
     assert evidence["job_id"] == jobs[1]["id"] and evidence["node"] == "127.0.0.1"
@@ -125,13 +64,13 @@ def test_a_run_through_slurm_completes_and_cancels_each_job(cluster: Path, port:
 
 
 def test_a_run_through_kubernetes_completes_and_deletes_each_pod(cluster: Path, port: int):
-    plan = _plan(cluster, port, "kubernetes", arms=(3, 5))
+    plan = cluster_plan(cluster, port, "kubernetes", arms=(3, 5))
     done = run_cli("run", str(plan), "--headless", "--results", str(cluster / "results"),
                    "--lang", "en", timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     (run_dir,) = list((cluster / "results").iterdir())
     assert len(load_run(run_dir).ok_cells()) == 4
-    assert _pods(cluster) == {}  # both pods deleted at their stops, their Services too
+    assert pods(cluster) == {}  # both pods deleted at their stops, their Services too
     assert not list((cluster / "kube" / "bench" / "services").glob("*.json"))
     record = _record(run_dir)
     assert record["state"] == "stopped"
@@ -149,7 +88,7 @@ def test_a_run_through_kubernetes_completes_and_deletes_each_pod(cluster: Path, 
 @pytest.mark.parametrize("launcher", ["slurm", "kubernetes"])
 def test_a_server_that_fails_to_start_is_told_and_its_job_or_pod_is_ended(
         cluster: Path, port: int, launcher: str):
-    plan = _plan(cluster, port, launcher, "--fail-start", arms=(3,))
+    plan = cluster_plan(cluster, port, launcher, "--fail-start", arms=(3,))
     done = run_cli("run", str(plan), "--headless", "--results", str(cluster / "results"),
                    "--lang", "en", timeout=120)
     assert done.returncode != 0
@@ -157,10 +96,10 @@ def test_a_server_that_fails_to_start_is_told_and_its_job_or_pod_is_ended(
     (run_dir,) = list((cluster / "results").iterdir())
     assert _record(run_dir)["state"] == "stopped"
     if launcher == "slurm":
-        (job,) = _jobs(cluster)
-        assert job["state"] == "FAILED" and _gone(job["pid"])
+        (job,) = clusters.jobs(cluster)
+        assert job["state"] == "FAILED" and gone(job["pid"])
     else:
-        assert _pods(cluster) == {}
+        assert pods(cluster) == {}
 
 
 # -- kill -9 of the runner, then resume -----------------------------------------------------------
@@ -176,18 +115,18 @@ def _kill_runner_mid_cell(plan: Path, cluster: Path) -> tuple[RunnerProcess, Pat
 
 
 def test_resume_after_kill_9_cancels_the_slurm_job_left_behind(cluster: Path, port: int):
-    plan = _plan(cluster, port, "slurm", arms=(3,), speed=2, cells=slow_cells((1, 2, 3)))
+    plan = cluster_plan(cluster, port, "slurm", arms=(3,), speed=2, cells=slow_cells((1, 2, 3)))
     runner, run_dir = _kill_runner_mid_cell(plan, cluster)
     try:
-        (job,) = _jobs(cluster)
+        (job,) = clusters.jobs(cluster)
         assert job["state"] == "RUNNING" and _record(run_dir)["job_id"] == job["id"]
-        assert not _gone(job["pid"])  # the job outlives its runner, as on a cluster
+        assert not gone(job["pid"])  # the job outlives its runner, as on a cluster
         resumed = run_cli("run", "--resume", str(run_dir), "--headless", "--lang", "en",
                           timeout=120)
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
         assert f"cancelled Slurm job {job['id']}, left by the previous runner" in resumed.stdout
-        assert _gone(job["pid"])
-        first, second = _jobs(cluster)
+        assert gone(job["pid"])
+        first, second = clusters.jobs(cluster)
         assert first["state"] == "CANCELLED" and second["state"] == "CANCELLED"
         assert json.loads((run_dir / "run.json").read_text())["status"] == "completed"
     finally:
@@ -195,18 +134,18 @@ def test_resume_after_kill_9_cancels_the_slurm_job_left_behind(cluster: Path, po
 
 
 def test_resume_after_kill_9_deletes_the_pod_left_behind(cluster: Path, port: int):
-    plan = _plan(cluster, port, "kubernetes", arms=(3,), speed=2, cells=slow_cells((1, 2, 3)))
+    plan = cluster_plan(cluster, port, "kubernetes", arms=(3,), speed=2, cells=slow_cells((1, 2, 3)))
     runner, run_dir = _kill_runner_mid_cell(plan, cluster)
     try:
-        ((name, pod),) = _pods(cluster).items()
+        ((name, pod),) = pods(cluster).items()
         assert _record(run_dir)["objects"] == [f"pod/{name}", f"service/{name}"]
-        assert not _gone(pod["pid"])
+        assert not gone(pod["pid"])
         resumed = run_cli("run", "--resume", str(run_dir), "--headless", "--lang", "en",
                           timeout=120)
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
         assert f"deleted pod/{name}, service/{name}, left by the previous runner" in resumed.stdout
-        assert _gone(pod["pid"])
-        assert _pods(cluster) == {}
+        assert gone(pod["pid"])
+        assert pods(cluster) == {}
         assert json.loads((run_dir / "run.json").read_text())["status"] == "completed"
     finally:
         runner.stop(timeout=5)
@@ -340,7 +279,7 @@ def _srun(name: str, port: int, placement: Placement) -> subprocess.Popen[bytes]
 
 
 def _job_named(root: Path, name: str) -> dict:
-    return next((job for job in _jobs(root) if job["name"] == name), {})
+    return next((job for job in clusters.jobs(root) if job["name"] == name), {})
 
 
 def _answers(host: str, port: int) -> bool:
@@ -376,7 +315,7 @@ def test_fake_srun_puts_jobs_on_the_nodes_asked_for_each_bound_to_its_address(
             subprocess.run(["scancel", f"--name={name}"], check=False)
         for srun in sruns:
             srun.wait(30)
-    assert all(_gone(job["pid"]) for job in _jobs(cluster))
+    assert all(gone(job["pid"]) for job in clusters.jobs(cluster))
 
 
 def test_a_resume_undoes_the_job_of_every_session_left_live(
@@ -418,7 +357,7 @@ def test_a_resume_undoes_the_job_of_every_session_left_live(
         "scancel of Slurm job 999999 failed: scancel: error: Kill job error on job id 999999: "
         "Invalid job id specified"]
     for job in jobs.values():
-        assert _job_named(cluster, job["name"])["state"] == "CANCELLED" and _gone(job["pid"])
+        assert _job_named(cluster, job["name"])["state"] == "CANCELLED" and gone(job["pid"])
     servers = run_dir / "servers"
     states = {p.name: json.loads(p.read_text())["state"] for p in servers.glob("*.launcher.json")}
     assert states == {"st_3-s1.launcher.json": "stopped", "st_3-s2.launcher.json": "stopped",
@@ -460,7 +399,7 @@ def test_fake_kubectl_schedules_by_node_affinity_and_keeps_a_pod_that_fits_nowhe
         assert node_of("pod-c") == "127.0.0.3"
     finally:
         _kubectl("delete", "pod/pod-a", "pod/pod-b", "pod/pod-c", "--ignore-not-found")
-    assert _pods(cluster) == {}
+    assert pods(cluster) == {}
 
 
 @pytest.mark.parametrize("launcher", ["slurm", "kubernetes"])

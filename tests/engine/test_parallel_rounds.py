@@ -18,10 +18,8 @@ from dspark_tui.engine.launch import RunnerProcess
 from dspark_tui.model import CellResult, PlanError, parse_plan
 from dspark_tui.results import RunStore, load_run
 from tests.cli import run_cli, slow_cells, wait_for
-from tests.engine.clusters import cluster, cluster_plan, gone, jobs, pods
+from tests.engine.clusters import cluster_plan, gone, jobs, pods
 from tests.engine.helpers import sim_plan_text
-
-__all__ = ["cluster"]  # the fixture, used by name below
 
 NODES = ("127.0.0.2", "127.0.0.3")
 

@@ -6,6 +6,7 @@ measurement lists built in code."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -148,17 +149,21 @@ def test_the_how_sure_line_says_nodes_unpaired_rounds_and_the_node_warning(tmp_p
     check = analysis.verdicts.noise[0].node_check
     assert (check.nodes, check.rounds) == (2, 7) and check.p < 0.05
     p = "< 0.001" if check.p < 0.001 else f"= {check.p:.3f}"
+    spread = f"{math.expm1(check.spread):.1%}"
+    assert 0.05 < check.spread < 0.11  # the 8 % interaction planted on n2, in its noise
     if lang == "en":
         assert line.endswith(" Rounds ran on 3 nodes, both arms of each round on one node and "
                              "paired within it (rounds left unpaired, arms on different nodes: 1); "
                              "the intervals are for these 3 nodes.")
-        assert warning == ("- Caveat: the ratio `b` / `a` differs between nodes (F test of the "
-                           f"round effects on 2 nodes, p {p}); a node may be unlike the others. "
+        assert warning == ("- Caveat: the ratio `b` / `a` differs between nodes (their means by "
+                           f"up to {spread}; F test of the round effects on 2 nodes, p {p}); a "
+                           "node may be unlike the others. "
                            "The verdicts stand, for these nodes together.")
     else:
         assert line.endswith("各轮分布在 3 个节点上，每轮的各配置都在同一节点上测量、在节点内配对"
                              "（配置不在同一节点、未配对的轮次：1）；区间针对的是这 3 个节点。")
-        assert warning == ("- 注意：`b` / `a` 的比值在节点之间不同（2 个节点的轮次效应 F 检验，"
+        assert warning == (f"- 注意：`b` / `a` 的比值在节点之间不同（节点均值最多相差 {spread}；"
+                           "2 个节点的轮次效应 F 检验，"
                            f"p {p}），可能有节点与其他节点不一样；判定不变，只对这些节点整体成立。")
     from dspark_tui.report import render_report
 
