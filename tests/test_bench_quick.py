@@ -27,6 +27,7 @@ SMOKES = {
     "sim_keepup.py": "tests/test_bench_quick.py",
     "raw_size.py": "tests/test_bench_quick.py",
     "prompt_prep.py": "tests/test_bench_quick.py",
+    "parallel_rounds.py": "tests/test_bench_quick.py",
 }
 TUI_OVERHEAD_SKIPPED = 3  # bench/tui_overhead.py's exit status without tmux
 
@@ -111,3 +112,13 @@ def test_prompt_prep_prints_the_cost_of_each_dataset():
     assert done.returncode == 0, done.stderr[-2000:]
     for dataset in ("jsonl", "random", "sharegpt"):
         assert re.search(rf"^\s*{dataset}\s+5\s+460(\s+{NUMBER}){{4}}$", done.stdout, re.M), done.stdout
+
+
+def test_parallel_rounds_prints_wall_and_throughput_ratios():
+    done = _quick("parallel_rounds.py")
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+    for parallel in (1, 2):
+        assert re.search(rf"^parallel={parallel}\s+{NUMBER}(\s+[0-9]+){{2}}\s+{NUMBER}$",
+                         done.stdout.replace(",", ""), re.M), done.stdout
+    assert re.search(rf"^wall parallel/serial {NUMBER}; Total tok/s parallel/serial {NUMBER}, "
+                     rf"{NUMBER}; margin shift [+-]{NUMBER} points$", done.stdout, re.M), done.stdout
