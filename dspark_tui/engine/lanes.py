@@ -4,7 +4,8 @@ alternating order — so both sides of every paired comparison ran on the same n
 
 A lane claims the next round with something pending; the first server of the round lands where
 the cluster puts it (away from the nodes the other lanes hold), and the round's later sessions
-(its other arms, a restart) are placed on that node. With one lane this is the sequential run:
+(its other arms, a restart) are placed on that node. A round that a node served before (a
+resume, a retry) goes back to that node. With one lane this is the sequential run:
 rounds in order, arms in order.
 """
 
@@ -26,6 +27,9 @@ class Lane:
 @dataclass
 class Lanes:
     count: int
+    # Rounds a node already served (saved measurements: a resumed or retried round goes back
+    # there, so the cells measured before and after are still paired on one node).
+    known: dict[int, str] = field(default_factory=dict)
     lanes: list[Lane] = field(default_factory=list)
     _claimed: set[int] = field(default_factory=set)
 
@@ -43,7 +47,7 @@ class Lanes:
                 continue
             if any(schedule.todo(rnd.round, arm) for arm in rnd.arms):
                 self._claimed.add(rnd.round)
-                lane.round, lane.node = rnd.round, None
+                lane.round, lane.node = rnd.round, self.known.get(rnd.round)
                 return rnd
         return None
 

@@ -282,9 +282,18 @@ class Runner:
         assert schedule is not None
         while not self._steering.stopping:
             if schedule.next_session() is not None:
-                await self._run_lanes(Lanes(self.plan.bench.parallel))
+                await self._run_lanes(Lanes(self.plan.bench.parallel, self._round_nodes()))
             elif not self._plan_adaptive_round():
                 return
+
+    def _round_nodes(self) -> dict[int, str]:
+        """The node each round's saved measurements ran on (the first one found a round)."""
+        measurements, _ = self.store.load_measurements()
+        nodes: dict[int, str] = {}
+        for m in measurements:
+            if m.node:
+                nodes.setdefault(m.round, m.node)
+        return nodes
 
     async def _run_lanes(self, lanes: Lanes) -> None:
         """Every round with something pending, up to `parallel` at once (engine/lanes.py)."""

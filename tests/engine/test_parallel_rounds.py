@@ -91,19 +91,23 @@ def test_two_rounds_run_at_once_each_on_one_node_in_its_own_arm_order(
 
 
 def test_kill_9_of_a_parallel_run_then_resume_cancels_both_jobs_and_finishes(
-        two_nodes: Path, port: int):
+        two_nodes: Path, port: int, monkeypatch: pytest.MonkeyPatch):
     plan = _parallel_plan(two_nodes, port, "slurm", speed=2, cells=slow_cells((1, 2, 3)))
     runner = RunnerProcess.start(str(plan), results_root=two_nodes / "results", detach=True)
     run_dir = runner.run_dir
     try:
-        wait_for(lambda: len({e.lane for e in RunStore(run_dir).read_events()
-                              if e.kind == "cell_started"}) == 2,
-                 timeout=90, what="a cell in flight on each node")
+        # Each node has saved a measurement of its round and measures the next.
+        wait_for(lambda: {e.result.round for e in RunStore(run_dir).read_events()
+                          if e.kind == "cell_finished"} == {1, 2},
+                 timeout=90, what="a measurement saved on each node")
         os.kill(runner.pid, signal.SIGKILL)
         runner.wait(5)
         left = [j for j in jobs(two_nodes) if j["state"] == "RUNNING"]
         assert sorted(j["node"] for j in left) == sorted(NODES)
         assert not any(gone(j["pid"]) for j in left)  # they outlive the runner, as on a cluster
+        # The nodes listed the other way round: a round placed anew would land on the other
+        # node; each must go back to the node that measured its first cells.
+        monkeypatch.setenv("FAKE_SLURM_NODES", ",".join(reversed(NODES)))
         resumed = run_cli("run", "--resume", str(run_dir), "--headless", "--lang", "en",
                           timeout=180)
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
@@ -116,6 +120,8 @@ def test_kill_9_of_a_parallel_run_then_resume_cancels_both_jobs_and_finishes(
         assert len(measured) == 12
         for rnd in (1, 2):  # a resumed round stays on one node: its arms are still paired
             assert len({m.node for m in measured if m.round == rnd}) == 1
+        analysis = json.loads((run_dir / "analysis.json").read_text())
+        assert analysis["unpaired_rounds"] == 0 and all(p["n"] == 2 for p in analysis["pairs"])
     finally:
         runner.stop(timeout=5)
 
