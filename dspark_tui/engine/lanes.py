@@ -11,10 +11,15 @@ rounds in order, arms in order.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from dspark_tui.engine.placement import Placement
 from dspark_tui.engine.schedule import RoundPlan, Schedule
+from dspark_tui.model import CellResult
+from dspark_tui.model import events as ev
+
+Emit = Callable[[ev.Event], None]
 
 
 @dataclass
@@ -65,3 +70,27 @@ class Lanes:
         """The lane's session runs on `node` (None: this machine, or a launcher that cannot tell)."""
         if lane.node is None and node is not None:
             lane.node = node
+
+
+def round_nodes(measurements: Iterable[CellResult]) -> dict[int, str]:
+    """The node each round's saved measurements ran on (the first one found a round)."""
+    nodes: dict[int, str] = {}
+    for m in measurements:
+        if m.node:
+            nodes.setdefault(m.round, m.node)
+    return nodes
+
+
+def lane_emit(emit: Emit, lane: int | None, round_: int) -> Emit:
+    """`emit`, marking each session event with its lane (ev.OnLane) and a server's state with
+    its round, so watchers see a lane move on to its next round; `emit` itself without a lane."""
+    if lane is None:
+        return emit
+
+    def on_lane(event: ev.Event) -> None:
+        if isinstance(event, ev.OnLane) and event.lane is None:
+            event.lane = lane
+        if isinstance(event, ev.ServerStateChanged) and event.round is None:
+            event.round = round_
+        emit(event)
+    return on_lane

@@ -29,7 +29,7 @@ from dspark_tui.engine.disk_budget import refuse_resume_without_room
 from dspark_tui.engine.drivers.base import BenchDriver
 from dspark_tui.engine.event_sink import EventSink, Subscriber
 from dspark_tui.engine.gpu import GpuProbe, detect_gpu
-from dspark_tui.engine.lanes import Lane, Lanes
+from dspark_tui.engine.lanes import Lane, Lanes, lane_emit, round_nodes
 from dspark_tui.engine.launchers import stop_orphaned_launch
 from dspark_tui.engine.liveness import touch_heartbeat
 from dspark_tui.engine.loops import control_loop, heartbeat_loop, parent_watch_loop
@@ -282,18 +282,10 @@ class Runner:
         assert schedule is not None
         while not self._steering.stopping:
             if schedule.next_session() is not None:
-                await self._run_lanes(Lanes(self.plan.bench.parallel, self._round_nodes()))
+                await self._run_lanes(Lanes(self.plan.bench.parallel,
+                                            round_nodes(self.store.load_measurements()[0])))
             elif not self._plan_adaptive_round():
                 return
-
-    def _round_nodes(self) -> dict[int, str]:
-        """The node each round's saved measurements ran on (the first one found a round)."""
-        measurements, _ = self.store.load_measurements()
-        nodes: dict[int, str] = {}
-        for m in measurements:
-            if m.node:
-                nodes.setdefault(m.round, m.node)
-        return nodes
 
     async def _run_lanes(self, lanes: Lanes) -> None:
         """Every round with something pending, up to `parallel` at once (engine/lanes.py)."""
@@ -357,7 +349,7 @@ class Runner:
                 self._fail_unrun(rnd, arm, "not run: the server died twice during this arm")
                 return
             restarts_left -= 1
-            self._lane_emit(self._lane_no(lanes, lane), rnd.round)(ev.ServerStateChanged(
+            lane_emit(self._emit, self._lane_no(lanes, lane), rnd.round)(ev.ServerStateChanged(
                 arm=arm.name, state="restarting", message="restarting once for the remaining cells"))
 
     async def _one_session(self, rnd: RoundPlan, arm: Arm, lane: Lane, lanes: Lanes) -> SessionEnd:
@@ -368,7 +360,7 @@ class Runner:
         else:
             self._sessions += 1
             session_id = f"s{self._sessions}"
-        emit = self._lane_emit(self._lane_no(lanes, lane), rnd.round)
+        emit = lane_emit(self._emit, self._lane_no(lanes, lane), rnd.round)
         async with ArmSession(self.plan, arm, self.store, session=session_id, round=rnd.round,
                               emit=emit, steering=self._steering, gpu=self._gpu,
                               evidence_told=self._evidence_told,
@@ -395,20 +387,6 @@ class Runner:
     def _lane_no(lanes: Lanes, lane: Lane) -> int | None:
         """The lane number events carry: only when rounds run at once (else as before, none)."""
         return lane.number if lanes.parallel else None
-
-    def _lane_emit(self, lane: int | None, round_: int) -> Callable[[ev.Event], None]:
-        """The runner's emit, marking each session event with its lane (ev.OnLane) and a
-        server's state with its round (watchers see a lane move on to its next round)."""
-        if lane is None:
-            return self._emit
-
-        def emit(event: ev.Event) -> None:
-            if isinstance(event, ev.OnLane) and event.lane is None:
-                event.lane = lane
-            if isinstance(event, ev.ServerStateChanged) and event.round is None:
-                event.round = round_
-            self._emit(event)
-        return emit
 
     async def _prepare_prompts(self, session: ArmSession) -> None:
         """A text dataset's prompts, once per run, as soon as a server is ready (it tokenizes
@@ -468,16 +446,17 @@ class Runner:
         if not self._save(result):
             return  # stays pending: a resume measures it again
         slot = (result.key, result.round, result.repeat)
-        which = {"round": result.round, "repeat": result.repeat}
         if kind == "ok":
             self._schedule.mark(slot, SlotState.OK)
             self._emit(ev.CellFinished(result=result))
         elif kind == "skipped":
             self._schedule.mark(slot, SlotState.SKIPPED)
-            self._emit(ev.CellSkipped(key=result.key, reason=result.error or "skipped", **which))
+            self._emit(ev.CellSkipped(key=result.key, reason=result.error or "skipped",
+                                      round=result.round, repeat=result.repeat))
         else:
             self._schedule.mark(slot, SlotState.FAILED)
-            self._emit(ev.CellFailed(key=result.key, reason=result.error or "failed", **which))
+            self._emit(ev.CellFailed(key=result.key, reason=result.error or "failed",
+                                     round=result.round, repeat=result.repeat))
 
     def _fail_unrun(self, rnd: RoundPlan, arm: Arm, reason: str, session: str | None = None) -> None:
         assert self._schedule is not None
