@@ -280,6 +280,11 @@ class Runner:
     async def _execute(self) -> None:
         schedule = self._schedule
         assert schedule is not None
+        # Every planned round is told at the start, so every watcher's total is the plan's
+        # from the first cell (rounds in parallel start out of order; adaptive ones come later).
+        for rnd in schedule.rounds:
+            if rnd.reason == "planned":
+                self._announce(rnd)
         while not self._steering.stopping:
             if schedule.next_session() is not None:
                 await self._run_lanes(Lanes(self.plan.bench.parallel,

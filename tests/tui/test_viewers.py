@@ -272,7 +272,9 @@ async def test_compare_reads_at_80_columns_and_warns_what_differs(tmp_path: Path
             assert line in text
         rows = table_text(app, "#compare-table")
         assert rows[0] == ["chat_short", "1", "st=3", "1,002.3", "1,002.3", "1.000", "1.000", "1.000"]
-        row = next(line for line in screen_text(app).splitlines() if "chat_short" in line)
+        # The table draws after the header lines: under load "Matched cells" comes first.
+        shown = await until_shown(pilot, app, "chat_short")
+        row = next(line for line in shown.splitlines() if "chat_short" in line)
         assert "st=3" in row and "1,002.3" in row and "1.000" in row  # arm and ratio, unclipped
 
 
