@@ -13,6 +13,7 @@ from dspark_tui.report.counting import cell_counts, start_failure
 from dspark_tui.report.decision_section import deploy_section, sweep_section
 from dspark_tui.report.deploy import deploy_answer
 from dspark_tui.report.external_servers import external_server_lines
+from dspark_tui.report.nodes import nodes_line
 from dspark_tui.report.findings import findings_section
 from dspark_tui.report.frames import CORE_COLUMNS, arm_pairs, core_table, server_table
 from dspark_tui.report.greedy import greedy_result
@@ -110,6 +111,8 @@ def _header(analysis: RunAnalysis, t: Texts) -> list[str]:
     if manifest.client:
         lines.append(t("client", client=manifest.client))
     lines += external_server_lines(manifest, t)
+    if (nodes := nodes_line(run, t)) is not None:
+        lines.append(nodes)
     lines.append(_cells_line(analysis, t))
     servers = int(analysis.cells["has_server"].sum())
     not_started = start_failure(run) if not servers else None

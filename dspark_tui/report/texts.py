@@ -38,6 +38,8 @@ _ZH: dict[str, str] = {
     "summary_unreplicated_prior": "{arms} 的服务端在轮次之间没有重启（外部服务端）：其会话偏移不会随轮次"
     "平均掉，区间按声明的先验（{prior}）计入了这一项。",
     "external_server": "- 外部服务端 `{arm}`：{url}{details}（不由 dspark-tui 启动或停止）",
+    "nodes_line": "- 节点：{nodes}",
+    "node_rounds": "`{node}`（第 {rounds} 轮）",
     "summary_simulated": "- 注意：本次在模拟器（dspark_tui.sim）上测得，数字来自模型而非真实 GPU；"
     "部署哪个配置，要由 GPU 服务器上的一次运行来决定。",
     "summary_sim_favours": "- **{where}**：模拟器上 {setting} 更优"
@@ -219,6 +221,8 @@ _EN: dict[str, str] = {
     "summary_unreplicated_prior": "The server of {arms} was not restarted between rounds (an "
     "external server): its session offset does not average out over rounds, so the intervals add "
     "it from the stated prior ({prior}).",
+    "nodes_line": "- Nodes: {nodes}",
+    "node_rounds": "`{node}` (rounds {rounds})",
     "external_server": "- External server `{arm}`: {url}{details} (not started or stopped by "
     "dspark-tui)",
     "summary_simulated": "- Caveat: measured on the simulator (dspark_tui.sim), not on a GPU: these are "

@@ -183,3 +183,19 @@ def test_runs_on_one_machine_keep_the_how_sure_line_of_before(tmp_path):
     assert node_warnings(analysis, t) == []
     assert json.loads(json.dumps(analysis.verdicts.to_json()))["nodes"] == [None]
 
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_report_header_names_each_node_and_the_rounds_it_served(tmp_path, lang):
+    from dspark_tui.report import render_report
+
+    def restarted(arm, rnd, cell):
+        return "n9" if (rnd, arm) == (3, "b") else alternating(arm, rnd, cell)
+
+    report = render_report(loaded(tmp_path, grid_run(4, seed=3, node_of=restarted), rounds=4),
+                           lang=lang)
+    expected = {"en": "- Nodes: `n1` (rounds 1, 3), `n2` (rounds 2, 4), `n9` (rounds 3)",
+                "zh": "- 节点：`n1`（第 1, 3 轮）、`n2`（第 2, 4 轮）、`n9`（第 3 轮）"}[lang]
+    assert expected in report.splitlines()
+    one_box = render_report(loaded(tmp_path / "one", grid_run(2, seed=1), rounds=2), lang=lang)
+    assert "Nodes:" not in one_box and "节点：" not in one_box
