@@ -106,8 +106,10 @@ def _print_cost(plan: Plan) -> None:
         print("wall time: not estimated (only plans against dspark_tui.sim have a model of "
               "their speed; History shows what earlier runs of this plan took)")
         return
-    planned = bench.rounds * estimate.round_s
-    most = (bench.rounds + bench.adaptive_rounds) * estimate.round_s
+    # Rounds in parallel: the planned ones in waves of `parallel`; adaptive ones one at a time.
+    waves = -(-bench.rounds // bench.parallel)
+    planned = waves * estimate.round_s
+    most = (waves + bench.adaptive_rounds) * estimate.round_s
     print(f"wall time (rough, from the simulator's model; no HTTP or warmup): about "
           f"{_duration(planned)} planned, at most {_duration(most)}")
 

@@ -54,3 +54,32 @@ def test_plan_check_prints_the_cost_after_the_grid(tmp_path: Path):
     assert tail[2] == "cell runs: 8 planned, at most 12"
     assert tail[3].startswith("server starts: 4 planned, at most 6")
     assert tail[4].startswith("wall time (rough, from the simulator's model; no HTTP or warmup): about ")
+
+
+def test_rounds_in_parallel_shorten_the_planned_wall_time_not_the_adaptive_rounds(capsys):
+    """parallel = 2: four planned rounds take two rounds' time; adaptive rounds, one at a time,
+    each one more."""
+    from dspark_tui.commands import _print_cost
+
+    lines = {}
+    for parallel in (1, 2):
+        plan = parse_plan(sim_plan_text(8000, "--startup-delay", "30", cells=TWO_CELLS, rounds=4,
+                                        adaptive_rounds=2, parallel=parallel, launcher='"slurm"'))
+        _print_cost(plan)
+        lines[parallel] = capsys.readouterr().out.splitlines()
+        estimate = estimate_plan(plan)
+    assert estimate is not None
+    assert lines[2][1] == ("parallel: up to 2 planned rounds at once, each on a node of its own "
+                           "running every arm in turn; adaptive rounds one at a time")
+    assert not any(line.startswith("parallel:") for line in lines[1])
+
+    def seconds(text: str) -> int:
+        minutes, _, secs = text.removesuffix("s").partition("m ")
+        return int(minutes) * 60 + int(secs) if secs else int(minutes)
+
+    def wall(line: str) -> tuple[int, int]:
+        planned, most = line.split("about ")[1].split(" planned, at most ")
+        return seconds(planned), seconds(most)
+
+    assert wall(lines[1][-1]) == (round(4 * estimate.round_s), round(6 * estimate.round_s))
+    assert wall(lines[2][-1]) == (round(2 * estimate.round_s), round(4 * estimate.round_s))
