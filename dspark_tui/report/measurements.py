@@ -36,7 +36,7 @@ def aggregate_cells(measurements: Iterable[CellResult]) -> dict[CellKey, CellRes
 
 def _mean_of(group: list[CellResult]) -> CellResult:
     latest = max(group, key=lambda m: (m.round, m.repeat))
-    metrics = ClientMetrics(**_mean_fields([m.metrics.model_dump() for m in group]))
+    metrics = ClientMetrics.model_validate(_mean_fields([m.metrics.model_dump() for m in group]))
     servers = [m.server for m in group if m.server is not None]
     server = None
     if servers:
@@ -48,17 +48,16 @@ def _mean_of(group: list[CellResult]) -> CellResult:
             fields[peak] = max(values) if values else None
         for total in ("samples", "scrape_gaps", "counter_resets"):
             fields[total] = sum(int(d.get(total) or 0) for d in dumps)
-        server = ServerSummary(**fields)
+        server = ServerSummary.model_validate(fields)
     return latest.model_copy(update={"metrics": metrics, "server": server})
 
 
 def _mean_fields(dumps: list[dict[str, object]]) -> dict[str, object]:
     fields: dict[str, object] = {}
     for name in dumps[0]:
-        values = [d[name] for d in dumps if isinstance(d.get(name), int | float)
-                  and not isinstance(d.get(name), bool)]
+        values = [v for d in dumps if isinstance(v := d.get(name), int | float) and not isinstance(v, bool)]
         if values:
-            mean = sum(values) / len(values)  # type: ignore[arg-type]
+            mean = sum(values) / len(values)
             fields[name] = mean if any(isinstance(v, float) for v in values) else round(mean)
     return fields
 

@@ -76,13 +76,14 @@ def _profile_file(path: Path, base: Acceptance) -> dict[str, Acceptance]:
 
 
 def _profile(where: str, value: object, base: Acceptance) -> Acceptance:
-    rates = value if isinstance(value, list) else [value]
-    if not rates or not all(isinstance(r, (int, float)) and not isinstance(r, bool)
-                            and 0.0 <= r <= 1.0 for r in rates):
+    given = value if isinstance(value, list) else [value]
+    rates = [float(r) for r in given if isinstance(r, int | float) and not isinstance(r, bool)
+             and 0.0 <= r <= 1.0]
+    if not rates or len(rates) != len(given):
         raise ProfileError(f"{where}: a rate in [0, 1] or a list of them, got {value!r}")
     if isinstance(value, list):
-        return tuple(float(r) for r in rates)
-    return scaled_acceptance(float(rates[0]), base)
+        return tuple(rates)
+    return scaled_acceptance(rates[0], base)
 
 
 def prompt_key(text: str, words: int) -> str:

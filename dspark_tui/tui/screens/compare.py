@@ -40,7 +40,7 @@ def compare_runs(run_a: Path, run_b: Path, lang: str) -> Compared:
     summary = summary_lines(a, b, frame, lang, which_runs=False)
     if frame.empty:
         summary.extend(["", none_text(lang)])
-    rows = [
+    rows: list[tuple[str, ...]] = [
         (r.scenario, str(int(r.concurrency)), r.arm, fmt.number(r.total_a, 1),
          fmt.number(r.total_b, 1), ratio_text(r.total_ratio), ratio_text(r.mean_tpot_ratio),
          ratio_text(r.p99_ttft_ratio))

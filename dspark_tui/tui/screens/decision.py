@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich import box
 from rich.table import Table
@@ -50,7 +50,7 @@ def read_decision(run_dir: Path) -> DecisionData:
     return DecisionData(run.manifest, deploy_answer(analyse(run)))
 
 
-def open_decision(screen: Screen[object], run_dir: Path, manifest: RunManifest) -> None:
+def open_decision(screen: Screen[Any], run_dir: Path, manifest: RunManifest) -> None:
     """The decision view over `screen`, or one notification saying why there is none; told from
     run.json alone, before any cell is read."""
     if not is_k_sweep(manifest_k_values(manifest)):

@@ -13,6 +13,7 @@ from functools import partial
 from pathlib import Path
 from typing import ClassVar
 
+from rich.console import JustifyMethod
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -82,7 +83,7 @@ class ReportTable(DataTable[Text]):
         self.styles.max_height = MAX_TABLE_ROWS  # every row inline (a DataTable caps at 100%)
         right = self.table.right
         for index, label in enumerate(self.table.header):
-            justify = "right" if index < len(right) and right[index] else "left"
+            justify: JustifyMethod = "right" if index < len(right) and right[index] else "left"
             self.add_column(Text(label.plain, style="bold", justify=justify))
         for row in self.table.rows:
             self.add_row(*[Text(cell.plain, style=cell.style, spans=cell.spans,

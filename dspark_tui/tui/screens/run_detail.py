@@ -148,9 +148,9 @@ class RunDetailScreen(LoadingScreen):
                             baseline=baseline_arm(run.manifest)),
             arms)
         table = self.query_one("#detail-cells", DataTable)
-        for label in ("Arm", "Scenario", "C", "Status", "Total tok/s", "Out tok/s", "P99 TTFT",
-                      "Mean TPOT", "AL", "KV peak"):
-            table.add_column(label)
+        for heading in ("Arm", "Scenario", "C", "Status", "Total tok/s", "Out tok/s", "P99 TTFT",
+                        "Mean TPOT", "AL", "KV peak"):
+            table.add_column(heading)
         order = {name: i for i, name in enumerate(run.manifest.scenarios)}
         for result in sorted(run.cells.values(),
                              key=lambda r: (arms.index(r.arm) if r.arm in arms else 99,
