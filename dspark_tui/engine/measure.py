@@ -185,11 +185,11 @@ async def _death_after_failures(server: ArmServer, run: asyncio.Task[CellResult]
     return death
 
 
-def _finished(task: asyncio.Task) -> bool:  # type: ignore[type-arg]
+def _finished(task: asyncio.Task) -> bool:
     return task.done() and not task.cancelled()
 
 
-async def _cancel_all(*tasks: asyncio.Task) -> None:  # type: ignore[type-arg]
+async def _cancel_all(*tasks: asyncio.Task) -> None:
     for task in tasks:
         task.cancel()
     for task in tasks:
@@ -197,7 +197,7 @@ async def _cancel_all(*tasks: asyncio.Task) -> None:  # type: ignore[type-arg]
             await task
 
 
-def _save_series(session: ArmSession, m: Measurement, samples: list, emit: Callable[[Event], None]) -> None:  # type: ignore[type-arg]
+def _save_series(session: ArmSession, m: Measurement, samples: list, emit: Callable[[Event], None]) -> None:
     if not samples:
         return
     try:

@@ -175,7 +175,7 @@ class Runner:
             self.store.lock = None
 
     async def _run_locked(self) -> ev.RunStatus:
-        self._main = asyncio.current_task()  # type: ignore[assignment]
+        self._main = asyncio.current_task()
         self._control.skip_existing()
         self._mark_running()
         background = self._start_background()

@@ -324,7 +324,7 @@ class RunScreen(Screen[None]):
                     severity="error", timeout=15)
 
     @on(Tree.NodeSelected)
-    def _node_selected(self, event: Tree.NodeSelected) -> None:  # type: ignore[type-arg]
+    def _node_selected(self, event: Tree.NodeSelected) -> None:
         key = event.node.data
         if isinstance(key, CellKey):
             cell = self.state.cells.get(key)
