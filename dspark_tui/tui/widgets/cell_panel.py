@@ -67,10 +67,10 @@ class CellPanel(Vertical):
         else:
             key = current.key
             which = f" {current.label}" if state.repeated else ""  # round and repeat: r2 p1
-            title = (f"{key.arm} · {key.scenario} · c{key.concurrency}{which}   "
-                     f"cell {current.index}/{current.total}")
-            if state.in_flight > 1:  # rounds in parallel: the header lists every node's cell
-                title += f"  (+{state.in_flight - 1} in flight)"
+            # Rounds in parallel: the header lists every node's cell (a plan index says little).
+            where = (f"+{state.in_flight - 1} in flight" if state.in_flight > 1
+                     else f"cell {current.index}/{current.total}")
+            title = f"{key.arm} · {key.scenario} · c{key.concurrency}{which}   {where}"
             failed = f"  failed {current.failed}" if current.failed else ""
             numbers = (
                 f"{current.completed}/{current.num_prompts} requests{failed}   "
