@@ -73,7 +73,10 @@ def read_json(path: Path) -> dict[str, Any] | None:
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
-    temporary = path.with_suffix(".tmp")
+    """Atomic, with a temporary name of this process's own: two tools writing one job at once
+    (srun its end, scancel its cancel) must not rename each other's half-written file, which a
+    reader would take for a job that does not exist."""
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     temporary.write_text(json.dumps(data))
     os.replace(temporary, path)
 

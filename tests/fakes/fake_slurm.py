@@ -169,16 +169,17 @@ def srun(argv: list[str]) -> int:
         offset = cluster.follow(log_path, offset, sys.stdout.buffer)
         time.sleep(0.1)
     cluster.follow(log_path, offset, sys.stdout.buffer)
-    final = cluster.read_json(job_path(job_id)) or job
+    with cluster.locked(jobs_dir()):  # its end, not a scancel's CANCELLED written meanwhile
+        final = cluster.read_json(job_path(job_id)) or job
+        if final.get("state") != "CANCELLED":
+            final["state"] = "COMPLETED" if task.returncode == 0 else "FAILED"
+            cluster.write_json(job_path(job_id), final)
     if final.get("state") == "CANCELLED":
         print(f"srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n"
               f"slurmstepd: error: *** STEP {job_id}.0 ON {node} CANCELLED ***", file=sys.stderr)
-    else:
-        final["state"] = "COMPLETED" if task.returncode == 0 else "FAILED"
-        cluster.write_json(job_path(job_id), final)
-        if task.returncode:
-            print(f"srun: error: {node}: task 0: Exited with exit code {task.returncode}",
-                  file=sys.stderr)
+    elif task.returncode:
+        print(f"srun: error: {node}: task 0: Exited with exit code {task.returncode}",
+              file=sys.stderr)
     return task.returncode if task.returncode >= 0 else 128 - task.returncode
 
 
