@@ -514,7 +514,18 @@ class Runner:
         self.store.write_manifest(manifest)
         touch_heartbeat(self.store.path)
 
+    def _undo_leftover_launches(self) -> None:
+        """A job or pod whose cancel failed at its session's stop is tried once more here: no
+        resume may come after a run that ended, and a job left holds a node's GPUs."""
+        if self.plan.server.launcher == "local":
+            return
+        undone = stop_orphaned_launch(self.store.path)
+        if undone:
+            self._emit(ev.Notice(level="warning", message=f"{undone}, left live by a stop that "
+                                 "could not cancel it"))
+
     def _finish(self, status: ev.RunStatus, message: str) -> None:
+        self._undo_leftover_launches()
         finish.write_outputs(self.store, self._emit)
         schedule = self._schedule
         cells = schedule.cell_states() if schedule is not None else {}

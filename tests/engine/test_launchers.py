@@ -426,3 +426,20 @@ async def test_a_rounds_later_arm_runs_on_the_node_its_first_arm_landed_on(
     assert await serve(2, Placement(node=first)) == "127.0.0.3"  # its later arm follows
     evidence = json.loads((cluster / "servers" / "st_5-s2.launcher.json").read_text())
     assert evidence["node"] == "127.0.0.3" and evidence["state"] == "stopped"
+
+
+def test_a_job_whose_cancel_failed_at_its_stop_is_cancelled_when_the_run_ends(
+        cluster: Path, port: int, monkeypatch: pytest.MonkeyPatch):
+    """slurmctld unreachable at a session's stop: the job lives on (srun ended, the task not);
+    no resume follows a completed run, so the runner's end tries again and says so."""
+    monkeypatch.setenv("FAKE_SCANCEL_FAILS", "1")
+    plan = cluster_plan(cluster, port, "slurm", arms=(3, 5))
+    done = run_cli("run", str(plan), "--headless", "--results", str(cluster / "results"),
+                   "--lang", "en", timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    first, second = clusters.jobs(cluster)
+    assert "Unable to contact slurm controller" in done.stdout
+    assert f"cancelled Slurm job {first['id']}, left live by a stop that could not cancel it" \
+        in done.stdout, done.stdout
+    assert first["state"] == second["state"] == "CANCELLED"
+    assert gone(first["pid"]) and gone(second["pid"])

@@ -14,6 +14,7 @@ FAKE_SLURM_DIR.
   on a real node: the task's `--host` value is replaced by it.
 - squeue [--name=N] [--jobs=ID] [--noheader] [--format=FMT]: %i %j %T %N of pending and running jobs.
 - scancel ID... | --name=N: ends the job's task (TERM, then KILL), marks it CANCELLED; silent.
+  FAKE_SCANCEL_FAILS=N: the first N calls fail as with slurmctld unreachable.
 - scontrol show hostnames LIST: one host a line (only `a,b` lists; brackets are not faked).
 """
 
@@ -210,6 +211,18 @@ def squeue(argv: list[str]) -> int:
     return 0
 
 
+def _controller_down() -> bool:
+    """FAKE_SCANCEL_FAILS=N: the first N scancel calls find slurmctld unreachable."""
+    fails = int(os.environ.get("FAKE_SCANCEL_FAILS", "0"))
+    if fails <= 0:
+        return False
+    with cluster.locked(jobs_dir()):
+        counter = cluster.state_dir("FAKE_SLURM_DIR") / "scancel_calls"
+        calls = int(counter.read_text() or "0") if counter.exists() else 0
+        counter.write_text(str(calls + 1))
+    return calls < fails
+
+
 def scancel(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="scancel", add_help=False)
     parser.add_argument("-n", "--name")
@@ -218,6 +231,11 @@ def scancel(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if not args.job_ids and not args.name:
         print("scancel: error: No job identification provided", file=sys.stderr)
+        return 1
+    if _controller_down():
+        print("scancel: error: Kill job error on job id "
+              f"{','.join(args.job_ids) or args.name}: Unable to contact slurm controller "
+              "(connect failure)", file=sys.stderr)
         return 1
     code = 0
     for job_id in args.job_ids:
