@@ -24,7 +24,7 @@ from dspark_tui.results.run_size import format_size
 DECODE_TOKENS_PER_S = 20.0  # per stream: slower than any served model we measured, so more bytes
 RUN_FIXED_BYTES = 200_000  # run.json, reports, analysis.json, schedule.json
 MEASUREMENT_FIXED_BYTES = 4_000 + 1_000 + 2_500  # cell file, results.csv row, its start/finish events
-PROGRESS_BYTES_PER_S = 4 * 300  # cell_progress events, at most 4 a second
+PROGRESS_BYTES_PER_S = 2 * 300  # cell_progress lines: at most 2 a second (event_sink.FILE_PROGRESS_EVERY_S)
 SAMPLE_BYTES = 300 + 150  # a metrics_sample event and a series row, per scrape
 SESSION_LOG_BYTES = 200_000  # a vLLM start-up log and its server_log events
 SESSION_LOG_BYTES_PER_S = 50  # vLLM's periodic stats lines

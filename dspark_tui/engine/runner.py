@@ -485,10 +485,11 @@ class Runner:
             return False
 
     def _on_progress(self, progress: ev.CellProgress, emit: Callable[[ev.Event], None]) -> None:
-        """At most one progress event a measurement every PROGRESS_EVERY_S (and its last)."""
+        """At most one progress event a measurement every PROGRESS_EVERY_S (and its last: every
+        request answered, failures included); events.jsonl keeps fewer (event_sink.py)."""
         now = time.monotonic()
         last = self._last_progress_t.get(progress.key, 0.0)
-        if now - last < PROGRESS_EVERY_S and progress.completed < progress.total:
+        if now - last < PROGRESS_EVERY_S and progress.completed + progress.failed < progress.total:
             return
         self._last_progress_t[progress.key] = now
         emit(progress)

@@ -214,3 +214,39 @@ def parse_event(line: str | bytes) -> Event:
 
 def event_json(event: Event) -> str:
     return event.model_dump_json(exclude_none=True)
+
+
+# events.jsonl keeps the live numbers of CellProgress and MetricsSample to the decimals the
+# screens print them with (tui/widgets/cell_panel.py: the panel's TTFT and TPOT, each sparkline's
+# latest value): a number rounded to the decimals it is printed with prints the same digits.
+# output_tok_s is printed with 1 decimal and with none (the tok/s sparkline, printer.py), and a
+# number rounded for one could print otherwise with the other, so it is kept whole. Those no
+# screen prints: a tenth of a token a second, 4 decimals of a fraction. Times to the millisecond;
+# a field at its default (failed 0, gap false) is left out, as None is: readers take the default.
+# Every other kind is written whole (event_json).
+_FILE_DECIMALS: dict[str, dict[str, int]] = {
+    "cell_progress": {"ttft_p50_ms": 1, "ttft_p99_ms": 1, "tpot_p50_ms": 2, "tpot_p99_ms": 2},
+    "metrics_sample": {"running": 0, "waiting": 0, "kv_usage": 2, "acceptance_length": 2,
+                       "gpu_util": 0, "gpu_memory_mib": 0, "gpu_power_w": 0,
+                       "generation_tok_s": 1, "prompt_tok_s": 1, "preemptions": 0,
+                       "acceptance_rate": 4},
+}
+_FILE_DEFAULTS: dict[str, dict[str, object]] = {
+    "cell_progress": {"failed": 0},
+    "metrics_sample": {"gap": False},
+}
+
+
+def file_json(event: Event) -> str:
+    """The line events.jsonl keeps of `event`: event_json, live numbers shortened (above)."""
+    decimals = _FILE_DECIMALS.get(event.kind)
+    if decimals is None:
+        return event_json(event)
+    update: dict[str, object] = {"t": round(event.t, 3)}
+    for name, digits in decimals.items():
+        value = getattr(event, name)
+        if value is not None:
+            update[name] = round(value, digits)
+    left_out = {name for name, default in _FILE_DEFAULTS[event.kind].items()
+                if getattr(event, name) == default}
+    return event.model_copy(update=update).model_dump_json(exclude_none=True, exclude=left_out)

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from dspark_tui.model import CellKey, CellResult, UserError, safe_name
 from dspark_tui.model.cell import CELL_SCHEMA_VERSION
-from dspark_tui.model.events import Event, event_json, parse_event
+from dspark_tui.model.events import Event, file_json, parse_event
 from dspark_tui.results.atomic import atomic_write_text
 from dspark_tui.results.jsonl import read_complete_lines
 from dspark_tui.results.manifest import RunManifest, newer_run_schema
@@ -157,7 +157,7 @@ class RunStore:
         return path
 
     def append_event(self, event: Event) -> None:
-        line = event_json(event) + "\n"
+        line = file_json(event) + "\n"
         with open(self.events_path, "a", encoding="utf-8") as handle:
             handle.write(line)
             handle.flush()

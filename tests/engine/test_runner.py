@@ -75,7 +75,8 @@ async def test_full_run_saves_cells_series_csv_report_and_events(tmp_path: Path,
     kinds = [e.kind for e in store.read_events()]
     assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
     assert kinds.count("cell_finished") == 4 and "metrics_sample" in kinds
-    assert events.kinds() == kinds  # subscribers see exactly what events.jsonl holds
+    live = [k for k in events.kinds() if k != "cell_progress"]
+    assert live == [k for k in kinds if k != "cell_progress"]  # the file thins progress only
     states = [e.state for e in events.of("server_state") if e.arm == "st=3"]
     assert states == ["starting", "loading", "ready", "warming_up", "ready", "stopping", "stopped"]
     assert oct(store.path.stat().st_mode & 0o777) == "0o700"
