@@ -43,6 +43,13 @@ def _by_round(measurements: list[CellResult]) -> dict[int, list[CellResult]]:
     return rounds
 
 
+def _live_servers(root: Path, launcher: str) -> list[tuple[str, str, int]]:
+    """(job id or pod name, node, the server's pid) of every job running or pod not deleted."""
+    if launcher == "slurm":
+        return [(j["id"], j["node"], j["pid"]) for j in jobs(root) if j["state"] == "RUNNING"]
+    return [(name, pod["node"], pod["pid"]) for name, pod in pods(root).items()]
+
+
 def _interval(results: list[CellResult]) -> tuple[str, str]:
     return (min(m.provenance.started_at or "" for m in results),
             max(m.provenance.finished_at or "" for m in results))
@@ -90,9 +97,10 @@ def test_two_rounds_run_at_once_each_on_one_node_in_its_own_arm_order(
         assert pods(two_nodes) == {}
 
 
-def test_kill_9_of_a_parallel_run_then_resume_cancels_both_jobs_and_finishes(
-        two_nodes: Path, port: int, monkeypatch: pytest.MonkeyPatch):
-    plan = _parallel_plan(two_nodes, port, "slurm", speed=2, cells=slow_cells((1, 2, 3)))
+@pytest.mark.parametrize("launcher", ["slurm", "kubernetes"])
+def test_kill_9_of_a_parallel_run_then_resume_undoes_both_servers_and_finishes(
+        two_nodes: Path, port: int, launcher: str, monkeypatch: pytest.MonkeyPatch):
+    plan = _parallel_plan(two_nodes, port, launcher, speed=2, cells=slow_cells((1, 2, 3)))
     runner = RunnerProcess.start(str(plan), results_root=two_nodes / "results", detach=True)
     run_dir = runner.run_dir
     try:
@@ -102,19 +110,21 @@ def test_kill_9_of_a_parallel_run_then_resume_cancels_both_jobs_and_finishes(
                  timeout=90, what="a measurement saved on each node")
         os.kill(runner.pid, signal.SIGKILL)
         runner.wait(5)
-        left = [j for j in jobs(two_nodes) if j["state"] == "RUNNING"]
-        assert sorted(j["node"] for j in left) == sorted(NODES)
-        assert not any(gone(j["pid"]) for j in left)  # they outlive the runner, as on a cluster
+        left = _live_servers(two_nodes, launcher)
+        assert sorted(node for _, node, _ in left) == sorted(NODES)
+        assert not any(gone(pid) for _, _, pid in left)  # they outlive the runner, as on a cluster
         # The nodes listed the other way round: a round placed anew would land on the other
         # node; each must go back to the node that measured its first cells.
-        monkeypatch.setenv("FAKE_SLURM_NODES", ",".join(reversed(NODES)))
+        for var in ("FAKE_SLURM_NODES", "FAKE_KUBE_NODES"):
+            monkeypatch.setenv(var, ",".join(reversed(NODES)))
         resumed = run_cli("run", "--resume", str(run_dir), "--headless", "--lang", "en",
                           timeout=180)
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-        for job in left:
-            assert f"cancelled Slurm job {job['id']}" in resumed.stdout, resumed.stdout
-            assert gone(job["pid"])
-        assert all(j["state"] == "CANCELLED" for j in jobs(two_nodes))
+        for name, _, pid in left:
+            said = f"cancelled Slurm job {name}" if launcher == "slurm" else f"deleted pod/{name}"
+            assert said in resumed.stdout, resumed.stdout
+            assert gone(pid)
+        assert _live_servers(two_nodes, launcher) == []
         assert json.loads((run_dir / "run.json").read_text())["status"] == "completed"
         measured = [m for m in load_run(run_dir).measurements if m.ok]
         assert len(measured) == 12
