@@ -79,13 +79,16 @@ def forget_sizes() -> None:
         _cache.clear()
 
 
-def format_size(size: int | None) -> str:
-    """`512 B`, `3.4 MB`, `1.2 GB` (powers of 1000, as `df -H` and file managers show); `?`: unknown."""
+def format_size(size: int | None, *, short: bool = False) -> str:
+    """`512 B`, `3.4 MB`, `1.2 GB` (powers of 1000, as `df -H` and file managers show); `?`: unknown.
+    `short`: at most four characters, `512B`, `3.4M`, `84M` (History's column at 80 columns)."""
     if size is None:
         return "?"
     value = float(size)
     for unit in ("B", "kB", "MB", "GB", "TB"):
         if value < 999.5 or unit == "TB":
+            if short:
+                return f"{value:.1f}{unit[0]}" if value < 9.95 and unit != "B" else f"{value:.0f}{unit[0]}"
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1000
     raise AssertionError("unreachable")

@@ -5,6 +5,7 @@ for a run that is no sweep."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -138,12 +139,13 @@ async def test_the_best_arm_of_a_sweep_is_shown_against_k0_in_run_detail(tmp_pat
         await pilot.press("enter")
         await detail_loaded(pilot)
         table = app.screen.query_one("#detail-ab")
-        headers = [str(column.label) for column in table.ordered_columns][:7]  # type: ignore[attr-defined]
-        assert headers == ["Scenario", "C", "Best", "Verdict", "Margin", "vs K=0", "Interval"]
+        headers = [str(column.label) for column in table.ordered_columns][:5]  # type: ignore[attr-defined]
+        assert headers == ["Scenario", "C", "Best", "Margin", "vs K=0"]  # verdict and interval inside
         rows = {(str(r[0]), str(r[1])): [str(c) for c in r]
                 for r in (table.get_row_at(i) for i in range(table.row_count))}  # type: ignore[attr-defined]
-        assert rows[("chat", "1")][2:4] == ["K=7", "tie"] and rows[("chat", "1")][5].startswith("+")
-        assert rows[("chat", "256")][2:4] == ["K=0", "wins"] and rows[("chat", "256")][5] == "—"
+        assert rows[("chat", "1")][2] == "K=7 tie" and rows[("chat", "1")][4].startswith("+")
+        assert re.fullmatch(r" *\d+\.\d% [+-][\d.]+…[+-][\d.]+", rows[("chat", "1")][3])
+        assert rows[("chat", "256")][2] == "K=0 wins" and rows[("chat", "256")][4] == "—"
 
 
 async def test_a_run_that_is_no_sweep_says_so_in_one_notification(tmp_path: Path):

@@ -85,7 +85,7 @@ async def test_killed_runner_shows_interrupted_in_history_and_resumes(tmp_path: 
         history = app.screen
         assert isinstance(history, HistoryScreen)
         await history.rescan().wait()
-        row = next(r for r in table_text(app, "#history-table") if r[5] == "demo")
+        row = next(r for r in table_text(app, "#history-table") if r[6] == "demo")
         assert row[2] == "interrupted"
         assert app.focused is history.query_one("#history-table"), app.focused
         await pilot.press("u")

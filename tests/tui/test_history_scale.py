@@ -33,10 +33,10 @@ async def main():
         while len(screen.runs) < int(sys.argv[3]) and time.perf_counter() - started < 10:
             await asyncio.sleep(0.02)  # polled here: wait_until's settling would be timed too
         elapsed = time.perf_counter() - started
-        names = [r[5] for r in table_text(app, "#history-table")]
+        names = [r[6] for r in table_text(app, "#history-table")]
         await pilot.press("slash", *"run0499", "enter")
         await wait_until(pilot, lambda: len(table_text(app, "#history-table")) == 1, timeout=10)
-        filtered = [r[5] for r in table_text(app, "#history-table")]
+        filtered = [r[6] for r in table_text(app, "#history-table")]
     print(json.dumps({"elapsed": elapsed, "names": names, "filtered": filtered}))
 
 asyncio.run(main())

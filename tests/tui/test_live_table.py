@@ -3,13 +3,16 @@ follow a run resumed after it ended with a failed cell."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import pytest
 from textual.widgets import DataTable
 
 from dspark_tui.model import CellResult, ClientMetrics
 from dspark_tui.model.events import CellFinished, CellStarted, RunFinished, RunStarted
 from dspark_tui.plans import resolve_plan
+from dspark_tui.tui.app import AttachTarget
 from tests.tui.eventlog import T0, append_events, build_events, write_run
 from tests.tui.helpers import make_app, run_screen_shown, screen_text, settled, table_text
 
@@ -84,3 +87,39 @@ async def test_at_80_columns_the_interval_of_a_measured_again_cell_is_whole(tmp_
         assert any(line.rstrip().endswith("Winner  Verdict  Margin  Interval") for line in lines)
         row = next(line for line in lines if "stress_standard  128" in line)
         assert re.search(r"(wins|unsure|tie) +-?\d+\.\d+% +[+-]\d+…[+-]\d+$", row.rstrip()), row
+
+
+@pytest.mark.parametrize("grid", [{"chat_short": [1, 4, 16, 64, 128]},
+                                  {"chat_short": [1, 4, 16, 64, 256], "decode_heavy": [1, 4, 16, 64, 256],
+                                   "rag_medium": [1, 8, 32, 96]}],
+                         ids=["demo-k-sweep", "scrolling"])
+async def test_at_80_columns_a_k_sweep_row_shows_all_that_decides_whole(tmp_path: Path, grid):
+    """A K sweep's seven arms beside the plan tree at 80x24, the run ended (its summary above
+    leaves the table a few rows, so the second grid scrolls): best arm, verdict, margin with its
+    interval and the margin over K = 0, each whole on every row shown, headers too."""
+    from tests.tui.k_sweep_dir import write_k_sweep
+
+    run_dir = write_k_sweep(tmp_path / "results", ks=list(range(7)), grid=grid)
+    app = make_app(tmp_path, start=AttachTarget(run_dir))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_screen_shown(pilot, "[completed]")
+        await settled(pilot)
+        table = app.screen.query_one("#ab-table", DataTable)
+        assert table.scrollbars_enabled[0] == (len(grid) > 1)  # the second grid scrolls down
+        decides = [column for column in table.ordered_columns if ":" not in str(column.key.value)]
+        lines = screen_text(app).splitlines()
+        header = next(line for line in lines if "Scenario" in line and "Best" in line)
+        assert all(str(column.label) in header for column in decides), header
+        assert "vs K=0" in header
+        shown = 0
+        for row_key in table.rows:
+            scenario, concurrency = (str(table.get_cell(row_key, key)) for key in ("scenario", "concurrency"))
+            line = next((line for line in lines if re.search(rf"│ {scenario} +{concurrency} ", line)), None)
+            if line is None:
+                continue  # scrolled below
+            shown += 1
+            assert len(line) <= 80
+            for column in decides:
+                assert str(table.get_cell(row_key, column.key)).strip() in line, (column.label, line)
+        assert shown >= 3
+        assert any("%" in str(table.get_cell(key, "baseline")) for key in table.rows)

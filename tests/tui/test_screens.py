@@ -34,7 +34,7 @@ async def test_history_lists_runs_and_filters_by_typing(tmp_path: Path):
     app = make_app(tmp_path, results_root=root)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await history_listed(pilot, at_least=3)
-        rows = [r for r in table_text(app, "#history-table") if r[5] in ("demo", "junk")]
+        rows = [r for r in table_text(app, "#history-table") if r[6] in ("demo", "junk")]
         statuses = [row[2] for row in rows]
         assert statuses.count("completed") == 1 and statuses.count("interrupted") == 1
         assert any(s.startswith("problem: run.json is unreadable") for s in statuses)
@@ -151,7 +151,7 @@ async def test_history_opens_the_seed_and_shows_its_winners(tmp_path: Path):
         # inside the 2 % tie band, as the report's winner table has it).
         await until_shown(pilot, app, "st=5 10/18")
         rows = table_text(app, "#history-table")
-        index = next(i for i, row in enumerate(rows) if row[5] == "dspark_st_comparison")
+        index = next(i for i, row in enumerate(rows) if row[6] == "dspark_st_comparison")
         assert rows[index][4] == "st=5 10/18"
         for _ in range(index):
             await pilot.press("down")

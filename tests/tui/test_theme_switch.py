@@ -64,3 +64,20 @@ async def test_a_theme_switch_recolours_tree_table_header_and_history(tmp_path: 
             await switch_theme(pilot, app, theme)
             # the completed run's row has the cursor (its colours); the interrupted one does not
             assert colours_of(history, "interrupted") == {theme_colour(app, "warning")}, theme
+
+
+async def test_a_sweeps_best_arm_is_recoloured_and_its_verdict_word_is_not(tmp_path: Path):
+    """N arms: `K=0 wins` in one cell; only the arm named by the verdict takes $success."""
+    from tests.tui.k_sweep_dir import write_k_sweep
+
+    run_dir = write_k_sweep(tmp_path / "results", grid={"chat": [1, 256]})
+    app = make_app(tmp_path, start=AttachTarget(run_dir))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await run_screen_shown(pilot, "[completed]")
+        await settled(pilot)
+        table = screen.query_one(ABTable)
+        for theme in ("dspark-light", "dspark-amber"):
+            await switch_theme(pilot, app, theme)
+            success = theme_colour(app, "success")
+            assert colours_of(table, "K=0", line_with="K=0 wins") == {success}, theme
+            assert success not in colours_of(table, "wins", line_with="K=0 wins"), theme

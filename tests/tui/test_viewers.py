@@ -31,7 +31,7 @@ SMALL = (80, 24)
 
 
 def row_of(app, name: str) -> list[str]:
-    return next(row for row in table_text(app, "#history-table") if row[5] == name)
+    return next(row for row in table_text(app, "#history-table") if row[6] == name)
 
 
 def flat(text: str) -> str:
@@ -62,6 +62,37 @@ async def test_history_leads_with_start_status_ok_cells_and_best_arm_at_80_colum
         assert re.fullmatch(r"st=\d \d/4", row[4])  # four cells compared: one was skipped
         line = next(line for line in screen_text(app).splitlines() if "12-01 06:40" in line)
         assert "completed, 1 skipped" in line and "9/10" in line and row[4] in line
+
+
+async def test_history_shows_each_runs_size_whole_at_80_columns(tmp_path: Path):
+    """At 80x24, with enough runs for a scrollbar and a run whose status is the wide "completed,
+    1 skipped", every row's size is on screen whole (`1.8M`), and the name starts after it."""
+    from tests.tui.test_history_scale import make_runs
+
+    root = tmp_path / "results"
+    run_dir = write_run(root, started_at="2026-12-01T06:40:12+00:00")
+    store = RunStore(run_dir)
+    ok = next(c for c in store.load_cells()[0].values() if c.arm == "st=3" and c.concurrency == 1)
+    store.save_cell(CellResult(arm=ok.arm, scenario=ok.scenario, concurrency=1,
+                               status=CellStatus.SKIPPED, error="skipped by the user"))
+    make_runs(root, 30)
+    app = make_app(tmp_path, results_root=root)
+    async with app.run_test(size=SMALL) as pilot:
+        await history_listed(pilot, at_least=31)
+        await until_shown(pilot, app, "completed, 1 skipped")
+        table = app.screen.query_one("#history-table", DataTable)
+        assert table.scrollbars_enabled[0]  # the list scrolls: its scrollbar takes two columns
+        lines = screen_text(app).splitlines()
+        assert "Size" in next(line for line in lines if "Started" in line)
+        for line in (line for line in lines if re.search(r"\d\d-\d\d \d\d:\d\d", line)):
+            run = next(r for r in table.rows if _cell(table, r, "date") in line)
+            size, name = _cell(table, run, "size"), _cell(table, run, "name")
+            assert re.fullmatch(r"\d+(\.\d)?[BkMGT]", size), size
+            assert f" {size}  {name[:4]}" in line, line  # whole, and the name right after
+
+
+def _cell(table: DataTable, row: object, column: str) -> str:
+    return str(table.get_cell(row, column))  # type: ignore[arg-type]
 
 
 async def test_history_counts_ok_cells_across_rounds_not_files(tmp_path: Path):

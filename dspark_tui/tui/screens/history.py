@@ -29,11 +29,14 @@ LIVE_STATUSES = ("running",)
 BEST_ARM_RUNS = 100
 LIVE_RESCAN_S = 5.0  # while a listed run is going, its status and counts change under the list
 # (label, key, width): what tells runs apart first, so 80 columns show start, status, counts,
-# best arm and the start of the name; arms and model follow for wider terminals.
+# best arm, size (`2.1M`: four characters, before the name so that a wider status such as
+# "completed, 1 skipped" costs the name's end, not the size) and the name, 21 characters: the
+# row is 78 columns, a scrollbar's two short of 80; arms and model follow for wider terminals.
 STATUS_WIDTH = 24
+NAME_WIDTH = 21
 COLUMNS = (("", "mark", 1), ("Started", "date", 11), ("Status", "status", 9),
-           ("Cells", "cells", 7), ("Best arm", "best", 11), ("Name", "name", 24),
-           ("Size", "size", 8), ("Arms", "arms", 14), ("Model", "model", 26))
+           ("Cells", "cells", 7), ("Best arm", "best", 11), ("Size", "size", 4),
+           ("Name", "name", NAME_WIDTH), ("Arms", "arms", 14), ("Model", "model", 26))
 
 
 class RunTable(DataTable[Text | str]):
@@ -187,8 +190,8 @@ class HistoryScreen(LoadingScreen):
                     Text(statuses[run.path], style=styles.get(run.status, "")),
                     self._cells(run),
                     known[1].best if known is not None else "…",
-                    _short(run.name, 24),
-                    format_size(run.size_bytes),
+                    Text(format_size(run.size_bytes, short=True), justify="right"),
+                    _short(run.name, NAME_WIDTH),
                     ",".join(run.arms),
                     _short(Path(run.model).name or run.model, 26),
                     key=str(run.path),

@@ -1,10 +1,13 @@
 """The side-by-side table (the seed's winner table, live), updated in place by row key.
 
-Two arms: the winner, the verdict, the margin and its interval. More arms (a K sweep): the
-leading arm, the verdict, its margin over the runner-up and over K = 0, and the interval.
-What decides comes first and scenario and concurrency stay pinned, so at 80 columns every row
-still says which cell it is, who leads, by how much and how sure; the interval and the arms'
-figures are a sideways scroll away (left/right with the row cursor).
+Two arms: the winner, the verdict, the margin and its interval. More arms (a K sweep), in
+three columns rather than five, so that a sweep's `vs K=0` fits too: the leading arm with its
+verdict (`K=6 unsure`), its margin over the runner-up with that margin's interval
+(`2.6% +2.1…+4.0`, the interval beside the figure it bounds, in tenths while both ends are under
+10 %: neighbouring K values are often a few percent apart), then its margin over K = 0. What
+decides comes first and scenario and concurrency stay pinned, so at 80 columns, beside the plan
+tree and a scrollbar, every row says which cell it is, who leads, how sure, by how much and how
+far over K = 0; the arms' figures are a sideways scroll away (left/right with the row cursor).
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ from textual.widgets import DataTable
 from dspark_tui.report.live import (
     ArmFigures,
     ComparisonRow,
-    baseline_text,
     verdict_text,
 )
 from dspark_tui.tui import colours
@@ -37,7 +39,7 @@ class ABTable(DataTable[Text | str]):
     """
 
     DEFAULT_CSS = """
-    ABTable { height: 1fr; }
+    ABTable { height: 1fr; scrollbar-size-vertical: 1; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -46,6 +48,7 @@ class ABTable(DataTable[Text | str]):
         self._baseline: str | None = None
         self._shown: dict[str, tuple[Text | str, ...]] = {}
         self._rows: list[ComparisonRow] = []
+        self._margin_width = 0  # N arms: the margins right-aligned, each interval after them
 
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, self._recolour)
@@ -56,6 +59,7 @@ class ABTable(DataTable[Text | str]):
 
     def show(self, rows: list[ComparisonRow], arms: list[str]) -> None:
         self._rows = rows
+        self._margin_width = max((len(_margin(row)) for row in rows), default=0)
         baseline = next((row.baseline for row in rows if row.baseline), None)
         keys = [row_key(row) for row in rows]
         if arms != self._arms or baseline != self._baseline:
@@ -88,19 +92,24 @@ class ABTable(DataTable[Text | str]):
         return len(self._arms) > 2
 
     def _set_columns(self, arms: list[str], baseline: str | None) -> None:
-        """Winner first, then one metric at a time across arms: readable at 80 columns."""
+        """Winner first, then one metric at a time across arms: readable at 80 columns.
+        N arms: the verdict is in the Best column, the interval in the Margin column."""
         self.clear(columns=True)
         self._shown.clear()
         self._arms = list(arms)
         self._baseline = baseline
         self.add_column("Scenario", key="scenario")
         self.add_column("C", key="concurrency")
-        self.add_column("Best" if self.many_arms else "Winner", key="winner")
-        self.add_column("Verdict", key="verdict")
-        self.add_column("Margin", key="margin")
-        if self.many_arms and baseline is not None:
-            self.add_column(f"vs {baseline}", key="baseline")
-        self.add_column("Interval", key="interval")
+        if self.many_arms:
+            self.add_column("Best", key="winner")
+            self.add_column("Margin", key="margin")
+            if baseline is not None:
+                self.add_column(f"vs {baseline}", key="baseline")
+        else:
+            self.add_column("Winner", key="winner")
+            self.add_column("Verdict", key="verdict")
+            self.add_column("Margin", key="margin")
+            self.add_column("Interval", key="interval")
         for label, attr, _ in _PER_ARM:
             for arm in arms:
                 self.add_column(f"{label} {arm}", key=f"{arm}:{attr}")
@@ -108,17 +117,23 @@ class ABTable(DataTable[Text | str]):
     def _render_row(self, row: ComparisonRow) -> tuple[Text | str, ...]:
         win_style = colours.rich_style(colours.WINNER)
         failed_style = colours.rich_style(colours.FAILED)
-        named = row.leader if self.many_arms else row.winner  # N arms: the leader, even in a tie
-        cells: list[Text | str] = [
-            row.scenario,
-            Text(str(row.concurrency), justify="right"),
-            Text(named or _no_winner(row), style=win_style if row.winner else ""),
-            verdict_text(row) or fmt.MISSING,
-            Text(fmt.percent(row.margin), justify="right"),
-        ]
-        if self.many_arms and self._baseline is not None:
-            cells.append(Text(baseline_text(row) or fmt.MISSING, justify="right"))
-        cells.append(Text(compact_interval(row) or fmt.MISSING, justify="right"))
+        cells: list[Text | str] = [row.scenario, Text(str(row.concurrency), justify="right")]
+        if self.many_arms:
+            # The leader, even in a tie, then the verdict: `K=6 unsure`, verdicts aligned.
+            best = Text()
+            best.append(row.leader or fmt.MISSING, style=win_style if row.winner else "")
+            if row.leader and row.verdict:
+                best.append(" " * (max(len(arm) for arm in self._arms) - len(row.leader) + 1))
+                best.append(row.verdict)
+            margin = f"{_margin(row):>{self._margin_width}} {compact_interval(row, tenths=True)}"
+            cells += [best, Text(margin.rstrip())]
+            if self._baseline is not None:
+                cells.append(Text(compact_baseline(row) or fmt.MISSING, justify="right"))
+        else:
+            cells += [Text(row.winner or _no_winner(row), style=win_style if row.winner else ""),
+                      verdict_text(row) or fmt.MISSING,
+                      Text(fmt.percent(row.margin), justify="right"),
+                      Text(compact_interval(row) or fmt.MISSING, justify="right")]
         for _, attr, digits in _PER_ARM:
             for arm in self._arms:
                 numbers = row.arms.get(arm, ArmFigures())
@@ -132,12 +147,29 @@ class ABTable(DataTable[Text | str]):
         return tuple(cells)
 
 
-def compact_interval(row: ComparisonRow) -> str:
+def compact_interval(row: ComparisonRow, *, tenths: bool = False) -> str:
     """The margin's interval in whole percent, `+12…+31`: the Margin column beside it carries
-    the unit and the decimals, and this width keeps the column on screen at 80x24."""
+    the unit and the decimals, and this width keeps the column on screen at 80x24. `tenths`:
+    `+2.1…+4.0` while both ends are under 10 %, where whole percent would read `+2…+4`."""
     if row.margin_low is None or row.margin_high is None:
         return ""
-    return f"{row.margin_low * 100:+.0f}…{row.margin_high * 100:+.0f}"
+    low, high = row.margin_low * 100, row.margin_high * 100
+    digits = 1 if tenths and max(abs(low), abs(high)) < 9.95 else 0
+    return f"{low:+.{digits}f}…{high:+.{digits}f}"
+
+
+def _margin(row: ComparisonRow) -> str:
+    """N arms: the margin over the runner-up in tenths (`2.6%`), its interval beside it."""
+    return fmt.MISSING if row.margin is None else f"{row.margin * 100:.1f}%"
+
+
+def compact_baseline(row: ComparisonRow) -> str:
+    """The leader over K = 0 as `+53.9%`, whole percent from 100 % (`+246%`): never wider than
+    its `vs K=0` header, and a speed-up that large needs no decimal to decide on."""
+    if row.baseline_margin is None:
+        return ""
+    percent = row.baseline_margin * 100
+    return f"{percent:+.1f}%" if abs(percent) < 99.95 else f"{percent:+.0f}%"
 
 
 def _no_winner(row: ComparisonRow) -> str:
