@@ -14,6 +14,7 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
 
 from dspark_tui.engine.server import is_progress_line
@@ -216,13 +217,23 @@ class HeadlessPrinter:
         rows = comparison_rows(state.table_measurements(), arms, state.scenarios(),
                                settings=Settings.from_bench(state.statistics), baseline=self.baseline)
         table = comparison_table(rows, arms)
+        if len(arms) > 2 and _width(self.console, table) > self.console.width:
+            # A K sweep's eight arms do not fit 80 columns: rich would cut every cell to "…".
+            # What decides stays whole; each arm's figures are in results.csv and the report.
+            table = comparison_table(rows, arms, per_arm=False)
         self._safely(lambda: self.console.print(table))
 
 
-def comparison_table(rows: list[ComparisonRow], arms: list[str]) -> Table:
+def _width(console: Console, table: Table) -> int:
+    """Its natural width, unbounded by the terminal (which would clamp it)."""
+    return Measurement.get(console, console.options.update_width(10_000), table).maximum
+
+
+def comparison_table(rows: list[ComparisonRow], arms: list[str], *, per_arm: bool = True) -> Table:
     """Two arms: each arm's Total tok/s, then the winner, margin, interval and verdict. More
     arms (a K sweep): the leader, the verdict, its margin over the runner-up (and interval) and
-    over K = 0 first, the arms' Total tok/s after — the columns of the TUI's table."""
+    over K = 0 first, the arms' Total tok/s after — the columns of the TUI's table; without
+    them (`per_arm=False`) when they would not fit the terminal, which the caption says."""
     many = len(arms) > 2
     baseline = next((row.baseline for row in rows if row.baseline), None) if many else None
     if many:
@@ -230,7 +241,8 @@ def comparison_table(rows: list[ComparisonRow], arms: list[str]) -> Table:
         title += f", over {baseline})" if baseline else ")"
     else:
         title = "Total tok/s by arm (winner, margin, its interval, verdict)"
-    table = Table(title=title, title_justify="left")
+    caption = None if per_arm else "each arm's Total tok/s: results.csv, the report, a wider terminal"
+    table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
     table.add_column("scenario")
     table.add_column("c", justify="right")
     if many:
@@ -242,7 +254,7 @@ def comparison_table(rows: list[ComparisonRow], arms: list[str]) -> Table:
             table.add_column(arm, justify="right")
     for name in summary:
         table.add_column(name, justify="left" if name in ("best", "winner", "verdict") else "right")
-    if many:
+    if many and per_arm:
         for arm in arms:
             table.add_column(arm, justify="right")
     for row in rows:
@@ -256,7 +268,7 @@ def comparison_table(rows: list[ComparisonRow], arms: list[str]) -> Table:
         else:
             decided = [row.winner or "", margin, interval_text(row), verdict_text(row)]
         if many:
-            table.add_row(row.scenario, str(row.concurrency), *decided, *totals)
+            table.add_row(row.scenario, str(row.concurrency), *decided, *(totals if per_arm else []))
         else:
             table.add_row(row.scenario, str(row.concurrency), *totals, *decided)
     return table

@@ -192,6 +192,33 @@ def test_a_sweeps_comparison_leads_with_the_best_arm_and_its_margin_over_k0(tmp_
     assert rows[("chat", "256")][2:4] == ["K=0", "wins"] and rows[("chat", "256")][6] == ""
 
 
+def test_at_80_columns_a_sweeps_comparison_keeps_what_decides_whole(tmp_path: Path):
+    """Eight arms do not fit 80 columns: rich cut every cell to "ch…", "un…", "+3…" (a headless
+    run over SSH). The arms' figures go; the columns that decide stay whole, and say where the
+    figures are."""
+    from tests.report.k_sweep_builders import k_sweep_run
+
+    ks = [0, 1, 2, 3, 4, 5, 6, 7]
+    run = k_sweep_run(tmp_path, ks, {"chat_short": [1, 128]}, rounds=2)
+    arms = run.manifest.arm_names()
+    out = io.StringIO()
+    printer = HeadlessPrinter(Console(file=out, width=80, highlight=False), baseline="K=0")
+    printer.seed([RunStarted(t=T0, run_dir=str(tmp_path), name="k_sweep", arms=arms,
+                             total_cells=len(run.measurements))], run.measurements)
+    printer.print_comparison()
+    text = out.getvalue()
+    # No cell cut short (a cut one ends in "…"; an interval has "…" between its two ends).
+    assert not re.search(r"…\s*[│┃]", text) and max(map(len, text.splitlines())) <= 80, text
+    header = next(line for line in text.splitlines() if "scenario" in line)
+    assert [cell.strip() for cell in re.split("[│┃]", header)][1:-1] == [
+        "scenario", "c", "best", "verdict", "margin", "interval", "vs K=0"]
+    assert "each arm's Total tok/s: results.csv, the report, a wider terminal" in text
+    wide = io.StringIO()
+    printer.console = Console(file=wide, width=200, highlight=False)
+    printer.print_comparison()
+    assert "K=7" in next(line for line in wide.getvalue().splitlines() if "scenario" in line)
+
+
 def test_a_run_whose_only_gap_is_a_user_skip_ends_completed_with_the_skip():
     printer, out = _printer()
     for event in [
