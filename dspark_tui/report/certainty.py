@@ -53,7 +53,7 @@ def nodes_note(analysis: RunAnalysis, t: Texts) -> str:
     if verdicts is None or not verdicts.several_nodes:
         return ""
     unpaired = verdicts.unpaired_rounds
-    return t("summary_nodes", nodes=len(verdicts.nodes),
+    return t("summary_nodes", nodes=len(verdicts.known_nodes),
              unpaired=t("summary_nodes_unpaired", n=unpaired) if unpaired else "")
 
 

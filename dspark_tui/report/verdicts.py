@@ -228,8 +228,13 @@ class RunVerdicts:
         }
 
     @property
+    def known_nodes(self) -> list[str]:
+        """The cluster nodes named (None, a local server or a url's, is none of them)."""
+        return [node for node in self.nodes if node is not None]
+
+    @property
     def several_nodes(self) -> bool:
-        return len(self.nodes) >= 2
+        return len(self.known_nodes) >= 2
 
 
 def _rounded(row: dict[str, Any]) -> dict[str, Any]:
@@ -319,13 +324,18 @@ class _Pairing:
 
 
 def _pairing(means_a: np.ndarray, means_b: np.ndarray, nodes_a: np.ndarray,
-             nodes_b: np.ndarray) -> _Pairing:
-    """d = b - a only where both arms measured the cell in that round on one node (the node is
-    the block); measurements without a node all count as this machine's."""
+             nodes_b: np.ndarray, unknown: int) -> _Pairing:
+    """d = b - a where both arms measured the cell in that round, unless both name a node and
+    the nodes differ (the node is the block). A measurement without a node (`unknown`'s code:
+    a local server, a url's server, a run from before nodes) is paired as rounds always were:
+    a url arm against a cluster arm is compared by round, on machines that always differ."""
     d = means_b - means_a
-    same = (nodes_a == nodes_b) & (nodes_a >= 0)
+    measured = (nodes_a >= 0) & (nodes_b >= 0)
+    same = measured & ((nodes_a == nodes_b) | (nodes_a == unknown) | (nodes_b == unknown))
+    shared = np.where(nodes_a == unknown, nodes_b, nodes_a)
     unpaired = ~np.isnan(d) & ~same
-    return _Pairing(np.where(same, d, np.nan), np.where(same, nodes_a, _NO_NODE), unpaired)
+    paired_node = np.where(same & (shared != unknown), shared, _NO_NODE)
+    return _Pairing(np.where(same, d, np.nan), paired_node, unpaired)
 
 
 def analyse_measurements(measurements: Iterable[CellResult], arms: Sequence[str],
@@ -344,10 +354,11 @@ def analyse_measurements(measurements: Iterable[CellResult], arms: Sequence[str]
                          table.log_value[table.arm == i], n_cells, n_rounds)
              for i in range(len(arms))]
     nodes = [_round_nodes(table, i, n_cells, n_rounds) for i in range(len(arms))]
+    unknown = table.nodes.index(None) if None in table.nodes else _NO_NODE - 10
     result.cells = _cell_stats(table, means)
     unpaired_rounds = np.zeros(n_rounds, dtype=bool)
     for ia, ib in _pairs(len(arms)):
-        pairing = _pairing(means[ia], means[ib], nodes[ia], nodes[ib])
+        pairing = _pairing(means[ia], means[ib], nodes[ia], nodes[ib], unknown)
         d = pairing.d
         unpaired_rounds |= pairing.unpaired.any(axis=0)
         a, b = arms[ia], arms[ib]

@@ -199,3 +199,19 @@ def test_the_report_header_names_each_node_and_the_rounds_it_served(tmp_path, la
     assert expected in report.splitlines()
     one_box = render_report(loaded(tmp_path / "one", grid_run(2, seed=1), rounds=2), lang=lang)
     assert "Nodes:" not in one_box and "节点：" not in one_box
+
+
+def test_an_arm_without_a_node_is_paired_by_round_as_before(tmp_path):
+    """A url arm (its server something else runs: no node) against a Slurm arm (node07): the
+    two are on different machines in every round by nature, compared by round as before nodes
+    existed — not left unpaired, which gave such a plan no verdict at all — and the how-sure
+    line does not claim rounds on several nodes."""
+    plain = grid_run(4, seed=2)
+    mixed = grid_run(4, seed=2, node_of=lambda arm, rnd, cell: None if arm == "a" else "node07")
+    settings = Settings(rounds=4)
+    assert verdict_json(analyse_measurements(mixed, ARMS, settings))["pairs"] == \
+        verdict_json(analyse_measurements(plain, ARMS, settings))["pairs"]
+    verdicts = analyse_measurements(mixed, ARMS, settings)
+    assert verdicts.unpaired_rounds == 0 and not verdicts.several_nodes
+    analysis = analyse(loaded(tmp_path, mixed, rounds=4))
+    assert "Rounds ran on" not in how_sure(analysis, Texts("en"))
