@@ -47,8 +47,8 @@ async def measure(m: Measurement, session: ArmSession, driver: BenchDriver, stee
     assert scraper is not None, "measure() needs an opened session"
     timeout = session.plan.bench.cell_timeout_s + CELL_TIMEOUT_MARGIN_S
     started_at = now_iso()
-    mark = steering.begin_measurement()
     await scraper.begin_window(m.cell.key)
+    mark = steering.begin_measurement()  # after the last await before the try: counted once
     # The drivers time out at cell_timeout_s with their own, detailed message; this one is
     # only a backstop for a driver that does not return.
     run = asyncio.create_task(asyncio.wait_for(

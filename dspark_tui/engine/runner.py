@@ -40,6 +40,7 @@ from dspark_tui.engine.schedule import (
     GridCell,
     RoundPlan,
     Schedule,
+    Slot,
     SlotState,
     adaptive_round,
     rounds_from_events,
@@ -48,7 +49,7 @@ from dspark_tui.engine.server_record import stop_orphaned_server
 from dspark_tui.engine.session import ArmSession, auth_headers
 from dspark_tui.engine.setup import filter_plan, preflight, prepare_run
 from dspark_tui.engine.steering import Steering
-from dspark_tui.model import Arm, CellKey, CellResult, Plan, UserError
+from dspark_tui.model import Arm, CellResult, Plan, UserError
 from dspark_tui.model import events as ev
 from dspark_tui.report.verdicts import cells_to_remeasure
 from dspark_tui.results import RunStore
@@ -58,7 +59,7 @@ __all__ = ["RUNNER_PLAN_VAR", "Runner", "filter_plan", "plan_of_run", "preflight
 
 # (measurements, plan, look) -> (scenario, concurrency) to measure again; injectable for tests.
 Remeasure = Callable[[Sequence[CellResult], Plan, int], list[GridCell]]
-SessionEnd = Literal["done", "server_died", "not_started"]
+SessionEnd = Literal["done", "server_died", "not_started", "moved"]
 PROGRESS_EVERY_S = 0.2
 
 
@@ -100,7 +101,7 @@ class Runner:
         self._signal_name: str | None = None
         self._main: asyncio.Task[ev.RunStatus] | None = None
         self._control = ControlReader(store.path)
-        self._last_progress_t: dict[CellKey, float] = {}  # per measurement in flight
+        self._last_progress_t: dict[Slot, float] = {}  # per measurement in flight
         self._parent_watch: asyncio.Task[None] | None = None
         self._prompts_ready = False
         self._prompts_lock = asyncio.Lock()
@@ -346,6 +347,8 @@ class Runner:
         restarts_left = 1
         while not self._steering.stopping:
             ended = await self._one_session(rnd, arm, lane, lanes)
+            if ended == "moved":
+                continue  # the same cells, off the node that did not start them
             if ended != "server_died":
                 return
             if not self._schedule or not self._schedule.todo(rnd.round, arm.name):
@@ -370,11 +373,20 @@ class Runner:
                               emit=emit, steering=self._steering, gpu=self._gpu,
                               evidence_told=self._evidence_told,
                               placement=lanes.placement(lane)) as session:
+            lane.locating = lambda: session.node  # the other lanes keep off it while it starts
             problem = await session.open()
+            lane.locating = None
             if problem is not None:
-                if not problem.aborted:
-                    self._fail_unrun(rnd, arm, f"server failed to start: {problem.reason}",
-                                     session_id)
+                if problem.aborted:
+                    return "not_started"
+                pinned = lane.node
+                if lanes.move_off(lane):
+                    emit(ev.Notice(level="warning", message=(
+                        f"{arm.name}: no server started on {pinned}, round {rnd.round}'s node "
+                        f"({problem.reason}); the round goes on elsewhere, and its cells measured "
+                        "on two nodes are not compared")))
+                    return "moved"
+                self._fail_unrun(rnd, arm, f"server failed to start: {problem.reason}", session_id)
                 return "not_started"
             lanes.placed(lane, session.node)
             await self._prepare_prompts(session)
@@ -438,7 +450,7 @@ class Runner:
                             repeat=m.repeat, index=self._schedule.index(slot),
                             total=self._schedule.total))
         outcome = await measure(m, session, self._get_driver(), self._steering, emit,
-                                lambda progress: self._on_progress(progress, emit))
+                                lambda progress: self._on_progress(progress, emit, slot))
         if outcome.result is not None:
             outcome.result.node = session.node  # the block the analysis pairs arms within
             self._record(outcome.result, outcome.kind)
@@ -484,14 +496,16 @@ class Runner:
             self._ack("abort", reason)
             return False
 
-    def _on_progress(self, progress: ev.CellProgress, emit: Callable[[ev.Event], None]) -> None:
+    def _on_progress(self, progress: ev.CellProgress, emit: Callable[[ev.Event], None],
+                     slot: Slot) -> None:
         """At most one progress event a measurement every PROGRESS_EVERY_S (and its last: every
-        request answered, failures included); events.jsonl keeps fewer (event_sink.py)."""
+        request answered, failures included); events.jsonl keeps fewer (event_sink.py). By
+        slot: two lanes may measure one cell in two rounds at once."""
         now = time.monotonic()
-        last = self._last_progress_t.get(progress.key, 0.0)
+        last = self._last_progress_t.get(slot, 0.0)
         if now - last < PROGRESS_EVERY_S and progress.completed + progress.failed < progress.total:
             return
-        self._last_progress_t[progress.key] = now
+        self._last_progress_t[slot] = now
         emit(progress)
 
     def _get_driver(self) -> BenchDriver:

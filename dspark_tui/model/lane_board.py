@@ -124,5 +124,14 @@ class LaneBoard:
         """The measurement in flight that started last (the one a single panel shows)."""
         return max(self.cells.values(), key=lambda c: c.started_t, default=None)
 
+    def shown(self, event: ev.Event) -> bool:
+        """Whether a session event belongs to the lane whose cell the panel shows (the latest
+        started): its sparklines follow one server, not two nodes' in turn."""
+        lane = event.lane if isinstance(event, ev.OnLane) else None
+        if lane is None or not self.cells:
+            return True
+        latest = max(self.cells, key=lambda k: self.cells[k].started_t)
+        return lane == latest
+
     def cell_of(self, lane: int) -> CurrentCell | None:
         return self.cells.get(lane)

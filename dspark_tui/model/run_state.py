@@ -263,11 +263,12 @@ class RunState:
 
     def _on_progress(self, event: ev.CellProgress) -> None:
         current = self.current  # the board took the numbers; the sparkline follows this one
-        if current is not None and current.key == event.key and event.output_tok_s is not None:
+        if current is not None and current.key == event.key and event.output_tok_s is not None \
+                and self.board.shown(event):
             self.series["tok_s"].append(event.output_tok_s)
 
     def _on_sample(self, event: ev.MetricsSample) -> None:
-        if event.gap:
+        if event.gap or not self.board.shown(event):
             return
         pairs = (
             ("kv_usage", event.kv_usage),

@@ -222,6 +222,13 @@ def test_srun_asks_for_the_placements_node_and_excludes_the_nodes_to_avoid():
     both = srun_argv(options, "j", Placement(node="node07", avoid=("node01",)))
     assert both[-3:] == ["--nodelist=node07", "--exclude=node01", "--"]
     assert srun_argv(options, "j", Placement()) == srun_argv(options, "j")
+    # Nodes the plan keeps off itself stay off when a placement avoids others (one --exclude:
+    # a second one would replace the first).
+    own = SlurmOptions(extra_args=["--exclusive", "--exclude=bad01", "-x", "bad02,bad03"])
+    assert srun_argv(own, "j", Placement(avoid=("node08",)))[-3:] == [
+        "--exclusive", "--exclude=bad01,bad02,bad03,node08", "--"]
+    assert srun_argv(own, "j", Placement(node="node07"))[-2:] == ["--nodelist=node07", "--"]
+    assert "--exclude=bad01" in srun_argv(own, "j", Placement(node="node07"))
 
 
 def _pod_spec(plan: Plan, placement: Placement | None) -> dict:

@@ -31,18 +31,41 @@ SQUEUE_EVERY_S = 1.0  # how often a starting job is looked up (slurmctld is shar
 def srun_argv(options: SlurmOptions, job_name: str,
               placement: Placement | None = None) -> list[str]:
     """srun with the plan's options; one task on one node, the server's command after `--`.
-    The placement's flags come after the plan's extra_args, so they are the ones srun keeps."""
+    The placement's flags come after the plan's extra_args, so they are the ones srun keeps;
+    nodes the plan excludes itself (`-x`/`--exclude` in extra_args) stay excluded, merged in."""
     argv = ["srun", f"--job-name={job_name}", "--nodes=1", "--ntasks=1"]
     for flag, value in (("--partition", options.partition), ("--gres", options.gres),
                         ("--time", options.time), ("--account", options.account)):
         if value:
             argv.append(f"{flag}={value}")
-    argv += options.extra_args
+    extra, excluded = _without_exclude(options.extra_args)
+    argv += extra if placement is not None and placement.avoid else options.extra_args
     if placement is not None and placement.node:
         argv.append(f"--nodelist={placement.node}")
     if placement is not None and placement.avoid:
-        argv.append(f"--exclude={','.join(placement.avoid)}")
+        argv.append(f"--exclude={','.join(dict.fromkeys([*excluded, *placement.avoid]))}")
     return [*argv, "--"]
+
+
+def _without_exclude(args: list[str]) -> tuple[list[str], list[str]]:
+    """extra_args without their `-x LIST` / `--exclude=LIST` / `--exclude LIST`, and the nodes
+    those named."""
+    kept: list[str] = []
+    nodes: list[str] = []
+    pending = False
+    for arg in args:
+        if pending:
+            nodes += arg.split(",")
+            pending = False
+        elif arg in ("-x", "--exclude"):
+            pending = True
+        elif arg.startswith("--exclude="):
+            nodes += arg.removeprefix("--exclude=").split(",")
+        elif arg.startswith("-x") and len(arg) > 2:
+            nodes += arg[2:].split(",")
+        else:
+            kept.append(arg)
+    return kept, [n for n in nodes if n]
 
 
 def first_host(nodelist: str) -> str | None:
