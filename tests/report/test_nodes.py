@@ -215,3 +215,27 @@ def test_an_arm_without_a_node_is_paired_by_round_as_before(tmp_path):
     assert verdicts.unpaired_rounds == 0 and not verdicts.several_nodes
     analysis = analyse(loaded(tmp_path, mixed, rounds=4))
     assert "Rounds ran on" not in how_sure(analysis, Texts("en"))
+
+
+def test_the_node_check_flags_pairs_by_holms_rule_across_the_pairs():
+    """Three pairs tested together at 5 %: p = 0.004 (< 0.05/3), 0.02 (< 0.05/2) and 0.04
+    (< 0.05/1) are all flagged; with 0.03 the smallest, none is (0.03 >= 0.05/3): the step-down
+    stops at its first failure."""
+    from types import SimpleNamespace
+
+    from dspark_tui.report.verdicts import PairNoise, RunVerdicts
+    from dspark_tui.stats.paired import NodeCheck
+
+    def verdicts(*ps: float) -> SimpleNamespace:
+        noise = [PairNoise(a, b, 0.01, 0.01, 6.0, 8, 3, None, nodes=2,
+                           node_check=NodeCheck(9.0, 1, 6, p, 2, 8, 0.05))
+                 for (a, b), p in zip([("a", "b"), ("a", "c"), ("b", "c")], ps, strict=True)]
+        return SimpleNamespace(verdicts=RunVerdicts(Settings(), ["a", "b", "c"], noise=noise))
+
+    def flagged(*ps: float) -> list[str]:
+        lines = node_warnings(verdicts(*ps), Texts("en"))  # type: ignore[arg-type]
+        return [line.split("`")[3] + "/" + line.split("`")[1] for line in lines]
+
+    assert flagged(0.02, 0.004, 0.04) == ["a/b", "a/c", "b/c"]  # in the pairs' order
+    assert flagged(0.03, 0.2, 0.04) == []
+    assert flagged(0.2, 0.01, 0.3) == ["a/c"]
