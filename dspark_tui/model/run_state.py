@@ -71,6 +71,14 @@ class ArmState:
 
 
 @dataclass
+class _Start:
+    """One arm's server start on one lane: when it began, and its entry in ArmState.startups."""
+
+    starting_t: float | None = None
+    index: int | None = None
+
+
+@dataclass
 class LogLine:
     arm: str
     line: str
@@ -110,6 +118,7 @@ class RunState:
     _planned_repeats: bool = False  # a cell is planned more than one measurement
     _total_hint: int = 0  # ev.RunStarted.total_cells, ev.CellStarted.total: used without a schedule
     _seq: int = 0
+    _starts: dict[tuple[str, int | None], _Start] = field(default_factory=dict)
 
     @property
     def current(self) -> CurrentCell | None:
@@ -230,15 +239,20 @@ class RunState:
         arm.server_state = event.state
         arm.message = event.message
         arm.pid = event.pid if event.pid is not None else arm.pid
+        # Timed per arm and lane: two lanes may start the same arm at once (rounds in parallel).
+        start = self._starts.setdefault((event.arm, event.lane), _Start())
         if event.state == "starting":
-            arm.starting_t = event.t
+            arm.starting_t = start.starting_t = event.t
+            start.index = None
         if event.state == "ready":
             arm.progress_line = ""
-            if arm.starting_t is not None:
-                if arm.ready_t is None or arm.ready_t < arm.starting_t:
-                    arm.startups.append(event.t - arm.starting_t)
+            if start.starting_t is not None:
+                seconds = event.t - start.starting_t
+                if start.index is None:
+                    start.index = len(arm.startups)
+                    arm.startups.append(seconds)
                 else:  # ready again after warming up: the same start, now longer
-                    arm.startups[-1] = event.t - arm.starting_t
+                    arm.startups[start.index] = seconds
             arm.ready_t = event.t
 
     def _on_cell_started(self, event: ev.CellStarted) -> None:
@@ -464,7 +478,15 @@ class RunState:
         eta = remaining * per_measurement
         for cell in self.board.cells.values():
             eta -= min(per_measurement, max(0.0, now - cell.started_t))
-        return (max(0.0, eta) + self._startups_left()) / self.parallel
+        return (max(0.0, eta) + self._startups_left()) / self._lanes_busy()
+
+    def _lanes_busy(self) -> int:
+        """Lanes the work left keeps busy: bench.parallel, fewer once fewer rounds are left."""
+        if self.parallel == 1 or not self.schedule.known:
+            return self.parallel
+        rounds = {r for _, r in self.schedule.sessions_ahead()}
+        rounds |= {cell.round for cell in self.board.cells.values()}
+        return max(1, min(self.parallel, len(rounds)))
 
     @property
     def parallel(self) -> int:

@@ -298,3 +298,17 @@ def test_lanes_keep_two_measurements_of_one_arm_in_flight_apart():
     state.statistics = {"parallel": 2}
     eta_two, eta_one = state.eta(T0 + 10), one_lane.eta(T0 + 10)
     assert eta_two is not None and eta_one is not None and eta_two < eta_one
+
+
+def test_two_lanes_starting_one_arm_time_each_start_apart():
+    """Lane 2's start of st=3 began while lane 1's was loading: each start is timed from its
+    own beginning (one start time per arm made lane 1's look 5 s shorter than it was)."""
+    state = RunState()
+    state.apply_all([
+        ev.ServerStateChanged(t=T0, arm="st=3", state="starting", lane=1, round=1),
+        ev.ServerStateChanged(t=T0 + 5, arm="st=3", state="starting", lane=2, round=3),
+        ev.ServerStateChanged(t=T0 + 10, arm="st=3", state="ready", lane=1, round=1),
+        ev.ServerStateChanged(t=T0 + 12, arm="st=3", state="ready", lane=2, round=3),
+        ev.ServerStateChanged(t=T0 + 14, arm="st=3", state="ready", lane=1, round=1),  # warmed up
+    ])
+    assert state.arms["st=3"].startups == [14.0, 7.0]
