@@ -168,16 +168,23 @@ def test_attach_to_a_run_whose_runner_died_says_so_and_exits_1(tmp_path: Path):
     assert f"the runner of {run_dir} is not alive; resume with" in done.stdout
 
 
-def test_a_sweeps_comparison_leads_with_the_best_arm_and_its_margin_over_k0(tmp_path: Path):
-    """More than two arms: the summary columns first (as in the TUI's table), then the arms."""
+def _sweep_printer(tmp_path: Path, ks: list[int], grid: dict[str, list[int]],
+                   width: int) -> tuple[HeadlessPrinter, io.StringIO]:
+    """A printer seeded with a K sweep's measurements (two rounds), writing `width` columns."""
     from tests.report.k_sweep_builders import k_sweep_run
 
-    run = k_sweep_run(tmp_path, [0, 1, 3, 5], {"chat": [1, 256]}, rounds=2)
-    arms = run.manifest.arm_names()
+    run = k_sweep_run(tmp_path, ks, grid, rounds=2)
     out = io.StringIO()
-    printer = HeadlessPrinter(Console(file=out, width=200, highlight=False), baseline="K=0")
-    printer.seed([RunStarted(t=T0, run_dir=str(tmp_path), name="k_sweep", arms=arms,
-                             total_cells=len(run.measurements))], run.measurements)
+    printer = HeadlessPrinter(Console(file=out, width=width, highlight=False), baseline="K=0")
+    printer.seed([RunStarted(t=T0, run_dir=str(tmp_path), name="k_sweep",
+                             arms=run.manifest.arm_names(), total_cells=len(run.measurements))],
+                 run.measurements)
+    return printer, out
+
+
+def test_a_sweeps_comparison_leads_with_the_best_arm_and_its_margin_over_k0(tmp_path: Path):
+    """More than two arms: the summary columns first (as in the TUI's table), then the arms."""
+    printer, out = _sweep_printer(tmp_path, [0, 1, 3, 5], {"chat": [1, 256]}, width=200)
     printer.print_comparison()
     lines = out.getvalue().splitlines()
 
@@ -196,15 +203,7 @@ def test_at_80_columns_a_sweeps_comparison_keeps_what_decides_whole(tmp_path: Pa
     """Eight arms do not fit 80 columns: rich cut every cell to "ch…", "un…", "+3…" (a headless
     run over SSH). The arms' figures go; the columns that decide stay whole, and say where the
     figures are."""
-    from tests.report.k_sweep_builders import k_sweep_run
-
-    ks = [0, 1, 2, 3, 4, 5, 6, 7]
-    run = k_sweep_run(tmp_path, ks, {"chat_short": [1, 128]}, rounds=2)
-    arms = run.manifest.arm_names()
-    out = io.StringIO()
-    printer = HeadlessPrinter(Console(file=out, width=80, highlight=False), baseline="K=0")
-    printer.seed([RunStarted(t=T0, run_dir=str(tmp_path), name="k_sweep", arms=arms,
-                             total_cells=len(run.measurements))], run.measurements)
+    printer, out = _sweep_printer(tmp_path, list(range(8)), {"chat_short": [1, 128]}, width=80)
     printer.print_comparison()
     text = out.getvalue()
     # No cell cut short (a cut one ends in "…"; an interval has "…" between its two ends).
