@@ -34,6 +34,7 @@ from dspark_tui.model.events import (
     ServerLog,
     ServerStateChanged,
 )
+from dspark_tui.model.lane_board import without_superseded
 from dspark_tui.model.run_state import RunState
 from dspark_tui.report import comparison_rows
 from dspark_tui.report.live import ComparisonRow, baseline_text, interval_text, verdict_text
@@ -70,7 +71,7 @@ class HeadlessPrinter:
     def seed(self, events: Iterable[Event], saved: Iterable[CellResult] = ()) -> None:
         """Fold, without printing, what happened before this printer started: the run's earlier
         events and its saved measurements (a resume continues from them)."""
-        self.state.apply_all(events)
+        self.state.apply_all(without_superseded(list(events)))
         for result in saved:
             self.state.add_saved(result)
 

@@ -135,3 +135,20 @@ class LaneBoard:
 
     def cell_of(self, lane: int) -> CurrentCell | None:
         return self.cells.get(lane)
+
+
+def without_superseded(events: list[ev.Event]) -> list[ev.Event]:
+    """The events of a catch-up (a replay, an attach, a screen opened on a long run) less those
+    whose whole effect a later event replaces: a progress event before the last CellStarted of
+    its lane (which replaces that lane's live numbers) and a /metrics sample before the last
+    CellStarted of any lane (which clears every sparkline). Folding the rest gives the same
+    state; a run of days is mostly such lines (about 3 a second of measurement)."""
+    last_start: dict[int | None, int] = {}
+    for index, event in enumerate(events):
+        if isinstance(event, ev.CellStarted):
+            last_start[event.lane] = index
+    last_any = max(last_start.values(), default=-1)
+    return [event for index, event in enumerate(events)
+            if not (isinstance(event, ev.MetricsSample) and index < last_any)
+            and not (isinstance(event, ev.CellProgress)
+                     and index < last_start.get(event.lane, -1))]

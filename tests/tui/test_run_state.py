@@ -312,3 +312,44 @@ def test_two_lanes_starting_one_arm_time_each_start_apart():
         ev.ServerStateChanged(t=T0 + 14, arm="st=3", state="ready", lane=1, round=1),  # warmed up
     ])
     assert state.arms["st=3"].startups == [14.0, 7.0]
+
+
+def _view(state: RunState) -> tuple[object, ...]:
+    """What any view shows of a state (counts, live cell, sparklines, servers, lanes, ETA)."""
+    return (state.status, state.done, state.failed, state.total, state.current,
+            {name: list(values) for name, values in state.series.items()},
+            {name: (arm.server_state, arm.startups) for name, arm in state.arms.items()},
+            state.board.cells, state.board.lanes, state.eta(state.last_t or T0), state.last_t)
+
+
+def test_a_catch_up_without_superseded_events_folds_to_the_same_state(tmp_path: Path):
+    """Progress before its lane's next CellStarted and samples before any later CellStarted
+    change nothing a later state shows: at every point of a run, sequential or on two lanes,
+    folding without them gives the state the whole log gives."""
+    from dspark_tui.model.lane_board import without_superseded
+
+    sequential = build_events(tmp_path, fail_index=3)
+    other = CellKey(arm="st=5", scenario="chat_short", concurrency=16)
+    lanes: list[ev.Event] = []  # two lanes whose measurements overlap
+    for i in range(6):
+        for lane, key in ((1, KEY), (2, other)):  # lane 1's progress, then lane 2 starts
+            lanes += [ev.CellStarted(t=T0 + 10 * i + lane, key=key, num_prompts=8, index=i,
+                                     total=12, round=lane, lane=lane),
+                      ev.CellProgress(t=T0 + 10 * i + lane, key=key, completed=2, total=8,
+                                      output_tok_s=50.0 * lane, lane=lane),
+                      ev.MetricsSample(t=T0 + 10 * i + lane, arm=key.arm, lane=lane,
+                                       kv_usage=0.1 * i, running=float(lane))]
+        for lane, key in ((1, KEY), (2, other)):
+            lanes += [ev.CellProgress(t=T0 + 10 * i + 5, key=key, completed=4, total=8,
+                                      output_tok_s=100.0 * lane, lane=lane),
+                      ev.CellFinished(t=T0 + 10 * i + 6 + lane, result=CellResult(
+                          arm=key.arm, scenario=key.scenario, concurrency=key.concurrency,
+                          round=lane, metrics=ClientMetrics(total_throughput=100.0)))]
+    for events in (sequential, lanes):
+        for end in range(1, len(events), 5 if events is sequential else 1):
+            whole, caught_up = RunState(), RunState()
+            whole.apply_all(events[:end])
+            kept = without_superseded(events[:end])
+            caught_up.apply_all(kept)
+            assert _view(caught_up) == _view(whole), end
+    assert len(without_superseded(sequential)) < len(sequential) / 2

@@ -23,6 +23,7 @@ from textual.widgets import Footer, Tree
 
 from dspark_tui.model import CellKey, Plan, UserError
 from dspark_tui.model.events import CellFailed, Event, Notice, RunControl, RunFinished
+from dspark_tui.model.lane_board import without_superseded
 from dspark_tui.model.run_state import RunState
 from dspark_tui.results import RunManifest, RunStore
 from dspark_tui.results.follow import EventFollower
@@ -136,7 +137,7 @@ class RunScreen(Screen[None]):
             return
         self._polling = True
         try:
-            events = await asyncio.to_thread(self.follower.poll)
+            events = await asyncio.to_thread(self._read_new)
         except Exception as exc:  # an unreadable event log costs the view its updates, not the app
             self._tell_error("reading the run's events", exc)
             return
@@ -152,6 +153,12 @@ class RunScreen(Screen[None]):
             self.redraw()
         except Exception as exc:  # a drawing bug must not take the watch (and the runner) down
             self._tell_error("display", exc)
+
+    def _read_new(self) -> list[Event]:
+        """The events since the last poll; the first poll (a run's whole history) without those
+        later ones replace, which the UI thread need not fold (lane_board.without_superseded)."""
+        events = list(self.follower.poll())
+        return events if self._caught_up else without_superseded(events)
 
     def _tell_error(self, what: str, exc: Exception) -> None:
         """Logged and told once per kind of failure: every later tick would only repeat it."""
