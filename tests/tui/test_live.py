@@ -83,9 +83,15 @@ async def test_pause_skip_and_abort_from_the_keyboard(tmp_path: Path):
             await until_shown(pilot, app, "[paused]")
             await pilot.press("p")
             await wait_for(pilot, lambda: not screen.state.paused, timeout=15)
-            await wait_for(pilot, lambda: screen.state.current is not None)
-            await pilot.press("s")
-            await wait_for(pilot, lambda: screen.state.skipped >= 1, timeout=15)
+            for _ in range(3):  # a cell may end before the skip reaches the runner (under load)
+                await wait_for(pilot, lambda: screen.state.current is not None)
+                screen.state.message = ""
+                await pilot.press("s")
+                await wait_for(pilot, lambda: screen.state.skipped >= 1
+                               or "nothing to skip" in screen.state.message, timeout=15)
+                if screen.state.skipped:
+                    break
+            assert screen.state.skipped >= 1
             await pilot.press("a")
             await until_shown(pilot, app, "Abort the run?")
             await pilot.press("y")
