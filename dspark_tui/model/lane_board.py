@@ -7,6 +7,7 @@ two sessions of the same arm on two nodes stay apart here; a sequential run has 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from dspark_tui.model import events as ev
@@ -152,3 +153,33 @@ def without_superseded(events: list[ev.Event]) -> list[ev.Event]:
             if not (isinstance(event, ev.MetricsSample) and index < last_any)
             and not (isinstance(event, ev.CellProgress)
                      and index < last_start.get(event.lane, -1))]
+
+
+_KIND = re.compile(rb'"kind":"(cell_started|cell_progress|metrics_sample)"')
+_LANE = re.compile(rb'"lane":(\d+)')
+
+
+def superseded_lines_dropped(lines: list[bytes]) -> list[bytes]:
+    """without_superseded on events.jsonl's lines before they are parsed (parsing is most of a
+    catch-up's cost): the kind and lane read from the compact JSON the runner writes. A line
+    not recognised is kept, so a line is only ever dropped when the parsed rule drops it."""
+    marks: list[tuple[bytes, int | None] | None] = []
+    last_start: dict[int | None, int] = {}
+    for index, line in enumerate(lines):
+        kind = _KIND.search(line)
+        if kind is None:
+            marks.append(None)
+            continue
+        lane_match = _LANE.search(line)
+        lane = int(lane_match.group(1)) if lane_match else None
+        marks.append((kind.group(1), lane))
+        if kind.group(1) == b"cell_started":
+            last_start[lane] = index
+    last_any = max(last_start.values(), default=-1)
+    kept = []
+    for index, (line, mark) in enumerate(zip(lines, marks, strict=True)):
+        if mark is not None and ((mark[0] == b"metrics_sample" and index < last_any) or (
+                mark[0] == b"cell_progress" and index < last_start.get(mark[1], -1))):
+            continue
+        kept.append(line)
+    return kept

@@ -15,6 +15,8 @@ class EventFollower:
         self.path = Path(run_dir) / EVENTS
         self.offset = 0
 
-    def poll(self) -> list[Event]:
-        events, self.offset = read_events_from(self.path, self.offset)
+    def poll(self, *, catch_up: bool = False) -> list[Event]:
+        """`catch_up` (a first poll, a run's whole history): without what later events
+        supersede, which a watcher need not parse nor fold."""
+        events, self.offset = read_events_from(self.path, self.offset, catch_up=catch_up)
         return events

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from dspark_tui.model import CellKey, CellResult, UserError, safe_name
 from dspark_tui.model.cell import CELL_SCHEMA_VERSION
 from dspark_tui.model.events import Event, file_json, parse_event
+from dspark_tui.model.lane_board import superseded_lines_dropped
 from dspark_tui.results.atomic import atomic_write_text
 from dspark_tui.results.jsonl import read_complete_lines
 from dspark_tui.results.manifest import RunManifest, newer_run_schema
@@ -272,13 +273,17 @@ def read_cell_file(path: Path) -> tuple[CellResult | None, str]:
         return None, f"invalid cell ({loc}: {message}); skipped"
 
 
-def read_events_from(path: Path, offset: int) -> tuple[list[Event], int]:
+def read_events_from(path: Path, offset: int, *,
+                     catch_up: bool = False) -> tuple[list[Event], int]:
     """Events from byte `offset` on; a torn last line is left for the next read. A file that
-    cannot be read (no permission, a symlink loop) is one UserError naming it."""
+    cannot be read (no permission, a symlink loop) is one UserError naming it. `catch_up`:
+    without the lines later ones supersede (model/lane_board.py), left unparsed."""
     try:
         lines, offset = read_complete_lines(path, offset)
     except OSError as exc:
         raise UserError(f"{path}: cannot read it ({_strerror(exc)})") from None
+    if catch_up:
+        lines = superseded_lines_dropped(lines)
     events: list[Event] = []
     for line in lines:
         try:

@@ -353,3 +353,33 @@ def test_a_catch_up_without_superseded_events_folds_to_the_same_state(tmp_path: 
             caught_up.apply_all(kept)
             assert _view(caught_up) == _view(whole), end
     assert len(without_superseded(sequential)) < len(sequential) / 2
+
+
+def test_the_byte_level_skip_drops_exactly_what_the_parsed_rule_drops(tmp_path: Path):
+    """A catch-up's lines are filtered before parsing (parsing is most of its cost): on logs
+    written as the runner writes them (events.jsonl, sequential and two lanes, with text that
+    looks like a kind inside a server's log line), the lines kept parse to exactly the events
+    without_superseded keeps."""
+    from dspark_tui.model.lane_board import without_superseded
+    from dspark_tui.results import RunStore
+    from dspark_tui.results.store import read_events_from
+
+    other = CellKey(arm="st=5", scenario="chat_short", concurrency=16)
+    lanes: list[ev.Event] = [ev.ServerLog(t=T0, arm="st=3", line='{"kind":"cell_started"} "lane":2')]
+    for i in range(4):
+        for lane, key in ((1, KEY), (2, other)):
+            lanes += [ev.CellStarted(t=T0 + 10 * i + lane, key=key, num_prompts=8, index=i,
+                                     total=8, round=lane, lane=lane),
+                      ev.CellProgress(t=T0 + 10 * i + lane, key=key, completed=2, total=8,
+                                      lane=lane),
+                      ev.MetricsSample(t=T0 + 10 * i + lane, arm=key.arm, lane=lane, running=1.0)]
+    for number, events in enumerate((build_events(tmp_path), lanes)):
+        store = RunStore(tmp_path / f"log{number}")
+        store.path.mkdir()
+        for event in events:
+            store.append_event(event)
+        everything, _ = read_events_from(store.events_path, 0)
+        caught_up, _ = read_events_from(store.events_path, 0, catch_up=True)
+        assert [e.model_dump() for e in caught_up] == \
+            [e.model_dump() for e in without_superseded(everything)]
+        assert len(caught_up) < len(everything)

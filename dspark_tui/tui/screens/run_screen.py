@@ -23,7 +23,6 @@ from textual.widgets import Footer, Tree
 
 from dspark_tui.model import CellKey, Plan, UserError
 from dspark_tui.model.events import CellFailed, Event, Notice, RunControl, RunFinished
-from dspark_tui.model.lane_board import without_superseded
 from dspark_tui.model.run_state import RunState
 from dspark_tui.results import RunManifest, RunStore
 from dspark_tui.results.follow import EventFollower
@@ -156,9 +155,8 @@ class RunScreen(Screen[None]):
 
     def _read_new(self) -> list[Event]:
         """The events since the last poll; the first poll (a run's whole history) without those
-        later ones replace, which the UI thread need not fold (lane_board.without_superseded)."""
-        events = list(self.follower.poll())
-        return events if self._caught_up else without_superseded(events)
+        later ones replace, which need not be parsed nor folded (lane_board.py)."""
+        return self.follower.poll(catch_up=not self._caught_up)
 
     def _tell_error(self, what: str, exc: Exception) -> None:
         """Logged and told once per kind of failure: every later tick would only repeat it."""
