@@ -26,7 +26,6 @@ Emit = Callable[[ev.Event], None]
 @dataclass
 class Lane:
     number: int  # 1 … parallel
-    round: int | None = None  # the round it runs now
     node: str | None = None  # that round's node, once its first server was placed
     # The node its starting server was located on, before it is ready (other lanes keep off).
     locating: Callable[[], str | None] | None = None
@@ -71,12 +70,16 @@ class Lanes:
         if self.parallel:  # one lane runs the rounds in order, as a sequential run always did
             rnd = next((r for r in open_rounds if r.round % 2 != lane.last_parity), rnd)
         self._claimed.add(rnd.round)
-        lane.round, lane.node, lane.moved = rnd.round, self.known.get(rnd.round), False
+        lane.node, lane.moved = self.known.get(rnd.round), False
         lane.last_parity = rnd.round % 2
         return rnd
 
     def release(self, lane: Lane) -> None:
-        lane.round, lane.node, lane.locating = None, None, None
+        lane.node, lane.locating = None, None
+
+    def tag(self, lane: Lane) -> int | None:
+        """The lane number events carry: only when rounds run at once (else, as before, none)."""
+        return lane.number if self.parallel else None
 
     def placement(self, lane: Lane) -> Placement:
         """Where the lane's next session goes: its round's node once known (nothing to avoid

@@ -288,10 +288,16 @@ class Runner:
                 self._announce(rnd)
         while not self._steering.stopping:
             if schedule.next_session() is not None:
-                await self._run_lanes(Lanes(self.plan.bench.parallel,
-                                            round_nodes(self.store.load_measurements()[0])))
+                await self._run_lanes(Lanes(self.plan.bench.parallel, self._round_nodes()))
             elif not self._plan_adaptive_round():
                 return
+
+    def _round_nodes(self) -> dict[int, str]:
+        """The node each round's saved measurements ran on; a local server names none, so
+        such a run reads no cell file for it."""
+        if self.plan.server.launcher == "local":
+            return {}
+        return round_nodes(self.store.load_measurements()[0])
 
     async def _run_lanes(self, lanes: Lanes) -> None:
         """Every round with something pending, up to `parallel` at once (engine/lanes.py)."""
@@ -345,8 +351,9 @@ class Runner:
     async def _run_round_arm(self, rnd: RoundPlan, arm: Arm, lane: Lane, lanes: Lanes) -> None:
         """One arm's part of a round: a session, and one restart if its server dies."""
         restarts_left = 1
+        emit = lane_emit(self._emit, lanes.tag(lane), rnd.round)
         while not self._steering.stopping:
-            ended = await self._one_session(rnd, arm, lane, lanes)
+            ended = await self._one_session(rnd, arm, lane, lanes, emit)
             if ended == "moved":
                 continue  # the same cells, off the node that did not start them
             if ended != "server_died":
@@ -357,10 +364,11 @@ class Runner:
                 self._fail_unrun(rnd, arm, "not run: the server died twice during this arm")
                 return
             restarts_left -= 1
-            lane_emit(self._emit, self._lane_no(lanes, lane), rnd.round)(ev.ServerStateChanged(
-                arm=arm.name, state="restarting", message="restarting once for the remaining cells"))
+            emit(ev.ServerStateChanged(arm=arm.name, state="restarting",
+                                       message="restarting once for the remaining cells"))
 
-    async def _one_session(self, rnd: RoundPlan, arm: Arm, lane: Lane, lanes: Lanes) -> SessionEnd:
+    async def _one_session(self, rnd: RoundPlan, arm: Arm, lane: Lane, lanes: Lanes,
+                           emit: Callable[[ev.Event], None]) -> SessionEnd:
         assert self._schedule is not None
         if arm.url is not None:
             # Never restarted by us: every round measures the same server session.
@@ -368,14 +376,15 @@ class Runner:
         else:
             self._sessions += 1
             session_id = f"s{self._sessions}"
-        emit = lane_emit(self._emit, self._lane_no(lanes, lane), rnd.round)
         async with ArmSession(self.plan, arm, self.store, session=session_id, round=rnd.round,
                               emit=emit, steering=self._steering, gpu=self._gpu,
                               evidence_told=self._evidence_told,
                               placement=lanes.placement(lane)) as session:
             lane.locating = lambda: session.node  # the other lanes keep off it while it starts
-            problem = await session.open()
-            lane.locating = None
+            try:
+                problem = await session.open()
+            finally:
+                lane.locating = None
             if problem is not None:
                 if problem.aborted:
                     return "not_started"
@@ -399,11 +408,6 @@ class Runner:
                 if outcome.kind == "server_died":
                     return "server_died"
             return "done"
-
-    @staticmethod
-    def _lane_no(lanes: Lanes, lane: Lane) -> int | None:
-        """The lane number events carry: only when rounds run at once (else as before, none)."""
-        return lane.number if lanes.parallel else None
 
     async def _prepare_prompts(self, session: ArmSession) -> None:
         """A text dataset's prompts, once per run, as soon as a server is ready (it tokenizes

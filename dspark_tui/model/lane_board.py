@@ -123,16 +123,16 @@ class LaneBoard:
     @property
     def latest(self) -> CurrentCell | None:
         """The measurement in flight that started last (the one a single panel shows)."""
-        return max(self.cells.values(), key=lambda c: c.started_t, default=None)
+        return self.cells[self._latest_lane()] if self.cells else None
+
+    def _latest_lane(self) -> int | None:
+        return max(self.cells, key=lambda lane: self.cells[lane].started_t)
 
     def shown(self, event: ev.Event) -> bool:
         """Whether a session event belongs to the lane whose cell the panel shows (the latest
         started): its sparklines follow one server, not two nodes' in turn."""
         lane = event.lane if isinstance(event, ev.OnLane) else None
-        if lane is None or not self.cells:
-            return True
-        latest = max(self.cells, key=lambda k: self.cells[k].started_t)
-        return lane == latest
+        return lane is None or not self.cells or lane == self._latest_lane()
 
     def cell_of(self, lane: int) -> CurrentCell | None:
         return self.cells.get(lane)

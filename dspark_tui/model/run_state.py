@@ -59,7 +59,6 @@ class ArmState:
     progress_line: str = ""
     pid: int | None = None
     starting_t: float | None = None
-    ready_t: float | None = None
     # Each server start of this arm: seconds from starting to its last `ready` (warmup included,
     # since the cells wait for it too).
     startups: list[float] = field(default_factory=list)
@@ -253,7 +252,6 @@ class RunState:
                     arm.startups.append(seconds)
                 else:  # ready again after warming up: the same start, now longer
                     arm.startups[start.index] = seconds
-            arm.ready_t = event.t
 
     def _on_cell_started(self, event: ev.CellStarted) -> None:
         self._put(Measurement(key=event.key, round=event.round, repeat=event.repeat,
