@@ -23,10 +23,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     def run_options(p: argparse.ArgumentParser) -> None:
         p.add_argument("--headless", action="store_true", help="no TUI: print progress to the terminal")
+        p.add_argument("--pretty", action="store_true",
+                       help="with --headless: colours and boxed tables even into a pipe or file "
+                            "(default there: plain lines, never cut)")
         p.add_argument("--results", type=Path, help="results root folder (default from config)")
         p.add_argument("--arms", help="comma-separated arm names to include (default: all)")
         p.add_argument("--scenarios", help="comma-separated scenario names to include (default: all)")
         p.add_argument("--detach", action="store_true", help="run in the background; attach later")
+        p.add_argument("--no-detach-on-hangup", action="store_true",
+                       help="stop the run (interrupted, resumable) when the terminal goes away; "
+                            "by default it goes on, detached (setting detach_on_hangup)")
         p.add_argument("--lang", choices=["zh", "en"], help="report language (default from config)")
         # Used by the engine when it starts a runner process (launch.py): no terminal output,
         # and abort when the parent process (the TUI) is gone.
@@ -47,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_attach = sub.add_parser("attach", help="watch a run started elsewhere (default: newest running)")
     p_attach.add_argument("run_dir", nargs="?", type=Path)
     p_attach.add_argument("--headless", action="store_true", help="print events instead of the TUI")
+    p_attach.add_argument("--pretty", action="store_true", help=argparse.SUPPRESS)
 
     p_ctl = sub.add_parser("ctl", help="control a running run: pause, resume, skip, abort, retry")
     p_ctl.add_argument("run_dir", type=Path)

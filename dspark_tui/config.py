@@ -66,6 +66,9 @@ class Settings(BaseSettings):
     # written whatever it is.
     language: Literal["zh", "en"] = Field(default_factory=locale_language)
     keymap: dict[str, str] = Field(default_factory=dict)
+    # A lost terminal (SSH drop, closed tmux) hands a run off as detach does; false: the run
+    # stops, interrupted and resumable (`--no-detach-on-hangup` for one run).
+    detach_on_hangup: bool = True
 
     @classmethod
     def settings_customise_sources(

@@ -20,8 +20,9 @@ from dspark_tui.results.jsonl import read_complete_lines
 from dspark_tui.results.store import EVENTS, RUN_JSON, read_events_from
 
 CONTROL = "control.jsonl"
-# detach: the app that started the runner quits and leaves it going (its parent watch stops)
-ACTIONS = ("pause", "resume", "skip", "abort", "retry", "detach")
+# detach: the app that started the runner quits and leaves it going (its parent watch stops);
+# hangup: the same, because the app's terminal went away (the events say so)
+ACTIONS = ("pause", "resume", "skip", "abort", "retry", "detach", "hangup")
 
 
 def send_control(run_dir: Path, action: str) -> float:

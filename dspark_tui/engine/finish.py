@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 from collections.abc import Callable
+from pathlib import Path
 
 from dspark_tui.model.events import Event, Notice, RunStatus
 from dspark_tui.results import RunStore, load_run
@@ -51,3 +52,28 @@ def close_manifest(store: RunStore, status: RunStatus, message: str, cells_ok: i
 def drop_heartbeat(store: RunStore) -> None:
     with contextlib.suppress(OSError):
         (store.path / "heartbeat").unlink()
+
+
+ANSWER_FILES = ("report.md", "report.en.md", "analysis.json", "schedule.json")
+
+
+def answer_lines(run_dir: Path, lang: str) -> list[str]:
+    """What the log of a headless run ends with: the report's opening answer (what to deploy for
+    which load, how sure, the caveat) as plain lines, and where the reports are. Computed from
+    the run's files, so `attach --headless` ends the same way as the run itself."""
+    lines: list[str] = []
+    try:
+        from dspark_tui.report.headline import headline_markdown
+
+        run = load_run(run_dir)
+        if run.measurements:
+            text = headline_markdown(run, lang)
+            lines.append("summary:")
+            lines += [f"  {line.replace('**', '')}" for line in text.splitlines() if line.strip()]
+    except Exception as exc:  # the run is saved; a summary that cannot be made says why
+        lines.append(f"summary not available: {type(exc).__name__}: {exc} "
+                     f"(dspark-tui report {run_dir})")
+    written = [str(run_dir / name) for name in ANSWER_FILES if (run_dir / name).is_file()]
+    if written:
+        lines.append("reports: " + "  ".join(written))
+    return lines

@@ -5,23 +5,26 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
 
 from dspark_tui.config import settings_or_warn
 from dspark_tui.engine.disk_budget import refuse_resume_without_room
+from dspark_tui.engine.finish import answer_lines
 from dspark_tui.engine.launch import RESUME_NO_FILTERS, RESUME_NO_VERIFY, RunnerProcess
-from dspark_tui.engine.liveness import refuse_if_alive, runner_alive
+from dspark_tui.engine.liveness import refuse_if_alive, run_to_attach, runner_alive
 from dspark_tui.engine.ports import with_concrete_port
 from dspark_tui.engine.printer import HeadlessPrinter, summary_lines
-from dspark_tui.engine.runner import Runner, plan_of_run, preflight, prepare_run
+from dspark_tui.engine.runner import TERMINAL_CLOSED, Runner, plan_of_run, preflight, prepare_run
 from dspark_tui.engine.verify import plan_to_run
 from dspark_tui.model import UserError
 from dspark_tui.report.live import baseline_arm
-from dspark_tui.results import RunStore, scan_runs
+from dspark_tui.results import RunStore
 from dspark_tui.results.follow import EventFollower
 from dspark_tui.results.run_lock import RunLock
 
@@ -77,18 +80,58 @@ def run_command(args: argparse.Namespace) -> int:
     runner = Runner(plan, store, lang=lang, parent_pid=getattr(args, "parent_pid", None),
                     other_roots=[results_root, *settings.history_roots()])
     printer: HeadlessPrinter | None = None
+    on_hangup = None
     if not quiet:
-        printer = HeadlessPrinter(Console(highlight=False),
-                                  baseline=baseline_arm(store.read_manifest()))
+        printer = headless_printer(args, baseline_arm(store.read_manifest()))
         if resume is not None:
             _seed_from_run(printer, store)
         runner.subscribe(printer)
-    status = asyncio.run(_run(runner))
+        if settings.detach_on_hangup and not getattr(args, "no_detach_on_hangup", False):
+            on_hangup = _going_on_without_terminal(runner, printer)
+    # A runner the app started (quiet) is told of a lost terminal by the app, which chooses.
+    status = asyncio.run(_run(runner, on_hangup))
     if printer is not None and not printer.broken:
         with contextlib.suppress(OSError):
             for line in summary_lines(store.path, printer.state, status):
                 print(line, flush=True)
+            for line in answer_lines(store.path, lang):
+                print(line, flush=True)
     return EXIT_CODES.get(status, 1)
+
+
+def headless_printer(args: argparse.Namespace, baseline: str | None) -> HeadlessPrinter:
+    """Colours and tables for a terminal; for a pipe or a file (a log over SSH), plain lines
+    that are never cut to a width, and tables without box drawing (`--pretty` keeps them)."""
+    if getattr(args, "pretty", False) or sys.stdout.isatty():
+        console = Console(highlight=False, force_terminal=getattr(args, "pretty", False) or None)
+        return HeadlessPrinter(console, baseline=baseline)
+    console = Console(highlight=False, no_color=True, width=PLAIN_WIDTH, soft_wrap=True,
+                      emoji=False, force_terminal=False)
+    return HeadlessPrinter(console, baseline=baseline, plain=True)
+
+
+PLAIN_WIDTH = 10_000  # no line of a log is cut
+
+
+def _going_on_without_terminal(runner: Runner, printer: HeadlessPrinter) -> Callable[[], None]:
+    """SIGHUP of a foreground `run --headless`: the run goes on. What still points at the lost
+    terminal reads and writes /dev/null from now on (a log file stays as it is), and the events
+    say "terminal closed, detached" for whoever attaches."""
+
+    def hung_up() -> None:
+        silenced = False
+        with contextlib.suppress(OSError):
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                if os.isatty(fd):
+                    os.dup2(null, fd)
+                    silenced = silenced or fd == 1
+            os.close(null)
+        if silenced:
+            printer.broken = True
+        runner.detach(TERMINAL_CLOSED)
+
+    return hung_up
 
 
 def lock_for_resume(run_dir: Path, handed_fd: int | None) -> RunLock:
@@ -107,8 +150,8 @@ def _seed_from_run(printer: HeadlessPrinter, store: RunStore) -> None:
     printer.seed(store.read_events(), saved)
 
 
-async def _run(runner: Runner) -> str:
-    runner.install_signal_handlers()
+async def _run(runner: Runner, on_hangup: Callable[[], None] | None = None) -> str:
+    runner.install_signal_handlers(on_hangup)
     return await runner.run()
 
 
@@ -117,13 +160,10 @@ def attach_command(args: argparse.Namespace) -> int:
     settings = settings_or_warn(getattr(args, "config", None))
     run_dir = args.run_dir
     if run_dir is None:
-        running = [r for r in scan_runs(settings.history_roots()) if r.status == "running"]
-        if not running:
-            raise UserError("no running run to attach to (list runs with `dspark-tui runs`)")
-        run_dir = running[0].path
+        run_dir = run_to_attach(settings.history_roots())
     run_dir = Path(run_dir).expanduser()
     manifest = RunStore(run_dir).read_manifest()
-    printer = HeadlessPrinter(Console(highlight=False), baseline=baseline_arm(manifest))
+    printer = headless_printer(args, baseline_arm(manifest))
     follower = EventFollower(run_dir)
     quiet_since = time.monotonic()
     try:
@@ -135,6 +175,11 @@ def attach_command(args: argparse.Namespace) -> int:
                 quiet_since = time.monotonic()
             state = printer.state
             if state.finished and not runner_alive(run_dir):
+                if not printer.broken:
+                    with contextlib.suppress(OSError):
+                        for line in [*summary_lines(run_dir, state, state.status or "failed"),
+                                     *answer_lines(run_dir, settings.language)]:
+                            print(line, flush=True)
                 return EXIT_CODES.get(state.status, 1)
             if not runner_alive(run_dir) and time.monotonic() - quiet_since > 3.0:
                 printer.runner_gone(time.time(), run_dir)

@@ -9,8 +9,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from dspark_tui.model import UserError
 from dspark_tui.results.run_lock import PATIENCE_S, RunLocked, lock_holder, refusal
-from dspark_tui.results.scan import HEARTBEAT, pid_alive, run_dirs, warn_skipped
+from dspark_tui.results.scan import HEARTBEAT, pid_alive, run_dirs, scan_runs, warn_skipped
 from dspark_tui.results.scan import runner_alive as _runner_process_alive
 from dspark_tui.results.store import RUN_JSON
 
@@ -110,3 +111,27 @@ def orphan_server_on_port(roots: Iterable[Path], port: int) -> Path | None:
                 and not runner_alive(path)):
             return path
     return None
+
+
+def run_to_attach(roots: Iterable[Path], command: str = "attach") -> Path:
+    """The newest run whose runner is alive; when there is none, a refusal that names the runs a
+    lost terminal or a kill left interrupted, each with the command that resumes it."""
+    roots = list(roots)
+    summaries = scan_runs(roots)
+    for summary in summaries:  # newest first
+        if summary.status == "running" and runner_alive(summary.path):
+            return summary.path
+    lines = [f"{command}: no running run in " + ", ".join(map(str, roots))]
+    interrupted = [s for s in summaries if s.status == "interrupted"]
+    for summary in interrupted[:INTERRUPTED_SHOWN]:
+        lines.append(f"interrupted: {summary.name} ({summary.cells_done}/{summary.cells_total} "
+                     f"cells); resume: dspark-tui run --resume {summary.path}")
+    if len(interrupted) > INTERRUPTED_SHOWN:
+        lines.append(f"… and {len(interrupted) - INTERRUPTED_SHOWN} more interrupted "
+                     "(dspark-tui runs)")
+    if not interrupted:
+        lines.append("list runs with `dspark-tui runs`")
+    raise UserError("\n".join(lines))
+
+
+INTERRUPTED_SHOWN = 3

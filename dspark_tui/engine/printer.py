@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from rich.box import HEAVY_HEAD
 from rich.console import Console
 from rich.markup import escape
 from rich.measure import Measurement
@@ -59,8 +60,10 @@ class HeadlessPrinter:
     """Folds each event into `state`, then prints what it means."""
 
     def __init__(self, console: Console | None = None, *, show_server_log: bool = False,
-                 state: RunState | None = None, baseline: str | None = None) -> None:
+                 state: RunState | None = None, baseline: str | None = None,
+                 plain: bool = False) -> None:
         self.console = console or Console(highlight=False)
+        self.plain = plain  # a log file: tables without box drawing (headless.headless_console)
         self.baseline = baseline  # the K = 0 arm of a K sweep (report.live.baseline_arm)
         self.show_server_log = show_server_log
         self.state = state or RunState()
@@ -217,11 +220,11 @@ class HeadlessPrinter:
             return
         rows = comparison_rows(state.table_measurements(), arms, state.scenarios(),
                                settings=Settings.from_bench(state.statistics), baseline=self.baseline)
-        table = comparison_table(rows, arms)
+        table = comparison_table(rows, arms, plain=self.plain)
         if len(arms) > 2 and _width(self.console, table) > self.console.width:
             # A K sweep's eight arms do not fit 80 columns: rich would cut every cell to "…".
             # What decides stays whole; each arm's figures are in results.csv and the report.
-            table = comparison_table(rows, arms, per_arm=False)
+            table = comparison_table(rows, arms, per_arm=False, plain=self.plain)
         self._safely(lambda: self.console.print(table))
 
 
@@ -230,11 +233,13 @@ def _width(console: Console, table: Table) -> int:
     return Measurement.get(console, console.options.update_width(10_000), table).maximum
 
 
-def comparison_table(rows: list[ComparisonRow], arms: list[str], *, per_arm: bool = True) -> Table:
+def comparison_table(rows: list[ComparisonRow], arms: list[str], *, per_arm: bool = True,
+                     plain: bool = False) -> Table:
     """Two arms: each arm's Total tok/s, then the winner, margin, interval and verdict. More
     arms (a K sweep): the leader, the verdict, its margin over the runner-up (and interval) and
     over K = 0 first, the arms' Total tok/s after — the columns of the TUI's table; without
-    them (`per_arm=False`) when they would not fit the terminal, which the caption says."""
+    them (`per_arm=False`) when they would not fit the terminal, which the caption says.
+    `plain`: columns without box drawing, for a log file."""
     many = len(arms) > 2
     baseline = next((row.baseline for row in rows if row.baseline), None) if many else None
     if many:
@@ -243,7 +248,8 @@ def comparison_table(rows: list[ComparisonRow], arms: list[str], *, per_arm: boo
     else:
         title = "Total tok/s by arm (winner, margin, its interval, verdict)"
     caption = None if per_arm else "each arm's Total tok/s: results.csv, the report, a wider terminal"
-    table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
+    table = Table(title=title, title_justify="left", caption=caption, caption_justify="left",
+                  box=None if plain else HEAVY_HEAD)
     table.add_column("scenario")
     table.add_column("c", justify="right")
     if many:

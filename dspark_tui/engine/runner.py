@@ -64,7 +64,8 @@ PROGRESS_EVERY_S = 0.2
 
 
 # Why a signal ended the run, as run.json and the screens say it (all such runs are resumable).
-SIGNAL_REASONS = {"SIGHUP": "terminal closed", "SIGINT": "SIGINT", "SIGTERM": "SIGTERM"}
+TERMINAL_CLOSED = "terminal closed"
+SIGNAL_REASONS = {"SIGHUP": TERMINAL_CLOSED, "SIGINT": "SIGINT", "SIGTERM": "SIGTERM"}
 
 
 class Runner:
@@ -130,13 +131,15 @@ class Runner:
         self._steering.stop(reason)
         self._ack("abort", reason)
 
-    def detach(self) -> None:
-        """The process that started this runner leaves it going: stop watching it."""
+    def detach(self, why: str = "") -> None:
+        """The process that started this runner leaves it going: stop watching it. `why`: what
+        made it go (TERMINAL_CLOSED), said in the acknowledgement."""
         if self._parent_watch is not None:
             self._parent_watch.cancel()
             self._parent_watch = None
         self.parent_pid = None
-        self._ack("detach", "detached: the run goes on without the app that started it")
+        what = f"{why}, detached" if why else "detached"
+        self._ack("detach", f"{what}: the run goes on without the app that started it")
 
     def retry(self) -> None:
         """Measurements that failed or were skipped so far go back in the queue (a server
@@ -145,10 +148,15 @@ class Runner:
         also = f" and {skipped} skipped" if skipped else ""
         self._ack("retry", f"{failed} failed{also} cell(s) queued again")
 
-    def install_signal_handlers(self) -> None:
+    def install_signal_handlers(self, on_hangup: Callable[[], None] | None = None) -> None:
+        """SIGINT and SIGTERM stop the run (interrupted, resumable); so does SIGHUP, unless
+        `on_hangup` is given: then a lost terminal is told to it and the run goes on."""
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            loop.add_signal_handler(sig, self._on_signal, sig.name)
+            if sig == signal.SIGHUP and on_hangup is not None:
+                loop.add_signal_handler(sig, on_hangup)
+            else:
+                loop.add_signal_handler(sig, self._on_signal, sig.name)
 
     def _on_signal(self, name: str) -> None:
         if self._signal_name is not None:
@@ -208,7 +216,8 @@ class Runner:
 
     def _start_background(self) -> list[asyncio.Task[None]]:
         handlers = {"pause": self.pause, "resume": self.resume, "skip": self.skip,
-                    "abort": self.abort, "retry": self.retry, "detach": self.detach}
+                    "abort": self.abort, "retry": self.retry, "detach": self.detach,
+                    "hangup": lambda: self.detach(TERMINAL_CLOSED)}
         tasks = [asyncio.create_task(heartbeat_loop(self.store.path)),
                  asyncio.create_task(control_loop(self._control, handlers))]
         if self.parent_pid is not None:

@@ -21,6 +21,7 @@ from dspark_tui.model import UserError
 from dspark_tui.plans import resolve_plan
 from dspark_tui.results import RunStore, scan_runs
 from dspark_tui.tui.app import AttachTarget, DsparkApp
+from dspark_tui.tui.run_link import OwnedRunner
 from dspark_tui.tui.screens.plan_picker import StartRequest
 
 
@@ -33,14 +34,13 @@ def tui_command(args: argparse.Namespace) -> int:
     app = DsparkApp(settings, warnings=[warning] if warning else [], start=start,
                     results_root=Path(results_root).expanduser(), lang=getattr(args, "lang", None),
                     config_file=getattr(args, "config", None))
+    detach_on_hangup = settings.detach_on_hangup and not getattr(args, "no_detach_on_hangup", False)
     try:
         app.run(mouse=False)
     finally:
         if app.hung_up:
-            _hang_up_runners(app)
+            _hang_up_runners(app, detach=detach_on_hangup)
         app.stop_owned()
-    if app.hung_up:
-        logging.getLogger("dspark_tui.tui").warning("terminal lost; runners stopped")
     return app.return_code or 0
 
 
@@ -81,10 +81,9 @@ def _start_of(args: argparse.Namespace, plans_dir: Path,
     if command == "attach":
         run_dir = args.run_dir
         if run_dir is None:
-            running = [run for run in scan_runs(roots) if run.status == "running"]
-            if not running:
-                raise UserError("attach: no running run found in " + ", ".join(map(str, roots)))
-            run_dir = running[0].path
+            from dspark_tui.engine.liveness import run_to_attach
+
+            run_dir = run_to_attach(roots)
         run_dir = Path(run_dir).expanduser()
         if not (run_dir / "run.json").is_file():
             raise UserError(f"{run_dir}: not a run directory (no run.json)")
@@ -94,14 +93,22 @@ def _start_of(args: argparse.Namespace, plans_dir: Path,
     return AttachTarget(running[0].path) if running else None
 
 
-def _hang_up_runners(app: DsparkApp) -> None:
-    """Pass the lost terminal on to the runners this app owns: each ends "interrupted: terminal
-    closed", resumable, where the abort that stop_owned sends would record "aborted by user"."""
+def _hang_up_runners(app: DsparkApp, *, detach: bool) -> None:
+    """The terminal is gone. By default each runner this app owns is handed off as detach does
+    (its events say "terminal closed, detached") and goes on, for `dspark-tui attach`. With
+    `--no-detach-on-hangup`, or a runner that does not answer, the lost terminal is passed on:
+    the run ends "interrupted: terminal closed", resumable (stop_owned's abort would record
+    "aborted by user")."""
+    log = logging.getLogger("dspark_tui.tui")
     for link in app.live_owned():
+        if detach and isinstance(link, OwnedRunner) and link.detach(hangup=True):
+            log.warning("terminal lost; %s goes on, detached", link.run_dir)
+            continue
         pid = getattr(getattr(link, "process", None), "pid", None)
         if isinstance(pid, int):
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGHUP)
+            log.warning("terminal lost; the runner of %s stopped", link.run_dir)
 
 
 def _names(value: str | None) -> list[str] | None:

@@ -57,9 +57,10 @@ class OwnedRunner:
     def stop(self, timeout: float) -> None:
         self.process.stop(timeout)
 
-    def detach(self, timeout: float = 10.0) -> bool:
+    def detach(self, timeout: float = 10.0, *, hangup: bool = False) -> bool:
         """Ask the runner to stop watching this app, and wait until it says so: from then on it
-        is a detached run (quitting leaves it going). False when it did not answer in time."""
+        is a detached run (quitting leaves it going). False when it did not answer in time.
+        `hangup`: because the app's terminal went away, which the runner's answer says."""
         import time
 
         from dspark_tui.engine.control import send_control, wait_for_ack
@@ -67,7 +68,7 @@ class OwnedRunner:
         deadline = time.monotonic() + timeout
         while self.alive() and time.monotonic() < deadline:
             # Sent again until answered: a runner still starting up ignores earlier requests.
-            since = send_control(self.run_dir, "detach")
+            since = send_control(self.run_dir, "hangup" if hangup else "detach")
             if wait_for_ack(self.run_dir, "detach", since, 2.0) is not None:
                 self.detached = True
                 return True

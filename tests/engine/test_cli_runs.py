@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -63,6 +64,17 @@ def test_demo_headless_end_to_end(tmp_path: Path):
     report = (run_dir / "report.md").read_text()
     assert "chat_short" in report and "st=3" in report
     assert (run_dir / "results.csv").is_file()
+    # Into a pipe (a log file over SSH): plain whole lines, no box drawing, nothing cut to 80
+    # columns, and the log ends with the answer and where the reports are.
+    assert not set("│┃━─") & set(done.stdout), done.stdout
+    # A cut word ("chat_sh…"); "+1…+3%" is a range and a lone "…" an arm not measured yet.
+    assert not re.search(r"\w…(\s|$)", done.stdout, re.MULTILINE), done.stdout
+    assert "\x1b[" not in done.stdout
+    tail = done.stdout[done.stdout.index("run completed"):].splitlines()
+    summary = tail.index("summary:")
+    assert tail[summary + 1].startswith("  - ") and any("How sure" in line for line in tail)
+    assert tail[-1] == f"reports: {run_dir / 'report.md'}  {run_dir / 'report.en.md'}  " \
+                       f"{run_dir / 'analysis.json'}"
 
 
 def test_port_taken_is_one_line_and_creates_no_run(tmp_path: Path, port: int):
@@ -230,10 +242,40 @@ def test_kill_9_mid_cell_then_resume_redoes_nothing_and_loses_nothing(tmp_path: 
         runner.stop(timeout=5)
 
 
-def test_sighup_stops_the_server_and_marks_the_run_interrupted(tmp_path: Path, port: int):
+def test_sighup_of_a_foreground_run_detaches_it_and_the_run_finishes(tmp_path: Path, port: int):
+    """A headless run over SSH whose terminal goes away goes on by default: its events say so,
+    `attach` finds it, and it completes (stdout here is a pipe, so it keeps printing)."""
     plan = write_sim_plan(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=slow_cells())
     results = tmp_path / "results"
+    env = {"DSPARK_CONFIG_DIR": str(tmp_path / "cfg"), "DSPARK_RESULTS_ROOT": str(results)}
     proc = subprocess.Popen([*CLI, "run", str(plan), "--headless", "--results", str(results)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL, start_new_session=True, env=cli_env(env))
+    try:
+        wait_for(lambda: list(results.glob("*/cells/*/*.json")), what="a finished cell")
+        (run_dir,) = list(results.iterdir())
+        proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: "terminal closed, detached" in (run_dir / "events.jsonl").read_text(),
+                 what="the hand-off")
+        attached = run_cli("attach", "--headless", timeout=60, env=env)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, out
+    assert "control detach: terminal closed, detached" in out
+    assert str(run_dir) in attached.stdout and "run completed: 4/4 cells ok" in attached.stdout
+    assert _status(run_dir) == "completed"
+    assert json.loads((run_dir / "server.json").read_text())["state"] == "stopped"
+
+
+def test_sighup_with_no_detach_on_hangup_stops_the_server_and_marks_the_run_interrupted(
+        tmp_path: Path, port: int):
+    plan = write_sim_plan(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=slow_cells())
+    results = tmp_path / "results"
+    proc = subprocess.Popen([*CLI, "run", str(plan), "--headless", "--results", str(results),
+                             "--no-detach-on-hangup"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             stdin=subprocess.DEVNULL, start_new_session=True)
     try:
@@ -403,7 +445,7 @@ def test_attach_without_a_directory_follows_the_newest_running_run(tmp_path: Pat
     results = tmp_path / "results"
     env = {"DSPARK_CONFIG_DIR": str(tmp_path / "cfg"), "DSPARK_RESULTS_ROOT": str(results)}
     nothing = run_cli("attach", "--headless", timeout=30, env=env)
-    assert nothing.returncode == 2 and "no running run to attach to" in nothing.stderr
+    assert nothing.returncode == 2 and "attach: no running run in" in nothing.stderr
     runner = RunnerProcess.start(str(plan), results_root=results, detach=True)
     try:
         wait_for(lambda: "cell_started" in _kinds(runner.run_dir), what="the first cell")
@@ -478,5 +520,26 @@ def test_attach_with_nothing_running_names_each_folder_once(tmp_path: Path):
     done = run_cli("attach", timeout=60, env={"DSPARK_CONFIG_DIR": str(tmp_path / "cfg"),
                                               "DSPARK_RESULTS_ROOT": str(results)})
     assert done.returncode == 2, done.stderr
-    assert done.stderr.startswith("dspark-tui: error: attach: no running run found in ")
+    assert done.stderr.startswith("dspark-tui: error: attach: no running run in ")
     assert done.stderr.count(str(results)) == 1, done.stderr
+
+
+@pytest.mark.parametrize("headless", [False, True])
+def test_attach_with_nothing_running_names_the_interrupted_runs_and_their_resume(
+        tmp_path: Path, headless: bool):
+    results = tmp_path / "results"
+    results.mkdir()
+    for name, status in (("lost", "running"), ("stopped", "interrupted"), ("done", "completed")):
+        shutil.copytree(SAMPLE_RUN, results / name)
+        manifest = json.loads((results / name / "run.json").read_text())
+        manifest["status"] = status  # "running" with its runner long gone: interrupted
+        (results / name / "run.json").write_text(json.dumps(manifest))
+    done = run_cli("attach", *(["--headless"] if headless else []), timeout=60,
+                   env={"DSPARK_CONFIG_DIR": str(tmp_path / "cfg"), "DSPARK_RESULTS_ROOT": str(results)})
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith("dspark-tui: error: attach: no running run in ")
+    resumes = sorted(line.split("resume: ")[1] for line in lines[1:])
+    assert resumes == [f"dspark-tui run --resume {results / 'lost'}",
+                       f"dspark-tui run --resume {results / 'stopped'}"], done.stderr
+    assert "done" not in done.stderr.replace(str(tmp_path), "")

@@ -89,10 +89,39 @@ def test_real_app_in_tmux_replays_a_run_and_quits_with_q(tmux: Tmux, tmp_path: P
 
 
 @pytest.mark.slow
-def test_lost_terminal_stops_the_runner_it_started(tmux: Tmux, tmp_path: Path):
+@pytest.mark.timeout(180)
+def test_lost_terminal_hands_the_run_off_and_attach_finds_it(tmux: Tmux, tmp_path: Path):
+    """The SSH session drops (the tmux server dies: SIGHUP to the app): by default the run goes
+    on, detached, `dspark-tui attach` finds it while it runs, and it completes."""
+    plan = tmp_path / "slow-demo.toml"
+    plan.write_text(demo_plan_text("4"))
+    tmux.start([sys.executable, "-m", "dspark_tui", "run", str(plan), "--scenarios", "chat_short"],
+               app_env(tmp_path))
+    tmux.wait_for("cell 1/", timeout=40)
+    run_dir = next((tmp_path / "results").glob("demo_*"))
+    runner_pid = json.loads((run_dir / "run.json").read_text())["runner_pid"]
+    tmux("kill-server")  # the terminal goes away: SIGHUP to the app
+    events = run_dir / "events.jsonl"
+    deadline = time.monotonic() + 30
+    while "terminal closed, detached" not in events.read_text() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "terminal closed, detached" in events.read_text()
+    assert psutil.pid_exists(runner_pid)
+    env = {**os.environ, **app_env(tmp_path)}
+    attached = subprocess.run([sys.executable, "-m", "dspark_tui", "attach", "--headless"],
+                              capture_output=True, text=True, timeout=240, env=env,
+                              stdin=subprocess.DEVNULL)
+    assert str(run_dir) in attached.stdout, attached.stdout + attached.stderr
+    assert "run completed" in attached.stdout and "summary:" in attached.stdout
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "completed"
+
+
+@pytest.mark.slow
+def test_lost_terminal_with_no_detach_on_hangup_stops_the_runner_it_started(tmux: Tmux, tmp_path: Path):
     plan = tmp_path / "slow-demo.toml"
     plan.write_text(demo_plan_text("1"))  # --speed 1: cells last seconds
-    tmux.start([sys.executable, "-m", "dspark_tui", "run", str(plan)], app_env(tmp_path))
+    tmux.start([sys.executable, "-m", "dspark_tui", "run", str(plan), "--no-detach-on-hangup"],
+               app_env(tmp_path))
     tmux.wait_for("cell 1/10", timeout=40)
     run_dir = next((tmp_path / "results").glob("demo_*"))
     runner_pid = json.loads((run_dir / "run.json").read_text())["runner_pid"]
