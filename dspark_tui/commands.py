@@ -120,7 +120,7 @@ def _duration(seconds: float) -> str:
 
 
 def report_command(args: argparse.Namespace) -> int:
-    from dspark_tui.report import render_report
+    from dspark_tui.report.markdown import render_report
     from dspark_tui.results import load_run
 
     run = load_run(args.run_dir)

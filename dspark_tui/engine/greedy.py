@@ -15,10 +15,10 @@ from collections.abc import Callable
 
 import httpx
 
+from dspark_tui.analysis.greedy import greedy_verdicts
 from dspark_tui.model import Arm, Plan
 from dspark_tui.model.events import Event, GreedyChecked, Notice
 from dspark_tui.model.greedy import GreedyAnswer, GreedyAnswers
-from dspark_tui.report.greedy import greedy_verdicts
 from dspark_tui.results import RunStore
 from dspark_tui.results.greedy import load_answers, save_answers
 

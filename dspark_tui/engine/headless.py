@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from dspark_tui.analysis.live import baseline_arm
 from dspark_tui.config import settings_or_warn
 from dspark_tui.engine.disk_budget import refuse_resume_without_room
 from dspark_tui.engine.launch import RESUME_NO_FILTERS, RESUME_NO_VERIFY, RunnerProcess
@@ -20,7 +21,6 @@ from dspark_tui.engine.printer import HeadlessPrinter, summary_lines
 from dspark_tui.engine.runner import Runner, plan_of_run, preflight, prepare_run
 from dspark_tui.engine.verify import plan_to_run
 from dspark_tui.model import UserError
-from dspark_tui.report.live import baseline_arm
 from dspark_tui.results import RunStore, scan_runs
 from dspark_tui.results.follow import EventFollower
 from dspark_tui.results.run_lock import RunLock

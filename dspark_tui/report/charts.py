@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from dspark_tui.report.analysis import RunAnalysis
-from dspark_tui.report.decision import manifest_k_values
-from dspark_tui.report.measurements import aggregate_cells, measurements_of
+from dspark_tui.analysis.analysis import RunAnalysis
+from dspark_tui.analysis.decision import manifest_k_values
+from dspark_tui.analysis.measurements import aggregate_cells, measurements_of
 
 CHARTS_DIR = "charts"
 KINDS = ("throughput", "margin", "latency", "acceptance")

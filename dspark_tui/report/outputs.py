@@ -9,14 +9,14 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from dspark_tui.report.analysis import analyse
+from dspark_tui.analysis.analysis import analyse
+from dspark_tui.analysis.deploy import write_schedule
+from dspark_tui.analysis.greedy import greedy_result
+from dspark_tui.analysis.layout import layout_of
+from dspark_tui.analysis.measurements import measurements_of
+from dspark_tui.analysis.verdicts import RunVerdicts, Settings, analyse_measurements
 from dspark_tui.report.charts import chart_data
-from dspark_tui.report.deploy import write_schedule
-from dspark_tui.report.greedy import greedy_result
-from dspark_tui.report.layout import layout_of
 from dspark_tui.report.markdown import render_report
-from dspark_tui.report.measurements import measurements_of
-from dspark_tui.report.verdicts import RunVerdicts, Settings, analyse_measurements
 from dspark_tui.results import RunStore, atomic_write_text
 from dspark_tui.results.store import LoadedRun
 

@@ -21,9 +21,9 @@ class RunFacts:
 
 
 def run_facts(path: Path) -> RunFacts:
-    from dspark_tui.report.counting import cell_counts
+    from dspark_tui.analysis.counting import cell_counts
+    from dspark_tui.analysis.verdicts import best_arm_line
     from dspark_tui.report.outputs import run_verdicts
-    from dspark_tui.report.verdicts import best_arm_line
 
     run = load_run(path)
     counts = cell_counts(run)

@@ -11,11 +11,12 @@ import sys
 import numpy as np
 import pytest
 
+from dspark_tui.analysis.analysis import analyse
+from dspark_tui.analysis.live import comparison_rows
+from dspark_tui.analysis.verdicts import Settings, analyse_measurements
 from dspark_tui.model import CellResult, ClientMetrics
-from dspark_tui.report import comparison_rows, render_report
-from dspark_tui.report.analysis import analyse
+from dspark_tui.report.markdown import render_report
 from dspark_tui.report.outputs import analysis_json, run_verdicts
-from dspark_tui.report.verdicts import Settings, analyse_measurements
 from dspark_tui.results import load_run
 from tests.conftest import REPO, SAMPLE_RUN
 from tests.report.builders import manifest

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from dspark_tui.report.verdicts import Settings, analyse_measurements
+from dspark_tui.analysis.verdicts import Settings, analyse_measurements
 from dspark_tui.stats.paired import FixedSessionTerm, decide, fit_noise, t_quantile
 from tests.report.test_verdicts import ARMS, measurements
 

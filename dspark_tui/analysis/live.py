@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from dspark_tui.analysis.decision import manifest_k_values, ratio_between
+from dspark_tui.analysis.measurements import aggregate_cells
+from dspark_tui.analysis.verdicts import RunVerdicts, Settings, analyse_measurements
 from dspark_tui.model import CellResult
-from dspark_tui.report.decision import manifest_k_values, ratio_between
-from dspark_tui.report.measurements import aggregate_cells
-from dspark_tui.report.verdicts import RunVerdicts, Settings, analyse_measurements
 from dspark_tui.results.manifest import RunManifest
 
 

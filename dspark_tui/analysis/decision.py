@@ -11,12 +11,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from dspark_tui.report.layout import RunLayout, compared_values
-from dspark_tui.report.verdicts import SINGLE, RunVerdicts
+from dspark_tui.analysis.layout import RunLayout, compared_values
+from dspark_tui.analysis.verdicts import SINGLE, RunVerdicts
 from dspark_tui.results.manifest import RunManifest
 
 if TYPE_CHECKING:  # analysis imports live.py, which imports this module
-    from dspark_tui.report.analysis import RunAnalysis
+    from dspark_tui.analysis.analysis import RunAnalysis
 
 
 @dataclass(frozen=True)
