@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from dspark_tui.analysis.layout import RunLayout
-from dspark_tui.analysis.live import acceptance_length
+from dspark_tui.analysis.measurements import acceptance_length
 from dspark_tui.analysis.verdicts import SINGLE, TIE, RunVerdicts
 from dspark_tui.model import CellResult
 

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from dspark_tui.analysis.decision import manifest_k_values, ratio_between
-from dspark_tui.analysis.measurements import aggregate_cells
+from dspark_tui.analysis.measurements import acceptance_length, aggregate_cells
 from dspark_tui.analysis.verdicts import RunVerdicts, Settings, analyse_measurements
 from dspark_tui.model import CellResult
 from dspark_tui.results.manifest import RunManifest
@@ -50,13 +50,6 @@ class ComparisonRow:
     @property
     def key(self) -> tuple[str, int]:
         return (self.scenario, self.concurrency)
-
-
-def acceptance_length(cell: CellResult) -> float | None:
-    """Measured on the server when scraped, else what the client read from it, else unknown."""
-    if cell.server is not None and cell.server.mean_acceptance_length is not None:
-        return cell.server.mean_acceptance_length
-    return cell.metrics.accept_length
 
 
 def figures_of(cell: CellResult) -> ArmFigures:
