@@ -139,8 +139,8 @@ def test_report_json_on_the_sample_run_works_read_only(tmp_path):
 def test_session_noise_pools_into_a_prior_line_a_plan_accepts(tmp_path):
     import tomllib
 
+    from dspark_tui.analysis.noise_prior import pooled_session_noise
     from dspark_tui.model import SessionNoisePrior
-    from dspark_tui.report.noise_prior import pooled_session_noise
 
     runs = [loaded(tmp_path / "a", rounds=3), loaded(tmp_path / "b", rounds=2)]
     pooled = pooled_session_noise(runs)
