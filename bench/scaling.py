@@ -79,7 +79,7 @@ def measurements(cells: int, rounds: int, repeats: int) -> list[CellResult]:
 
 
 def bench_verdicts(sizes: list[int], rounds: int, repeats: int, repeats_timing: int) -> None:
-    """The one analysis every screen calls (report/verdicts.py); target: 3,600 cells x 10
+    """The one analysis every screen calls (analysis/verdicts.py); target: 3,600 cells x 10
     measurements in <= 2 s."""
     settings = Settings(rounds=rounds, adaptive_rounds=2)
     rows = []

@@ -1,6 +1,6 @@
 """Which K to run where: the best K per cell, where neighbouring K values break even, and
 where speculation stops paying against K = 0. Every choice rests on the verdict analysis
-(report/verdicts.py) — its ratios, intervals and tie band; nothing here computes an interval
+(analysis/verdicts.py) — its ratios, intervals and tie band; nothing here computes an interval
 of its own. The method is in docs/decision.md.
 """
 

@@ -1,5 +1,5 @@
 """The live A/B table: recomputed whenever a measurement finishes (no pandas). Its winner,
-margin and verdict come from report/verdicts.py, the same analysis as the report's; with more
+margin and verdict come from analysis/verdicts.py, the same analysis as the report's; with more
 than two arms each row also names the leading arm and its margin over the K = 0 arm."""
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class ComparisonRow:
     winner: str | None = None
     runner_up: str | None = None
     margin: float | None = None
-    verdict: str | None = None  # wins | tie | unsure | single (report/verdicts.py)
+    verdict: str | None = None  # wins | tie | unsure | single (analysis/verdicts.py)
     margin_low: float | None = None
     margin_high: float | None = None
     rounds: int = 0
@@ -155,7 +155,7 @@ def interval_text(row: ComparisonRow) -> str:
 
 
 def verdict_text(row: ComparisonRow) -> str:
-    """`wins` / `tie` / `unsure` / `single` (report/verdicts.py); empty while a side is missing."""
+    """`wins` / `tie` / `unsure` / `single` (analysis/verdicts.py); empty while a side is missing."""
     return row.verdict or ""
 
 

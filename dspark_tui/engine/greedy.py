@@ -1,7 +1,7 @@
 """The greedy equivalence check, the collecting half (docs/greedy.md): after warmup, an arm's
 server answers the same fixed prompts at temperature 0, twice — the second pass is the control,
 the server's own nondeterminism — and the answers are saved as greedy/{arm}-{session}.json.
-Once every arm has answered, report/greedy.py compares them and the verdicts go out as a
+Once every arm has answered, analysis/greedy.py compares them and the verdicts go out as a
 GreedyChecked event and a notice.
 
 A session whose round already has this arm's answers (a restart, a resume) does not ask again.

@@ -1,7 +1,7 @@
 """Per-category results: scenarios that send one category's prompts (category-pure cells),
 grouped by category, with each category's best K per load.
 
-Nothing here decides anything: the best K per cell is report/decision.py's choice (the verdict
+Nothing here decides anything: the best K per cell is analysis/decision.py's choice (the verdict
 analysis' ratios and tie band), the per-position acceptance positions.py's reading of /metrics.
 This module only groups them by the plan's `[[scenarios]] category`.
 """

@@ -1,6 +1,6 @@
 """How sure the report is: the line of the summary that counts wins, ties and unsure cells
 (report/headline.py writes the rest) and the list of cells still unsure. Both read the
-verdicts of report/verdicts.py."""
+verdicts of analysis/verdicts.py."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """What History says about a run beyond run.json: its best arm, and its cells counted by the one
-rule every view that counts from files uses (report/counting.py: a cell is ok when every
+rule every view that counts from files uses (analysis/counting.py: a cell is ok when every
 measurement planned for it is ok, skipped when the user skipped one and none failed).
 
 Read in History's background worker, one run at a time, newest first: the list is usable first.
