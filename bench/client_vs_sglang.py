@@ -49,8 +49,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import print_table, simulator
 
 from dspark_tui.engine.datasets.prepare import prepare_keys, set_key
+from dspark_tui.engine.datasets.prompts import DEFAULT_VOCAB_SIZE
 from dspark_tui.engine.drivers import DriverContext, NativeDriver, warmup
-from dspark_tui.engine.drivers.prompts import DEFAULT_VOCAB_SIZE
 from dspark_tui.model import BenchConfig, CellKey, CellSpec
 from dspark_tui.results.importers import import_sglang_jsonl
 

@@ -20,10 +20,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import REPO, median_seconds, print_table, simulator
 
+from dspark_tui.analysis.verdicts import Settings, analyse_measurements
 from dspark_tui.engine.drivers import DriverContext, NativeDriver
 from dspark_tui.model import BenchConfig, CellKey, CellResult, CellSpec, ClientMetrics
-from dspark_tui.report import render_report
-from dspark_tui.report.verdicts import Settings, analyse_measurements
+from dspark_tui.report.markdown import render_report
 from dspark_tui.results import RunStore, load_run, scan_runs
 
 SAMPLE = REPO / "sample_results" / "dspark_st_comparison_20260707-150649"
@@ -79,7 +79,7 @@ def measurements(cells: int, rounds: int, repeats: int) -> list[CellResult]:
 
 
 def bench_verdicts(sizes: list[int], rounds: int, repeats: int, repeats_timing: int) -> None:
-    """The one analysis every screen calls (report/verdicts.py); target: 3,600 cells x 10
+    """The one analysis every screen calls (analysis/verdicts.py); target: 3,600 cells x 10
     measurements in <= 2 s."""
     settings = Settings(rounds=rounds, adaptive_rounds=2)
     rows = []

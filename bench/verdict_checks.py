@@ -28,9 +28,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dspark_tui.model import CellResult, ClientMetrics, Plan
-from dspark_tui.plans import resolve_plan
-from dspark_tui.report.verdicts import (
+from dspark_tui.analysis.verdicts import (
     UNSURE,
     WINS,
     RunVerdicts,
@@ -38,6 +36,8 @@ from dspark_tui.report.verdicts import (
     analyse_measurements,
     cells_to_remeasure,
 )
+from dspark_tui.model import CellResult, ClientMetrics, Plan
+from dspark_tui.plans import resolve_plan
 from dspark_tui.sim.config import ModelConfig, NoiseParams
 from dspark_tui.sim.estimate import sim_config
 from dspark_tui.sim.noise import SessionNoise, measure

@@ -120,7 +120,7 @@ def _duration(seconds: float) -> str:
 
 
 def report_command(args: argparse.Namespace) -> int:
-    from dspark_tui.report import render_report
+    from dspark_tui.report.markdown import render_report
     from dspark_tui.results import load_run
 
     run = load_run(args.run_dir)
@@ -152,7 +152,7 @@ def report_command(args: argparse.Namespace) -> int:
 
 
 def noise_command(args: argparse.Namespace) -> int:
-    from dspark_tui.report.noise_prior import pooled_session_noise
+    from dspark_tui.analysis.noise_prior import pooled_session_noise
     from dspark_tui.results import load_run
 
     pooled = pooled_session_noise([load_run(path) for path in args.run_dirs])

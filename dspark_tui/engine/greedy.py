@@ -1,7 +1,7 @@
 """The greedy equivalence check, the collecting half (docs/greedy.md): after warmup, an arm's
 server answers the same fixed prompts at temperature 0, twice — the second pass is the control,
 the server's own nondeterminism — and the answers are saved as greedy/{arm}-{session}.json.
-Once every arm has answered, report/greedy.py compares them and the verdicts go out as a
+Once every arm has answered, analysis/greedy.py compares them and the verdicts go out as a
 GreedyChecked event and a notice.
 
 A session whose round already has this arm's answers (a restart, a resume) does not ask again.
@@ -15,10 +15,10 @@ from collections.abc import Callable
 
 import httpx
 
+from dspark_tui.analysis.greedy import greedy_verdicts
 from dspark_tui.model import Arm, Plan
 from dspark_tui.model.events import Event, GreedyChecked, Notice
 from dspark_tui.model.greedy import GreedyAnswer, GreedyAnswers
-from dspark_tui.report.greedy import greedy_verdicts
 from dspark_tui.results import RunStore
 from dspark_tui.results.greedy import load_answers, save_answers
 

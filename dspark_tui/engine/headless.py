@@ -13,6 +13,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from dspark_tui.analysis.live import baseline_arm
 from dspark_tui.config import settings_or_warn
 from dspark_tui.engine.disk_budget import refuse_resume_without_room
 from dspark_tui.engine.finish import answer_lines
@@ -23,7 +24,6 @@ from dspark_tui.engine.printer import HeadlessPrinter, summary_lines
 from dspark_tui.engine.runner import TERMINAL_CLOSED, Runner, plan_of_run, preflight, prepare_run
 from dspark_tui.engine.verify import plan_to_run
 from dspark_tui.model import UserError
-from dspark_tui.report.live import baseline_arm
 from dspark_tui.results import RunStore
 from dspark_tui.results.follow import EventFollower
 from dspark_tui.results.run_lock import RunLock

@@ -18,6 +18,14 @@ from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 
+from dspark_tui.analysis.live import (
+    ComparisonRow,
+    baseline_text,
+    comparison_rows,
+    interval_text,
+    verdict_text,
+)
+from dspark_tui.analysis.verdicts import Settings
 from dspark_tui.engine.server import is_progress_line
 from dspark_tui.model import CellKey, CellResult
 from dspark_tui.model.events import (
@@ -37,9 +45,6 @@ from dspark_tui.model.events import (
 )
 from dspark_tui.model.lane_board import without_superseded
 from dspark_tui.model.run_state import RunState
-from dspark_tui.report import comparison_rows
-from dspark_tui.report.live import ComparisonRow, baseline_text, interval_text, verdict_text
-from dspark_tui.report.verdicts import Settings
 
 _QUIET_STATES = {"loading"}
 PROGRESS_LINE_EVERY_S = 15.0

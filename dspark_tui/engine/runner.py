@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Literal
 
+from dspark_tui.analysis.verdicts import cells_to_remeasure
 from dspark_tui.engine import finish
 from dspark_tui.engine.control import ControlReader
 from dspark_tui.engine.disk_budget import refuse_resume_without_room
@@ -51,7 +52,6 @@ from dspark_tui.engine.setup import filter_plan, preflight, prepare_run
 from dspark_tui.engine.steering import Steering
 from dspark_tui.model import Arm, CellResult, Plan, UserError
 from dspark_tui.model import events as ev
-from dspark_tui.report.verdicts import cells_to_remeasure
 from dspark_tui.results import RunStore
 from dspark_tui.results.run_lock import RunLock
 

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dspark_tui.analysis.analysis import analyse
+from dspark_tui.analysis.deploy import SCHEDULE_FILE, deploy_answer, schedule_json
+from dspark_tui.analysis.schedule import without_k_flags
 from dspark_tui.engine.setup import filter_plan
 from dspark_tui.model import Plan, UserError
-from dspark_tui.report.analysis import analyse
-from dspark_tui.report.deploy import SCHEDULE_FILE, deploy_answer, schedule_json
-from dspark_tui.report.schedule import without_k_flags
 from dspark_tui.results import RunStore
 from dspark_tui.results.manifest import Verification
 from dspark_tui.results.store import load_run

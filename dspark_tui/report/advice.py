@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dspark_tui.report import frames as fr
-from dspark_tui.report.analysis import RunAnalysis
-from dspark_tui.report.counting import start_failure
+from dspark_tui.analysis import frames as fr
+from dspark_tui.analysis.analysis import RunAnalysis
+from dspark_tui.analysis.counting import start_failure
 from dspark_tui.report.findings import band_label
 from dspark_tui.report.headline import is_simulated
 from dspark_tui.report.phrases import (

@@ -1,7 +1,7 @@
 """Per-category results: scenarios that send one category's prompts (category-pure cells),
 grouped by category, with each category's best K per load.
 
-Nothing here decides anything: the best K per cell is report/decision.py's choice (the verdict
+Nothing here decides anything: the best K per cell is analysis/decision.py's choice (the verdict
 analysis' ratios and tie band), the per-position acceptance positions.py's reading of /metrics.
 This module only groups them by the plan's `[[scenarios]] category`.
 """
@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dspark_tui.report.analysis import RunAnalysis
-from dspark_tui.report.decision import CellChoice, KDecision, decide_k
-from dspark_tui.report.deploy import DeployAnswer
-from dspark_tui.report.positions import SpecCounters, spec_counters
+from dspark_tui.analysis.analysis import RunAnalysis
+from dspark_tui.analysis.decision import CellChoice, KDecision, decide_k
+from dspark_tui.analysis.deploy import DeployAnswer
+from dspark_tui.analysis.positions import SpecCounters, spec_counters
+from dspark_tui.analysis.verdicts import UNSURE
 from dspark_tui.report.tables import markdown_table
 from dspark_tui.report.texts import Texts
-from dspark_tui.report.verdicts import UNSURE
 from dspark_tui.results.manifest import RunManifest
 
 _TEXTS: dict[str, dict[str, str]] = {

@@ -1,17 +1,17 @@
 """How sure the report is: the line of the summary that counts wins, ties and unsure cells
 (report/headline.py writes the rest) and the list of cells still unsure. Both read the
-verdicts of report/verdicts.py."""
+verdicts of analysis/verdicts.py."""
 
 from __future__ import annotations
 
 import math
 
-from dspark_tui.report import frames as fr
-from dspark_tui.report.analysis import RunAnalysis
+from dspark_tui.analysis import frames as fr
+from dspark_tui.analysis.analysis import RunAnalysis
+from dspark_tui.analysis.verdicts import TIE, UNSURE, WINS
 from dspark_tui.report.external_servers import unreplicated_note
 from dspark_tui.report.tables import pct
 from dspark_tui.report.texts import Texts
-from dspark_tui.report.verdicts import TIE, UNSURE, WINS
 
 # Past this many more rounds, "measure more" is not advice: the margin sits on the band's edge.
 MAX_ROUNDS_WORTH_SAYING = 20

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from dspark_tui.report.analysis import RunAnalysis
-from dspark_tui.report.decision import manifest_k_values
-from dspark_tui.report.measurements import aggregate_cells, measurements_of
+from dspark_tui.analysis.analysis import RunAnalysis
+from dspark_tui.analysis.decision import manifest_k_values
+from dspark_tui.analysis.measurements import aggregate_cells, measurements_of
 
 CHARTS_DIR = "charts"
 KINDS = ("throughput", "margin", "latency", "acceptance")
@@ -129,7 +129,7 @@ def reference_arm(analysis: RunAnalysis) -> str:
 
 def margin_chart(analysis: RunAnalysis) -> ChartData | None:
     """Each other arm's margin over the reference arm (B over A with two arms), in percent, with
-    the interval of the paired analysis the verdicts rest on (report/verdicts.py) as a band and
+    the interval of the paired analysis the verdicts rest on (analysis/verdicts.py) as a band and
     the tie band shaded. Cells measured once have a point and no band."""
     verdicts = analysis.verdicts
     if verdicts is None or len(analysis.arms) < 2:

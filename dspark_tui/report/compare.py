@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dspark_tui.report.layout import layout_of
-from dspark_tui.report.measurements import aggregate_cells, measurements_of
+from dspark_tui.analysis.layout import layout_of
+from dspark_tui.analysis.measurements import aggregate_cells, measurements_of
 from dspark_tui.report.tables import markdown_table, num
 from dspark_tui.report.texts import Texts
 from dspark_tui.results.store import LoadedRun

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 
-from dspark_tui.report.decision import Crossing, Ratio
+from dspark_tui.analysis.decision import Crossing, Ratio
+from dspark_tui.analysis.deploy import DeployAnswer
+from dspark_tui.analysis.positions import PositionGain
+from dspark_tui.analysis.schedule import Gain, shell_line
 from dspark_tui.report.decision_texts import DecisionTexts
-from dspark_tui.report.deploy import DeployAnswer
-from dspark_tui.report.positions import PositionGain
-from dspark_tui.report.schedule import Gain, shell_line
 from dspark_tui.report.tables import markdown_table
 from dspark_tui.report.texts import Texts
 

@@ -6,8 +6,8 @@ them, otherwise the text says they were not measured.
 
 from __future__ import annotations
 
-from dspark_tui.report import frames as fr
-from dspark_tui.report.analysis import RunAnalysis
+from dspark_tui.analysis import frames as fr
+from dspark_tui.analysis.analysis import RunAnalysis
 from dspark_tui.report.phrases import (
     counts,
     decisive_wins,

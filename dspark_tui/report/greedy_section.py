@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from dspark_tui.analysis.greedy import GreedyResult
 from dspark_tui.model.greedy import GreedyVerdict
-from dspark_tui.report.greedy import GreedyResult
 from dspark_tui.report.texts import Texts
 
 _ZH: dict[str, str] = {

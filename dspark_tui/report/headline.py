@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dspark_tui.report import frames as fr
-from dspark_tui.report.analysis import RunAnalysis, analyse
+from dspark_tui.analysis import frames as fr
+from dspark_tui.analysis.analysis import RunAnalysis, analyse
+from dspark_tui.analysis.deploy import DeployAnswer, deploy_answer
 from dspark_tui.report.certainty import how_sure, node_warnings
-from dspark_tui.report.deploy import DeployAnswer, deploy_answer
 from dspark_tui.report.findings import band_label
 from dspark_tui.report.texts import Texts
 from dspark_tui.results.manifest import RunManifest

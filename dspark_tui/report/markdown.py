@@ -4,24 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from dspark_tui.analysis.analysis import RunAnalysis, analyse
+from dspark_tui.analysis.counting import cell_counts, start_failure
+from dspark_tui.analysis.deploy import deploy_answer
+from dspark_tui.analysis.frames import CORE_COLUMNS, arm_pairs, core_table, server_table
+from dspark_tui.analysis.greedy import greedy_result
+from dspark_tui.analysis.verification import verification_of
 from dspark_tui.report.advice import advice_section
-from dspark_tui.report.analysis import RunAnalysis, analyse
 from dspark_tui.report.categories import category_section
 from dspark_tui.report.certainty import margin_interval_text, unsure_section
 from dspark_tui.report.charts import existing_charts
-from dspark_tui.report.counting import cell_counts, start_failure
 from dspark_tui.report.decision_section import deploy_section, sweep_section
-from dspark_tui.report.deploy import deploy_answer
 from dspark_tui.report.external_servers import external_server_lines
 from dspark_tui.report.findings import findings_section
-from dspark_tui.report.frames import CORE_COLUMNS, arm_pairs, core_table, server_table
-from dspark_tui.report.greedy import greedy_result
 from dspark_tui.report.greedy_section import greedy_section
 from dspark_tui.report.headline import is_simulated, summary_section
 from dspark_tui.report.nodes import nodes_line
 from dspark_tui.report.tables import markdown_table, num, pct
 from dspark_tui.report.texts import Texts
-from dspark_tui.report.verification import verification_of
 from dspark_tui.report.verification_section import verification_section
 from dspark_tui.results.store import LoadedRun
 

@@ -9,24 +9,16 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from dspark_tui.report.analysis import analyse
+from dspark_tui.analysis.analysis import analyse
+from dspark_tui.analysis.deploy import write_schedule
+from dspark_tui.analysis.greedy import greedy_result
+from dspark_tui.analysis.verdicts import RunVerdicts, run_verdicts
 from dspark_tui.report.charts import chart_data
-from dspark_tui.report.deploy import write_schedule
-from dspark_tui.report.greedy import greedy_result
-from dspark_tui.report.layout import layout_of
 from dspark_tui.report.markdown import render_report
-from dspark_tui.report.measurements import measurements_of
-from dspark_tui.report.verdicts import RunVerdicts, Settings, analyse_measurements
 from dspark_tui.results import RunStore, atomic_write_text
 from dspark_tui.results.store import LoadedRun
 
 ANALYSIS_FILE = "analysis.json"
-
-
-def run_verdicts(run: LoadedRun) -> RunVerdicts:
-    """The verdicts of a loaded run under the statistics settings it was started with."""
-    settings = Settings.of_manifest(run.manifest)
-    return analyse_measurements(measurements_of(run), layout_of(run).arms, settings)
 
 
 def analysis_json(run: LoadedRun, verdicts: RunVerdicts | None = None) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dspark_tui.report.analysis import RunAnalysis
-from dspark_tui.report.frames import TIE_MARGIN
+from dspark_tui.analysis.analysis import RunAnalysis
+from dspark_tui.analysis.frames import TIE_MARGIN
 from dspark_tui.report.tables import MISSING, num, pct
 from dspark_tui.report.texts import Texts
 

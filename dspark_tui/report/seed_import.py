@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from dspark_tui.analysis.frames import CORE_COLUMNS
 from dspark_tui.model import CellResult, ClientMetrics, Plan, Provenance, UserError
-from dspark_tui.report.frames import CORE_COLUMNS
 from dspark_tui.results.manifest import RunManifest, manifest_for_plan
 from dspark_tui.results.store import RunStore
 

@@ -3,11 +3,11 @@ fixed K, per cell and on the plan's traffic. Empty for every other run."""
 
 from __future__ import annotations
 
-from dspark_tui.report.decision import Ratio
-from dspark_tui.report.schedule import Gain
+from dspark_tui.analysis.decision import Ratio
+from dspark_tui.analysis.schedule import Gain
+from dspark_tui.analysis.verification import VerificationResult
 from dspark_tui.report.tables import markdown_table
 from dspark_tui.report.texts import Texts
-from dspark_tui.report.verification import VerificationResult
 
 _ZH: dict[str, str] = {
     "heading": "## K 调度验证",

@@ -1,5 +1,5 @@
 """What History says about a run beyond run.json: its best arm, and its cells counted by the one
-rule every view that counts from files uses (report/counting.py: a cell is ok when every
+rule every view that counts from files uses (analysis/counting.py: a cell is ok when every
 measurement planned for it is ok, skipped when the user skipped one and none failed).
 
 Read in History's background worker, one run at a time, newest first: the list is usable first.
@@ -21,9 +21,9 @@ class RunFacts:
 
 
 def run_facts(path: Path) -> RunFacts:
-    from dspark_tui.report.counting import cell_counts
+    from dspark_tui.analysis.counting import cell_counts
+    from dspark_tui.analysis.verdicts import best_arm_line
     from dspark_tui.report.outputs import run_verdicts
-    from dspark_tui.report.verdicts import best_arm_line
 
     run = load_run(path)
     counts = cell_counts(run)

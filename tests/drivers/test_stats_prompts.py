@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dspark_tui.engine.drivers.prompts import random_id_prompts
+from dspark_tui.engine.datasets.prompts import random_id_prompts
 from dspark_tui.engine.drivers.stats import RequestRecord, client_metrics
 from dspark_tui.stats.descriptive import percentile, summarize
 

@@ -9,13 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from dspark_tui.analysis.greedy import compare_answers, greedy_result
 from dspark_tui.engine.greedy import collect
 from dspark_tui.engine.runner import Runner, prepare_run
 from dspark_tui.model import load_plan, parse_plan
 from dspark_tui.model.greedy import GreedyAnswer, GreedyAnswers
 from dspark_tui.model.run_state import RunState
 from dspark_tui.model.speculation import without_speculation
-from dspark_tui.report.greedy import compare_answers, greedy_result
 from dspark_tui.report.greedy_section import greedy_section
 from dspark_tui.report.texts import Texts
 from dspark_tui.results import RunStore

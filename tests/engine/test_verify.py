@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from dspark_tui.analysis.deploy import write_schedule
 from dspark_tui.cli import main
 from dspark_tui.engine.preflight import PreflightFailed
 from dspark_tui.engine.verify import (
@@ -17,7 +18,6 @@ from dspark_tui.engine.verify import (
     verification_plan,
 )
 from dspark_tui.model import UserError, parse_plan
-from dspark_tui.report.deploy import write_schedule
 from dspark_tui.results import RunStore
 from tests.conftest import SAMPLE_RUN
 from tests.report.k_sweep_builders import k_sweep_run, plan_text

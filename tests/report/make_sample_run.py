@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from dspark_tui.plans import resolve_plan
-from dspark_tui.report import render_report
+from dspark_tui.report.markdown import render_report
 from dspark_tui.report.seed_import import SEED_RUN_NAME, build_seed_run
 from dspark_tui.results import load_run
 from tests.conftest import REPO, SEED_REPORT

@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from dspark_tui.analysis.verdicts import RunVerdicts, Settings, analyse_measurements
 from dspark_tui.model import CellResult, CellStatus, ClientMetrics
-from dspark_tui.report.verdicts import RunVerdicts, Settings, analyse_measurements
 from tests.conftest import FIXTURES
 
 GOLDEN = FIXTURES / "verdicts_without_nodes.json"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dspark_tui.report.analysis import analyse
+from dspark_tui.analysis.analysis import analyse
 from dspark_tui.report.markdown import render_report
 from tests.report.test_verification import verification_run
 

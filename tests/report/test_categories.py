@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from dspark_tui.analysis.analysis import analyse
+from dspark_tui.analysis.deploy import deploy_answer
 from dspark_tui.model import PlanError, parse_plan
-from dspark_tui.report import render_report
-from dspark_tui.report.analysis import analyse
 from dspark_tui.report.categories import KRun, category_section, runs_text
-from dspark_tui.report.deploy import deploy_answer
+from dspark_tui.report.markdown import render_report
 from dspark_tui.report.texts import Texts
 from tests.report.k_sweep_builders import k_sweep_run, plan_text
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dspark_tui.report.analysis import analyse
+from dspark_tui.analysis.analysis import analyse
 from dspark_tui.report.chart_drawing import arm_colours, chart_svg
 from dspark_tui.report.charts import acceptance_chart, chart_data, margin_chart, throughput_chart
 from dspark_tui.report.outputs import write_outputs
@@ -131,7 +131,7 @@ def test_importing_the_report_does_not_import_matplotlib():
 
 def test_a_report_rendered_again_links_the_charts_already_drawn(tmp_path: Path):
     """A screen that regenerates report.md (render_report alone) keeps the charts' links."""
-    from dspark_tui.report import render_report
+    from dspark_tui.report.markdown import render_report
 
     run_dir = tmp_path / "seed"
     shutil.copytree(SAMPLE_RUN, run_dir)

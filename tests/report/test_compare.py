@@ -6,7 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
-from dspark_tui.report import render_comparison, run_comparison_frame
+from dspark_tui.report.compare import render_comparison, run_comparison_frame
 from dspark_tui.results import load_run
 from tests.conftest import SAMPLE_RUN
 from tests.report.markdown_tables import cells_of, table_after

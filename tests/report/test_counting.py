@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dspark_tui.analysis.counting import cell_counts
 from dspark_tui.model import CellResult, CellStatus, parse_plan
 from dspark_tui.model.events import RoundPlanned
 from dspark_tui.model.outcome import CellCounts, cell_outcome
-from dspark_tui.report import render_report
-from dspark_tui.report.counting import cell_counts
+from dspark_tui.report.markdown import render_report
 from dspark_tui.results import RunStore, load_run, manifest_for_plan
 from tests.report.builders import model_cell
 

@@ -10,13 +10,13 @@ import time
 
 import pytest
 
+from dspark_tui.analysis.analysis import analyse
+from dspark_tui.analysis.decision import decide_k
+from dspark_tui.analysis.deploy import SCHEDULE_FILE, deploy_answer, write_schedule
+from dspark_tui.analysis.positions import disagreements, spec_counters
 from dspark_tui.model import PlanError, parse_plan
-from dspark_tui.report import render_report
-from dspark_tui.report.analysis import analyse
-from dspark_tui.report.decision import decide_k
-from dspark_tui.report.deploy import SCHEDULE_FILE, deploy_answer, write_schedule
+from dspark_tui.report.markdown import render_report
 from dspark_tui.report.outputs import write_outputs
-from dspark_tui.report.positions import disagreements, spec_counters
 from dspark_tui.results import load_run
 from tests.conftest import SAMPLE_RUN
 from tests.report.k_sweep_builders import k_sweep_run, model_throughput, plan_text
@@ -234,7 +234,7 @@ def test_eight_arms_by_forty_cells_by_five_measurements_report_in_a_second(tmp_p
 
 
 def test_a_choice_names_the_verdict_it_rests_on():
-    from dspark_tui.report.decision import CellChoice, Ratio
+    from dspark_tui.analysis.decision import CellChoice, Ratio
 
     def choice(k, vs_top, top_vs_runner_up, verified=True):
         return CellChoice("chat", 1, k, 7, {6: 99.0, 7: 100.0}, {6: vs_top, 7: Ratio(1, 1, 1, "tie")},

@@ -4,9 +4,9 @@ more than the tie band, and never more than the band slower than the optimum els
 
 from __future__ import annotations
 
-from dspark_tui.report.analysis import analyse
-from dspark_tui.report.decision import decide_k
-from dspark_tui.report.deploy import deploy_answer
+from dspark_tui.analysis.analysis import analyse
+from dspark_tui.analysis.decision import decide_k
+from dspark_tui.analysis.deploy import deploy_answer
 from dspark_tui.sim.config import ModelConfig
 from dspark_tui.sim.virtual import sample_lengths, simulate_closed_loop
 from tests.report.k_sweep_builders import k_sweep_run

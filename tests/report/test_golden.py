@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from dspark_tui.report import render_report
+from dspark_tui.report.markdown import render_report
 from dspark_tui.report.seed_import import SEED_ORIGINAL_DIR, completed_requests
 from dspark_tui.results import load_run
 from tests.conftest import SAMPLE_RUN, SEED_REPORT

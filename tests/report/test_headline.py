@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from dspark_tui.report import render_report
 from dspark_tui.report.headline import headline_markdown, is_simulated
+from dspark_tui.report.markdown import render_report
 from dspark_tui.results import load_run
 from tests.conftest import SAMPLE_RUN
 from tests.report.k_sweep_builders import k_sweep_run

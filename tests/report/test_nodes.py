@@ -10,10 +10,10 @@ import math
 
 import pytest
 
-from dspark_tui.report.analysis import analyse
+from dspark_tui.analysis.analysis import analyse
+from dspark_tui.analysis.verdicts import Settings, analyse_measurements
 from dspark_tui.report.certainty import how_sure, node_warnings
 from dspark_tui.report.texts import Texts
-from dspark_tui.report.verdicts import Settings, analyse_measurements
 from dspark_tui.results import RunStore, load_run
 from tests.report.builders import manifest
 from tests.report.node_builders import GOLDEN, golden, grid_run, verdict_json
@@ -165,7 +165,7 @@ def test_the_how_sure_line_says_nodes_unpaired_rounds_and_the_node_warning(tmp_p
         assert warning == (f"- 注意：`b` / `a` 的比值在节点之间不同（节点均值最多相差 {spread}；"
                            "2 个节点的轮次效应 F 检验，"
                            f"p {p}），可能有节点与其他节点不一样；判定不变，只对这些节点整体成立。")
-    from dspark_tui.report import render_report
+    from dspark_tui.report.markdown import render_report
 
     report = render_report(analysis.run, lang=lang)
     assert line in report and warning in report
@@ -187,7 +187,7 @@ def test_runs_on_one_machine_keep_the_how_sure_line_of_before(tmp_path):
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_the_report_header_names_each_node_and_the_rounds_it_served(tmp_path, lang):
-    from dspark_tui.report import render_report
+    from dspark_tui.report.markdown import render_report
 
     def restarted(arm, rnd, cell):
         return "n9" if (rnd, arm) == (3, "b") else alternating(arm, rnd, cell)
@@ -223,7 +223,7 @@ def test_the_node_check_flags_pairs_by_holms_rule_across_the_pairs():
     stops at its first failure."""
     from types import SimpleNamespace
 
-    from dspark_tui.report.verdicts import PairNoise, RunVerdicts
+    from dspark_tui.analysis.verdicts import PairNoise, RunVerdicts
     from dspark_tui.stats.paired import NodeCheck
 
     def verdicts(*ps: float) -> SimpleNamespace:

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from dspark_tui.report import render_report
+from dspark_tui.report.markdown import render_report
 from dspark_tui.results import load_run
 from tests.conftest import SAMPLE_RUN
 from tests.report.markdown_tables import cells_of, section, table_after

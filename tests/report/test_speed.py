@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dspark_tui.report import render_report
+from dspark_tui.report.markdown import render_report
 from dspark_tui.results.store import LoadedRun
 from tests.report.builders import manifest, model_cell
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dspark_tui.model import UserError
-from dspark_tui.report import render_report
+from dspark_tui.report.markdown import render_report
 from dspark_tui.results import RunStore, load_run
 from dspark_tui.results.manifest import ComparedParameter
 from tests.conftest import SAMPLE_RUN

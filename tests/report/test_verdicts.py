@@ -11,11 +11,12 @@ import sys
 import numpy as np
 import pytest
 
+from dspark_tui.analysis.analysis import analyse
+from dspark_tui.analysis.live import comparison_rows
+from dspark_tui.analysis.verdicts import Settings, analyse_measurements
 from dspark_tui.model import CellResult, ClientMetrics
-from dspark_tui.report import comparison_rows, render_report
-from dspark_tui.report.analysis import analyse
+from dspark_tui.report.markdown import render_report
 from dspark_tui.report.outputs import analysis_json, run_verdicts
-from dspark_tui.report.verdicts import Settings, analyse_measurements
 from dspark_tui.results import load_run
 from tests.conftest import REPO, SAMPLE_RUN
 from tests.report.builders import manifest
@@ -138,8 +139,8 @@ def test_report_json_on_the_sample_run_works_read_only(tmp_path):
 def test_session_noise_pools_into_a_prior_line_a_plan_accepts(tmp_path):
     import tomllib
 
+    from dspark_tui.analysis.noise_prior import pooled_session_noise
     from dspark_tui.model import SessionNoisePrior
-    from dspark_tui.report.noise_prior import pooled_session_noise
 
     runs = [loaded(tmp_path / "a", rounds=3), loaded(tmp_path / "b", rounds=2)]
     pooled = pooled_session_noise(runs)

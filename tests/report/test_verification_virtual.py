@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import math
 
+from dspark_tui.analysis.analysis import analyse
+from dspark_tui.analysis.deploy import deploy_answer
 from dspark_tui.plans import resolve_plan
-from dspark_tui.report.analysis import analyse
-from dspark_tui.report.deploy import deploy_answer
 from dspark_tui.sim.config import ModelConfig
 from dspark_tui.sim.virtual import VirtualResult, sample_lengths, simulate_closed_loop
 from tests.report.k_sweep_builders import k_sweep_run

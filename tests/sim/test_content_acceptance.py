@@ -14,7 +14,7 @@ import pytest
 from dspark_tui.engine.datasets import DatasetError, load_prompt_set
 from dspark_tui.engine.datasets.files import category_lines, read_prompt_lines
 from dspark_tui.engine.datasets.prepare import prepare_keys, set_key
-from dspark_tui.engine.drivers.prompts import PromptSpec
+from dspark_tui.engine.datasets.prompts import PromptSpec
 from dspark_tui.model import CellKey, CellSpec
 from dspark_tui.model.prompt_file import BUILTIN_PROMPT_FILE, PromptFileError, read_prompt_file
 from dspark_tui.sim.config import DEFAULT_ACCEPTANCE, ModelConfig

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from dspark_tui.report.verdicts import Settings, analyse_measurements
+from dspark_tui.analysis.verdicts import Settings, analyse_measurements
 from dspark_tui.stats.paired import FixedSessionTerm, decide, fit_noise, t_quantile
 from tests.report.test_verdicts import ARMS, measurements
 
@@ -73,8 +73,8 @@ def test_analysis_marks_unreplicated_pairs_and_says_what_the_intervals_cover():
 
 
 def test_a_run_without_session_replication_lends_no_prior(tmp_path):
+    from dspark_tui.analysis.noise_prior import pooled_session_noise
     from dspark_tui.model import UserError
-    from dspark_tui.report.noise_prior import pooled_session_noise
     from tests.report.test_verdicts import loaded
 
     restarted = loaded(tmp_path / "a", rounds=3)

@@ -70,7 +70,7 @@ async def test_the_live_chart_redraws_when_a_measurement_lands_not_on_progress(t
 
 
 def _report_data(run_dir: Path):
-    from dspark_tui.report.analysis import analyse
+    from dspark_tui.analysis.analysis import analyse
     from dspark_tui.report.charts import acceptance_chart, margin_chart
 
     analysis = analyse(load_run(run_dir))

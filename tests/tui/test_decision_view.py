@@ -13,9 +13,9 @@ from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.widgets import Static
 
-from dspark_tui.report.analysis import analyse
-from dspark_tui.report.deploy import DeployAnswer, deploy_answer
-from dspark_tui.report.schedule import shell_line
+from dspark_tui.analysis.analysis import analyse
+from dspark_tui.analysis.deploy import DeployAnswer, deploy_answer
+from dspark_tui.analysis.schedule import shell_line
 from dspark_tui.results import load_run
 from dspark_tui.tui.app import AttachTarget, DsparkApp
 from dspark_tui.tui.screens.decision import NOT_A_SWEEP, DecisionScreen

@@ -156,7 +156,7 @@ def test_report_viewer_in_80x24_shows_a_wrapped_sentence_whole(tmux: Tmux, tmp_p
     whole, wrapped at the pane's edge rather than cut (zh, the locale's language here)."""
     import re
 
-    from dspark_tui.report import render_report
+    from dspark_tui.report.markdown import render_report
     from dspark_tui.results import load_run
     from dspark_tui.tui.report_blocks import report_blocks
 

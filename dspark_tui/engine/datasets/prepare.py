@@ -26,6 +26,7 @@ from dspark_tui.engine.datasets.files import (
     read_sharegpt_pairs,
     shipped_prompts_path,
 )
+from dspark_tui.engine.datasets.prompts import PromptSpec
 from dspark_tui.engine.datasets.sampling import (
     TextPrompt,
     jsonl_prompts,
@@ -33,7 +34,6 @@ from dspark_tui.engine.datasets.sampling import (
     sharegpt_prompts,
 )
 from dspark_tui.engine.datasets.tokenizers import Tokenizer, open_tokenizer
-from dspark_tui.engine.drivers.prompts import PromptSpec
 from dspark_tui.model import CellSpec, Plan
 from dspark_tui.model.naming import safe_name
 from dspark_tui.results.atomic import atomic_write_bytes

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from dspark_tui.engine.datasets.files import DatasetError, PromptLine
+from dspark_tui.engine.datasets.prompts import random_lengths
 from dspark_tui.engine.datasets.tokenizers import Tokenizer
-from dspark_tui.engine.drivers.prompts import random_lengths
 
 BATCH = 32
 

@@ -15,12 +15,18 @@ from pathlib import Path
 from dspark_tui.engine.gpu import GpuProbe
 from dspark_tui.engine.launchers.kubernetes import (
     KubernetesServer,
+    delete_objects,
     places_on_nodes,
     read_template,
     render_manifest,
 )
-from dspark_tui.engine.launchers.record import stop_orphaned_launch
-from dspark_tui.engine.launchers.slurm import SlurmServer
+from dspark_tui.engine.launchers.record import (
+    job_key,
+    read_launch_record,
+    read_launch_records,
+    write_launch_record,
+)
+from dspark_tui.engine.launchers.slurm import SlurmServer, cancel_job
 from dspark_tui.engine.placement import Placement
 from dspark_tui.engine.server import Emit, ServerError, ServerProcess
 from dspark_tui.model import Arm, Plan
@@ -63,3 +69,22 @@ def launcher_problems(plan: Plan) -> list[str]:
                     "runs rounds on several nodes at once and the template must place a round's "
                     "arms on one node: add `affinity: {affinity}` under the Pod's spec")
     return problems
+
+
+def stop_orphaned_launch(run_dir: Path) -> str | None:
+    """Undo every job or pod a dead runner left asked for; what was done, in words, several
+    joined by "; " (None: nothing was left). A job any copy says is stopped was undone (the
+    state is written only after the undo). A tool that fails leaves the record as it was, so
+    the next resume tries again."""
+    live = read_launch_record(run_dir)
+    words = []
+    for copies in read_launch_records(run_dir):
+        if any(copy.state == "stopped" for copy in copies):
+            continue
+        record = max(copies, key=lambda copy: (copy.job_id is not None, copy.node is not None))
+        done, said = cancel_job(record) if record.launcher == "slurm" else delete_objects(record)
+        words.append(said)
+        if done:
+            record.state = "stopped"
+            write_launch_record(run_dir, record, live=live is not None and job_key(live) == job_key(record))
+    return "; ".join(words) or None

@@ -56,7 +56,7 @@ def read_launch_record(run_dir: Path) -> LaunchRecord | None:
     return _read(run_dir / LAUNCHER_JSON)
 
 
-def _job(record: LaunchRecord) -> tuple[str, str, tuple[str, ...]]:
+def job_key(record: LaunchRecord) -> tuple[str, str, tuple[str, ...]]:
     """What a record asked for: the same for the live record and the session's copy of it."""
     return record.launcher, record.job_name, tuple(record.objects)
 
@@ -67,27 +67,5 @@ def read_launch_records(run_dir: Path) -> list[list[LaunchRecord]]:
     paths = [*sorted((run_dir / "servers").glob("*.launcher.json")), run_dir / LAUNCHER_JSON]
     jobs: dict[tuple[str, str, tuple[str, ...]], list[LaunchRecord]] = {}
     for record in filter(None, map(_read, paths)):
-        jobs.setdefault(_job(record), []).append(record)
+        jobs.setdefault(job_key(record), []).append(record)
     return list(jobs.values())
-
-
-def stop_orphaned_launch(run_dir: Path) -> str | None:
-    """Undo every job or pod a dead runner left asked for; what was done, in words, several
-    joined by "; " (None: nothing was left). A job any copy says is stopped was undone (the
-    state is written only after the undo). A tool that fails leaves the record as it was, so
-    the next resume tries again."""
-    from dspark_tui.engine.launchers.kubernetes import delete_objects
-    from dspark_tui.engine.launchers.slurm import cancel_job
-
-    live = read_launch_record(run_dir)
-    words = []
-    for copies in read_launch_records(run_dir):
-        if any(copy.state == "stopped" for copy in copies):
-            continue
-        record = max(copies, key=lambda copy: (copy.job_id is not None, copy.node is not None))
-        done, said = cancel_job(record) if record.launcher == "slurm" else delete_objects(record)
-        words.append(said)
-        if done:
-            record.state = "stopped"
-            write_launch_record(run_dir, record, live=live is not None and _job(live) == _job(record))
-    return "; ".join(words) or None

@@ -43,7 +43,7 @@ class ReportCharts:
 
 def report_charts(run: LoadedRun) -> ReportCharts:
     """The report's margin and acceptance data for the run (in a worker: analyse() reads pandas)."""
-    from dspark_tui.report.analysis import analyse
+    from dspark_tui.analysis.analysis import analyse
     from dspark_tui.report.charts import acceptance_chart, margin_chart
 
     analysis = analyse(run)
@@ -150,7 +150,7 @@ class ChartScreen(LoadingScreen):
         self._set_cells([cell for cell in run.measurements if cell.ok])
 
     def _set_cells(self, measurements: list[CellResult]) -> None:
-        from dspark_tui.report.measurements import aggregate_cells
+        from dspark_tui.analysis.measurements import aggregate_cells
 
         self.cells = list(aggregate_cells(measurements).values())
         measured = {cell.scenario for cell in self.cells}

@@ -24,12 +24,12 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Label, Markdown, Static
 
-from dspark_tui.report.analysis import analyse
-from dspark_tui.report.decision import is_k_sweep, manifest_k_values
+from dspark_tui.analysis.analysis import analyse
+from dspark_tui.analysis.decision import is_k_sweep, manifest_k_values
+from dspark_tui.analysis.deploy import DeployAnswer, deploy_answer
+from dspark_tui.analysis.positions import acceptance_by_k
+from dspark_tui.analysis.schedule import Gain, shell_line
 from dspark_tui.report.decision_section import break_even_items
-from dspark_tui.report.deploy import DeployAnswer, deploy_answer
-from dspark_tui.report.positions import acceptance_by_k
-from dspark_tui.report.schedule import Gain, shell_line
 from dspark_tui.results import load_run
 from dspark_tui.results.manifest import RunManifest
 from dspark_tui.tui.screens.loading import LoadingScreen

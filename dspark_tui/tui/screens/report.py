@@ -22,7 +22,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Label, Markdown
 
 from dspark_tui.model import UserError
-from dspark_tui.report import render_report
+from dspark_tui.report.markdown import render_report
 from dspark_tui.results import RunStore, load_run
 from dspark_tui.tui.language import view_language
 from dspark_tui.tui.report_blocks import Block, Table, report_blocks

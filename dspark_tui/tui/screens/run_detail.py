@@ -54,7 +54,7 @@ class ReadRun:
 
 
 def read_run(run_dir: Path, lang: str) -> ReadRun:
-    from dspark_tui.report.counting import cell_outcomes
+    from dspark_tui.analysis.counting import cell_outcomes
 
     run = load_run(run_dir)
     return ReadRun(run, cell_outcomes(run), run_headline(run, lang))
@@ -124,7 +124,7 @@ class RunDetailScreen(LoadingScreen):
         self.load(partial(read_run, self.run_dir, lang), self._show_run, f"loading {self.run_dir.name}")
 
     async def _show_run(self, read: ReadRun) -> None:
-        from dspark_tui.report.live import baseline_arm, comparison_rows
+        from dspark_tui.analysis.live import baseline_arm, comparison_rows
 
         run = self.run = read.run
         arms = run.manifest.arm_names()
@@ -139,8 +139,8 @@ class RunDetailScreen(LoadingScreen):
         await self.query_one("#detail-headline", Markdown).update(read.headline)
         for problem in run.problems:
             self.notify(f"{problem}", severity="warning", timeout=6)
-        from dspark_tui.report.measurements import measurements_of
-        from dspark_tui.report.verdicts import Settings
+        from dspark_tui.analysis.measurements import measurements_of
+        from dspark_tui.analysis.verdicts import Settings
 
         self.query_one(ABTable).show(
             comparison_rows(measurements_of(run), arms, run.manifest.scenarios,

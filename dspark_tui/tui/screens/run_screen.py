@@ -119,7 +119,7 @@ class RunScreen(Screen[None]):
         self.state.name = manifest.name
         self._scenarios = list(manifest.scenarios)
         self._manifest = manifest
-        from dspark_tui.report.live import baseline_arm
+        from dspark_tui.analysis.live import baseline_arm
 
         self._baseline = baseline_arm(manifest)
         try:
@@ -228,8 +228,8 @@ class RunScreen(Screen[None]):
             summary.load(self.run_dir, getattr(self.app, "lang", "en"))
 
     def _show_table(self) -> None:
-        from dspark_tui.report.live import comparison_rows
-        from dspark_tui.report.verdicts import Settings
+        from dspark_tui.analysis.live import comparison_rows
+        from dspark_tui.analysis.verdicts import Settings
 
         arms = list(self.state.arms)
         rows = comparison_rows(self.state.table_measurements(), arms, self._scenarios,
@@ -345,7 +345,7 @@ class RunScreen(Screen[None]):
         self.app.push_screen(ReportScreen(self.run_dir))
 
     def _is_sweep(self) -> bool:
-        from dspark_tui.report.decision import is_k_sweep, manifest_k_values
+        from dspark_tui.analysis.decision import is_k_sweep, manifest_k_values
 
         return self._manifest is not None and is_k_sweep(manifest_k_values(self._manifest))
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import DataTable
 
-from dspark_tui.report.live import (
+from dspark_tui.analysis.live import (
     ArmFigures,
     ComparisonRow,
     verdict_text,

@@ -14,8 +14,11 @@ from typing import Any
 
 import numpy as np
 
+from dspark_tui.analysis.layout import layout_of
+from dspark_tui.analysis.measurements import measurements_of
 from dspark_tui.model import CellResult, Plan
 from dspark_tui.results.manifest import RunManifest
+from dspark_tui.results.store import LoadedRun
 from dspark_tui.stats.paired import (
     SINGLE,
     TIE,
@@ -562,3 +565,9 @@ __all__ = [
     "cells_to_remeasure",
     "outlier_cells",
 ]
+
+
+def run_verdicts(run: LoadedRun) -> RunVerdicts:
+    """The verdicts of a loaded run under the statistics settings it was started with."""
+    settings = Settings.of_manifest(run.manifest)
+    return analyse_measurements(measurements_of(run), layout_of(run).arms, settings)

@@ -11,8 +11,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from dspark_tui.analysis.verdicts import run_verdicts
 from dspark_tui.model import UserError
-from dspark_tui.report.outputs import run_verdicts
 from dspark_tui.results.store import LoadedRun
 
 

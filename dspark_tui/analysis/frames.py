@@ -13,10 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from dspark_tui.analysis.layout import RunLayout
+from dspark_tui.analysis.measurements import acceptance_length
+from dspark_tui.analysis.verdicts import SINGLE, TIE, RunVerdicts
 from dspark_tui.model import CellResult
-from dspark_tui.report.layout import RunLayout
-from dspark_tui.report.live import acceptance_length
-from dspark_tui.report.verdicts import SINGLE, TIE, RunVerdicts
 
 # A margin under this is reported as a tie: run-to-run noise of a bench cell is about this size.
 TIE_MARGIN = 0.02

@@ -1,5 +1,5 @@
 """The live A/B table: recomputed whenever a measurement finishes (no pandas). Its winner,
-margin and verdict come from report/verdicts.py, the same analysis as the report's; with more
+margin and verdict come from analysis/verdicts.py, the same analysis as the report's; with more
 than two arms each row also names the leading arm and its margin over the K = 0 arm."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from dspark_tui.analysis.decision import manifest_k_values, ratio_between
+from dspark_tui.analysis.measurements import acceptance_length, aggregate_cells
+from dspark_tui.analysis.verdicts import RunVerdicts, Settings, analyse_measurements
 from dspark_tui.model import CellResult
-from dspark_tui.report.decision import manifest_k_values, ratio_between
-from dspark_tui.report.measurements import aggregate_cells
-from dspark_tui.report.verdicts import RunVerdicts, Settings, analyse_measurements
 from dspark_tui.results.manifest import RunManifest
 
 
@@ -35,7 +35,7 @@ class ComparisonRow:
     winner: str | None = None
     runner_up: str | None = None
     margin: float | None = None
-    verdict: str | None = None  # wins | tie | unsure | single (report/verdicts.py)
+    verdict: str | None = None  # wins | tie | unsure | single (analysis/verdicts.py)
     margin_low: float | None = None
     margin_high: float | None = None
     rounds: int = 0
@@ -50,13 +50,6 @@ class ComparisonRow:
     @property
     def key(self) -> tuple[str, int]:
         return (self.scenario, self.concurrency)
-
-
-def acceptance_length(cell: CellResult) -> float | None:
-    """Measured on the server when scraped, else what the client read from it, else unknown."""
-    if cell.server is not None and cell.server.mean_acceptance_length is not None:
-        return cell.server.mean_acceptance_length
-    return cell.metrics.accept_length
 
 
 def figures_of(cell: CellResult) -> ArmFigures:
@@ -162,7 +155,7 @@ def interval_text(row: ComparisonRow) -> str:
 
 
 def verdict_text(row: ComparisonRow) -> str:
-    """`wins` / `tie` / `unsure` / `single` (report/verdicts.py); empty while a side is missing."""
+    """`wins` / `tie` / `unsure` / `single` (analysis/verdicts.py); empty while a side is missing."""
     return row.verdict or ""
 
 

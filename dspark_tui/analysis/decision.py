@@ -1,6 +1,6 @@
 """Which K to run where: the best K per cell, where neighbouring K values break even, and
 where speculation stops paying against K = 0. Every choice rests on the verdict analysis
-(report/verdicts.py) — its ratios, intervals and tie band; nothing here computes an interval
+(analysis/verdicts.py) — its ratios, intervals and tie band; nothing here computes an interval
 of its own. The method is in docs/decision.md.
 """
 
@@ -11,12 +11,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from dspark_tui.report.layout import RunLayout, compared_values
-from dspark_tui.report.verdicts import SINGLE, RunVerdicts
+from dspark_tui.analysis.layout import RunLayout, compared_values
+from dspark_tui.analysis.verdicts import SINGLE, RunVerdicts
 from dspark_tui.results.manifest import RunManifest
 
 if TYPE_CHECKING:  # analysis imports live.py, which imports this module
-    from dspark_tui.report.analysis import RunAnalysis
+    from dspark_tui.analysis.analysis import RunAnalysis
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import contextlib
 
+from dspark_tui.analysis.layout import RunLayout, layout_of, plan_snapshot
+from dspark_tui.analysis.measurements import measurements_of
 from dspark_tui.model import CellKey
 from dspark_tui.model.events import RoundPlanned, parse_event
 from dspark_tui.model.outcome import CellCounts, CellOutcome, cell_outcome
-from dspark_tui.report.layout import RunLayout, layout_of, plan_snapshot
-from dspark_tui.report.measurements import measurements_of
 from dspark_tui.results.jsonl import read_complete_lines
 from dspark_tui.results.store import LoadedRun, RunStore
 

@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from dspark_tui.analysis import frames as fr
+from dspark_tui.analysis.layout import RunLayout, layout_of
+from dspark_tui.analysis.measurements import aggregate_cells, measurements_of
+from dspark_tui.analysis.verdicts import SINGLE, UNSURE, RunVerdicts, Settings, analyse_measurements
 from dspark_tui.model import CellKey
-from dspark_tui.report import frames as fr
-from dspark_tui.report.layout import RunLayout, layout_of
-from dspark_tui.report.measurements import aggregate_cells, measurements_of
-from dspark_tui.report.verdicts import SINGLE, UNSURE, RunVerdicts, Settings, analyse_measurements
 from dspark_tui.results.store import LoadedRun
 
 LONG_INPUT = 4096

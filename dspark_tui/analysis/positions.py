@@ -7,9 +7,9 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
+from dspark_tui.analysis.decision import KDecision, Ratio
+from dspark_tui.analysis.measurements import measurements_of
 from dspark_tui.model import CellResult
-from dspark_tui.report.decision import KDecision, Ratio
-from dspark_tui.report.measurements import measurements_of
 
 # Acceptance lengths closer than this are "the same per step" (counter noise, not a claim).
 ACCEPT_LENGTH_EPSILON = 0.02

@@ -16,10 +16,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from dspark_tui.analysis.live import baseline_arm
 from dspark_tui.model import Plan
 from dspark_tui.model.greedy import GreedyAnswer, GreedyAnswers, GreedyVerdict
 from dspark_tui.model.speculation import differs_beyond_speculation
-from dspark_tui.report.live import baseline_arm
 from dspark_tui.results.greedy import load_answers
 from dspark_tui.results.manifest import RunManifest
 

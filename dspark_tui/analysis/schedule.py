@@ -12,11 +12,11 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from dspark_tui.analysis.decision import CellChoice, KDecision, Ratio
+from dspark_tui.analysis.layout import plan_snapshot
+from dspark_tui.analysis.positions import SpecCounters
 from dspark_tui.model import Plan
 from dspark_tui.model.traffic import TrafficMix
-from dspark_tui.report.decision import CellChoice, KDecision, Ratio
-from dspark_tui.report.layout import plan_snapshot
-from dspark_tui.report.positions import SpecCounters
 
 SCHEDULE_SCHEMA_VERSION = 1
 # vLLM's default --max-num-seqs for the OpenAI server (EngineArgs); newer releases raise it on

@@ -8,9 +8,9 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dspark_tui.report.analysis import RunAnalysis
-from dspark_tui.report.decision import Ratio, ratio_between
-from dspark_tui.report.schedule import CellId, Gain, combine_ratios, plan_of, traffic_weights
+from dspark_tui.analysis.analysis import RunAnalysis
+from dspark_tui.analysis.decision import Ratio, ratio_between
+from dspark_tui.analysis.schedule import CellId, Gain, combine_ratios, plan_of, traffic_weights
 from dspark_tui.results.manifest import Verification
 from dspark_tui.stats.paired import SINGLE, WINS, classify
 

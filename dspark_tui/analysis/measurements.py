@@ -69,3 +69,10 @@ def _mean_lists(lists: list[list[float]]) -> list[float]:
         column = [values[i] for values in lists if len(values) > i]
         out.append(sum(column) / len(column))
     return out
+
+
+def acceptance_length(cell: CellResult) -> float | None:
+    """Measured on the server when scraped, else what the client read from it, else unknown."""
+    if cell.server is not None and cell.server.mean_acceptance_length is not None:
+        return cell.server.mean_acceptance_length
+    return cell.metrics.accept_length

@@ -9,9 +9,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dspark_tui.report.analysis import RunAnalysis, analyse
-from dspark_tui.report.decision import KDecision, decide_k
-from dspark_tui.report.positions import (
+from dspark_tui.analysis.analysis import RunAnalysis, analyse
+from dspark_tui.analysis.decision import KDecision, decide_k
+from dspark_tui.analysis.positions import (
     Disagreement,
     PositionValue,
     SpecCounters,
@@ -19,7 +19,7 @@ from dspark_tui.report.positions import (
     position_values,
     spec_counters,
 )
-from dspark_tui.report.schedule import (
+from dspark_tui.analysis.schedule import (
     SCHEDULE_SCHEMA_VERSION,
     CellId,
     Gain,
