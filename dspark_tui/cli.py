@@ -127,6 +127,7 @@ def _reader_gone() -> int:
 
 def _dispatch(args: argparse.Namespace) -> int:
     command = args.command
+    _resolve_run_names(args)
     if command == "plan":
         from dspark_tui.commands import plan_command
 
@@ -158,3 +159,21 @@ def _dispatch(args: argparse.Namespace) -> int:
     from dspark_tui.tui.launch import tui_command
 
     return tui_command(args)
+
+
+RUN_ARGS = ("run_dir", "resume", "verify")
+
+
+def _resolve_run_names(args: argparse.Namespace) -> None:
+    """A run directory may be given as the name `runs` prints, or a unique prefix of it."""
+    given = {name: getattr(args, name) for name in RUN_ARGS if getattr(args, name, None) is not None}
+    if not given:
+        return
+    from dspark_tui.config import load_settings
+    from dspark_tui.results.run_names import find_run
+
+    settings, _ = load_settings(getattr(args, "config", None))  # the command warns, once
+    results = getattr(args, "results", None)
+    roots = [*([Path(results)] if isinstance(results, Path) else []), *settings.history_roots()]
+    for name, value in given.items():
+        setattr(args, name, find_run(Path(value), roots))
