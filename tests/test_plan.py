@@ -159,3 +159,13 @@ def test_names_at_the_limit_pass():
     plan = parse_plan(text.replace('name = "t"', f'name = "{"t" * 80}"'))
     assert len(plan.arms[1].name) == len(plan.scenarios[0].name) == 100
     assert len(plan.name) == 80
+
+
+def test_a_plan_with_two_problems_names_both_each_on_its_line():
+    text = GOOD.replace("output_len = 5", "output_len = -1").replace("input_len = 10", "input_len = 0")
+    with pytest.raises(PlanError) as info:
+        parse_plan(text, "two.toml")
+    lines = str(info.value).splitlines()
+    assert len(lines) == 2, lines
+    assert any(".output_len: " in line for line in lines) and any(".input_len: " in line for line in lines)
+    assert all(line.startswith("two.toml:") for line in lines)

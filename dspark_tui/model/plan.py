@@ -556,23 +556,22 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
 
 
 def _describe(exc: ValidationError, text: str, source: str, data: Any = None) -> str:
-    """The first error as `file:line: key: message`; the count of others after it.
+    """Every problem as `file:line: key: message`, one a line (the CLI prints each as its own
+    error line).
 
     pydantic reports a wrong value once per member of a union (`int`, `list[int]`, a table);
     those count as one problem, the first member's."""
-    errors = exc.errors(include_url=False)
     by_key: dict[str, Any] = {}
-    for error in errors:
+    for error in exc.errors(include_url=False):
         by_key.setdefault(_readable_loc(error["loc"], data), error)
-    loc, first = next(iter(by_key.items()))
-    keyed = (first.get("ctx") or {}).get("error")
-    line = line_of(text, keyed.loc if isinstance(keyed, KeyedValueError) else first["loc"])
-    where = f"{source}:{line}" if line else source
-    message = _readable_message(first)
-    others = len(by_key) - 1
-    more = f" (and {others} more problem{'s' if others > 1 else ''})" if others else ""
-    key = f"{loc}: " if loc else ""
-    return f"{where}: {key}{message}{more}"
+    lines = []
+    for loc, error in by_key.items():
+        keyed = (error.get("ctx") or {}).get("error")
+        line = line_of(text, keyed.loc if isinstance(keyed, KeyedValueError) else error["loc"])
+        where = f"{source}:{line}" if line else source
+        key = f"{loc}: " if loc else ""
+        lines.append(f"{where}: {key}{_readable_message(error)}")
+    return "\n".join(lines)
 
 
 def _readable_loc(loc: tuple[Any, ...], data: Any = None) -> str:
