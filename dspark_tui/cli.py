@@ -72,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_runs = sub.add_parser("runs", help="list past runs in the results folders")
     p_runs.add_argument("--results", type=Path, action="append", help="extra folder to scan")
+    p_runs.add_argument("--paths", action="store_true", help="also each run's directory")
 
     p_plan = sub.add_parser("plan", help="list, show or check plans")
     plan_sub = p_plan.add_subparsers(dest="plan_command", metavar="ACTION", required=True)

@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dspark_tui.config import settings_or_warn
 from dspark_tui.model import Plan, UserError
 from dspark_tui.model.secrets import redact_argv
+
+if TYPE_CHECKING:
+    from dspark_tui.results.scan import RunSummary
 
 
 def plan_command(args: argparse.Namespace) -> int:
@@ -164,9 +168,7 @@ def noise_command(args: argparse.Namespace) -> int:
 
 
 def runs_command(args: argparse.Namespace) -> int:
-    from dspark_tui.model.run_status import run_status_label, skipped_of_completed
     from dspark_tui.results import scan_runs
-    from dspark_tui.results.run_size import format_size
 
     settings = settings_or_warn(getattr(args, "config", None))
     roots = list(dict.fromkeys(Path(r).expanduser() for r in
@@ -175,12 +177,31 @@ def runs_command(args: argparse.Namespace) -> int:
     if not runs:
         print("no runs found in " + ", ".join(str(r) for r in roots))
         return 0
-    for run in runs:
-        state = f"problem: {run.problem}" if run.problem else run_status_label(
-            run.status, skipped=skipped_of_completed(run.cells_total, run.cells_done)
-            if run.status == "completed" else 0)
-        arms = ",".join(run.arms)
-        print(f"{run.started_at[:19]:<19}  {run.name:<28} {arms:<12} "
-              f"{run.cells_done:>4}/{run.cells_total:<4} {format_size(run.size_bytes):>8}  {state:<12} "
-              f"{run.path}")
+    rows = [_run_row(run, args.paths) for run in runs]
+    header = ("NAME", "ARMS", "CELLS", "SIZE", "STATUS", *(("PATH",) if args.paths else ()))
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header) - 1)]
+    for row in [header, *rows]:
+        cells = [cell.rjust(width) if i in (2, 3) else cell.ljust(width)
+                 for i, (cell, width) in enumerate(zip(row, widths, strict=False))]
+        print("  ".join([*cells, row[-1]]).rstrip())
+    if not args.paths:
+        # The NAME (or a unique prefix) is taken wherever a run directory is.
+        print("in " + ", ".join(str(r) for r in roots) + "  (--paths: each directory)")
     return 0
+
+
+ARMS_SHOWN = 12  # wider than this, the ARMS column counts the arms (`7 arms`): 80 columns
+
+
+def _run_row(run: RunSummary, paths: bool) -> tuple[str, ...]:
+    from dspark_tui.model.run_status import run_status_label, skipped_of_completed
+    from dspark_tui.results.run_size import format_size
+
+    state = f"problem: {run.problem}" if run.problem else run_status_label(
+        run.status, skipped=skipped_of_completed(run.cells_total, run.cells_done)
+        if run.status == "completed" else 0)
+    arms = ",".join(run.arms)
+    if len(arms) > ARMS_SHOWN:
+        arms = f"{len(run.arms)} arms"
+    row = (run.path.name, arms, f"{run.cells_done}/{run.cells_total}", format_size(run.size_bytes), state)
+    return (*row, str(run.path)) if paths else row

@@ -47,3 +47,20 @@ def test_ctl_finds_the_run_by_name(tmp_path: Path):
     done = run_cli("ctl", "demo_2026", "pause", env=env)
     assert done.stderr.startswith(f"dspark-tui: error: {tmp_path / 'results' / 'demo_20261201-101010'}: "
                                   "the run has completed"), done.stderr
+
+
+def test_runs_has_a_header_fits_80_columns_and_prints_names_the_commands_take(tmp_path: Path):
+    import json
+
+    env = _results(tmp_path, "k_sweep_20261201-101010")
+    manifest_path = tmp_path / "results" / "k_sweep_20261201-101010" / "run.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["arms"] = [{"name": f"K={k}"} for k in range(7)]
+    manifest_path.write_text(json.dumps(manifest))
+    listed = run_cli("runs", env=env)
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert lines[0].split() == ["NAME", "ARMS", "CELLS", "SIZE", "STATUS"]
+    assert max(map(len, lines[:-1])) <= 80, listed.stdout
+    name = next(line for line in lines if line.startswith("k_sweep")).split()[0]
+    assert "the run has completed" in run_cli("ctl", name, "pause", env=env).stderr

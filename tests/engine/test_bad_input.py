@@ -38,7 +38,7 @@ def test_a_newer_run_json_is_refused_everywhere_and_never_rewritten(tmp_path: Pa
                  ("attach", str(run_dir), "--headless"), ("attach", str(run_dir))):
         done = run_cli(*args)
         assert (done.returncode, done.stdout, done.stderr.splitlines()) == (2, "", [refusal]), args
-    listed = run_cli("runs", "--results", str(tmp_path / "results"))
+    listed = run_cli("runs", "--paths", "--results", str(tmp_path / "results"))
     assert listed.returncode == 0 and "Traceback" not in listed.stderr
     [line] = [line for line in listed.stdout.splitlines() if str(run_dir) in line]
     assert "problem: run.json written by a newer dspark-tui (run schema 99" in line

@@ -145,7 +145,7 @@ def test_runs_lists_the_rest_past_unreadable_looping_and_wrong_runs(tmp_path: Pa
     root = closed_run.parent
     typed = _bad_neighbours(root)
     good = _good_run(root)
-    done = _cli("runs", "--results", str(root))
+    done = _cli("runs", "--paths", "--results", str(root))
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert str(good) in done.stdout and "completed" in done.stdout
     for run in typed.values():
