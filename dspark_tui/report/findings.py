@@ -20,7 +20,7 @@ from dspark_tui.report.phrases import (
     win_range,
 )
 from dspark_tui.report.tables import markdown_table, num, pct, tokens
-from dspark_tui.report.texts import Texts
+from dspark_tui.report.words import Texts
 
 
 def band_label(band: str, concurrencies: list[int]) -> str:
