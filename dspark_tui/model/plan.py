@@ -41,7 +41,6 @@ Scalar = str | int | float | bool
 # `random` and `sharegpt` read a ShareGPT JSON file as sglang.bench_serving does; `jsonl` reads
 # one prompt a line (the shipped prompts file when no dataset_path is given).
 Dataset = Literal["random-ids", "random", "sharegpt", "jsonl"]
-TEXT_DATASETS: tuple[str, ...] = ("random", "sharegpt", "jsonl")
 # Arm, scenario and plan names become parts of file names (cells/{arm}/{scenario}__c8__r2p1.json,
 # {name}_{stamp}/, the atomic writer's temporary names); at this length the longest of them stays
 # far below the 255 bytes a file name may have (tests/test_name_limits.py measures it).

@@ -67,11 +67,6 @@ def _unmatched(run_a: LoadedRun, run_b: LoadedRun) -> tuple[int, int]:
     return len(a - b), len(b - a)
 
 
-def unmatched_counts(run_a: LoadedRun, run_b: LoadedRun) -> tuple[int, int]:
-    """Ok cells only in A, only in B."""
-    return _unmatched(run_a, run_b)
-
-
 def arm_ratios(frame: pd.DataFrame) -> list[tuple[str, float, int, int]]:
     """Per arm, in the frame's order: (arm, geometric mean of the Total tok/s ratios, cells B is
     faster in, cells compared) — the one line a user comparing two runs reads first."""
