@@ -23,17 +23,27 @@ PLACEHOLDERS_DIFFER = {
 # Keys the code builds from a value (not a literal): where -> the keys it can take.
 DYNAMIC = {
     ("report/compare.py", "side"): {"compare.a", "compare.b"},
-    ("report/compare.py", "what"): {"compare.model", "compare.command", "compare.prompts",
-                                    "compare.warmup"},  # run_differences' kinds
-    ("report/advice.py", "key"): {"report.rec_long_input", "report.rec_long_output",
-                                  "report.rec_short"},  # RunAnalysis.workload_groups
+    ("report/compare.py", "what"): {
+        "compare.model",
+        "compare.command",
+        "compare.prompts",
+        "compare.warmup",
+    },  # run_differences' kinds
+    ("report/advice.py", "key"): {
+        "report.rec_long_input",
+        "report.rec_long_output",
+        "report.rec_short",
+    },  # RunAnalysis.workload_groups
 }
 JOINED = "report.list_sep"  # Texts.join's separator
 
 
 def placeholders(template: str) -> set[tuple[str, str | None, str]]:
-    return {(name, conversion, spec) for _, name, spec, conversion in string.Formatter().parse(template)
-            if name is not None}
+    return {
+        (name, conversion, spec)
+        for _, name, spec, conversion in string.Formatter().parse(template)
+        if name is not None
+    }
 
 
 def test_zh_and_en_have_the_same_keys_in_the_same_order():
@@ -66,16 +76,23 @@ def uses(module: str, source: str) -> tuple[list[Use], list[tuple[str, str]]]:
     annotated: set[str] = set()
     literals: dict[str, list[ast.expr]] = {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
-                and isinstance(node.targets[0], ast.Name) and _literal(node.value):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and _literal(node.value)
+        ):
             literals.setdefault(node.targets[0].id, []).append(node.value)
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             section = _section_made(node.value)
             for target in node.targets:
                 if section is not None and isinstance(target, ast.Name):
                     bound.setdefault(target.id, set()).add(section)
-        elif isinstance(node, ast.arg) and isinstance(node.annotation, ast.Name) \
-                and node.annotation.id == "Texts":
+        elif (
+            isinstance(node, ast.arg)
+            and isinstance(node.annotation, ast.Name)
+            and node.annotation.id == "Texts"
+        ):
             annotated.add(node.arg)
     for name, sections in bound.items():
         assert len(sections) == 1, f"{module}: `{name}` is a Texts of {sections}: one name a section"
@@ -88,8 +105,12 @@ def uses(module: str, source: str) -> tuple[list[Use], list[tuple[str, str]]]:
         func = node.func
         if isinstance(func, ast.Name) and func.id in section_of:
             section = section_of[func.id]
-        elif isinstance(func, ast.Attribute) and func.attr == "get" \
-                and isinstance(func.value, ast.Name) and func.value.id in section_of:
+        elif (
+            isinstance(func, ast.Attribute)
+            and func.attr == "get"
+            and isinstance(func.value, ast.Name)
+            and func.value.id in section_of
+        ):
             section = section_of[func.value.id]
         elif isinstance(func, ast.Call) and _section_made(func) is not None:  # Texts(lang, "x")("k")
             section = _section_made(func) or "report"
@@ -111,8 +132,12 @@ def _section_made(call: ast.Call) -> str | None:
         if len(call.args) > 1 and isinstance(call.args[1], ast.Constant):
             return str(call.args[1].value)
         return "report"
-    if isinstance(func, ast.Attribute) and func.attr == "of" and call.args \
-            and isinstance(call.args[0], ast.Constant):
+    if (
+        isinstance(func, ast.Attribute)
+        and func.attr == "of"
+        and call.args
+        and isinstance(call.args[0], ast.Constant)
+    ):
         return str(call.args[0].value)
     return None
 
@@ -137,14 +162,23 @@ def _keys(node: ast.expr, literals: dict[str, list[ast.expr]]) -> list[tuple[str
 
 def _missing(found: list[Use]) -> list[Use]:
     keys = CATALOGUE["en"]
-    return [use for use in found
-            if not (any(k.startswith(f"{use.section}.{use.key}") for k in keys) if use.prefix
-                    else f"{use.section}.{use.key}" in keys)]
+    return [
+        use
+        for use in found
+        if not (
+            any(k.startswith(f"{use.section}.{use.key}") for k in keys)
+            if use.prefix
+            else f"{use.section}.{use.key}" in keys
+        )
+    ]
 
 
 def _modules() -> list[tuple[str, str]]:
-    return [(str(path.relative_to(ROOT)), path.read_text(encoding="utf-8"))
-            for path in sorted(ROOT.rglob("*.py")) if "Texts" in path.read_text(encoding="utf-8")]
+    return [
+        (str(path.relative_to(ROOT)), path.read_text(encoding="utf-8"))
+        for path in sorted(ROOT.rglob("*.py"))
+        if "Texts" in path.read_text(encoding="utf-8")
+    ]
 
 
 def _scan() -> tuple[list[Use], set[tuple[str, str]]]:
@@ -175,7 +209,7 @@ def test_every_key_in_the_catalogue_is_asked_for():
 
 
 def test_the_scan_finds_a_key_the_catalogue_lacks():
-    source = '''
+    source = """
 def section(t: Texts, lang: str) -> list[str]:
     d = t.of("decision")
     say = Texts(lang, "greedy")
@@ -183,10 +217,14 @@ def section(t: Texts, lang: str) -> list[str]:
     return [d(key), t("title", backend="b", subject="s"), d("deploy_heading"), say("heading"),
             d("heading"), t(f"band.{lang}"), t(f"nothing.{lang}"), say.get("lead", "x"),
             Texts(lang, "compare")("none"), say("same" if lang else "differs"), t(lang)]
-'''
+"""
     found, dynamic = uses("report/example.py", source)
     assert [(u.section, u.key) for u in _missing(found)] == [
-        ("decision", "nope"), ("decision", "heading"), ("report", "nothing."), ("greedy", "differs")]
+        ("decision", "nope"),
+        ("decision", "heading"),
+        ("report", "nothing."),
+        ("greedy", "differs"),
+    ]
     assert dynamic == [("report/example.py", "lang")]
 
 

@@ -25,9 +25,16 @@ ARMS = ["st=3", "st=5"]
 
 
 def _measurement(arm: str, scenario: str, c: int, total: float, rnd: int = 1) -> CellFinished:
-    return CellFinished(t=T0 + rnd, result=CellResult(
-        arm=arm, scenario=scenario, concurrency=c, round=rnd,
-        metrics=ClientMetrics(total_throughput=total, duration=4.0, completed=c)))
+    return CellFinished(
+        t=T0 + rnd,
+        result=CellResult(
+            arm=arm,
+            scenario=scenario,
+            concurrency=c,
+            round=rnd,
+            metrics=ClientMetrics(total_throughput=total, duration=4.0, completed=c),
+        ),
+    )
 
 
 def _record_threads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -55,20 +62,25 @@ async def test_the_tables_verdicts_are_computed_off_the_ui_thread(tmp_path: Path
         assert len(threads) == 1
         rows = table_text(app, "#ab-table")
         append_events(run_dir, [_measurement("st=3", rows[0][0], int(rows[0][1]), 7_654_321.0, rnd=2)])
-        await wait_until(pilot, lambda: table_text(app, "#ab-table")[0] != rows[0],
-                         what="the new measurement in the table")
+        await wait_until(
+            pilot, lambda: table_text(app, "#ab-table")[0] != rows[0], what="the new measurement in the table"
+        )
     assert len(threads) == 2 and ui not in threads
 
 
 def _big_run(folder: Path) -> tuple[Path, list[Event]]:
     """1,800 rows (300 scenarios x 6 concurrencies) of two arms, as events only."""
     folder.mkdir(parents=True)
-    events: list[Event] = [RunStarted(t=T0, run_dir=str(folder), name="big", arms=ARMS,
-                                      total_cells=3600)]
-    events += [_measurement(arm, f"s{i}", c, 1000.0 * c * (1.1 if arm == "st=5" else 1.0))
-               for arm in ARMS for i in range(300) for c in (1, 4, 16, 64, 96, 128)]
-    RunStore(folder).events_path.write_text("".join(file_json(e) + "\n" for e in events),
-                                            encoding="utf-8")  # at once: no fsync per event
+    events: list[Event] = [RunStarted(t=T0, run_dir=str(folder), name="big", arms=ARMS, total_cells=3600)]
+    events += [
+        _measurement(arm, f"s{i}", c, 1000.0 * c * (1.1 if arm == "st=5" else 1.0))
+        for arm in ARMS
+        for i in range(300)
+        for c in (1, 4, 16, 64, 96, 128)
+    ]
+    RunStore(folder).events_path.write_text(
+        "".join(file_json(e) + "\n" for e in events), encoding="utf-8"
+    )  # at once: no fsync per event
     return folder, events
 
 
@@ -93,8 +105,7 @@ def _on_this_thread(coro: Coroutine[Any, Any, Any], spent: list[float]) -> Gener
 
 
 @pytest.mark.timing
-async def test_a_measurement_landing_in_1800_rows_costs_the_ui_thread_little(tmp_path: Path,
-                                                                               monkeypatch):
+async def test_a_measurement_landing_in_1800_rows_costs_the_ui_thread_little(tmp_path: Path, monkeypatch):
     """The UI thread's CPU time (time.thread_time: other load on the box does not count) in the
     run screen's poll that lands one measurement in a table of 1,800 rows: folding, taking the
     table's inputs and drawing, not what the poll awaits in worker threads. With the verdicts
