@@ -19,7 +19,7 @@ from dspark_tui.results import RunStore
 from dspark_tui.tui.screens.run_screen import RunScreen
 from dspark_tui.tui.widgets.ab_table import ABTable
 from tests.tui.eventlog import T0, append_events, write_run
-from tests.tui.helpers import make_app, run_screen_shown, settled, table_text, wait_until
+from tests.tui.helpers import make_app, settled, table_text, wait_until
 
 ARMS = ["st=3", "st=5"]
 
@@ -57,13 +57,21 @@ async def test_the_tables_verdicts_are_computed_off_the_ui_thread(tmp_path: Path
     async with app.run_test(size=(200, 30)) as pilot:
         ui = threading.get_ident()  # the test's coroutines run on the app's event loop
         app.open_replay(run_dir)
-        await run_screen_shown(pilot, "[completed]")
-        await settled(pilot)
+        await wait_until(
+            pilot,
+            lambda: threads and app.screen.query_one(ABTable).row_count,
+            timeout=30,
+            what="the first table",
+        )  # 10 s was short on a loaded box
+        await settled(pilot, timeout=30)
         assert len(threads) == 1
         rows = table_text(app, "#ab-table")
         append_events(run_dir, [_measurement("st=3", rows[0][0], int(rows[0][1]), 7_654_321.0, rnd=2)])
         await wait_until(
-            pilot, lambda: table_text(app, "#ab-table")[0] != rows[0], what="the new measurement in the table"
+            pilot,
+            lambda: table_text(app, "#ab-table")[0] != rows[0],
+            timeout=30,
+            what="the new measurement in the table",
         )
     assert len(threads) == 2 and ui not in threads
 
