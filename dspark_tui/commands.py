@@ -73,8 +73,8 @@ def _dataset_lines(plan: Plan) -> list[str]:
 def _print_preflight(plan: Plan, results_root: Path, roots: list[Path]) -> int:
     """What a run of this plan would meet on this machine now: notes on stdout, problems as the
     run would refuse them (one `error:` line each on stderr, exit code 2)."""
-    from dspark_tui.engine.ports import with_concrete_port
-    from dspark_tui.engine.preflight import check_plan
+    from dspark_tui.engine.checks.preflight import check_plan
+    from dspark_tui.engine.servers.ports import with_concrete_port
 
     checked = check_plan(with_concrete_port(plan), [results_root, *roots],
                          results_root=Path(results_root).expanduser())

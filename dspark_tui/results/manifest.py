@@ -28,7 +28,7 @@ class ArmInfo(BaseModel):
     vars: dict[str, Any] = Field(default_factory=dict)
     # An arm whose server something else runs (plan `url`): what that server said about itself
     # when the run first measured it — {"url", "version", "info": {family: {label: value}}}
-    # (engine/external_server.py), secrets masked. None for a server this tool starts.
+    # (engine/servers/external_server.py), secrets masked. None for a server this tool starts.
     external_server: dict[str, Any] | None = None
 
     @model_serializer(mode="wrap")
@@ -156,7 +156,7 @@ def newer_run_schema(data: object) -> str | None:
 def redacted_plan_snapshot(plan: Plan) -> dict[str, Any]:
     """The plan as run.json keeps it: secrets (API key, secret-named flags and variables, URL
     passwords, in the server command, its env and bench.extra_args) masked. A resume gets them
-    back from the environment (see engine.resume_plan.plan_of_run)."""
+    back from the environment (see engine.run.resume_plan.plan_of_run)."""
     snapshot = plan.model_dump(mode="json")
     if snapshot["bench"].get("api_key"):
         snapshot["bench"]["api_key"] = REDACTED

@@ -10,9 +10,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from dspark_tui.engine.ports import port_is_free
-from dspark_tui.engine.server import ServerError, ServerProcess
-from dspark_tui.engine.server_record import read_record
+from dspark_tui.engine.servers.ports import port_is_free
+from dspark_tui.engine.servers.server import ServerError, ServerProcess
+from dspark_tui.engine.servers.server_record import read_record
 from tests.engine.helpers import Recorder, fake_server_plan
 
 
@@ -139,8 +139,8 @@ def test_a_server_spawned_before_its_pid_was_recorded_is_still_stopped(tmp_path:
     import subprocess
     import sys
 
-    from dspark_tui.engine.procs import TOKEN_VAR
-    from dspark_tui.engine.server_record import ServerRecord, stop_orphaned_server, write_record
+    from dspark_tui.engine.servers.procs import TOKEN_VAR
+    from dspark_tui.engine.servers.server_record import ServerRecord, stop_orphaned_server, write_record
 
     token = "starting-token-0123456789"
     write_record(tmp_path, ServerRecord(arm="a", pid=0, pgid=0, create_time=0.0, token=token,

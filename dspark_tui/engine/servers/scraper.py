@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from dspark_tui.engine.gpu import GpuProbe, GpuSample
+from dspark_tui.engine.servers.gpu import GpuProbe, GpuSample
 from dspark_tui.model import CellKey, ServerSummary
 from dspark_tui.model.events import MetricsSample, Notice
 from dspark_tui.results.atomic import atomic_write_text

@@ -13,7 +13,7 @@ from typing import Any
 from dspark_tui.analysis.analysis import analyse
 from dspark_tui.analysis.deploy import SCHEDULE_FILE, deploy_answer, schedule_json
 from dspark_tui.analysis.schedule import without_k_flags
-from dspark_tui.engine.setup import filter_plan
+from dspark_tui.engine.checks.setup import filter_plan
 from dspark_tui.model import Plan, UserError
 from dspark_tui.results import RunStore
 from dspark_tui.results.manifest import Verification

@@ -20,13 +20,13 @@ from pathlib import Path
 import httpx
 import psutil
 
-from dspark_tui.engine import disk_budget
-from dspark_tui.engine.drivers.auth import bearer_headers
-from dspark_tui.engine.gpu import GpuDevice, detect_gpu
-from dspark_tui.engine.launchers import launcher_problems
-from dspark_tui.engine.liveness import LiveRun, live_runs, orphan_server_on_port, run_holding_port
-from dspark_tui.engine.ports import describe_taken_port, port_is_free
-from dspark_tui.engine.server_record import read_record
+from dspark_tui.engine.checks import disk_budget
+from dspark_tui.engine.rundir.liveness import LiveRun, live_runs, orphan_server_on_port, run_holding_port
+from dspark_tui.engine.servers.auth import bearer_headers
+from dspark_tui.engine.servers.gpu import GpuDevice, detect_gpu
+from dspark_tui.engine.servers.launchers import launcher_problems
+from dspark_tui.engine.servers.ports import describe_taken_port, port_is_free
+from dspark_tui.engine.servers.server_record import read_record
 from dspark_tui.model import Plan, UserError
 from dspark_tui.results import RunStore
 
@@ -126,7 +126,7 @@ def check_plan(plan: Plan, roots: Iterable[Path], exclude: Path | None = None, *
 # -- the server -------------------------------------------------------------------------------
 
 def server_env(plan: Plan) -> dict[str, str]:
-    """The environment the server starts with (engine/server.py adds only its token)."""
+    """The environment the server starts with (engine/servers/server.py adds only its token)."""
     return {**os.environ, **plan.server.env}
 
 
@@ -451,6 +451,6 @@ def _overlap(ours: list[str] | None, theirs: list[str] | None) -> str:
 
 def check_disk(plan: Plan, results_root: Path) -> list[Problem]:
     """Free space where the run directory will be, against what the plan is expected to
-    write (engine/disk_budget.py: measurements x bytes each, logs included)."""
+    write (engine/checks/disk_budget.py: measurements x bytes each, logs included)."""
     return [Problem("disk", line + " — free some space or choose another --results folder")
             for line in disk_budget.check_disk(plan, results_root)]

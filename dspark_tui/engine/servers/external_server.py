@@ -20,8 +20,8 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from dspark_tui.engine.drivers.auth import bearer_headers
-from dspark_tui.engine.server import ServerError
+from dspark_tui.engine.servers.auth import bearer_headers
+from dspark_tui.engine.servers.server import ServerError
 from dspark_tui.model import Arm, Plan
 from dspark_tui.model.events import Event, ServerState, ServerStateChanged
 from dspark_tui.model.secrets import mask_value
