@@ -281,7 +281,10 @@ def _speculation(args: argparse.Namespace) -> tuple[int, tuple[ScheduleEntry, ..
                 raise SimUsageError("--speculative-config: num_speculative_tokens_per_batch_size "
                                     "needs num_speculative_tokens > 0 (the largest K)")
     if spec_tokens is None:
-        spec_tokens = 3
+        # No K anywhere: no speculative flag means no speculation, as on vLLM (an arm with
+        # K = 0 starts without one); a speculative config that names no K gets the model's
+        # three MTP layers, as vLLM takes K from an MTP model's config.
+        spec_tokens = 3 if args.speculative_config else 0
     if not 0 <= spec_tokens <= MAX_SPEC_TOKENS:
         raise SimUsageError(f"--spec-tokens must be in 0..{MAX_SPEC_TOKENS}, got {spec_tokens}")
     return int(spec_tokens), schedule
