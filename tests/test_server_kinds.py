@@ -135,6 +135,28 @@ def test_run_json_and_the_k_analysis_see_the_table_k():
     assert manifest_k_values(manifest_for_plan(parse_plan(other))) is None
 
 
+def test_the_shipped_k_sweep_is_a_sweep_of_tables_with_its_schedule_in_place():
+    from dspark_tui.plans import resolve_plan
+
+    plan, _ = resolve_plan("dspark-k-sweep")
+    assert plan.uses_speculative_tables()
+    assert manifest_k_values(manifest_for_plan(plan)) == {f"K={k}": k for k in range(8)}
+    assert [spec_json(plan.server_argv(arm)) for arm in plan.arms[:2]] == [
+        None, {"method": "dspark", "num_speculative_tokens": 1}]
+    schedule = Schedule([[1, 16, 5], [17, 256, 2]], 256, "plan", "running_batch", 256)
+    config = speculative_config(schedule, *method_for(plan)[:1], existing_speculative_config(plan))
+    command = serve_command(plan, "num_speculative_tokens", config)
+    assert command[-2:] == ["--speculative-config", json.dumps(config, separators=(",", ":"))]
+    assert config is not None and config["method"] == "dspark"
+
+
+def test_a_url_arm_of_a_table_plan_claims_no_k():
+    arms = NGRAM_ARMS + '[[arms]]\nname = "theirs"\nurl = "http://10.0.0.5:8000"\n'
+    plan = parse_plan(plan_text(arms))
+    assert plan.arm_settings(plan.arm("theirs")) == {}
+    assert manifest_k_values(manifest_for_plan(plan)) is None
+
+
 def test_a_plan_without_the_new_keys_snapshots_as_before():
     text = plan_text('[[arms]]\nname = "st=3"\nvars = { k = 3 }\n',
                      command='["vllm", "serve", "{model}", "--spec-tokens", "{k}"]')

@@ -418,8 +418,8 @@ class Plan(_Strict):
         `num_speculative_tokens` (0 without one) and `speculative.KEY` for the method and its
         keys of an arm that speculates: what run.json records and the runs compare."""
         settings: dict[str, Any] = dict(arm.vars)
-        if not self.uses_speculative_tables():
-            return settings
+        if not self.uses_speculative_tables() or arm.url is not None:
+            return settings  # a url's server speculates as it was started: K not known
         spec = arm.speculative
         settings[SPECULATIVE_K_VAR] = 0 if spec is None else spec.k
         if spec is not None and spec.k > 0:
