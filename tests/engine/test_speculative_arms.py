@@ -76,7 +76,7 @@ async def test_a_table_arm_and_a_k0_arm_run_on_the_simulator(tmp_path: Path, por
     logs = {arm: "".join(p.read_text() for p in (run_dir / "logs").glob(f"server-{arm}-*.log"))
             for arm in ("K_0", "ngram_K_3")}
     assert "Speculative decoding" not in logs["K_0"]
-    assert "num_speculative_tokens=3" in logs["ngram_K_3"]
+    assert "method=ngram, num_speculative_tokens=3" in logs["ngram_K_3"]
 
     run = load_run(run_dir)
     assert not run.problems
