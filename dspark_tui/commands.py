@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,7 +42,7 @@ def plan_command(args: argparse.Namespace) -> int:
     print(*_dataset_lines(plan), sep="\n")
     for arm in plan.arms:
         served = (f"external server {arm.url}" if arm.url
-                  else " ".join(redact_argv(plan.server_argv(arm))))
+                  else shlex.join(redact_argv(plan.server_argv(arm))))
         print(f"arm {arm.name}: {served}")
     print(f"{'arm':<10} {'scenario':<22} {'conc':>5} {'in':>6} {'out':>6} {'prompts':>8}")
     for cell in cells:

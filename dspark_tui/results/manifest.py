@@ -25,6 +25,8 @@ CLIENT_LABELS = {
 
 class ArmInfo(BaseModel):
     name: str
+    # The arm's variables; in a plan whose command says "{speculative}", also its speculative
+    # table as `num_speculative_tokens` and `speculative.KEY` (Plan.arm_settings).
     vars: dict[str, Any] = Field(default_factory=dict)
     # An arm whose server something else runs (plan `url`): what that server said about itself
     # when the run first measured it — {"url", "version", "info": {family: {label: value}}}
@@ -179,7 +181,7 @@ def manifest_for_plan(plan: Plan, plan_source: str | None = None,
         ComparedParameter(
             var=var,
             flag=plan.flag_for(var),
-            values=[str(arm.vars.get(var, "")) for arm in plan.arms],
+            values=[str(plan.arm_settings(arm).get(var, "")) for arm in plan.arms],
         )
         for var in plan.compared_vars()
     ]
@@ -188,7 +190,7 @@ def manifest_for_plan(plan: Plan, plan_source: str | None = None,
         name=plan.name,
         model=plan.model,
         backend_label=plan.backend_label,
-        arms=[ArmInfo(name=a.name, vars=dict(a.vars),
+        arms=[ArmInfo(name=a.name, vars=plan.arm_settings(a),
                       external_server=None if a.url is None else {"url": a.url})
               for a in plan.arms],
         compared=compared,

@@ -28,6 +28,7 @@ from dspark_tui.engine.servers.launchers import launcher_problems
 from dspark_tui.engine.servers.ports import describe_taken_port, port_is_free
 from dspark_tui.engine.servers.server_record import read_record
 from dspark_tui.model import Plan, UserError
+from dspark_tui.model.kinds import ServerKind
 from dspark_tui.results import RunStore
 
 SIMULATOR_MODULE = "dspark_tui.sim"
@@ -185,7 +186,7 @@ def check_endpoints(plan: Plan) -> list[Finding]:
                                     'bench.driver = "native" or "vllm"'))
             continue
         with httpx.Client(base_url=url, headers=headers, timeout=ENDPOINT_TIMEOUT_S) as client:
-            findings += _check_endpoint(client, url, plan.served_model_name, key)
+            findings += _check_endpoint(client, url, plan.served_model_name, key, plan.kind)
     return findings
 
 
@@ -194,8 +195,9 @@ def _host_and_port_only(url: str) -> bool:
     return parts.scheme == "http" and parts.path in ("", "/")
 
 
-def _check_endpoint(client: httpx.Client, url: str, wanted: str, key: str) -> list[Finding]:
-    health = _get(client, url, "/health")
+def _check_endpoint(client: httpx.Client, url: str, wanted: str, key: str,
+                    kind: ServerKind) -> list[Finding]:
+    health = _get(client, url, kind.readiness.health_path)
     if health != 200:
         return [Problem("endpoint", f"{key}: {health}; is the server up at that address?")]
     models = _get(client, url, "/v1/models", json=True)
@@ -208,7 +210,7 @@ def _check_endpoint(client: httpx.Client, url: str, wanted: str, key: str) -> li
         findings.append(Problem("endpoint", f"{key}: {url}/v1/models serves "
                                 f"{', '.join(map(repr, models)) or 'no model'}, not {wanted!r} "
                                 "(the plan's model, or server.served_model_name)"))
-    metrics = _get(client, url, "/metrics")
+    metrics = _get(client, url, kind.metrics.path)
     if metrics != 200:
         findings.append(Note("endpoint", f"{key}: {metrics}; the run goes on without server evidence "
                              "(acceptance, KV cache, preemptions)", warning=True))

@@ -85,7 +85,7 @@ class ArmSession:
                 emit=self._emit, headers=auth_headers(self.plan),
                 # This machine's GPUs say nothing about a server running elsewhere.
                 gpu=None if isinstance(self.server, ExternalServer) else self._gpu,
-                told=self._evidence_told,
+                told=self._evidence_told, dialect=self.plan.kind.metrics,
             )
             await self.scraper.start()
             if not await self._unless_stopping(self._warm_up()):

@@ -392,15 +392,15 @@ class ServerProcess:
 
     async def _health(self, client: httpx.AsyncClient) -> bool:
         try:
-            return (await client.get("/health")).status_code == 200
+            return (await client.get(self.plan.kind.readiness.health_path)).status_code == 200
         except httpx.HTTPError:
             return False
 
     async def _tiny_completion(self, client: httpx.AsyncClient) -> bool:
-        body = {"model": self.plan.served_model_name, "prompt": "Hello", "max_tokens": 1,
-                "temperature": 0.0}
+        readiness = self.plan.kind.readiness
         try:
-            response = await client.post("/v1/completions", json=body)
+            response = await client.post(readiness.completion_path,
+                                         json=readiness.completion_body(self.plan.served_model_name))
         except httpx.HTTPError:
             return False
         return response.status_code == 200
