@@ -19,8 +19,8 @@ from dspark_tui.analysis.schedule import (
     serve_command,
     speculative_config,
 )
-from dspark_tui.engine.scraper import parse_metrics
-from dspark_tui.engine.verify import Recommendation, verification_plan
+from dspark_tui.engine.run.verify import Recommendation, verification_plan
+from dspark_tui.engine.servers.scraper import parse_metrics
 from dspark_tui.model import Plan, PlanError, parse_plan
 from dspark_tui.model.kinds import DEFAULT_KIND, KINDS, server_kind
 from dspark_tui.model.kinds.vllm import VLLM_METRICS, VllmKind, vllm_default_max_num_seqs

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dspark_tui.engine.runner import Runner, prepare_run
+from dspark_tui.engine.run.runner import Runner, prepare_run
 from dspark_tui.model import load_plan
 from dspark_tui.results import load_run
 
