@@ -1,7 +1,9 @@
 """The live run: the same screen for a run this app started, one attached to, and a replay.
 
-It follows the run's events.jsonl on a timer (off the UI thread), folds the events into a
-RunState and redraws at most a few times a second; it never runs a benchmark itself.
+It follows the run's events.jsonl on a timer (read and parsed off the UI thread), folds the
+events into a RunState and redraws at most a few times a second; when a measurement lands, the
+A/B table's verdict rows (numpy, scipy) are computed in a worker thread too, so the UI thread
+folds and draws only (tests/tui/test_table_off_ui.py). It never runs a benchmark itself.
 """
 
 from __future__ import annotations
