@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from dspark_tui.analysis.layout import RunLayout, compared_values
 from dspark_tui.analysis.verdicts import SINGLE, RunVerdicts
+from dspark_tui.model.statistics import TieBand
 from dspark_tui.results.manifest import RunManifest
 
 if TYPE_CHECKING:  # analysis imports live.py, which imports this module
@@ -166,7 +167,7 @@ class SpeculationStop:
 class KDecision:
     analysis: RunAnalysis
     k_of: dict[str, int]
-    tie_band: float
+    band: TieBand  # the run's (model/statistics.py)
     choices: list[CellChoice] = field(default_factory=list)
     break_evens: list[BreakEven] = field(default_factory=list)
     stops: list[SpeculationStop] = field(default_factory=list)
@@ -207,7 +208,7 @@ def decide_k(analysis: RunAnalysis, require_sweep: bool = True) -> KDecision | N
     k_of = arm_k_values(analysis.layout)
     if k_of is None or (require_sweep and not is_k_sweep(k_of)) or analysis.verdicts is None:
         return None
-    decision = KDecision(analysis, k_of, analysis.verdicts.settings.tie_band)
+    decision = KDecision(analysis, k_of, analysis.verdicts.settings.band)
     means: dict[tuple[str, int], dict[int, float]] = {}
     for stats in analysis.verdicts.cells:
         if stats.arm in k_of:
@@ -239,7 +240,7 @@ def _choose(decision: KDecision, scenario: str, concurrency: int,
         ratio = decision.ratio(scenario, concurrency, k, top_k)
         if ratio is not None:
             vs_top[k] = ratio
-    floor = 1.0 - decision.tie_band
+    floor = decision.band.floor
     chosen = top_k
     for k in sorted(vs_top):
         if k == top_k or vs_top[k].lower >= floor:  # single measurements: the point estimate

@@ -17,9 +17,8 @@ from dspark_tui.analysis.layout import RunLayout
 from dspark_tui.analysis.measurements import acceptance_length
 from dspark_tui.analysis.verdicts import SINGLE, TIE, RunVerdicts
 from dspark_tui.model import CellResult
+from dspark_tui.model.statistics import TieBand
 
-# A margin under this is reported as a tie: run-to-run noise of a bench cell is about this size.
-TIE_MARGIN = 0.02
 # A cell whose gap sits this far (in ln units, about 16 %) from the line through its two
 # neighbours is an outlier: the same scenario one step either side tells a different story.
 OUTLIER_LOG_DEVIATION = 0.15
@@ -128,9 +127,9 @@ def server_table(frame: pd.DataFrame) -> pd.DataFrame:
 # -- winners --------------------------------------------------------------------------------
 
 
-def winner_frame(frame: pd.DataFrame, arms: list[str]) -> pd.DataFrame:
+def winner_frame(frame: pd.DataFrame, arms: list[str], band: TieBand) -> pd.DataFrame:
     """Per (scenario, concurrency) with two or more ok arms: the arm with the highest Total
-    tok/s, the runner-up, and margin = winner / runner-up - 1."""
+    tok/s, the runner-up, and margin = winner / runner-up - 1 (a tie under the run's band)."""
     ok = frame[(frame["status"] == "ok") & (frame["total_throughput"] > 0)]
     result_columns = ["scenario", "concurrency", *arms, "winner", "runner_up", "margin", "tie", "band"]
     if ok.empty:
@@ -157,7 +156,7 @@ def winner_frame(frame: pd.DataFrame, arms: list[str]) -> pd.DataFrame:
     with np.errstate(divide="ignore", invalid="ignore"):
         out["margin"] = best / second - 1.0
     out = out[keep].reset_index(drop=True)
-    out["tie"] = out["margin"] < TIE_MARGIN
+    out["tie"] = out["margin"] < band.fraction
     out["band"] = out["concurrency"].map(band_of)
     return out[result_columns]
 
@@ -172,8 +171,7 @@ def with_verdicts(winners: pd.DataFrame, verdicts: RunVerdicts) -> pd.DataFrame:
     out["margin_low"] = np.nan
     out["margin_high"] = np.nan
     out["rounds_to_settle"] = np.nan
-    band = verdicts.settings.tie_band
-    out["tie"] = out["margin"] < band
+    out["tie"] = out["margin"] < verdicts.settings.band.fraction
     for i, row in enumerate(out[["scenario", "concurrency", "winner", "runner_up"]].itertuples(index=False)):
         pair = verdicts.pair(row.scenario, int(row.concurrency), row.winner, row.runner_up)
         if pair is None or pair.verdict == SINGLE:
@@ -266,7 +264,7 @@ def pair_gap_frame(frame: pd.DataFrame, base: str, other: str) -> pd.DataFrame:
     return merged
 
 
-def gap_trend_frame(gaps: pd.DataFrame) -> pd.DataFrame:
+def gap_trend_frame(gaps: pd.DataFrame, band: TieBand) -> pd.DataFrame:
     """Per scenario tested at 2+ concurrencies: the slope of ln(base/other) against
     log2(concurrency), and `change`, the fitted move across the tested range."""
     rows = []
@@ -287,16 +285,15 @@ def gap_trend_frame(gaps: pd.DataFrame) -> pd.DataFrame:
                 "last_gap": float(last),
                 "slope": slope,
                 "change": slope * float(x[-1] - x[0]),
-                "shape": _trend_shape(float(first), float(last)),
+                "shape": _trend_shape(float(first), float(last), band),
             }
         )
         del name
     return pd.DataFrame(rows)
 
 
-def _trend_shape(first: float, last: float) -> str:
-    tie = math.log1p(TIE_MARGIN)
-    if abs(first) >= tie and abs(last) >= tie and (first > 0) != (last > 0):
+def _trend_shape(first: float, last: float, band: TieBand) -> str:
+    if not band.within_log(first) and not band.within_log(last) and (first > 0) != (last > 0):
         return "reverses"
     return "widens" if abs(last) > abs(first) else "narrows"
 

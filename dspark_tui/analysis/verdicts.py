@@ -17,6 +17,7 @@ import numpy as np
 from dspark_tui.analysis.layout import layout_of
 from dspark_tui.analysis.measurements import measurements_of
 from dspark_tui.model import CellResult, Plan
+from dspark_tui.model.statistics import StatisticsSettings, TieBand
 from dspark_tui.results.manifest import RunManifest
 from dspark_tui.results.store import LoadedRun
 from dspark_tui.stats.paired import (
@@ -42,19 +43,28 @@ ANALYSIS_SCHEMA_VERSION = 1
 OUTLIER_LOG_DEVIATION = 0.15
 
 
+# A run that states no statistics settings has an old run's (model/statistics.py, the one place).
+_OLD_RUN = StatisticsSettings()
+
+
 @dataclass(frozen=True)
 class Settings:
-    """The plan's statistics keys (bench.*), as a run was started with them."""
+    """The plan's statistics keys (bench.*), as a run was started with them, in the form the
+    analysis computes with (`of` a StatisticsSettings; the defaults are an old run's)."""
 
-    tie_band: float = 0.02
-    alpha: float = 0.05
-    rounds: int = 1
-    adaptive_rounds: int = 0
+    tie_band: float = _OLD_RUN.tie_band
+    alpha: float = _OLD_RUN.alpha
+    rounds: int = _OLD_RUN.rounds
+    adaptive_rounds: int = _OLD_RUN.adaptive_rounds
     prior: SessionPrior | None = None
     prior_source: str = ""
     # Arms whose server something else runs (plan `url`): never restarted between rounds, so
     # their rounds are no sessions (docs/statistics.md, "Servers not restarted").
     external_arms: tuple[str, ...] = ()
+
+    @property
+    def band(self) -> TieBand:
+        return TieBand(self.tie_band)
 
     @property
     def looks(self) -> int:
@@ -72,34 +82,30 @@ class Settings:
         return 1.0 - self.look_alpha
 
     @classmethod
-    def from_bench(cls, bench: Mapping[str, Any] | None) -> Settings:
-        """From a plan's `bench` table (a Plan's or run.json's snapshot); old runs lack the keys."""
-        bench = dict(bench or {})
-        prior = bench.get("session_noise_prior") or None
+    def of(cls, statistics: StatisticsSettings) -> Settings:
+        prior = statistics.session_noise_prior
         return cls(
-            tie_band=float(bench.get("tie_band", 0.02)),
-            alpha=float(bench.get("alpha", 0.05)),
-            rounds=int(bench.get("rounds", 1)),
-            adaptive_rounds=int(bench.get("adaptive_rounds", 0)),
-            prior=SessionPrior(float(prior["sd"]), int(prior["df"])) if prior else None,
-            prior_source=str(prior.get("source", "")) if prior else "",
-            # RunStarted's statistics carry it beside the bench keys; run.json has it in arms.
-            external_arms=tuple(str(a) for a in bench.get("external_arms") or ()),
+            tie_band=statistics.tie_band, alpha=statistics.alpha, rounds=statistics.rounds,
+            adaptive_rounds=statistics.adaptive_rounds,
+            prior=SessionPrior(prior.sd, prior.df) if prior is not None else None,
+            prior_source=prior.source if prior is not None else "",
+            external_arms=statistics.external_arms,
         )
 
     @classmethod
+    def from_bench(cls, bench: Mapping[str, Any] | None) -> Settings:
+        """From a dict of the statistics keys (a plan's `bench` table, `external_arms` beside
+        them); a key it lacks takes an old run's default (model/statistics.py)."""
+        return cls.of(StatisticsSettings.model_validate(dict(bench or {})))
+
+    @classmethod
     def of_plan(cls, plan: Plan) -> Settings:
-        return cls.from_bench({**plan.bench.model_dump(),
-                               "external_arms": [a.name for a in plan.external_arms()]})
+        return cls.of(plan.statistics())
 
     @classmethod
     def of_manifest(cls, manifest: RunManifest) -> Settings:
         """What a run was started with (its run.json plan snapshot)."""
-        plan = manifest.plan or {}
-        arms = plan.get("arms")
-        external = [str(a.get("name")) for a in (arms if isinstance(arms, list) else [])
-                    if isinstance(a, dict) and a.get("url")]
-        return cls.from_bench({**(plan.get("bench") or {}), "external_arms": external})
+        return cls.of(StatisticsSettings.from_snapshot(manifest.plan))
 
     def fixed_session(self, a: str, b: str) -> FixedSessionTerm | None:
         """The session noise a pair's rounds cannot average away: each arm never restarted keeps
@@ -374,11 +380,10 @@ def analyse_measurements(measurements: Iterable[CellResult], arms: Sequence[str]
         verdicts = _sequential_verdicts(d, settings, fit, prior, fixed)
         noise = _pair_noise(a, b, fit, settings, unreplicated, fixed is not None)
         result.noise.append(_with_nodes(noise, pairing, settings))
-        band = math.log1p(settings.tie_band)
         for v in verdicts:
             scenario, concurrency = table.cells[v.cell]
             winner = None if v.winner is None else (a if v.winner == "a" else b)
-            if v.verdict == SINGLE and abs(v.log_ratio) >= band:
+            if v.verdict == SINGLE and not settings.band.within_log(v.log_ratio):
                 winner = b if v.log_ratio > 0 else a  # the seed's rule: a margin beyond the band
             result.pairs.append(PairResult(scenario, concurrency, a, b, v.n, v.ratio, v.ci_low,
                                            v.ci_high, v.verdict, winner, v.rounds_to_settle,

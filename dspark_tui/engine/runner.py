@@ -272,20 +272,11 @@ class Runner:
         self._emit(ev.RunStarted(
             run_dir=str(self.store.path), name=manifest.name, arms=[a.name for a in self.plan.arms],
             total_cells=self._schedule.total, resumed_cells=self._schedule.count(SlotState.OK),
-            statistics=self._statistics(),
+            statistics=self.plan.statistics(),
         ))
         _, problems = self.store.load_measurements()
         for problem in problems:  # bounded: many bad files come as one problem
             self._emit(ev.Notice(level="warning", message=f"{problem}"))
-
-    def _statistics(self) -> dict[str, object]:
-        """The plan's statistics keys, so watchers' live verdicts use the run's own settings."""
-        bench = self.plan.bench
-        return {"tie_band": bench.tie_band, "alpha": bench.alpha, "rounds": bench.rounds,
-                "adaptive_rounds": bench.adaptive_rounds, "parallel": bench.parallel,
-                "session_noise_prior": (bench.session_noise_prior.model_dump()
-                                        if bench.session_noise_prior else None),
-                "external_arms": [arm.name for arm in self.plan.external_arms()]}
 
     async def _execute(self) -> None:
         schedule = self._schedule

@@ -25,6 +25,7 @@ from dspark_tui.model.plan import (
     load_plan,
     parse_plan,
 )
+from dspark_tui.model.statistics import StatisticsSettings, TieBand
 
 __all__ = [
     "Arm",
@@ -44,6 +45,8 @@ __all__ = [
     "ServerSummary",
     "SessionNoisePrior",
     "SlurmOptions",
+    "StatisticsSettings",
+    "TieBand",
     "UserError",
     "load_plan",
     "parse_plan",

@@ -109,7 +109,7 @@ def verification_section(result: VerificationResult | None, t: Texts) -> list[st
             text += f" ({_interval(gain.low, gain.high)})"
         lines.append(x["gain"].format(fixed_arm=fixed, traffic=x[f"traffic.{result.traffic_source}"],
                                       gain=text, verdict=_verdict(x, result.gain_verdict, gain.ratio),
-                                      band=f"{result.tie_band * 100:g}"))
+                                      band=result.band.percent))
         lines.append(x["gain_single"] if gain.low is None else
                      x["gain_interval"].format(level=f"{result.level * 100:.4g}"))
     names = [f"{c.scenario} c={c.concurrency}" for c in result.fixed_wins]

@@ -10,6 +10,7 @@ import pytest
 from dspark_tui.model import CellKey, CellResult, ClientMetrics
 from dspark_tui.model import events as ev
 from dspark_tui.model.run_state import LOG_TAIL_LENGTH, SERIES_LENGTH, RunState
+from dspark_tui.model.statistics import StatisticsSettings
 from dspark_tui.plans import resolve_plan
 from dspark_tui.results.follow import EventFollower
 from tests.tui.eventlog import T0, build_events, write_run
@@ -295,7 +296,7 @@ def test_lanes_keep_two_measurements_of_one_arm_in_flight_apart():
     one_lane.apply(ev.CellFinished(t=T0 + 10, result=CellResult(
         arm="st=3", scenario=KEY.scenario, concurrency=KEY.concurrency,
         metrics=ClientMetrics(total_throughput=100.0))))
-    state.statistics = {"parallel": 2}
+    state.statistics = StatisticsSettings(parallel=2)
     eta_two, eta_one = state.eta(T0 + 10), one_lane.eta(T0 + 10)
     assert eta_two is not None and eta_one is not None and eta_two < eta_one
 
