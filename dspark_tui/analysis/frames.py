@@ -18,10 +18,7 @@ from dspark_tui.analysis.measurements import acceptance_length
 from dspark_tui.analysis.verdicts import SINGLE, TIE, RunVerdicts
 from dspark_tui.model import CellResult
 from dspark_tui.model.statistics import TieBand
-
-# A cell whose gap sits this far (in ln units, about 16 %) from the line through its two
-# neighbours is an outlier: the same scenario one step either side tells a different story.
-OUTLIER_LOG_DEVIATION = 0.15
+from dspark_tui.stats.outliers import outliers
 
 EVEN = "even"
 MIXED = "mixed"
@@ -306,31 +303,17 @@ def most_moving(trends: pd.DataFrame) -> pd.Series | None:
 
 
 def outlier_frame(gaps: pd.DataFrame) -> pd.DataFrame:
-    """Cells whose gap is far from the line through their neighbours in the same scenario.
-
-    The worst offender is removed before the next is looked for, so one outlier does not make
-    its neighbours look like outliers too.
-    """
+    """Cells whose gap is far from the line through their neighbours in the same scenario
+    (stats/outliers.py, the rule the runner re-measures by too)."""
     rows = []
     for _, group in gaps.groupby("scenario_pos", sort=True):
         if len(group) < 3:
             continue
-        x = np.log2(group["concurrency"].to_numpy(dtype=float))
-        y = group["log_gap"].to_numpy(dtype=float)
         records = group.to_dict("records")
-        remaining = list(range(len(records)))
-        while len(remaining) >= 3:
-            worst, worst_dev = -1, 0.0
-            for j in range(1, len(remaining) - 1):
-                lo, mid, hi = remaining[j - 1], remaining[j], remaining[j + 1]
-                expected = y[lo] + (y[hi] - y[lo]) * (x[mid] - x[lo]) / (x[hi] - x[lo])
-                deviation = abs(y[mid] - expected)
-                if deviation > worst_dev:
-                    worst, worst_dev = j, float(deviation)
-            if worst < 0 or worst_dev < OUTLIER_LOG_DEVIATION:
-                break
-            cell = records[remaining[worst]]
-            neighbours = [records[remaining[worst - 1]], records[remaining[worst + 1]]]
+        for found in outliers(group["concurrency"].to_numpy(dtype=float),
+                              group["log_gap"].to_numpy(dtype=float)):
+            cell = records[found.index]
+            neighbours = [records[i] for i in found.neighbours]
             rows.append(
                 {
                     "scenario": cell["scenario"],
@@ -339,12 +322,11 @@ def outlier_frame(gaps: pd.DataFrame) -> pd.DataFrame:
                     "other": cell["other"],
                     "leader": cell["leader"],
                     "lead_margin": float(cell["lead_margin"]),
-                    "deviation": worst_dev,
+                    "deviation": found.deviation,
                     "neighbours": [
                         (int(p["concurrency"]), str(p["leader"]), float(p["lead_margin"]))
                         for p in neighbours
                     ],
                 }
             )
-            del remaining[worst]
     return pd.DataFrame(rows)

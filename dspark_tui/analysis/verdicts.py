@@ -20,6 +20,7 @@ from dspark_tui.model import CellResult, Plan
 from dspark_tui.model.statistics import StatisticsSettings, TieBand
 from dspark_tui.results.manifest import RunManifest
 from dspark_tui.results.store import LoadedRun
+from dspark_tui.stats.outliers import outliers
 from dspark_tui.stats.paired import (
     SINGLE,
     TIE,
@@ -38,9 +39,6 @@ from dspark_tui.stats.paired import (
 from dspark_tui.stats.sequential import nominal_alpha
 
 ANALYSIS_SCHEMA_VERSION = 1
-# A cell whose log ratio sits this far from the line through its neighbours is re-measured
-# (the report's outlier rule, frames.OUTLIER_LOG_DEVIATION).
-OUTLIER_LOG_DEVIATION = 0.15
 
 
 # A run that states no statistics settings has an old run's (model/statistics.py, the one place).
@@ -540,19 +538,16 @@ def cells_to_remeasure(measurements: Sequence[CellResult], plan: Plan, look: int
 
 def outlier_cells(verdicts: RunVerdicts) -> set[tuple[str, int]]:
     """Cells whose log ratio (any pair) sits far from the line through its two neighbours in
-    the same scenario (log2 concurrency): worth another look rather than a story."""
+    the same scenario (stats/outliers.py, the report's rule): worth another look rather than
+    a story."""
     out: set[tuple[str, int]] = set()
     by_pair: dict[tuple[str, str, str], list[PairResult]] = {}
     for p in verdicts.pairs:
         by_pair.setdefault((p.a, p.b, p.scenario), []).append(p)
     for points in by_pair.values():
         points.sort(key=lambda p: p.concurrency)
-        for lo, mid, hi in zip(points, points[1:], points[2:], strict=False):
-            x0, x1, x2 = (math.log2(p.concurrency) for p in (lo, mid, hi))
-            y0, y1, y2 = (math.log(p.ratio) for p in (lo, mid, hi))
-            expected = y0 + (y2 - y0) * (x1 - x0) / (x2 - x0)
-            if abs(y1 - expected) >= OUTLIER_LOG_DEVIATION:
-                out.add(mid.key)
+        found = outliers([p.concurrency for p in points], [math.log(p.ratio) for p in points])
+        out.update(points[o.index].key for o in found)
     return out
 
 

@@ -20,6 +20,7 @@ from dspark_tui.report.phrases import (
 )
 from dspark_tui.report.tables import markdown_table, num, pct, tokens
 from dspark_tui.report.texts import Texts
+from dspark_tui.stats.outliers import OUTLIER_LOG_DEVIATION
 
 
 def band_label(band: str, concurrencies: list[int]) -> str:
@@ -251,7 +252,7 @@ def _outliers(analysis: RunAnalysis, t: Texts) -> list[str]:
     lines = [t("outlier_heading", n="{n}"), ""]
     outliers = analysis.outliers
     if outliers.empty:
-        return [*lines, t("no_outliers", threshold=f"{fr.OUTLIER_LOG_DEVIATION:.2f}")]
+        return [*lines, t("no_outliers", threshold=f"{OUTLIER_LOG_DEVIATION:.2f}")]
     several_pairs = len(analysis.arms) > 2
     for row in outliers.itertuples(index=False):
         neighbours = t.join(
