@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from dspark_tui.analysis.layout import RunLayout, compared_values
-from dspark_tui.analysis.verdicts import SINGLE, RunVerdicts
+from dspark_tui.analysis.verdicts import SINGLE, RunVerdicts, Verdict
 from dspark_tui.model.statistics import TieBand
 from dspark_tui.results.manifest import RunManifest
 
@@ -27,7 +27,7 @@ class Ratio:
     value: float
     low: float | None
     high: float | None
-    verdict: str
+    verdict: Verdict
 
     @property
     def has_interval(self) -> bool:
@@ -46,7 +46,7 @@ class Ratio:
 def ratio_between(verdicts: RunVerdicts, scenario: str, concurrency: int, x: str, y: str) -> Ratio | None:
     """x / y in one cell, read from the all-pairs analysis in whichever order it holds them."""
     if x == y:
-        return Ratio(1.0, 1.0, 1.0, "tie")
+        return Ratio(1.0, 1.0, 1.0, Verdict.TIE)
     pair = verdicts.pair(scenario, concurrency, x, y)
     if pair is None:
         return None
@@ -126,7 +126,7 @@ class CellChoice:
         ratio = self.vs_top.get(self.k)
         if ratio is None:
             return "unverified"
-        return "in band" if ratio.verdict == "wins" else ratio.verdict
+        return "in band" if ratio.verdict == Verdict.WINS else ratio.verdict
 
 
 @dataclass(frozen=True)

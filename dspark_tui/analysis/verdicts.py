@@ -31,6 +31,7 @@ from dspark_tui.stats.paired import (
     NoiseFit,
     PairVerdict,
     SessionPrior,
+    Verdict,
     decide,
     fit_noise,
     node_check,
@@ -124,7 +125,7 @@ class PairResult:
     ratio: float  # Total tok/s of b / a (geometric mean over rounds)
     ci_low: float | None
     ci_high: float | None
-    verdict: str  # wins | tie | unsure | single
+    verdict: Verdict
     winner: str | None
     rounds_to_settle: int | None = None
     # Rounds left out of this cell's pairing: the two arms' measurements ran on different nodes.
@@ -551,7 +552,7 @@ def outlier_cells(verdicts: RunVerdicts) -> set[tuple[str, int]]:
     return out
 
 
-VERDICTS = (WINS, TIE, UNSURE, SINGLE)
+VERDICTS = tuple(Verdict)
 __all__ = [
     "SINGLE",
     "TIE",
@@ -561,6 +562,7 @@ __all__ = [
     "PairResult",
     "RunVerdicts",
     "Settings",
+    "Verdict",
     "analyse_measurements",
     "cells_to_remeasure",
     "outlier_cells",

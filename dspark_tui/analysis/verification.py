@@ -13,7 +13,7 @@ from dspark_tui.analysis.decision import Ratio, ratio_between
 from dspark_tui.analysis.schedule import CellId, Gain, combine_ratios, plan_of, traffic_weights
 from dspark_tui.model.statistics import TieBand
 from dspark_tui.results.manifest import Verification
-from dspark_tui.stats.paired import SINGLE, WINS, classify
+from dspark_tui.stats.paired import SINGLE, WINS, Verdict, classify
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class VerificationResult:
     record: Verification
     cells: list[VerifiedCell]
     gain: Gain | None  # the schedule over the fixed K, weighted by the traffic
-    gain_verdict: str  # wins | tie | unsure | single, against the plan's tie band
+    gain_verdict: Verdict  # against the run's tie band
     traffic_source: str  # "plan" | "equal"
     band: TieBand  # the run's (model/statistics.py)
     level: float
