@@ -15,8 +15,6 @@ from dspark_tui.results.jsonl import read_complete_lines
 from dspark_tui.results.store import LoadedRun, RunStore
 
 _ADAPTIVE_MARK = b'"round_planned"'
-# How the runner records the measurements of a session whose server never came up.
-START_FAILED = "server failed to start"
 
 
 def cell_outcomes(run: LoadedRun, layout: RunLayout | None = None) -> dict[CellKey, CellOutcome]:
@@ -76,12 +74,9 @@ def _adaptive_per_cell(run: LoadedRun) -> tuple[bool, dict[CellKey, int]]:
 
 def start_failure(run: LoadedRun) -> str | None:
     """Why the server never started, when no measurement of the run got a server: the reason
-    of the first measurement the runner failed for it; None otherwise."""
+    of the first measurement the runner failed for it (`failure` "server_start"); None
+    otherwise."""
     measurements = measurements_of(run)
     if any(m.ok or m.server is not None for m in measurements):
         return None
-    for m in measurements:
-        error = m.error or ""
-        if error.startswith(START_FAILED):
-            return error[len(START_FAILED):].lstrip(": ").strip() or START_FAILED
-    return None
+    return next((m.failure_reason for m in measurements if m.failure == "server_start"), None)

@@ -52,6 +52,7 @@ from dspark_tui.engine.setup import filter_plan, preflight, prepare_run
 from dspark_tui.engine.steering import Steering
 from dspark_tui.model import Arm, CellResult, Plan, UserError
 from dspark_tui.model import events as ev
+from dspark_tui.model.cell import FailureKind
 from dspark_tui.results import RunStore
 from dspark_tui.results.run_lock import RunLock
 
@@ -361,7 +362,7 @@ class Runner:
             if not self._schedule or not self._schedule.todo(rnd.round, arm.name):
                 return  # it died with the arm's last measurement: nothing to restart for
             if restarts_left == 0:
-                self._fail_unrun(rnd, arm, "not run: the server died twice during this arm")
+                self._fail_unrun(rnd, arm, "not run: the server died twice during this arm", "server_died")
                 return
             restarts_left -= 1
             emit(ev.ServerStateChanged(arm=arm.name, state="restarting",
@@ -395,7 +396,8 @@ class Runner:
                         f"({problem.reason}); the round goes on elsewhere, and its cells measured "
                         "on two nodes are not compared")))
                     return "moved"
-                self._fail_unrun(rnd, arm, f"server failed to start: {problem.reason}", session_id)
+                self._fail_unrun(rnd, arm, CellResult.start_failed_error(problem.reason), "server_start",
+                                 session_id)
                 return "not_started"
             lanes.placed(lane, session.node)
             await self._prepare_prompts(session)
@@ -479,12 +481,13 @@ class Runner:
             self._emit(ev.CellFailed(key=result.key, reason=result.error or "failed",
                                      round=result.round, repeat=result.repeat))
 
-    def _fail_unrun(self, rnd: RoundPlan, arm: Arm, reason: str, session: str | None = None) -> None:
+    def _fail_unrun(self, rnd: RoundPlan, arm: Arm, reason: str, failure: FailureKind,
+                    session: str | None = None) -> None:
         assert self._schedule is not None
         driver = self.plan.bench.driver
         for cell, repeat in self._schedule.todo(rnd.round, arm.name):
             self._record(failed_unrun(Measurement(cell, rnd.round, repeat, session), reason,
-                                      driver), "failed")
+                                      driver, failure), "failed")
 
     def _save(self, result: CellResult) -> bool:
         """Save a measurement; when the disk refuses (full, read-only), stop the run: nothing more
