@@ -245,7 +245,7 @@ def test_running_counts_match_a_recount_through_retries_skips_and_resumes():
         for phase in ("pending", "running", "done", "failed", "skipped"):
             assert state.count(phase) == sum(1 for c in state.cells.values() if c.phase == phase)
         ended = {(m.key, m.slot) for m in records if m.ended}
-        open_now = {(key.arm, slot[0]) for key, slots in state.schedule.planned.items()
+        open_now = {(key.arm, slot[0]) for key, slots in state.schedule.planned.slots.items()
                     for slot in slots if (key, slot) not in ended}
         assert state.schedule.sessions_ahead() == open_now - state.schedule.begun
         assert state.total >= state.ended
