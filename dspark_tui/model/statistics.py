@@ -14,11 +14,11 @@ event dict lacking a key. A new plan's defaults are the plan's (`model/plan.Benc
 always writes every key, so these never replace a key a plan stated.
 
 `TieBand` is the band inside which two arms count as even, applied the same way everywhere:
-a ratio's log within ±`log_edge` (the verdicts, single measurements), an interval inside it
-(`covers`), a lower bound at or above `floor` of the best (the K decision, on the ratio or its
-log, `log_floor`), a margin under `fraction` (the seed's rule for a winner table without
-intervals) and `percent` for the words. `stats/paired.decide` takes the fraction and puts its
-edge at `log1p(fraction)`, which is `log_edge` (stats imports nothing of ours).
+a ratio's log within ±`log_edge` (the verdicts, single measurements; an interval inside it is
+a tie, stats/paired.classify), a lower bound at or above `floor` of the best (the K decision,
+on the ratio or its log, `log_floor`), a margin under `fraction` (the seed's rule for a winner
+table without intervals) and `percent` for the words. `stats/paired.decide` takes the fraction
+and puts its edge at `log1p(fraction)`, which is `log_edge` (stats imports nothing of ours).
 """
 
 from __future__ import annotations
@@ -56,11 +56,6 @@ class TieBand:
     def log_floor(self) -> float:
         """`floor` on the log scale: log(1 - band), added to the best's log value."""
         return math.log1p(-self.fraction)
-
-    def covers(self, interval: tuple[float, float]) -> bool:
-        """An interval of a log ratio lies inside ±log_edge: a tie by two one-sided tests."""
-        low, high = interval
-        return low >= -self.log_edge and high <= self.log_edge
 
     def holds(self, margin: float) -> bool:
         """A lead (winner / runner-up - 1) under the band: even, by the seed's rule."""
