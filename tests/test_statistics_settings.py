@@ -53,8 +53,8 @@ def test_an_old_run_without_statistics_gets_the_old_defaults():
     state.apply(ev.RunStarted.model_validate_json(partial))
     assert state.settings == StatisticsSettings(tie_band=0.03, rounds=3, parallel=2,
                                                 external_arms=("a",))
-    # Settings.from_bench (a dict) and Settings() agree with those defaults: no second set.
-    assert Settings.from_bench(None) == Settings() == Settings.of(StatisticsSettings())
+    # The analysis's own Settings() agrees with those defaults: no second set.
+    assert Settings() == Settings.of(StatisticsSettings())
 
 
 def test_an_old_snapshot_lacking_the_keys_reads_as_one_round():

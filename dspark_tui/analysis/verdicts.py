@@ -8,7 +8,7 @@ settings; `analysis.json` is its `to_json()`. The method is in docs/statistics.m
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -90,12 +90,6 @@ class Settings:
             prior_source=prior.source if prior is not None else "",
             external_arms=statistics.external_arms,
         )
-
-    @classmethod
-    def from_bench(cls, bench: Mapping[str, Any] | None) -> Settings:
-        """From a dict of the statistics keys (a plan's `bench` table, `external_arms` beside
-        them); a key it lacks takes an old run's default (model/statistics.py)."""
-        return cls.of(StatisticsSettings.model_validate(dict(bench or {})))
 
     @classmethod
     def of_plan(cls, plan: Plan) -> Settings:
