@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dspark_tui.analysis.counting import planned_per_cell
-from dspark_tui.engine.disk_budget import expected_output_bytes, planned_measurements
+from dspark_tui.engine.checks.disk_budget import expected_output_bytes, planned_measurements
 from dspark_tui.engine.schedule import Schedule, rounds_from_events
 from dspark_tui.model import CellKey, parse_plan
 from dspark_tui.model import events as ev

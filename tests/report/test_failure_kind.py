@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from dspark_tui.analysis.counting import start_failure
-from dspark_tui.engine.measure import Measurement, failed_unrun
+from dspark_tui.engine.run.measure import Measurement, failed_unrun
 from dspark_tui.model import CellResult, CellStatus, parse_plan
 from dspark_tui.results import load_run
 from tests.report.builders import model_cell, plan_text, write_run
