@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dspark_tui.analysis.decision import Ratio
 from dspark_tui.analysis.schedule import Gain
+from dspark_tui.analysis.verdicts import Verdict
 from dspark_tui.analysis.verification import VerificationResult
 from dspark_tui.report.tables import markdown_table
 from dspark_tui.report.words import Texts
@@ -14,8 +15,8 @@ def _pct(value: float | None) -> str:
     return "—" if value is None else f"{(value - 1.0) * 100:+.1f}%"
 
 
-def _verdict(x: Texts, verdict: str, ratio: float) -> str:
-    if verdict == "wins":
+def _verdict(x: Texts, verdict: Verdict, ratio: float) -> str:
+    if verdict == Verdict.WINS:
         return x("verdict.wins" if ratio > 1.0 else "verdict.loses")
     return x.get(f"verdict.{verdict}", verdict)
 
@@ -55,7 +56,7 @@ def verification_section(result: VerificationResult | None, t: Texts) -> list[st
             text += f" ({_interval(gain.low, gain.high)})"
         lines.append(x("gain", fixed_arm=fixed, traffic=x(f"traffic.{result.traffic_source}"),
                        gain=text, verdict=_verdict(x, result.gain_verdict, gain.ratio),
-                       band=f"{result.tie_band * 100:g}"))
+                       band=result.band.percent))
         lines.append(x("gain_single") if gain.low is None else
                      x("gain_interval", level=f"{result.level * 100:.4g}"))
     names = [f"{c.scenario} c={c.concurrency}" for c in result.fixed_wins]

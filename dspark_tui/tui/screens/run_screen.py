@@ -261,7 +261,7 @@ class RunScreen(Screen[None]):
         from dspark_tui.analysis.verdicts import Settings
 
         return (self.state.table_measurements(), list(self.state.arms), list(self._scenarios),
-                Settings.from_bench(self.state.statistics), self._baseline)
+                Settings.of(self.state.settings), self._baseline)
 
     # -- actions ---------------------------------------------------------------------------
 
