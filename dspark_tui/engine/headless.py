@@ -17,7 +17,12 @@ from dspark_tui.analysis.live import baseline_arm
 from dspark_tui.config import settings_or_warn
 from dspark_tui.engine.disk_budget import refuse_resume_without_room
 from dspark_tui.engine.finish import answer_lines
-from dspark_tui.engine.launch import RESUME_NO_FILTERS, RESUME_NO_VERIFY, RunnerProcess
+from dspark_tui.engine.launch import (
+    RESUME_NO_FILTERS,
+    RESUME_NO_VERIFY,
+    RunnerProcess,
+    refused_resume,
+)
 from dspark_tui.engine.liveness import refuse_if_alive, run_to_attach, runner_alive
 from dspark_tui.engine.ports import with_concrete_port
 from dspark_tui.engine.printer import HeadlessPrinter, summary_lines
@@ -62,12 +67,11 @@ def run_command(args: argparse.Namespace) -> int:
         store = RunStore(Path(resume).expanduser())
         store.read_manifest()
         store.lock = lock_for_resume(store.path, getattr(args, "lock_fd", None))
-        plan = plan_of_run(store)
         try:
+            plan = plan_of_run(store)
             refuse_resume_without_room(store, plan)
-        except UserError:
-            store.lock.release()
-            raise
+        except UserError as refusal:
+            raise refused_resume(store, refusal) from None
     else:
         from dspark_tui.plans import resolve_plan
 
