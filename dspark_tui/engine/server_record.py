@@ -39,6 +39,8 @@ class ServerRecord(BaseModel):
     descendants: list[RecordedProc] = Field(default_factory=list)
     state: str = "running"  # starting (pid not yet known) | running | stopped
     session: str | None = None  # the run's server session (s1, s2 ...) this process serves
+    # What proved, at ready, that the server answering is this session's (engine/identity.py).
+    identity: str | None = None
 
     def refs(self) -> list[ProcRef]:
         own = [ProcRef(self.pid, self.create_time)] if self.pid > 0 else []
