@@ -14,7 +14,10 @@ from dspark_tui.engine.log_relay import BoundedLog, head_bytes, marker
 from dspark_tui.engine.server import ServerProcess
 from dspark_tui.model import Plan
 from dspark_tui.plans import resolve_plan
-from tests.engine.helpers import Recorder, fake_server_plan
+from dspark_tui.results import load_run
+from tests.cli import run_cli, slow_cells
+from tests.disks import small_tmpfs
+from tests.engine.helpers import Recorder, fake_server_plan, write_sim_plan
 
 CAP = 256 << 10
 
@@ -92,3 +95,22 @@ def test_the_disk_budget_counts_each_sessions_log_at_its_cap():
     assert plan.server.log_max_bytes == 2 << 20
     assert "log_max_bytes" not in plan.model_dump()["server"]  # snapshots as before unless set
     assert Plan.model_validate(bigger.model_dump()).server.log_max_bytes == (2 << 20) + 10_000_000
+
+
+def test_a_server_flooding_its_log_no_longer_fills_a_small_results_disk(tmp_path: Path,
+                                                                          port: int):
+    """The probe: ~5 MB/s of server output on an 8 MB results disk stopped the run. Now each
+    session's log stops at its cap and the run completes."""
+    plan = write_sim_plan(tmp_path, port, "--log-flood", "5000000", warmup=0, speed=8,
+                          cells=slow_cells((1,), output_len=256))
+    with small_tmpfs(tmp_path, "8m") as disk:
+        done = run_cli("run", str(plan), "--headless", "--results", str(disk / "results"),
+                       timeout=120)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        (run_dir,) = (disk / "results").iterdir()
+        logs = sorted((run_dir / "logs").glob("server-*.log"))
+        assert len(logs) == 2
+        for log in logs:
+            assert log.stat().st_size <= (2 << 20) + LOG_CUT_LINE_BYTES
+            assert "bytes of the server's output left out here" in log.read_text()
+        assert all(c.ok for c in load_run(run_dir).cells.values())
