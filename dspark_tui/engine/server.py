@@ -307,24 +307,32 @@ class ServerProcess:
 
     async def _proves_identity(self, client: httpx.AsyncClient) -> bool:
         """Whether what answers is this session's server (engine/identity.py); a foreign one
-        raises ServerError naming it. False: not provable yet (its /v1/models is not up)."""
+        raises ServerError naming it. False: not provable yet (its /v1/models is not up).
+        The session's name on /v1/models is the stronger proof: with it, a port held outside
+        the tree (a container runtime's proxy) is a proxy to our server; without it, the
+        socket decides."""
         proofs = []
+        foreign = None
         if self.local_port and self._popen is not None:
             tree = {self._popen.pid, *(ref.pid for ref in descendants(self._popen.pid))}
             foreign = await asyncio.to_thread(foreign_listener, self.host, self.port, tree,
                                               self._popen.pid)
-            if foreign is not None:
-                self._port_foreign = True  # its stop waits for no port another process holds
-                raise ServerError(foreign, self.tail())
-            proofs.append(f"port {self.port} listened on by its process tree (pid {self.pid})")
+            if foreign is None:
+                proofs.append(f"port {self.port} listened on by its process tree (pid {self.pid})")
         if self.identity_name is not None:
             listed = await served_names(client)
-            if listed is None:
+            if listed is None and foreign is None:
                 return False
-            if self.identity_name not in listed:
-                raise ServerError(foreign_names(self.base_url, self.identity_name, listed),
-                                  self.tail())
+            if listed is None or self.identity_name not in listed:
+                reason = foreign or foreign_names(self.base_url, self.identity_name, listed or [])
+                self._port_foreign = foreign is not None  # its stop waits for no such port
+                raise ServerError(reason, self.tail())
             proofs.insert(0, f"{self.identity_name} on /v1/models")
+            if foreign is not None:
+                proofs.append(f"port {self.port} held outside its process tree (a proxy to it)")
+        elif foreign is not None:
+            self._port_foreign = True
+            raise ServerError(foreign, self.tail())
         self.identity = "; ".join(proofs) or None
         if self._record is not None and self.identity:
             self._record.identity = self.identity
