@@ -130,6 +130,7 @@ class ServeConfig:
     served_model_name: str | None = None
     # The names after the first of `--served-model-name A B …`: served too, as vLLM serves them.
     served_model_aliases: tuple[str, ...] = ()
+    spec_method: str = "mtp"  # as --speculative-config or --spec-method names it; only logged
     speed: float = 1.0
     seed: int = 0
     startup_delay_s: float = 0.0

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from dspark_tui.engine.identity import (
+from dspark_tui.engine.servers.identity import (
     IDENTITY_PREFIX,
     session_model_name,
     takes_served_model_name,
     with_session_name,
 )
-from dspark_tui.engine.server import ServerError, ServerProcess
+from dspark_tui.engine.servers.server import ServerError, ServerProcess
 from dspark_tui.model import Plan
 from dspark_tui.results import load_run
 from tests.cli import CLI, cli_env

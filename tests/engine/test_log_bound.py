@@ -9,9 +9,9 @@ import os
 import re
 from pathlib import Path
 
-from dspark_tui.engine.disk_budget import LOG_CUT_LINE_BYTES, expected_output_bytes
-from dspark_tui.engine.log_relay import BoundedLog, head_bytes, marker
-from dspark_tui.engine.server import ServerProcess
+from dspark_tui.engine.checks.disk_budget import LOG_CUT_LINE_BYTES, expected_output_bytes
+from dspark_tui.engine.servers.log_relay import BoundedLog, head_bytes, marker
+from dspark_tui.engine.servers.server import ServerProcess
 from dspark_tui.model import Plan
 from dspark_tui.plans import resolve_plan
 from dspark_tui.results import load_run

@@ -16,11 +16,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from dspark_tui.engine.launchers import stop_orphaned_launch
-from dspark_tui.engine.ports import port_is_free
-from dspark_tui.engine.preflight import check_bench_secrets
-from dspark_tui.engine.procs import TOKEN_VAR
-from dspark_tui.engine.server_record import ServerRecord, stop_orphaned_server, write_record
+from dspark_tui.engine.checks.preflight import check_bench_secrets
+from dspark_tui.engine.servers.launchers import stop_orphaned_launch
+from dspark_tui.engine.servers.ports import port_is_free
+from dspark_tui.engine.servers.procs import TOKEN_VAR
+from dspark_tui.engine.servers.server_record import ServerRecord, stop_orphaned_server, write_record
 from dspark_tui.model import Plan
 from tests.cli import run_cli, slow_cells, wait_for
 from tests.engine.helpers import sim_plan_text

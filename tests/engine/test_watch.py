@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from dspark_tui.engine.runner import Runner, prepare_run
+from dspark_tui.engine.run.runner import Runner, prepare_run
 from dspark_tui.model import load_plan
 from tests.engine.helpers import Recorder, sim_plan_text
 
