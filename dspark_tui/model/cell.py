@@ -6,7 +6,7 @@ import math
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer
 
 from dspark_tui.model.naming import safe_name
 
@@ -158,6 +158,14 @@ class Provenance(BaseModel):
     # per-session served name on /v1/models, the port's socket in its process tree; None for
     # measurements from before 2026-12 or imported ones.
     server_identity: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_absent_identity(self, handler: Any) -> Any:
+        """A measurement without a proven server (imported, older) saves as it did before."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("server_identity") is None:
+            data.pop("server_identity", None)
+        return data
 
 
 class CellResult(BaseModel):
