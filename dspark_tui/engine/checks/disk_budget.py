@@ -20,6 +20,7 @@ from pathlib import Path
 
 from dspark_tui.engine.schedule import Schedule, SlotState, rounds_from_events
 from dspark_tui.model import CellSpec, Plan, UserError
+from dspark_tui.model.planned import PlannedMeasurements, planned_rounds
 from dspark_tui.results import RunStore
 from dspark_tui.results.run_size import format_size
 
@@ -69,9 +70,14 @@ def measurement_bytes(cell: CellSpec, plan: Plan) -> float:
             + seconds * (PROGRESS_BYTES_PER_S + SAMPLE_BYTES / bench.scrape_interval_s))
 
 
+def _planned(plan: Plan) -> PlannedMeasurements:
+    """What the plan measures before any adaptive round (model/planned.py)."""
+    return PlannedMeasurements.of_rounds(planned_rounds(plan))
+
+
 def planned_measurements(plan: Plan) -> int:
     """Cells x rounds x repeats: what the plan measures before any adaptive round."""
-    return len(plan.cells()) * plan.bench.rounds * plan.bench.repeats
+    return _planned(plan).total
 
 
 def expected_output_bytes(plan: Plan, measurements: Sequence[CellSpec] | None = None,
@@ -80,7 +86,9 @@ def expected_output_bytes(plan: Plan, measurements: Sequence[CellSpec] | None = 
     for these measurements (a cell once per measurement) in that many server sessions."""
     bench = plan.bench
     if measurements is None:
-        measurements = [cell for cell in plan.cells() for _ in range(bench.rounds * bench.repeats)]
+        specs = {cell.key: cell for cell in plan.cells()}
+        measurements = [specs[key] for key, slots in _planned(plan).slots.items()
+                        for _ in slots]
         sessions = len(plan.arms) * bench.rounds
     written = sum(measurement_bytes(cell, plan) for cell in measurements)
     serving_seconds = sum(measurement_seconds(cell) for cell in measurements)  # every session

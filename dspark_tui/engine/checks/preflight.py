@@ -85,10 +85,6 @@ class PreflightFailed(UserError):
         self.result = result
         super().__init__("\n".join(p.message for p in result.problems))
 
-    @property
-    def lines(self) -> list[str]:
-        return [p.message for p in self.result.problems]
-
 
 def preflight(plan: Plan, roots: Iterable[Path], exclude: Path | None = None, *,
               results_root: Path | None = None) -> Preflight:

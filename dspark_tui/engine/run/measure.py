@@ -17,6 +17,7 @@ from dspark_tui.engine.run.steering import Steering
 from dspark_tui.engine.run.watch import watch_server
 from dspark_tui.engine.servers.scraper import write_series
 from dspark_tui.model import CellResult, CellSpec, CellStatus, Provenance, ServerSummary
+from dspark_tui.model.cell import FailureKind
 from dspark_tui.model.events import CellProgress, Event, Notice
 from dspark_tui.results.manifest import now_iso
 
@@ -120,18 +121,22 @@ def _completed(m: Measurement, result: CellResult, summary: ServerSummary,
 
 
 def _failure(m: Measurement, kind: OutcomeKind, reason: str, summary: ServerSummary | None,
-             provenance: Provenance) -> Outcome:
+             provenance: Provenance, failure: FailureKind | None = None) -> Outcome:
     key = m.cell.key
     status = CellStatus.SKIPPED if kind == "skipped" else CellStatus.FAILED
+    if failure is None and kind == "server_died":
+        failure = "server_died"
     return Outcome(kind, CellResult(
         arm=key.arm, scenario=key.scenario, concurrency=key.concurrency, round=m.round,
-        repeat=m.repeat, session=m.session, status=status, error=reason, server=summary,
-        provenance=provenance))
+        repeat=m.repeat, session=m.session, status=status, error=reason, failure=failure,
+        server=summary, provenance=provenance))
 
 
-def failed_unrun(m: Measurement, reason: str, driver_name: str) -> CellResult:
-    """The record of a measurement that could not be made (its server never came up)."""
-    return _failure(m, "failed", reason, None, m.cell.provenance(driver_name)).result  # type: ignore[return-value]
+def failed_unrun(m: Measurement, reason: str, driver_name: str, failure: FailureKind) -> CellResult:
+    """The record of a measurement that could not be made (its server never came up, or died
+    too often): `failure` says which."""
+    return _failure(m, "failed", reason, None, m.cell.provenance(driver_name),  # type: ignore[return-value]
+                    failure).result
 
 
 def incomplete_reason(result: CellResult) -> str | None:
