@@ -167,6 +167,14 @@ class Provenance(BaseModel):
     # measurements from before 2026-12 or imported ones.
     server_identity: str | None = None
 
+    @model_serializer(mode="wrap")
+    def _without_absent_identity(self, handler: Any) -> Any:
+        """A measurement without a proven server (imported, older) saves as it did before."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("server_identity") is None:
+            data.pop("server_identity", None)
+        return data
+
 
 class CellResult(BaseModel):
     """One measurement of a cell (finished, failed or skipped), as saved in its own file.
