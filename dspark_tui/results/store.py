@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from dspark_tui.model import CellKey, CellResult, UserError, safe_name
+from dspark_tui.model import CellKey, CellResult, UserError, safe_files, safe_name
 from dspark_tui.model.cell import CELL_SCHEMA_VERSION
 from dspark_tui.model.events import Event, file_json, parse_event
 from dspark_tui.model.lane_board import superseded_lines_dropped
@@ -193,7 +193,7 @@ class RunStore:
 
     def read_manifest(self) -> RunManifest:
         try:
-            raw = self.manifest_path.read_bytes()
+            raw = safe_files.read_bytes(self.manifest_path, safe_files.MANIFEST_CAP)
             _refuse_newer_manifest(raw, self.manifest_path)
             return RunManifest.model_validate_json(raw)
         except FileNotFoundError:
@@ -248,7 +248,7 @@ class RunStore:
 
 def read_cell_file(path: Path) -> tuple[CellResult | None, str]:
     try:
-        raw = path.read_bytes()
+        raw = safe_files.read_bytes(path, safe_files.CELL_CAP)
     except OSError as exc:
         return None, f"unreadable ({exc.strerror})"
     try:

@@ -81,8 +81,11 @@ def run_closed(run_dir: Path) -> bool:
     Not a liveness test: a watcher waits for the process to exit before calling it gone."""
     import json
 
+    from dspark_tui.model import safe_files
+
     try:
-        status = json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("status")
+        raw = safe_files.read_bytes(run_dir / "run.json", safe_files.MANIFEST_CAP)
+        status = json.loads(raw).get("status")
     except (OSError, ValueError, AttributeError):
         return False
     return status not in ("running", None)
