@@ -14,7 +14,7 @@ import time
 import uuid
 from pathlib import Path
 
-from dspark_tui.model import UserError, safe_files
+from dspark_tui.model import UserError, numbers, safe_files
 from dspark_tui.model.events import RunControl
 from dspark_tui.results.jsonl import read_complete_lines
 from dspark_tui.results.store import EVENTS, RUN_JSON, read_events_from
@@ -68,7 +68,7 @@ class ControlReader:
         actions: list[str] = []
         for raw in lines:
             try:
-                request = json.loads(raw)
+                request = numbers.loads(raw)
             except ValueError:
                 continue
             if not isinstance(request, dict) or request.get("action") not in ACTIONS:
@@ -115,7 +115,8 @@ def ctl_command(args: argparse.Namespace) -> int:
 def _no_runner(run_dir: Path) -> str:
     """Why there is nothing to control, and a resume suggested only for a run that can take one."""
     try:
-        status = json.loads(safe_files.read_bytes(run_dir / RUN_JSON, safe_files.MANIFEST_CAP)).get("status")
+        raw = safe_files.read_bytes(run_dir / RUN_JSON, safe_files.MANIFEST_CAP)
+        status = numbers.loads(raw).get("status")
     except (OSError, ValueError, AttributeError):
         return f"{run_dir}: not a run directory (no readable run.json); list runs with `dspark-tui runs`"
     if status == "completed":

@@ -26,9 +26,11 @@ from pydantic import (
     model_validator,
 )
 
+from dspark_tui.model import safe_files
 from dspark_tui.model.cell import CellKey, Provenance
 from dspark_tui.model.errors import UserError
 from dspark_tui.model.naming import safe_name
+from dspark_tui.model.numbers import MAX_DEPTH, check_scalars, too_deep
 from dspark_tui.model.secrets import mask_value
 from dspark_tui.model.toml_location import line_of
 from dspark_tui.model.traffic import TrafficMix
@@ -58,6 +60,12 @@ class _Strict(BaseModel):
     # strict: TOML has real numbers and booleans, so `input_len = "128"` is a mistake to name,
     # not a string to convert.
     model_config = ConfigDict(extra="forbid", strict=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _numbers_in_range(cls, value: Any) -> Any:
+        """10**400 is a valid TOML integer; a float of it raises far from the plan (numbers.py)."""
+        return check_scalars(value)
 
 
 class NumPromptsRule(_Strict):
@@ -536,10 +544,12 @@ def _unique(what: str, names: list[str]) -> None:
 def load_plan(path: str | Path) -> Plan:
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = safe_files.read_text(path, safe_files.PLAN_CAP, follow=True)  # never a FIFO's wait
     except FileNotFoundError:
         raise PlanError(f"{path}: no such plan file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise PlanError(f"{path}: cannot read the plan ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
         raise PlanError(f"{path}: cannot read the plan ({exc})") from None
     return parse_plan(text, str(path))
 
@@ -549,6 +559,11 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise PlanError(f"{source}: not valid TOML: {exc}") from None
+    except RecursionError:  # thousands of `[`: the parser gave up
+        data = None
+    if data is None or too_deep(data):
+        raise PlanError(f"{source}: not a plan: arrays or tables nested deeper than {MAX_DEPTH} "
+                        "levels")
     try:
         return Plan.model_validate(data, context={"plan_file": True})
     except ValidationError as exc:

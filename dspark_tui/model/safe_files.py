@@ -30,11 +30,14 @@ class SpecialFile(OSError):
     """A run file that is no regular file, a symlink, or larger than its cap."""
 
 
-def open_regular(path: str | Path, flags: int = os.O_RDONLY, mode: int = 0o600) -> int:
-    """A descriptor of `path`, which must be a regular file and no symlink; the open never
-    waits (O_NONBLOCK; cleared again once it is known to be a regular file)."""
+def open_regular(path: str | Path, flags: int = os.O_RDONLY, mode: int = 0o600, *,
+                 follow: bool = False) -> int:
+    """A descriptor of `path`, which must be a regular file and no symlink (with `follow`, a
+    symlink is followed: a plan or config file the user linked); the open never waits
+    (O_NONBLOCK; cleared again once it is known to be a regular file)."""
+    nofollow = 0 if follow else os.O_NOFOLLOW
     try:
-        fd = os.open(path, flags | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+        fd = os.open(path, flags | os.O_NONBLOCK | nofollow | os.O_CLOEXEC, mode)
     except OSError as exc:
         if exc.errno == errno.ELOOP and os.path.islink(path) and _resolves(path):
             raise SpecialFile(errno.ELOOP, "a symlink, not followed", str(path)) from None
@@ -54,11 +57,12 @@ def open_regular(path: str | Path, flags: int = os.O_RDONLY, mode: int = 0o600) 
     return fd
 
 
-def read_bytes(path: str | Path, cap: int, offset: int = 0, *, partial: bool = False) -> bytes:
+def read_bytes(path: str | Path, cap: int, offset: int = 0, *, partial: bool = False,
+               follow: bool = False) -> bytes:
     """The bytes of regular file `path` from `offset`. More than `cap` of them is refused
     (`SpecialFile`), or with `partial` cut to the first `cap` (a reader of appended lines
     then takes the complete lines among them and reads on later)."""
-    fd = open_regular(path)
+    fd = open_regular(path, follow=follow)
     try:
         if offset:
             os.lseek(fd, offset, os.SEEK_SET)
@@ -80,8 +84,8 @@ def read_bytes(path: str | Path, cap: int, offset: int = 0, *, partial: bool = F
     return data
 
 
-def read_text(path: str | Path, cap: int) -> str:
-    return read_bytes(path, cap).decode("utf-8")
+def read_text(path: str | Path, cap: int, *, follow: bool = False) -> str:
+    return read_bytes(path, cap, follow=follow).decode("utf-8")
 
 
 def _resolves(path: str | Path) -> bool:

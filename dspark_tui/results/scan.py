@@ -6,7 +6,6 @@ unreadable, with one warning line per entry and process, and the rest is listed.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -17,7 +16,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from dspark_tui.model import safe_files
+from dspark_tui.model import numbers, safe_files
 from dspark_tui.results.manifest import RunManifest, newer_run_schema
 from dspark_tui.results.run_lock import lock_held
 from dspark_tui.results.run_size import run_size_bytes
@@ -116,7 +115,7 @@ def summarize_run(path: Path) -> RunSummary:
     summary = RunSummary(path=path, name=path.name)
     summary.cells_done = _count_cells(path)
     try:
-        data = json.loads(safe_files.read_bytes(path / RUN_JSON, safe_files.MANIFEST_CAP))
+        data = numbers.loads(safe_files.read_bytes(path / RUN_JSON, safe_files.MANIFEST_CAP))
         if not isinstance(data, dict):
             raise ValueError("not an object")
         if newer_run_schema(data) is not None:  # never listed as if it were understood

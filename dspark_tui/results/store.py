@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from dspark_tui.model import CellKey, CellResult, UserError, safe_files, safe_name
+from dspark_tui.model import CellKey, CellResult, UserError, numbers, safe_files, safe_name
 from dspark_tui.model.cell import CELL_SCHEMA_VERSION
 from dspark_tui.model.events import Event, file_json, parse_event
 from dspark_tui.model.lane_board import superseded_lines_dropped
@@ -252,9 +252,11 @@ def read_cell_file(path: Path) -> tuple[CellResult | None, str]:
     except OSError as exc:
         return None, f"unreadable ({exc.strerror})"
     try:
-        data = json.loads(raw)
+        data = numbers.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None, "truncated or not JSON; skipped"
+    except ValueError as exc:  # a number out of range, nesting too deep
+        return None, f"invalid cell ({exc}); skipped"
     if not isinstance(data, dict):
         return None, "not a cell object; skipped"
     version = data.get("schema_version")
@@ -376,9 +378,11 @@ def measurement_row(result: CellResult) -> dict[str, object]:
 
 
 def _refuse_newer_manifest(raw: bytes, path: Path) -> None:
+    """A run.json from a newer version is refused; one with a number out of range or nested too
+    deep is not valid (a ValueError naming it; numbers.py)."""
     try:
-        data = json.loads(raw)
-    except ValueError:
+        data = numbers.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
         return  # the validation below names what is wrong
     if (newer := newer_run_schema(data)) is not None:
         raise NewerRunError(f"{path}: {newer}")
