@@ -70,6 +70,8 @@ class RunStore:
         self.path = Path(path)
         # The writer's hold on the directory (run_lock.py), when this store was made to write it.
         self.lock: RunLock | None = None
+        # Whether this writer has checked that events.jsonl ends in a newline (append_event).
+        self._events_mended = False
 
     @classmethod
     def create(cls, root: str | Path, manifest: RunManifest, when: dt.datetime | None = None,
@@ -158,12 +160,23 @@ class RunStore:
         return path
 
     def append_event(self, event: Event) -> None:
-        line = file_json(event) + "\n"
-        with open(self.events_path, "a", encoding="utf-8") as handle:
-            handle.write(line)
-            handle.flush()
+        """One line at the end of events.jsonl (never through a FIFO or a symlink). A writer's
+        first append ends a torn last line first (a full disk or a kill mid-write left it), so
+        that neither its first event nor the torn one's end is lost to readers."""
+        data = (file_json(event) + "\n").encode("utf-8")
+        fd = safe_files.open_regular(self.events_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            if not self._events_mended:
+                if _ends_torn(fd):
+                    data = b"\n" + data
+                self._events_mended = True
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
             if event.kind in _DURABLE_KINDS:
-                os.fsync(handle.fileno())
+                os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def write_results_csv(self, results: Iterable[CellResult]) -> Path:
         """One row a measurement, with its round, repeat, session and node."""
@@ -375,6 +388,12 @@ def measurement_row(result: CellResult) -> dict[str, object]:
     which = {"round": result.round, "repeat": result.repeat, "session": result.session or "",
              "node": result.node or ""}
     return {**head, **which, **row}
+
+
+def _ends_torn(fd: int) -> bool:
+    """Whether the file open as `fd` is not empty and does not end in a newline."""
+    size = os.fstat(fd).st_size
+    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
 
 
 def _refuse_newer_manifest(raw: bytes, path: Path) -> None:

@@ -161,6 +161,8 @@ def serve_config(args: argparse.Namespace, unknown: Sequence[str],
                  parser: argparse.ArgumentParser) -> ServeConfig:
     spec_tokens, schedule = _speculation(args)
     acceptance = _acceptance(args.acceptance) if args.acceptance else DEFAULT_ACCEPTANCE
+    if not 0 <= args.port <= 65535:
+        raise SimUsageError(f"--port must be 0-65535, got {args.port}")
     if args.speed <= 0:
         raise SimUsageError(f"--speed must be > 0, got {args.speed}")
     if args.max_num_seqs < 1:
