@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dspark_tui.config import settings_or_warn
-from dspark_tui.model import Plan, UserError
+from dspark_tui.model import Plan, UserError, shown
 from dspark_tui.model.secrets import redact_argv
 
 if TYPE_CHECKING:
@@ -189,7 +189,7 @@ def runs_command(args: argparse.Namespace) -> int:
     for row in [header, *rows]:
         cells = [cell.rjust(width) if i in (2, 3) else cell.ljust(width)
                  for i, (cell, width) in enumerate(zip(row, widths, strict=False))]
-        print("  ".join([*cells, row[-1]]).rstrip())
+        print(shown.plain("  ".join([*cells, row[-1]]).rstrip()))  # a crafted directory's name
     if not args.paths:
         # The NAME (or a unique prefix) is taken wherever a run directory is.
         print("in " + ", ".join(str(r) for r in roots) + "  (--paths: each directory)")

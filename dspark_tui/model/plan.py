@@ -13,9 +13,10 @@ import tomllib
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -26,7 +27,7 @@ from pydantic import (
     model_validator,
 )
 
-from dspark_tui.model import safe_files
+from dspark_tui.model import safe_files, shown
 from dspark_tui.model.cell import CellKey, Provenance
 from dspark_tui.model.errors import UserError
 from dspark_tui.model.naming import safe_name
@@ -50,6 +51,19 @@ TEXT_DATASETS: tuple[str, ...] = ("random", "sharegpt", "jsonl")
 MAX_NAME_LEN = 100
 # The plan's name, shorter: a verification plan is `{name}_verify`, and must pass this check too.
 MAX_PLAN_NAME_LEN = 80
+
+
+def _no_control(value: str) -> str:
+    """A name or label is printed to terminals and written into Markdown, SVG and file names: a
+    control character in it (ESC, NUL, a newline, a bidi override) is a mistake or an attack."""
+    found = shown.first_control(value)
+    if found is not None:
+        raise ValueError(f"control characters are not allowed (found {found})")
+    return value
+
+
+# A string shown to people: names, labels, the model (model/shown.py escapes what files say).
+Shown = Annotated[str, AfterValidator(_no_control)]
 
 
 class PlanError(UserError):
@@ -118,7 +132,7 @@ class ServerConfig(_Strict):
     # in flight is declared stalled (its /health may still say 200).
     stall_timeout_s: float = Field(default=120, gt=0)
     env: dict[str, str] = Field(default_factory=dict)
-    served_model_name: str | None = None
+    served_model_name: Shown | None = None
 
     @model_serializer(mode="wrap")
     def _without_unused_launchers(self, handler: Any) -> Any:
@@ -135,7 +149,7 @@ class ServerConfig(_Strict):
 
 
 class Arm(_Strict):
-    name: str = Field(min_length=1, max_length=MAX_NAME_LEN)
+    name: Shown = Field(min_length=1, max_length=MAX_NAME_LEN)
     vars: dict[str, Scalar] = Field(default_factory=dict)
     description: str = ""
     # A server that something else runs (docs/external.md): the tool checks and measures it,
@@ -236,7 +250,7 @@ class BenchConfig(_Strict):
 
 
 class Scenario(_Strict):
-    name: str = Field(min_length=1, max_length=MAX_NAME_LEN)
+    name: Shown = Field(min_length=1, max_length=MAX_NAME_LEN)
     input_len: int = Field(gt=0)
     output_len: int = Field(gt=0)
     range_ratio: float | None = Field(default=None, ge=0.0, le=1.0)
@@ -247,7 +261,7 @@ class Scenario(_Strict):
     dataset_path: str | None = Field(default=None, min_length=1)
     # A category-pure cell: only this category's lines of a jsonl prompt file (no dataset given:
     # `jsonl`, see dataset_of; README, Per category); None: any prompt.
-    category: str | None = Field(default=None, min_length=1, max_length=MAX_NAME_LEN)
+    category: Shown | None = Field(default=None, min_length=1, max_length=MAX_NAME_LEN)
 
     @model_serializer(mode="wrap")
     def _without_absent_category(self, handler: Any) -> Any:
@@ -314,8 +328,8 @@ class CellSpec(BaseModel):
 
 class Plan(_Strict):
     name: str = Field(min_length=1, max_length=MAX_PLAN_NAME_LEN, pattern=r"^[A-Za-z0-9._-]+$")
-    model: str = Field(min_length=1)
-    backend_label: str = ""
+    model: Shown = Field(min_length=1)
+    backend_label: Shown = ""
     description: str = ""
     # Optional when every arm gives a url: nothing to start.
     server: ServerConfig = Field(default_factory=ServerConfig)
@@ -598,7 +612,7 @@ def _readable_loc(loc: tuple[Any, ...], data: Any = None) -> str:
         if isinstance(item, int):
             node = node[item] if isinstance(node, list) and 0 <= item < len(node) else None
             name = node.get("name") if isinstance(node, dict) else None
-            parts.append(f"[{json.dumps(_shortened(name), ensure_ascii=False)}]"
+            parts.append(f"[{shown.plain(json.dumps(_shortened(name), ensure_ascii=False))}]"
                          if isinstance(name, str) and name else f"[{item}]")
         elif _is_union_branch(item):
             continue

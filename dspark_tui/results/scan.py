@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from dspark_tui.model import numbers, safe_files
+from dspark_tui.model import numbers, safe_files, shown
 from dspark_tui.results.manifest import RunManifest, newer_run_schema
 from dspark_tui.results.run_lock import lock_held
 from dspark_tui.results.run_size import run_size_bytes
@@ -134,10 +134,12 @@ def summarize_run(path: Path) -> RunSummary:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
         summary.problem = f"run.json is unreadable ({reason})"
         return summary
-    summary.name = manifest.name or path.name
+    # Listed by `runs` and History: a crafted run.json's names show their control characters
+    # escaped (model/shown.py); History escapes markup on top.
+    summary.name = shown.plain(manifest.name or path.name)
     summary.started_at = manifest.started_at or ""
-    summary.model = manifest.model
-    summary.arms = manifest.arm_names()
+    summary.model = shown.plain(manifest.model)
+    summary.arms = [shown.plain(arm) for arm in manifest.arm_names()]
     summary.cells_total = manifest.total_cells
     if manifest.cells_ok is not None:
         summary.cells_done = manifest.cells_ok  # exact, written by the runner when it finished

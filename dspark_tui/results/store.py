@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from dspark_tui.model import CellKey, CellResult, UserError, numbers, safe_files, safe_name
+from dspark_tui.model import CellKey, CellResult, UserError, numbers, safe_files, safe_name, shown
 from dspark_tui.model.cell import CELL_SCHEMA_VERSION
 from dspark_tui.model.events import Event, file_json, parse_event
 from dspark_tui.model.lane_board import superseded_lines_dropped
@@ -332,8 +332,52 @@ def load_run(path: str | Path) -> LoadedRun:
         from dspark_tui.results.manifest import ArmInfo
 
         manifest.arms = [ArmInfo(name=n) for n in names]
-    return LoadedRun(path=store.path, manifest=manifest, cells=cells, problems=problems,
-                     measurements=measurements)
+    return names_shown(LoadedRun(path=store.path, manifest=manifest, cells=cells,
+                                 problems=problems, measurements=measurements))
+
+
+def names_shown(run: LoadedRun) -> LoadedRun:
+    """The run with every arm and scenario name, the run's name, model and label as
+    `model.shown.md_name` shows them, so that whatever reads it (the report, its charts, the
+    screens) shows no control character, markup or raw HTML a crafted run.json or cell file
+    put in a name. Names without such characters, every run this tool wrote, are unchanged."""
+    manifest = run.manifest
+    plan = manifest.plan if isinstance(manifest.plan, dict) else {}
+    names = {a.name for a in manifest.arms} | set(manifest.scenarios)
+    names |= {m.arm for m in run.measurements} | {m.scenario for m in run.measurements}
+    for table in ("arms", "scenarios"):
+        entries = plan.get(table)
+        names |= {e["name"] for e in entries if isinstance(e, dict) and isinstance(e.get("name"), str)} \
+            if isinstance(entries, list) else set()
+    renamed = {n: shown.md_name(n) for n in names if shown.md_name(n) != n}
+    labels = (manifest.name, manifest.model, manifest.backend_label)
+    if not renamed and all(shown.md_name(label) == label for label in labels):
+        return run
+
+    def name(value: str) -> str:
+        return renamed.get(value, value)
+
+    manifest = manifest.model_copy(deep=True)
+    manifest.name, manifest.model, manifest.backend_label = (shown.md_name(x) for x in labels)
+    for arm in manifest.arms:
+        arm.name = name(arm.name)
+    manifest.scenarios = [name(s) for s in manifest.scenarios]
+    for table in ("arms", "scenarios"):
+        for entry in manifest.plan.get(table) or []:
+            if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+                entry["name"] = name(entry["name"])
+    for key in ("name", "model", "backend_label"):
+        if isinstance(manifest.plan.get(key), str):
+            manifest.plan[key] = shown.md_name(manifest.plan[key])
+    if manifest.verification is not None:
+        manifest.verification.schedule_arm = name(manifest.verification.schedule_arm)
+        manifest.verification.fixed_arm = name(manifest.verification.fixed_arm)
+    for prompt_set in manifest.prompt_sets:
+        prompt_set.scenario = name(prompt_set.scenario)
+    measurements = [m.model_copy(update={"arm": name(m.arm), "scenario": name(m.scenario)})
+                    for m in run.measurements]
+    return LoadedRun(path=run.path, manifest=manifest, cells=latest_per_cell(measurements),
+                     problems=run.problems, measurements=measurements)
 
 
 def summarised(problems: list[CellProblem], examples: int = EXAMPLES) -> list[CellProblem]:
