@@ -52,6 +52,7 @@ from dspark_tui.engine.setup import filter_plan, preflight, prepare_run
 from dspark_tui.engine.steering import Steering
 from dspark_tui.model import Arm, CellResult, Plan, UserError
 from dspark_tui.model import events as ev
+from dspark_tui.model.secrets import Scrubber
 from dspark_tui.results import RunStore
 from dspark_tui.results.run_lock import RunLock
 
@@ -92,7 +93,8 @@ class Runner:
         self._driver = driver
         self._gpu: GpuProbe | None = detect_gpu() if gpu == "auto" else gpu  # type: ignore[assignment]
         self._remeasure = remeasure
-        self._events = EventSink(store)
+        self._scrubber = Scrubber(plan.secrets())
+        self._events = EventSink(store, plan.secrets())
         self._steering = Steering()
         self._schedule: Schedule | None = None
         self._announced: set[int] = set()  # rounds whose ev.RoundPlanned is in events.jsonl
@@ -473,6 +475,8 @@ class Runner:
         """Save one measurement and say so; the state changes before the event, so a subscriber
         reacting to it (retry) sees it."""
         assert self._schedule is not None
+        if result.error and self._scrubber:  # a server's error body echoing the key
+            result.error = self._scrubber.scrub_text(result.error)
         if not self._save(result):
             return  # stays pending: a resume measures it again
         slot = (result.key, result.round, result.repeat)

@@ -32,7 +32,7 @@ from dspark_tui.model.cell import CellKey, Provenance
 from dspark_tui.model.errors import UserError
 from dspark_tui.model.naming import safe_name
 from dspark_tui.model.numbers import MAX_DEPTH, check_scalars, too_deep
-from dspark_tui.model.secrets import mask_value
+from dspark_tui.model.secrets import mask_value, secret_values
 from dspark_tui.model.toml_location import line_of
 from dspark_tui.model.traffic import TrafficMix
 
@@ -438,6 +438,14 @@ class Plan(_Strict):
                         dataset=dataset,
                         dataset_path=dataset_path if dataset != "random-ids" else None,
                     )
+
+    def secrets(self) -> set[str]:
+        """Every secret value the plan holds (the API key, secret flags' values in each arm's
+        command and bench.extra_args, secret variables and flags inside variables): what a
+        server's answer may echo and must be scrubbed from before it is stored."""
+        argvs = [self.server_argv(arm) for arm in self.arms if arm.url is None]
+        return secret_values(argvs=[*argvs, self.bench.extra_args], env=self.server.env,
+                             keys=[self.bench.api_key])
 
     def template_vars(self, arm: Arm) -> dict[str, str]:
         values: dict[str, str] = {
