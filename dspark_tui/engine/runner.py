@@ -409,7 +409,12 @@ class Runner:
                 self._fail_unrun(rnd, arm, f"server failed to start: {problem.reason}", session_id)
                 return "not_started"
             lanes.placed(lane, session.node)
-            await self._prepare_prompts(session)
+            try:
+                await self._prepare_prompts(session)
+            except UserError as exc:  # prompts the file cannot give (too few), or not tokenized
+                self._emit(ev.Notice(level="error", message=str(exc)))
+                self._fail_every_unrun(f"not run: prompts not prepared: {exc}", session_id)
+                return "done"
             while todo := self._schedule.todo(rnd.round, arm.name):
                 if not await self._may_go_on():
                     return "done"
@@ -498,6 +503,16 @@ class Runner:
         for cell, repeat in self._schedule.todo(rnd.round, arm.name):
             self._record(failed_unrun(Measurement(cell, rnd.round, repeat, session), reason,
                                       driver), "failed")
+
+    def _fail_every_unrun(self, reason: str, session: str | None) -> None:
+        """Every measurement not yet made, of every round and arm, failed with `reason`: what a
+        run cannot go on without (its prompts) ends it with the counts saying what happened."""
+        assert self._schedule is not None
+        for rnd in list(self._schedule.rounds):
+            for arm in self.plan.arms:
+                for cell, repeat in self._schedule.todo(rnd.round, arm.name):
+                    self._record(failed_unrun(Measurement(cell, rnd.round, repeat, session),
+                                              reason, self.plan.bench.driver), "failed")
 
     def _save(self, result: CellResult) -> bool:
         """Save a measurement; when the disk refuses (full, read-only), stop the run: nothing more

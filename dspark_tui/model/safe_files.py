@@ -22,6 +22,7 @@ EVENTS_CAP = 1 << 30  # events.jsonl, per read (a reader from an offset gets the
 RECORD_CAP = 4 << 20  # server.json, launcher.json, greedy answers, control requests
 LOCK_CAP = 64  # runner.lock: one pid
 PLAN_CAP = 16 << 20  # a plan or config file
+DATASET_CAP = 8 << 30  # a ShareGPT file is ~0.7 GB: this refuses only what is no dataset
 
 _CHUNK = 1 << 20
 
