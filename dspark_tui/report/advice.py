@@ -18,7 +18,6 @@ from dspark_tui.report.phrases import (
     decisive_wins,
     exceptions,
     lower_p99_count,
-    tie_percent,
     where,
     win_range,
 )
@@ -75,7 +74,7 @@ def _note(analysis: RunAnalysis, t: Texts, group: pd.DataFrame, verdict: str) ->
             "rec_note_even",
             ties=ties,
             cells=len(group),
-            tie=tie_percent(),
+            tie=analysis.band.percent,
             exceptions=exceptions(t, group, None),
         )
     tally = pd.Series(

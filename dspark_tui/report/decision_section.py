@@ -91,7 +91,7 @@ def sweep_section(answer: DeployAnswer | None, t: Texts) -> list[str]:
         return []
     d = DecisionTexts(t)
     decision = answer.decision
-    band = f"{decision.tie_band * 100:g}"
+    band = decision.band.percent
     lines = [d("sweep_heading"), "", d("best_k_heading"), "", d("best_k_lead", band=band), ""]
     rows = []
     for c in decision.choices:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dspark_tui.analysis.decision import Ratio
 from dspark_tui.analysis.schedule import Gain
+from dspark_tui.analysis.verdicts import Verdict
 from dspark_tui.analysis.verification import VerificationResult
 from dspark_tui.report.tables import markdown_table
 from dspark_tui.report.texts import Texts
@@ -68,8 +69,8 @@ def _pct(value: float | None) -> str:
     return "—" if value is None else f"{(value - 1.0) * 100:+.1f}%"
 
 
-def _verdict(texts: dict[str, str], verdict: str, ratio: float) -> str:
-    if verdict == "wins":
+def _verdict(texts: dict[str, str], verdict: Verdict, ratio: float) -> str:
+    if verdict == Verdict.WINS:
         return texts["verdict.wins" if ratio > 1.0 else "verdict.loses"]
     return texts.get(f"verdict.{verdict}", verdict)
 
@@ -109,7 +110,7 @@ def verification_section(result: VerificationResult | None, t: Texts) -> list[st
             text += f" ({_interval(gain.low, gain.high)})"
         lines.append(x["gain"].format(fixed_arm=fixed, traffic=x[f"traffic.{result.traffic_source}"],
                                       gain=text, verdict=_verdict(x, result.gain_verdict, gain.ratio),
-                                      band=f"{result.tie_band * 100:g}"))
+                                      band=result.band.percent))
         lines.append(x["gain_single"] if gain.low is None else
                      x["gain_interval"].format(level=f"{result.level * 100:.4g}"))
     names = [f"{c.scenario} c={c.concurrency}" for c in result.fixed_wins]

@@ -233,7 +233,7 @@ class RunScreen(Screen[None]):
 
         arms = list(self.state.arms)
         rows = comparison_rows(self.state.table_measurements(), arms, self._scenarios,
-                               settings=Settings.from_bench(self.state.statistics),
+                               settings=Settings.of(self.state.settings),
                                baseline=self._baseline)
         self.query_one(ABTable).show(rows, arms)
 

@@ -20,6 +20,7 @@ from dspark_tui.analysis.live import (
     ComparisonRow,
     verdict_text,
 )
+from dspark_tui.analysis.verdicts import Verdict
 from dspark_tui.tui import colours
 from dspark_tui.tui import format as fmt
 
@@ -174,9 +175,9 @@ def compact_baseline(row: ComparisonRow) -> str:
 
 def _no_winner(row: ComparisonRow) -> str:
     """What the winner column says when the verdict names none: a tie, or not decided yet."""
-    if row.verdict in ("tie", "single") and row.margin is not None:
+    if row.verdict in (Verdict.TIE, Verdict.SINGLE) and row.margin is not None:
         return "tie"
-    if row.verdict == "unsure" and row.leader:
+    if row.verdict == Verdict.UNSURE and row.leader:
         return f"{row.leader}?"  # ahead so far, not shown to win
     return fmt.MISSING
 
