@@ -64,6 +64,7 @@ def _answered(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(400)  # ten commands, ~10 s each on a loaded box; a hang is ANSWER_S each
 def test_every_command_answers_over_a_fifo_lock_and_dev_zero_links(tmp_path: Path, port: int):
     root = tmp_path / "results"
     runs = _hostile_root(root)
