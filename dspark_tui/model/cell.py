@@ -165,6 +165,10 @@ class Provenance(BaseModel):
     num_prompts: int | None = None
     source: str | None = None
     notes: list[str] = Field(default_factory=list)
+    # What proved the server that answered was the session's own (engine/servers/identity.py): its
+    # per-session served name on /v1/models, the port's socket in its process tree; None for
+    # measurements from before 2026-12 or imported ones.
+    server_identity: str | None = None
 
 
 class CellResult(BaseModel):

@@ -58,13 +58,13 @@ Scalar = str | int | float | bool
 # `random` and `sharegpt` read a ShareGPT JSON file as sglang.bench_serving does; `jsonl` reads
 # one prompt a line (the shipped prompts file when no dataset_path is given).
 Dataset = Literal["random-ids", "random", "sharegpt", "jsonl"]
-TEXT_DATASETS: tuple[str, ...] = ("random", "sharegpt", "jsonl")
 # Arm, scenario and plan names become parts of file names (cells/{arm}/{scenario}__c8__r2p1.json,
 # {name}_{stamp}/, the atomic writer's temporary names); at this length the longest of them stays
 # far below the 255 bytes a file name may have (tests/test_name_limits.py measures it).
 MAX_NAME_LEN = 100
 # The plan's name, shorter: a verification plan is `{name}_verify`, and must pass this check too.
 MAX_PLAN_NAME_LEN = 80
+DEFAULT_LOG_MAX_BYTES = 2 << 20  # server.log_max_bytes: 2 MiB a session's server log
 
 
 def _no_control(value: str) -> str:
@@ -149,13 +149,18 @@ class ServerConfig(_Strict):
     stall_timeout_s: float = Field(default=120, gt=0)
     env: dict[str, str] = Field(default_factory=dict)
     served_model_name: Shown | None = None
+    # A session's server log is cut past this size: its start and its latest output are kept,
+    # the cut is said in the log (engine/servers/log_relay.py); the disk budget counts it per session.
+    log_max_bytes: int = Field(default=DEFAULT_LOG_MAX_BYTES, ge=65536, le=1 << 40)
 
     @model_serializer(mode="wrap")
     def _without_unused_launchers(self, handler: Any) -> Any:
         """A local plan snapshots as it did before launchers existed; a remote one keeps only
-        its own launcher's table."""
+        its own launcher's table (and log_max_bytes only when it is not the default)."""
         data = handler(self)
         if isinstance(data, dict):
+            if self.log_max_bytes == DEFAULT_LOG_MAX_BYTES:
+                data.pop("log_max_bytes", None)
             if self.kind == DEFAULT_KIND:
                 data.pop("kind", None)
             if self.launcher == "local":

@@ -22,7 +22,7 @@ from dspark_tui.report.phrases import (
     win_range,
 )
 from dspark_tui.report.tables import markdown_table
-from dspark_tui.report.texts import Texts
+from dspark_tui.report.words import Texts
 
 
 def advice_section(analysis: RunAnalysis, t: Texts) -> list[str]:

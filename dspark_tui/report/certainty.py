@@ -10,7 +10,7 @@ from dspark_tui.analysis.analysis import RunAnalysis
 from dspark_tui.analysis.verdicts import TIE, UNSURE, WINS
 from dspark_tui.report.external_servers import unreplicated_note
 from dspark_tui.report.tables import pct
-from dspark_tui.report.texts import Texts
+from dspark_tui.report.words import Texts
 
 # Past this many more rounds, "measure more" is not advice: the margin sits on the band's edge.
 MAX_ROUNDS_WORTH_SAYING = 20

@@ -19,7 +19,7 @@ from dspark_tui.report.phrases import (
     win_range,
 )
 from dspark_tui.report.tables import markdown_table, num, pct, tokens
-from dspark_tui.report.texts import Texts
+from dspark_tui.report.words import Texts
 from dspark_tui.stats.outliers import OUTLIER_LOG_DEVIATION
 
 

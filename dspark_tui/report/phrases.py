@@ -7,7 +7,7 @@ import pandas as pd
 from dspark_tui.analysis.analysis import RunAnalysis
 from dspark_tui.model.statistics import TieBand
 from dspark_tui.report.tables import MISSING, num, pct
-from dspark_tui.report.texts import Texts
+from dspark_tui.report.words import Texts
 
 
 def where(scenario: str, concurrency: int) -> str:

@@ -258,7 +258,8 @@ class Runner:
         self._schedule = Schedule(self.plan, rounds, self.store.done_slots())
         self._announced = {e.round for e in events if isinstance(e, ev.RoundPlanned)}
         self._sessions = self.store.sessions_used()
-        undone = await asyncio.to_thread(stop_orphaned_launch, self.store.path)
+        undone = await asyncio.to_thread(stop_orphaned_launch, self.store.path,
+                                         self.plan.server.launcher)
         if undone:
             self._emit(ev.Notice(level="warning", message=f"{undone}, left by the previous runner"))
         orphans = await asyncio.to_thread(stop_orphaned_server, self.store.path)
@@ -560,7 +561,7 @@ class Runner:
         resume may come after a run that ended, and a job left holds a node's GPUs."""
         if self.plan.server.launcher == "local":
             return
-        undone = stop_orphaned_launch(self.store.path)
+        undone = stop_orphaned_launch(self.store.path, self.plan.server.launcher)
         if undone:
             self._emit(ev.Notice(level="warning", message=f"{undone}, left live by a stop that "
                                  "could not cancel it"))
