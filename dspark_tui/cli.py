@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dspark_tui import __version__
-from dspark_tui.model import UserError
+from dspark_tui.model import UserError, shown
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -103,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _dispatch(args)
     except UserError as exc:
         for line in str(exc).splitlines() or [""]:  # a preflight names each problem on its line
-            print(f"dspark-tui: error: {line}", file=sys.stderr)
+            print(f"dspark-tui: error: {shown.plain(line)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("dspark-tui: interrupted", file=sys.stderr)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dspark_tui.config import settings_or_warn
-from dspark_tui.model import Plan, UserError
+from dspark_tui.model import Plan, UserError, shown
 from dspark_tui.model.secrets import redact_argv
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def plan_command(args: argparse.Namespace) -> int:
         print(f"{key.arm:<10} {key.scenario:<22} {key.concurrency:>5} {cell.input_len:>6} "
               f"{cell.output_len:>6} {cell.num_prompts:>8}")
     print(f"{len(cells)} cells")
-    _print_cost(plan)
+    _print_cost(plan, source)
     if getattr(args, "preflight", False):
         results_root = getattr(args, "results", None) or settings.results_root
         return _print_preflight(plan, results_root, settings.history_roots())
@@ -91,11 +91,11 @@ def _print_preflight(plan: Plan, results_root: Path, roots: list[Path]) -> int:
     return 2
 
 
-def _print_cost(plan: Plan) -> None:
+def _print_cost(plan: Plan, source: str | None = None) -> None:
     """What the plan costs: cell runs and server starts as planned and at most (every adaptive
     round spent), and the wall time where a model of the server's speed exists."""
     from dspark_tui.engine.schedule import plan_cost
-    from dspark_tui.sim.estimate import estimate_plan
+    from dspark_tui.sim.estimate import SimFlagError, TooLarge, estimate_plan
 
     bench, cost = plan.bench, plan_cost(plan)
     print(f"rounds {bench.rounds} x repeats {bench.repeats}, adaptive budget "
@@ -106,7 +106,13 @@ def _print_cost(plan: Plan) -> None:
     print(f"cell runs: {cost.measurements} planned, at most {cost.measurements_at_most}")
     print(f"server starts: {cost.server_starts} planned, at most {cost.server_starts_at_most} "
           "(plus one restart a session if a server dies)")
-    estimate = estimate_plan(plan)
+    try:
+        estimate = estimate_plan(plan)
+    except TooLarge as exc:
+        print(f"wall time: not estimated ({exc})")
+        return
+    except SimFlagError as exc:  # one line naming the key, not the simulator's usage
+        raise UserError(f"{source}: {exc}" if source else str(exc)) from None
     if estimate is None:
         print("wall time: not estimated (only plans against dspark_tui.sim have a model of "
               "their speed; History shows what earlier runs of this plan took)")
@@ -184,7 +190,7 @@ def runs_command(args: argparse.Namespace) -> int:
     for row in [header, *rows]:
         cells = [cell.rjust(width) if i in (2, 3) else cell.ljust(width)
                  for i, (cell, width) in enumerate(zip(row, widths, strict=False))]
-        print("  ".join([*cells, row[-1]]).rstrip())
+        print(shown.plain("  ".join([*cells, row[-1]]).rstrip()))  # a crafted directory's name
     if not args.paths:
         # The NAME (or a unique prefix) is taken wherever a run directory is.
         print("in " + ", ".join(str(r) for r in roots) + "  (--paths: each directory)")

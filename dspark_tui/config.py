@@ -24,6 +24,9 @@ from pydantic_settings import (
     SettingsError,
 )
 
+from dspark_tui.model import safe_files
+from dspark_tui.model.numbers import MAX_DEPTH, check_scalars, too_deep
+
 APP_NAME = "dspark-tui"
 ENV_PREFIX = "DSPARK_"
 
@@ -106,6 +109,10 @@ def _problem(key: str, value: Any) -> str | None:
     if check is None:
         return f"unknown key (known: {', '.join(_CHECKS)})"
     try:
+        check_scalars(value)
+    except ValueError as exc:
+        return str(exc)
+    try:
         check.validate_python(value)
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
@@ -115,11 +122,17 @@ def _problem(key: str, value: Any) -> str | None:
 
 def _file_values(path: Path) -> tuple[dict[str, Any], list[str]]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8")), []
+        values = tomllib.loads(safe_files.read_text(path, safe_files.PLAN_CAP, follow=True))
     except FileNotFoundError:
         return {}, []
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         return {}, [f"{path}: ignored, not valid TOML ({exc}); using defaults"]
+    except RecursionError:
+        values = None
+    if values is None or too_deep(values):
+        return {}, [f"{path}: ignored, arrays or tables nested deeper than {MAX_DEPTH} levels; "
+                    "using defaults"]
+    return values, []
 
 
 def _env_values() -> tuple[dict[str, Any], list[str]]:

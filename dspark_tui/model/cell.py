@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
 from dspark_tui.model.naming import safe_name
+from dspark_tui.model.numbers import OUT_OF_RANGE, out_of_range
 
 CELL_SCHEMA_VERSION = 2  # 2: a cell holds several measurements (round, repeat, session, node)
 
@@ -108,6 +109,8 @@ class ClientMetrics(BaseModel):
     def _finite_and_not_negative(cls, value: float | None) -> float | None:
         """Counts, times and rates: a negative or infinite one is a damaged or forged file,
         which must read as unreadable (and be measured again), never as a result."""
+        if out_of_range(value) and not (isinstance(value, float) and math.isinf(value)):
+            raise ValueError(OUT_OF_RANGE)
         if value is not None and not (math.isfinite(value) and value >= 0):
             raise ValueError(f"must be a finite number ≥ 0, got {value!r}")
         return value

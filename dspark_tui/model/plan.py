@@ -13,9 +13,10 @@ import tomllib
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -26,11 +27,13 @@ from pydantic import (
     model_validator,
 )
 
+from dspark_tui.model import safe_files, shown
 from dspark_tui.model.cell import CellKey, Provenance
 from dspark_tui.model.errors import UserError
 from dspark_tui.model.kinds import DEFAULT_KIND, KINDS, ServerKind, SpeculativeSettings, server_kind
 from dspark_tui.model.naming import safe_name
-from dspark_tui.model.secrets import mask_value
+from dspark_tui.model.numbers import MAX_DEPTH, check_scalars, too_deep
+from dspark_tui.model.secrets import mask_value, secret_values
 from dspark_tui.model.statistics import (
     DEFAULT_ALPHA,
     DEFAULT_TIE_BAND,
@@ -64,6 +67,19 @@ MAX_PLAN_NAME_LEN = 80
 DEFAULT_LOG_MAX_BYTES = 2 << 20  # server.log_max_bytes: 2 MiB a session's server log
 
 
+def _no_control(value: str) -> str:
+    """A name or label is printed to terminals and written into Markdown, SVG and file names: a
+    control character in it (ESC, NUL, a newline, a bidi override) is a mistake or an attack."""
+    found = shown.first_control(value)
+    if found is not None:
+        raise ValueError(f"control characters are not allowed (found {found})")
+    return value
+
+
+# A string shown to people: names, labels, the model (model/shown.py escapes what files say).
+Shown = Annotated[str, AfterValidator(_no_control)]
+
+
 class PlanError(UserError):
     """A plan that cannot be used; the message is one line."""
 
@@ -72,6 +88,12 @@ class _Strict(BaseModel):
     # strict: TOML has real numbers and booleans, so `input_len = "128"` is a mistake to name,
     # not a string to convert.
     model_config = ConfigDict(extra="forbid", strict=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _numbers_in_range(cls, value: Any) -> Any:
+        """10**400 is a valid TOML integer; a float of it raises far from the plan (numbers.py)."""
+        return check_scalars(value)
 
 
 class NumPromptsRule(_Strict):
@@ -126,7 +148,7 @@ class ServerConfig(_Strict):
     # in flight is declared stalled (its /health may still say 200).
     stall_timeout_s: float = Field(default=120, gt=0)
     env: dict[str, str] = Field(default_factory=dict)
-    served_model_name: str | None = None
+    served_model_name: Shown | None = None
     # A session's server log is cut past this size: its start and its latest output are kept,
     # the cut is said in the log (engine/servers/log_relay.py); the disk budget counts it per session.
     log_max_bytes: int = Field(default=DEFAULT_LOG_MAX_BYTES, ge=65536, le=1 << 40)
@@ -157,7 +179,7 @@ class ServerConfig(_Strict):
 
 
 class Arm(_Strict):
-    name: str = Field(min_length=1, max_length=MAX_NAME_LEN)
+    name: Shown = Field(min_length=1, max_length=MAX_NAME_LEN)
     vars: dict[str, Scalar] = Field(default_factory=dict)
     description: str = ""
     # A server that something else runs (docs/external.md): the tool checks and measures it,
@@ -254,7 +276,7 @@ class BenchConfig(_Strict):
 
 
 class Scenario(_Strict):
-    name: str = Field(min_length=1, max_length=MAX_NAME_LEN)
+    name: Shown = Field(min_length=1, max_length=MAX_NAME_LEN)
     input_len: int = Field(gt=0)
     output_len: int = Field(gt=0)
     range_ratio: float | None = Field(default=None, ge=0.0, le=1.0)
@@ -265,7 +287,7 @@ class Scenario(_Strict):
     dataset_path: str | None = Field(default=None, min_length=1)
     # A category-pure cell: only this category's lines of a jsonl prompt file (no dataset given:
     # `jsonl`, see dataset_of; README, Per category); None: any prompt.
-    category: str | None = Field(default=None, min_length=1, max_length=MAX_NAME_LEN)
+    category: Shown | None = Field(default=None, min_length=1, max_length=MAX_NAME_LEN)
 
     @model_serializer(mode="wrap")
     def _without_absent_category(self, handler: Any) -> Any:
@@ -332,8 +354,8 @@ class CellSpec(BaseModel):
 
 class Plan(_Strict):
     name: str = Field(min_length=1, max_length=MAX_PLAN_NAME_LEN, pattern=r"^[A-Za-z0-9._-]+$")
-    model: str = Field(min_length=1)
-    backend_label: str = ""
+    model: Shown = Field(min_length=1)
+    backend_label: Shown = ""
     description: str = ""
     # Optional when every arm gives a url: nothing to start.
     server: ServerConfig = Field(default_factory=ServerConfig)
@@ -481,6 +503,14 @@ class Plan(_Strict):
                         dataset=dataset,
                         dataset_path=dataset_path if dataset != "random-ids" else None,
                     )
+
+    def secrets(self) -> set[str]:
+        """Every secret value the plan holds (the API key, secret flags' values in each arm's
+        command and bench.extra_args, secret variables and flags inside variables): what a
+        server's answer may echo and must be scrubbed from before it is stored."""
+        argvs = [self.server_argv(arm) for arm in self.arms if arm.url is None]
+        return secret_values(argvs=[*argvs, self.bench.extra_args], env=self.server.env,
+                             keys=[self.bench.api_key])
 
     def template_vars(self, arm: Arm) -> dict[str, str]:
         values: dict[str, str] = {
@@ -643,10 +673,12 @@ def _unique(what: str, names: list[str]) -> None:
 def load_plan(path: str | Path) -> Plan:
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = safe_files.read_text(path, safe_files.PLAN_CAP, follow=True)  # never a FIFO's wait
     except FileNotFoundError:
         raise PlanError(f"{path}: no such plan file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise PlanError(f"{path}: cannot read the plan ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
         raise PlanError(f"{path}: cannot read the plan ({exc})") from None
     return parse_plan(text, str(path))
 
@@ -656,6 +688,11 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise PlanError(f"{source}: not valid TOML: {exc}") from None
+    except RecursionError:  # thousands of `[`: the parser gave up
+        data = None
+    if data is None or too_deep(data):
+        raise PlanError(f"{source}: not a plan: arrays or tables nested deeper than {MAX_DEPTH} "
+                        "levels")
     try:
         return Plan.model_validate(data, context={"plan_file": True})
     except ValidationError as exc:
@@ -690,7 +727,7 @@ def _readable_loc(loc: tuple[Any, ...], data: Any = None) -> str:
         if isinstance(item, int):
             node = node[item] if isinstance(node, list) and 0 <= item < len(node) else None
             name = node.get("name") if isinstance(node, dict) else None
-            parts.append(f"[{json.dumps(_shortened(name), ensure_ascii=False)}]"
+            parts.append(f"[{shown.plain(json.dumps(_shortened(name), ensure_ascii=False))}]"
                          if isinstance(name, str) and name else f"[{item}]")
         elif _is_union_branch(item):
             continue

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from dspark_tui.model import safe_files
 from dspark_tui.model.errors import UserError
 
 # The project's own prompt file (written for it): chat, code, math, summarisation, structured.
@@ -35,8 +36,11 @@ def read_prompt_file(path: Path) -> list[PromptEntry]:
     """Every prompt of the file in order (blank lines skipped); a bad line is one
     `PromptFileError` naming the file, the line and the key."""
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
+        # never a FIFO's wait nor /dev/zero read whole
+        lines = safe_files.read_text(path, safe_files.DATASET_CAP, follow=True).splitlines()
+    except OSError as exc:
+        raise PromptFileError(f"{path}: cannot read the prompt file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
         raise PromptFileError(f"{path}: cannot read the prompt file: {exc}") from None
     entries = [entry for number, line in enumerate(lines, 1)
                if (entry := _entry(path, number, line)) is not None]

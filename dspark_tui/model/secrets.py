@@ -14,11 +14,18 @@ from collections.abc import Iterable, Mapping
 REDACTED = "***"
 MIN_SCRUBBED_LEN = 8  # shorter values would mangle ordinary log text
 
-# KEY, TOKEN, SECRET, PASSWORD, CREDENTIAL, AUTH in a name, but not the token counts and
-# tokenizers every vLLM command names (--spec-tokens, TOKENIZERS_PARALLELISM,
+# KEY(S), TOKEN(S), SECRET, PASSWORD, CREDENTIAL, AUTH in a name, compounds too (APIKEY,
+# API_KEYS, HF_TOKENS, --api-keys), but not the token counts and tokenizers every vLLM command
+# names (--spec-tokens, --max-num-batched-tokens, TOKENIZERS_PARALLELISM,
 # --return-tokens-as-token-ids) nor key files (--ssl-keyfile: a path).
 _SECRET_NAME = re.compile(
-    r"key(?![a-z])|token(?![a-z]|[-_]ids?\b)|secret|passw(or)?d|credential|auth", re.IGNORECASE)
+    r"keys?(?![a-z])|token(?![a-z]|[-_]ids?\b)|secret|passw(or)?d|credential|auth", re.IGNORECASE)
+# Plural TOKENS is a secret (HF_TOKENS) unless the name counts tokens.
+_TOKENS = re.compile(r"tokens(?![a-z]|[-_]ids?\b)", re.IGNORECASE)
+_COUNTS_TOKENS = re.compile(
+    r"spec|specul|num|max|min|batch|new|draft|output|input|prompt|gen|total|per|chunk|prefill|"
+    r"lookahead|ngram|logprob|return|skip|special|stop|bad|allowed|block|budget|limit|count",
+    re.IGNORECASE)
 # scheme://user:password@host: the password is what to hide.
 _URL_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^/\s:@]*:)(?P<password>[^/\s@]+)(?=@)",
                            re.IGNORECASE)
@@ -31,7 +38,10 @@ _PAIR = re.compile(r"^(?P<name>[A-Za-z][\w.-]*)(?P<sep>\s*[=:]\s*)(?P<value>.+)$
 def is_secret_name(name: str) -> bool:
     """`--api-key`, `HF_TOKEN`, `OPENAI_KEY`, `DB_PASSWORD`: yes; `--spec-tokens`,
     `max_num_batched_tokens`, `TOKENIZERS_PARALLELISM`: no."""
-    return bool(_SECRET_NAME.search(name.lstrip("-")))
+    name = name.lstrip("-")
+    if _SECRET_NAME.search(name):
+        return True
+    return bool(_TOKENS.search(name)) and not _COUNTS_TOKENS.search(name)
 
 
 def url_passwords(text: str) -> list[str]:
@@ -60,8 +70,19 @@ def is_masked(value: str) -> bool:
 
 def redact_argv(argv: list[str]) -> list[str]:
     """The command as it may be shown or saved: values of secret-named flags hidden, and
-    secret pairs and URL passwords inside any argument."""
-    return [shown for shown, _ in _argv_split(argv)]
+    secret pairs and URL passwords inside any argument, and a secret flag's values among the
+    words of an argument that is a command line of its own (`sh -c "… --api-key sk-…"`)."""
+    return [_words_masked(shown) for shown, _ in _argv_split(argv)]
+
+
+def _words_masked(value: str) -> str:
+    """`value` with the secrets its words hold (as a command line) replaced by REDACTED."""
+    if not any(space in value for space in " \t\n"):
+        return value
+    for _, hidden in _argv_split(_inner_words([value])):
+        if hidden is not None and hidden != REDACTED:
+            value = value.replace(hidden, REDACTED)
+    return value
 
 
 def scrub_argv(argv: list[str], secrets: Iterable[str]) -> list[str]:
@@ -76,9 +97,9 @@ def _argv_split(argv: list[str]) -> list[tuple[str, str | None]]:
     out: list[tuple[str, str | None]] = []
     hide_next = False
     for part in argv:
-        if hide_next and not part.startswith("--"):
+        if hide_next and not part.startswith("-"):
+            # every value up to the next flag: `--api-key K1 K2` is valid vLLM
             out.append((REDACTED, part))
-            hide_next = False
             continue
         hide_next = False
         if part.startswith("-") and "=" in part and is_secret_name(part.split("=", 1)[0]):
@@ -92,7 +113,9 @@ def _argv_split(argv: list[str]) -> list[tuple[str, str | None]]:
 
 
 def redact_env(env: Mapping[str, str]) -> dict[str, str]:
-    return {name: REDACTED if is_secret_name(name) else mask_value(value)
+    """Secret-named variables hidden; in the others, secret pairs, URL passwords and a secret
+    flag's values among their words (`VLLM_EXTRA = "--api-key sk-…"`)."""
+    return {name: REDACTED if is_secret_name(name) else _words_masked(mask_value(value))
             for name, value in env.items()}
 
 
@@ -110,6 +133,8 @@ def secret_values(*, argvs: Iterable[list[str]] = (), env: Mapping[str, str] | N
         if is_secret_name(name):
             found.add(value)
         found.update(_hidden_in_value(value))
+        found.update(hidden for _, hidden in _argv_split(_inner_words([value]))
+                     if hidden is not None)
     return {value for value in found if len(value) >= MIN_SCRUBBED_LEN}
 
 

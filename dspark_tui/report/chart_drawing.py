@@ -111,6 +111,10 @@ def write_charts(charts: list[ChartData], run_dir: Path) -> tuple[list[tuple[str
         folder.mkdir(exist_ok=True)
     except OSError as exc:  # not worth drawing what cannot be saved
         return written, [f"{folder}: charts not written ({exc.strerror or exc})"]
+    if folder.is_symlink() or not folder.resolve().is_relative_to(run_dir.resolve()):
+        # a crafted or shared run directory: report writes only inside it
+        return written, [f"{folder}: charts not written (a symlink leading out of the run "
+                         "directory)"]
     for chart in charts:
         try:
             svg = chart_svg(chart)

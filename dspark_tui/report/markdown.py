@@ -10,6 +10,7 @@ from dspark_tui.analysis.deploy import deploy_answer
 from dspark_tui.analysis.frames import CORE_COLUMNS, arm_pairs, core_table, server_table
 from dspark_tui.analysis.greedy import greedy_result
 from dspark_tui.analysis.verification import verification_of
+from dspark_tui.model import shown
 from dspark_tui.report.advice import advice_section
 from dspark_tui.report.categories import category_section
 from dspark_tui.report.certainty import margin_interval_text, unsure_section
@@ -78,7 +79,9 @@ def render_report(run: LoadedRun, lang: str = "zh", analysis: RunAnalysis | None
         advice_section(analysis, t),
     ]
     blocks = ["\n".join(lines) for lines in sections if lines]
-    return f"\n\n{SEPARATOR}\n\n".join(blocks) + "\n"
+    # No control character, whatever a run file said (notes, host, a server's words): the report
+    # is printed to terminals too (`report --stdout`). Names were made safe by load_run.
+    return shown.text(f"\n\n{SEPARATOR}\n\n".join(blocks) + "\n")
 
 
 def _title(analysis: RunAnalysis, t: Texts) -> str:

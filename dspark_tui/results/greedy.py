@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from dspark_tui.model import safe_files
 from dspark_tui.model.greedy import GREEDY_SCHEMA, GreedyAnswers
 from dspark_tui.model.naming import safe_name
 from dspark_tui.results.atomic import atomic_write_text
@@ -33,7 +34,7 @@ def load_answers(run_dir: Path) -> tuple[list[GreedyAnswers], list[str]]:
     problems: list[str] = []
     for path in sorted(folder.glob("*.json")):
         try:
-            answers = GreedyAnswers.model_validate_json(path.read_bytes())
+            answers = GreedyAnswers.model_validate_json(safe_files.read_bytes(path, safe_files.RECORD_CAP))
         except (OSError, ValidationError, ValueError) as exc:
             problems.append(f"{path}: unreadable greedy answers ({_first_line(exc)})")
             continue

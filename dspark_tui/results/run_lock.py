@@ -16,7 +16,7 @@ import os
 import time
 from pathlib import Path
 
-from dspark_tui.model import UserError
+from dspark_tui.model import UserError, safe_files
 
 LOCK_FILE = "runner.lock"
 # A liveness probe holds the lock (shared) for microseconds; a contender waits this long before
@@ -102,7 +102,7 @@ def lock_held(run_dir: str | Path) -> bool | None:
     before the lock) or it cannot be opened. Probing takes a shared lock for an instant, which
     contenders wait out (PATIENCE_S)."""
     try:
-        fd = os.open(Path(run_dir) / LOCK_FILE, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        fd = safe_files.open_regular(Path(run_dir) / LOCK_FILE)
     except OSError:
         return None
     try:
@@ -122,7 +122,7 @@ def lock_holder(run_dir: str | Path, patience_s: float = 0.0) -> int | None:
     deadline = time.monotonic() + patience_s
     while True:
         try:
-            fd = os.open(Path(run_dir) / LOCK_FILE, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+            fd = safe_files.open_regular(Path(run_dir) / LOCK_FILE)
         except OSError:
             return None
         try:
@@ -136,8 +136,7 @@ def lock_holder(run_dir: str | Path, patience_s: float = 0.0) -> int | None:
 
 def _open(run_dir: Path) -> int:
     try:
-        return os.open(run_dir / LOCK_FILE,
-                       os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        return safe_files.open_regular(run_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT)
     except OSError as exc:
         reason = "a symlink is in the way" if exc.errno == errno.ELOOP else exc.strerror or str(exc)
         raise UserError(f"{run_dir}: cannot lock it ({reason})") from None
@@ -153,7 +152,7 @@ def _same_file(fd: int, path: Path) -> bool:
 
 def _pid_in(fd: int) -> int | None:
     try:
-        first = os.pread(fd, 32, 0).split(b"\n", 1)[0]
+        first = os.pread(fd, safe_files.LOCK_CAP, 0).split(b"\n", 1)[0]
         return int(first) if first.strip() else None
     except (OSError, ValueError):
         return None

@@ -6,7 +6,6 @@ unreadable, with one warning line per entry and process, and the rest is listed.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -17,6 +16,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from dspark_tui.model import numbers, safe_files, shown
 from dspark_tui.results.manifest import RunManifest, newer_run_schema
 from dspark_tui.results.run_lock import lock_held
 from dspark_tui.results.run_size import run_size_bytes
@@ -115,7 +115,7 @@ def summarize_run(path: Path) -> RunSummary:
     summary = RunSummary(path=path, name=path.name)
     summary.cells_done = _count_cells(path)
     try:
-        data = json.loads((path / RUN_JSON).read_bytes())
+        data = numbers.loads(safe_files.read_bytes(path / RUN_JSON, safe_files.MANIFEST_CAP))
         if not isinstance(data, dict):
             raise ValueError("not an object")
         if newer_run_schema(data) is not None:  # never listed as if it were understood
@@ -134,10 +134,12 @@ def summarize_run(path: Path) -> RunSummary:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
         summary.problem = f"run.json is unreadable ({reason})"
         return summary
-    summary.name = manifest.name or path.name
+    # Listed by `runs` and History: a crafted run.json's names show their control characters
+    # escaped (model/shown.py); History escapes markup on top.
+    summary.name = shown.plain(manifest.name or path.name)
     summary.started_at = manifest.started_at or ""
-    summary.model = manifest.model
-    summary.arms = manifest.arm_names()
+    summary.model = shown.plain(manifest.model)
+    summary.arms = [shown.plain(arm) for arm in manifest.arm_names()]
     summary.cells_total = manifest.total_cells
     if manifest.cells_ok is not None:
         summary.cells_done = manifest.cells_ok  # exact, written by the runner when it finished

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from dspark_tui.model import CellKey, CellResult, UserError, safe_name
+from dspark_tui.model import CellKey, CellResult, UserError, numbers, safe_files, safe_name, shown
 from dspark_tui.model.cell import CELL_SCHEMA_VERSION
 from dspark_tui.model.events import Event, RoundPlanned, file_json, parse_event
 from dspark_tui.model.lane_board import superseded_lines_dropped
@@ -71,6 +71,8 @@ class RunStore:
         self.path = Path(path)
         # The writer's hold on the directory (run_lock.py), when this store was made to write it.
         self.lock: RunLock | None = None
+        # Whether this writer has checked that events.jsonl ends in a newline (append_event).
+        self._events_mended = False
 
     @classmethod
     def create(cls, root: str | Path, manifest: RunManifest, when: dt.datetime | None = None,
@@ -159,12 +161,23 @@ class RunStore:
         return path
 
     def append_event(self, event: Event) -> None:
-        line = file_json(event) + "\n"
-        with open(self.events_path, "a", encoding="utf-8") as handle:
-            handle.write(line)
-            handle.flush()
+        """One line at the end of events.jsonl (never through a FIFO or a symlink). A writer's
+        first append ends a torn last line first (a full disk or a kill mid-write left it), so
+        that neither its first event nor the torn one's end is lost to readers."""
+        data = (file_json(event) + "\n").encode("utf-8")
+        fd = safe_files.open_regular(self.events_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            if not self._events_mended:
+                if _ends_torn(fd):
+                    data = b"\n" + data
+                self._events_mended = True
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
             if event.kind in _DURABLE_KINDS:
-                os.fsync(handle.fileno())
+                os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def write_results_csv(self, results: Iterable[CellResult]) -> Path:
         """One row a measurement, with its round, repeat, session and node."""
@@ -194,7 +207,7 @@ class RunStore:
 
     def read_manifest(self) -> RunManifest:
         try:
-            raw = self.manifest_path.read_bytes()
+            raw = safe_files.read_bytes(self.manifest_path, safe_files.MANIFEST_CAP)
             _refuse_newer_manifest(raw, self.manifest_path)
             return RunManifest.model_validate_json(raw)
         except FileNotFoundError:
@@ -269,13 +282,15 @@ class RunStore:
 
 def read_cell_file(path: Path) -> tuple[CellResult | None, str]:
     try:
-        raw = path.read_bytes()
+        raw = safe_files.read_bytes(path, safe_files.CELL_CAP)
     except OSError as exc:
         return None, f"unreadable ({exc.strerror})"
     try:
-        data = json.loads(raw)
+        data = numbers.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None, "truncated or not JSON; skipped"
+    except ValueError as exc:  # a number out of range, nesting too deep
+        return None, f"invalid cell ({exc}); skipped"
     if not isinstance(data, dict):
         return None, "not a cell object; skipped"
     version = data.get("schema_version")
@@ -338,8 +353,52 @@ def load_run(path: str | Path) -> LoadedRun:
         from dspark_tui.results.manifest import ArmInfo
 
         manifest.arms = [ArmInfo(name=n) for n in names]
-    return LoadedRun(path=store.path, manifest=manifest, cells=cells, problems=problems,
-                     measurements=measurements)
+    return names_shown(LoadedRun(path=store.path, manifest=manifest, cells=cells,
+                                 problems=problems, measurements=measurements))
+
+
+def names_shown(run: LoadedRun) -> LoadedRun:
+    """The run with every arm and scenario name, the run's name, model and label as
+    `model.shown.md_name` shows them, so that whatever reads it (the report, its charts, the
+    screens) shows no control character, markup or raw HTML a crafted run.json or cell file
+    put in a name. Names without such characters, every run this tool wrote, are unchanged."""
+    manifest = run.manifest
+    plan = manifest.plan if isinstance(manifest.plan, dict) else {}
+    names = {a.name for a in manifest.arms} | set(manifest.scenarios)
+    names |= {m.arm for m in run.measurements} | {m.scenario for m in run.measurements}
+    for table in ("arms", "scenarios"):
+        entries = plan.get(table)
+        names |= {e["name"] for e in entries if isinstance(e, dict) and isinstance(e.get("name"), str)} \
+            if isinstance(entries, list) else set()
+    renamed = {n: shown.md_name(n) for n in names if shown.md_name(n) != n}
+    labels = (manifest.name, manifest.model, manifest.backend_label)
+    if not renamed and all(shown.md_name(label) == label for label in labels):
+        return run
+
+    def name(value: str) -> str:
+        return renamed.get(value, value)
+
+    manifest = manifest.model_copy(deep=True)
+    manifest.name, manifest.model, manifest.backend_label = (shown.md_name(x) for x in labels)
+    for arm in manifest.arms:
+        arm.name = name(arm.name)
+    manifest.scenarios = [name(s) for s in manifest.scenarios]
+    for table in ("arms", "scenarios"):
+        for entry in manifest.plan.get(table) or []:
+            if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+                entry["name"] = name(entry["name"])
+    for key in ("name", "model", "backend_label"):
+        if isinstance(manifest.plan.get(key), str):
+            manifest.plan[key] = shown.md_name(manifest.plan[key])
+    if manifest.verification is not None:
+        manifest.verification.schedule_arm = name(manifest.verification.schedule_arm)
+        manifest.verification.fixed_arm = name(manifest.verification.fixed_arm)
+    for prompt_set in manifest.prompt_sets:
+        prompt_set.scenario = name(prompt_set.scenario)
+    measurements = [m.model_copy(update={"arm": name(m.arm), "scenario": name(m.scenario)})
+                    for m in run.measurements]
+    return LoadedRun(path=run.path, manifest=manifest, cells=latest_per_cell(measurements),
+                     problems=run.problems, measurements=measurements)
 
 
 def summarised(problems: list[CellProblem], examples: int = EXAMPLES) -> list[CellProblem]:
@@ -396,10 +455,18 @@ def measurement_row(result: CellResult) -> dict[str, object]:
     return {**head, **which, **row}
 
 
+def _ends_torn(fd: int) -> bool:
+    """Whether the file open as `fd` is not empty and does not end in a newline."""
+    size = os.fstat(fd).st_size
+    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+
+
 def _refuse_newer_manifest(raw: bytes, path: Path) -> None:
+    """A run.json from a newer version is refused; one with a number out of range or nested too
+    deep is not valid (a ValueError naming it; numbers.py)."""
     try:
-        data = json.loads(raw)
-    except ValueError:
+        data = numbers.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
         return  # the validation below names what is wrong
     if (newer := newer_run_schema(data)) is not None:
         raise NewerRunError(f"{path}: {newer}")

@@ -177,6 +177,10 @@ class SimApi:
             generation = self._validate(body, chat)
         except BadRequest as exc:
             return error_response(str(exc), exc.status, exc.kind)
+        if self.config.faults.echo_key_401 and generation.stream:
+            return error_response("Incorrect API key provided: "
+                                  + request.headers.get("authorization", "(none)"),
+                                  401, "AuthenticationError")
         eos_at = self._draw_eos(generation)
         sim_request = SimRequest(self._request_id(chat), generation.prompt_tokens,
                                  generation.max_tokens, eos_at=eos_at,

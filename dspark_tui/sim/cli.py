@@ -115,6 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     faults.add_argument("--stall-after-requests", type=int, metavar="N")
     faults.add_argument("--cut-stream-every", type=int, metavar="N",
                         help="cut every Nth streamed answer after its first text chunk")
+    faults.add_argument("--echo-key-401", action="store_true",
+                        help="answer streamed completions 401, echoing the Authorization header")
     faults.add_argument("--greedy-diverge-after", type=int, metavar="N",
                         help="with K > 0, greedy (temperature 0) answers go wrong after N tokens, "
                         "differently for each K")
@@ -162,6 +164,8 @@ def serve_config(args: argparse.Namespace, unknown: Sequence[str],
                  parser: argparse.ArgumentParser) -> ServeConfig:
     spec_tokens, schedule = _speculation(args)
     acceptance = _acceptance(args.acceptance) if args.acceptance else DEFAULT_ACCEPTANCE
+    if not 0 <= args.port <= 65535:
+        raise SimUsageError(f"--port must be 0-65535, got {args.port}")
     if args.speed <= 0:
         raise SimUsageError(f"--speed must be > 0, got {args.speed}")
     if args.max_num_seqs < 1:
@@ -197,6 +201,7 @@ def serve_config(args: argparse.Namespace, unknown: Sequence[str],
         log_flood_bytes_per_s=args.log_flood,
         stall_after_requests=args.stall_after_requests,
         cut_stream_every=args.cut_stream_every,
+        echo_key_401=args.echo_key_401,
         greedy_diverge_after=_at_least_zero("--greedy-diverge-after", args.greedy_diverge_after),
     )
     return ServeConfig(

@@ -115,6 +115,9 @@ class FaultConfig:
     # Every Nth streamed completion is cut after its first text chunk, the server still alive
     # (a proxy or a worker dropping the connection mid-answer).
     cut_stream_every: int | None = None
+    # Streamed completions answer 401 with a body that echoes the Authorization header, as some
+    # gateways do: what must never reach a saved file.
+    echo_key_401: bool = False
     # With speculation on, greedy answers leave the true output after this many tokens
     # (sim/greedy.py): what the greedy equivalence check must catch.
     greedy_diverge_after: int | None = None

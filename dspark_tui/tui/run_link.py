@@ -79,10 +79,12 @@ def run_closed(run_dir: Path) -> bool:
     """The runner has written its final status to run.json: it is only winding down (a few
     tenths of a second, its last event may still be on the way), so quitting needs no question.
     Not a liveness test: a watcher waits for the process to exit before calling it gone."""
-    import json
+
+    from dspark_tui.model import numbers, safe_files
 
     try:
-        status = json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("status")
+        raw = safe_files.read_bytes(run_dir / "run.json", safe_files.MANIFEST_CAP)
+        status = numbers.loads(raw).get("status")
     except (OSError, ValueError, AttributeError):
         return False
     return status not in ("running", None)

@@ -207,6 +207,8 @@ async def test_a_dataset_too_small_for_the_cell_fails_the_run_in_one_line(tmp_pa
     errors = [e.message for e in events.of("notice") if e.level == "error"]
     assert errors == [f"{small}: the dataset has 1 conversations with a non-empty first turn, fewer "
                       "than the 5 prompts a cell asks for (lower num_prompts or use a larger file)"]
+    # The end line counts what happened: the cell not run is failed, not "0/1 cells ok, 0 failed".
+    assert [e.key.id for e in events.of("cell_failed")] == ["st=3/conversations/c2"]
 
 
 def test_the_sglang_driver_passes_random_and_sharegpt_through(tmp_path: Path) -> None:
@@ -295,3 +297,43 @@ num_prompts = 6
         cell.unlink()
     assert await Runner(plan_of_run(store), store, gpu=None).run() == "completed"
     assert saved.read_bytes() == before
+
+
+def test_preflight_parses_every_dataset_file_before_any_server_starts(tmp_path: Path) -> None:
+    """A bad file was found only after the first server was ready (minutes on a GPU box)."""
+    (tmp_path / "notjson.json").write_text("[{")
+    (tmp_path / "bad.jsonl").write_text('{"prompt": "hi"}\n{"prompt": 5}\n')
+    (tmp_path / "good.jsonl").write_text('{"prompt": "hi", "category": "chat"}\n')
+    import os
+
+    os.mkfifo(tmp_path / "fifo.json")
+    cases = [('dataset = "sharegpt"', f'dataset_path = "{tmp_path}/notjson.json"'),
+             ('dataset = "sharegpt"', f'dataset_path = "{tmp_path}/fifo.json"'),
+             ('dataset = "jsonl"', f'dataset_path = "{tmp_path}/bad.jsonl"'),
+             ('dataset = "jsonl"', f'dataset_path = "{tmp_path}/good.jsonl"\ncategory = "code"')]
+    said = [dataset_problems(parse_plan(_plan_text(*case))) for case in cases]
+    assert [len(lines) for lines in said] == [1, 1, 1, 1]
+    assert said[0][0].startswith(f"{tmp_path}/notjson.json: not valid JSON (")
+    assert said[0][0].endswith("(scenario s, sharegpt)")
+    assert said[1] == [f"{tmp_path}/fifo.json: cannot read the dataset (not a regular file "
+                       "(a FIFO)) (scenario s, sharegpt)"]
+    assert said[2][0].startswith(f"{tmp_path}/bad.jsonl:2: ") and "prompt" in said[2][0]
+    assert said[3] == [f"{tmp_path}/good.jsonl: no prompt of category 'code' (the file has: chat) "
+                       "(scenario s, jsonl)"]
+    assert dataset_problems(parse_plan(_plan_text('dataset = "jsonl"'))) == []  # the shipped file
+
+
+@pytest.mark.slow
+def test_a_run_with_a_bad_dataset_is_refused_before_any_server_starts(tmp_path: Path,
+                                                                      port: int) -> None:
+    from tests.cli import run_cli
+
+    (tmp_path / "notjson.json").write_text("[{")
+    cells = JSONL_CELLS.format(sharegpt=tmp_path / "notjson.json").split("[[scenarios]]")[2]
+    plan = tmp_path / "plan.toml"
+    plan.write_text(sim_plan_text(port, arms=(3,), warmup=0, cells="[[scenarios]]" + cells))
+    done = run_cli("run", str(plan), "--headless", "--results", str(tmp_path / "results"))
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith(f"dspark-tui: error: {tmp_path}/notjson.json: not valid JSON (")
+    assert done.stderr.count("\n") == 1
+    assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())

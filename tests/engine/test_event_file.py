@@ -8,6 +8,8 @@ import json
 import math
 from pathlib import Path
 
+import pytest
+
 from dspark_tui.engine.run.runner import Runner, prepare_run
 from dspark_tui.engine.rundir.event_sink import FILE_PROGRESS_EVERY_S, ProgressThinning
 from dspark_tui.model import CellKey, load_plan
@@ -137,3 +139,45 @@ def test_file_lines_read_back_as_the_same_kinds_and_fields():
     assert ev.parse_event(ev.file_json(sample)).gap is False
     notice = ev.Notice(t=1.123456789, message="x")
     assert ev.file_json(notice) == ev.event_json(notice)  # every other kind as before
+
+
+def test_a_writers_first_append_ends_a_torn_last_line(tmp_path: Path):
+    """A full disk (or a kill mid-write) leaves events.jsonl ending inside a line; the next
+    runner's first event goes on a line of its own, so readers lose neither."""
+    from dspark_tui.results import RunStore
+
+    first = RunStore(tmp_path)
+    first.append_event(ev.Notice(message="before"))
+    with open(first.events_path, "ab") as handle:
+        handle.write(b'{"kind": "notice", "message": "cut by a full di')
+    resumed = RunStore(tmp_path)
+    resumed.append_event(ev.Notice(message="resumed"))
+    resumed.append_event(ev.Notice(message="again"))
+    assert [e.message for e in resumed.read_events()] == ["before", "resumed", "again"]
+    assert first.events_path.read_bytes().count(b"\n") == 4  # the torn line ended, no blank line
+
+
+@pytest.mark.slow
+def test_a_resume_after_a_torn_events_file_is_seen_by_watchers(tmp_path: Path, port: int):
+    """A run cut off by a full disk mid-line, then resumed: its resume's run_started reads back
+    (before, it was appended onto the torn line and both were lost)."""
+    from tests.cli import run_cli
+
+    plan = write_sim_plan(tmp_path, port, arms=(3,), warmup=0)
+    results = tmp_path / "results"
+    first = run_cli("run", str(plan), "--headless", "--results", str(results))
+    assert first.returncode == 0, first.stdout + first.stderr
+    (run_dir,) = results.iterdir()
+    manifest = json.loads((run_dir / "run.json").read_text())
+    manifest["status"] = "interrupted"
+    (run_dir / "run.json").write_text(json.dumps(manifest))
+    sorted((run_dir / "cells").glob("*/*.json"))[-1].unlink()  # one measurement left to make
+    events = run_dir / "events.jsonl"
+    whole = events.read_bytes()
+    events.write_bytes(whole[: whole.rfind(b"\n", 0, len(whole) - 1) + 20])  # cut mid-line
+    resumed = run_cli("run", "--resume", str(run_dir), "--headless")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    from dspark_tui.results import RunStore
+
+    kinds = [e.kind for e in RunStore(run_dir).read_events()]
+    assert kinds.count("run_started") == 2 and kinds[-1] == "run_finished", kinds

@@ -225,3 +225,51 @@ def test_a_key_inside_a_shell_command_line_is_kept_from_every_saved_file(tmp_pat
     assert all(path.exists() for path in saved), saved
     assert "--api-key ***" in json.dumps(_manifest(run_dir)["plan"]["server"]["command"])
     assert _secrets_in_files(run_dir, ALL) == []
+
+
+MULTI_1, MULTI_2 = "sk-multi-first-0008", "sk-multi-second-0009"
+PLURAL_FLAG = "sk-plural-flag-0010"
+PLURAL_KEYS, PLURAL_TOKENS = "sk-plural-keys-0011", "hf_plural_tokens_0012"
+IN_ENV_VALUE = "sk-inside-env-value-0013"
+FIVE_PATHS = (MULTI_1, MULTI_2, PLURAL_FLAG, PLURAL_KEYS, PLURAL_TOKENS, IN_ENV_VALUE)
+
+
+def test_the_five_late_paths_are_closed_error_bodies_multi_values_plurals_env_flags_plan_check(
+        tmp_path: Path, port: int):
+    """Issue 25: a 401 body echoing the key (cell file, raw/, results.csv, reports, events,
+    stdout); every value of `--api-key K1 K2`; API_KEYS, HF_TOKENS, --api-keys; a flag inside a
+    variable's value; `plan check` printing a key inside `sh -c "…"`."""
+    plan = _loud_plan(tmp_path, port, "--echo-key-401", "--api-key", MULTI_1, MULTI_2,
+                      "--api-keys", PLURAL_FLAG, speed=20)
+    text = plan.read_text().replace(
+        "\n[server.env]\n", f'\n[server.env]\nAPI_KEYS = "{PLURAL_KEYS}"\nHF_TOKENS = "{PLURAL_TOKENS}"\n'
+                            f'VLLM_EXTRA = "--api-key {IN_ENV_VALUE} --enforce-eager"\n', 1)
+    plan.write_text(text)
+    secrets = (*ALL, *FIVE_PATHS)
+    done = run_cli("run", str(plan), "--headless", "--results", str(tmp_path / "results"),
+                   timeout=120)
+    assert done.returncode != 0  # every measurement got the 401
+    assert [s for s in secrets if s in done.stdout + done.stderr] == []
+    (run_dir,) = (tmp_path / "results").iterdir()
+    assert _secrets_in_files(run_dir, secrets) == []
+    errors = [json.loads(p.read_text())["error"] for p in run_dir.glob("cells/*/*.json")]
+    assert errors and all("Incorrect API key provided: Bearer ***" in e for e in errors), errors
+    assert any(b"Bearer ***" in p.read_bytes() for p in run_dir.glob("raw/*/*.jsonl"))
+    (log,) = (run_dir / "logs").glob("server-*.log")
+    logged = log.read_text()  # the server printed every one of them, scrubbed
+    assert "API_KEYS=***" in logged and "HF_TOKENS=***" in logged
+    assert "VLLM_EXTRA=--api-key *** --enforce-eager" in logged
+    assert "--api-key *** *** --api-keys ***" in logged
+    env = _manifest(run_dir)["plan"]["server"]["env"]
+    assert env["API_KEYS"] == env["HF_TOKENS"] == "***"
+    assert env["VLLM_EXTRA"] == "--api-key *** --enforce-eager"
+
+    shell = (f'command = ["sh", "-c", "exec {{python}} {LOUD} serve {{model}} --port {{port}} '
+             f'--spec-tokens {{spec_tokens}} --api-key {SERVER_FLAG}"]')
+    checked = tmp_path / "check.toml"
+    checked.write_text(re.sub(r"command = \[.*?\]", lambda _: shell, text, count=1,
+                              flags=re.DOTALL))
+    listed = run_cli("plan", "check", str(checked))
+    assert listed.returncode == 0, listed.stderr
+    assert "--api-key ***" in listed.stdout
+    assert [s for s in secrets if s in listed.stdout + listed.stderr] == []

@@ -4,6 +4,7 @@ their points the run's own numbers; left out without data; never costing the rep
 from __future__ import annotations
 
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -112,6 +113,26 @@ def test_charts_that_cannot_be_written_never_cost_the_report(tmp_path: Path):
     for name in ("report.md", "report.en.md"):
         text = (run_dir / name).read_text(encoding="utf-8")
         assert "| chat_short | 1 |" in text and "charts/" not in text  # no link to a missing chart
+
+
+@pytest.mark.slow
+def test_report_writes_no_chart_through_a_symlink_leading_out_of_the_run(tmp_path: Path):
+    """A crafted or shared run directory whose charts/ is a symlink to a folder of the user's:
+    `dspark-tui report` writes its reports and names the charts it leaves out; nothing lands
+    outside the run directory."""
+    run_dir = tmp_path / "seed"
+    shutil.copytree(SAMPLE_RUN, run_dir)
+    outside = tmp_path / "home"
+    outside.mkdir()
+    (run_dir / "charts").symlink_to(outside)
+    done = subprocess.run([sys.executable, "-m", "dspark_tui", "report", str(run_dir)],
+                          capture_output=True, text=True, timeout=120, check=False,
+                          env={**os.environ, "DSPARK_CONFIG_DIR": "/nonexistent-dspark-config"})
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == (f"dspark-tui: warning: {run_dir / 'charts'}: charts not written "
+                           "(a symlink leading out of the run directory)\n")
+    assert list(outside.iterdir()) == []
+    assert "charts/" not in (run_dir / "report.md").read_text(encoding="utf-8")
 
 
 def test_the_svg_is_the_same_for_the_same_data(tmp_path: Path):

@@ -54,6 +54,13 @@ def test_bad_command_line_is_one_line_and_exit_2():
     assert len(lines) == 1 and "--speculative-config" in lines[0]
 
 
+def test_a_port_out_of_range_is_one_line_and_exit_2():
+    result = subprocess.run([sys.executable, "-m", "dspark_tui", "sim", "serve", "m", "--port", "99999"],
+                            capture_output=True, text=True, timeout=20)
+    assert (result.returncode, result.stderr) == (
+        2, "dspark-tui sim: error: --port must be 0-65535, got 99999\n")
+
+
 def test_eos_ends_requests_early_unless_ignored():
     with running_sim("--eos-mean-tokens", "5") as sim:
         body = {"prompt": "x", "max_tokens": 300}

@@ -9,8 +9,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from dspark_tui.model import UserError
+from dspark_tui.model import UserError, safe_files
 from dspark_tui.model.prompt_file import BUILTIN_PROMPT_FILE, PromptFileError, read_prompt_file
+from dspark_tui.model.safe_files import DATASET_CAP
 
 
 class DatasetError(UserError):
@@ -79,11 +80,13 @@ def category_lines(lines: list[PromptLine], category: str, path: str | Path) -> 
 
 
 def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
+    try:  # never a FIFO's wait nor /dev/zero read whole (model/safe_files.py)
+        return safe_files.read_text(path, DATASET_CAP, follow=True)
     except FileNotFoundError:
         raise DatasetError(f"{path}: no such dataset file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot read the dataset ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
         raise DatasetError(f"{path}: cannot read the dataset ({exc})") from None
 
 

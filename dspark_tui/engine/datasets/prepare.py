@@ -11,8 +11,10 @@ category's lines of its jsonl file), the seed, the tokenizer and the file's own 
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
+import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -83,18 +85,52 @@ def needs_preparing(plan: Plan) -> list[PromptSetKey]:
 
 
 def dataset_problems(plan: Plan) -> list[str]:
-    """Before a run: every dataset file the plan names must be there (one line each)."""
-    seen: set[str] = set()
+    """Before a run, before any server starts: every dataset file the plan names is there and
+    parses as its dataset reads it (and holds each category a scenario asks for); one line each.
+    Found after the first server was ready, a bad file cost a server start (minutes on a GPU)."""
+    seen: set[tuple[str, str, str | None]] = set()
     problems = []
     for scenario in plan.scenarios:
         dataset, path = plan.dataset_of(scenario)
-        if dataset == "random-ids" or not path or path in seen:
+        if dataset == "random-ids" or (not path and not scenario.category):
             continue
-        seen.add(path)
-        if not Path(path).is_file():
+        where = (dataset, path or str(shipped_prompts_path()), scenario.category)
+        if where in seen:
+            continue
+        seen.add(where)
+        if path and not Path(path).exists():
             problems.append(f"{path}: no such dataset file (scenario {scenario.name}, {dataset}; "
                             "README, Datasets, says how to get ShareGPT onto this box)")
+            continue
+        problem = _parse_problem(dataset == "jsonl", where[1], scenario.category, _stamp(where[1]))
+        if problem is not None:
+            problems.append(f"{problem} (scenario {scenario.name}, {dataset})")
     return problems
+
+
+@functools.cache
+def _parse_problem(jsonl: bool, path: str, category: str | None,
+                   stamp: tuple[int, int]) -> str | None:
+    """Why the file does not read as its dataset, or None; once per file version and process
+    (preflight runs twice before a run starts; a ShareGPT file is hundreds of MB)."""
+    try:
+        if jsonl:
+            lines = read_prompt_lines(path)
+            if category:
+                category_lines(lines, category, path)
+        else:
+            read_sharegpt_pairs(path)
+    except DatasetError as exc:
+        return str(exc)
+    return None
+
+
+def _stamp(path: str) -> tuple[int, int]:
+    try:
+        found = os.stat(path)
+    except OSError:
+        return (0, 0)
+    return (found.st_mtime_ns, found.st_size)
 
 
 def sha256_of(path: Path) -> str:

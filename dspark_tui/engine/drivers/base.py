@@ -32,6 +32,9 @@ class DriverContext:
     extra_env: dict[str, str] = field(default_factory=dict)
     # The run directory: text datasets' prompts are read from its prompts/ (engine/datasets).
     run_dir: Path | None = None
+    # The plan's secret values (Plan.secrets): scrubbed from a server's error body before a
+    # driver keeps it (raw/, the cell's error).
+    secrets: frozenset[str] = frozenset()
 
 
 class BenchDriver(Protocol):

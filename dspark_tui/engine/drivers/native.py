@@ -35,6 +35,7 @@ from dspark_tui.engine.drivers.stats import RequestRecord, measured_raw
 from dspark_tui.engine.servers.auth import bearer_headers
 from dspark_tui.model import CellResult, CellSpec
 from dspark_tui.model.events import CellProgress
+from dspark_tui.model.secrets import Scrubber
 from dspark_tui.results.manifest import now_iso
 from dspark_tui.results.native_raw import native_metrics, write_native_raw
 from dspark_tui.stats.descriptive import percentile
@@ -125,6 +126,7 @@ class NativeClient:
     def __init__(self, ctx: DriverContext, slots: int) -> None:
         headers = {"Content-Type": "application/json", **bearer_headers(ctx.bench.api_key)}
         self.model = ctx.served_model_name
+        self.scrubber = Scrubber(ctx.secrets)
         self.url = ctx.base_url.rstrip("/") + "/v1/completions"
         self.session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=max(slots, 1)),
@@ -195,8 +197,8 @@ class NativeClient:
                                 live.tokens_estimate += 1
                         elif line != b"[DONE]":
                             usage_tokens = _usage_or_raise(line, usage_tokens)
-        except _StreamError as exc:
-            record.error = str(exc)
+        except _StreamError as exc:  # a 401 body may echo the key: scrubbed before it is kept
+            record.error = self.scrubber.scrub_text(str(exc))
         except (aiohttp.ClientError, OSError, ValueError) as exc:
             record.error = _transport_error(exc)
         record.e2e = last_line_at - start

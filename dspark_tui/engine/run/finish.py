@@ -8,6 +8,7 @@ import datetime as dt
 from collections.abc import Callable
 from pathlib import Path
 
+from dspark_tui.model import shown
 from dspark_tui.model.events import Event, Notice, RunStatus
 from dspark_tui.results import RunStore, load_run
 from dspark_tui.results.manifest import now_iso
@@ -76,4 +77,4 @@ def answer_lines(run_dir: Path, lang: str) -> list[str]:
     written = [str(run_dir / name) for name in ANSWER_FILES if (run_dir / name).is_file()]
     if written:
         lines.append("reports: " + "  ".join(written))
-    return lines
+    return [shown.plain(line) for line in lines]  # a crafted run's names reach no terminal

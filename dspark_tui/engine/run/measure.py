@@ -132,9 +132,10 @@ def _failure(m: Measurement, kind: OutcomeKind, reason: str, summary: ServerSumm
         server=summary, provenance=provenance))
 
 
-def failed_unrun(m: Measurement, reason: str, driver_name: str, failure: FailureKind) -> CellResult:
+def failed_unrun(m: Measurement, reason: str, driver_name: str,
+                 failure: FailureKind | None) -> CellResult:
     """The record of a measurement that could not be made (its server never came up, or died
-    too often): `failure` says which."""
+    too often): `failure` says which; None for neither (its prompts could not be prepared)."""
     return _failure(m, "failed", reason, None, m.cell.provenance(driver_name),  # type: ignore[return-value]
                     failure).result
 

@@ -53,6 +53,7 @@ from dspark_tui.engine.servers.server_record import stop_orphaned_server
 from dspark_tui.model import Arm, CellResult, Plan, UserError
 from dspark_tui.model import events as ev
 from dspark_tui.model.cell import FailureKind
+from dspark_tui.model.secrets import Scrubber
 from dspark_tui.results import RunStore
 from dspark_tui.results.run_lock import RunLock
 
@@ -93,7 +94,8 @@ class Runner:
         self._driver = driver
         self._gpu: GpuProbe | None = detect_gpu() if gpu == "auto" else gpu  # type: ignore[assignment]
         self._remeasure = remeasure
-        self._events = EventSink(store)
+        self._scrubber = Scrubber(plan.secrets())
+        self._events = EventSink(store, plan.secrets())
         self._steering = Steering()
         self._schedule: Schedule | None = None
         self._announced: set[int] = set()  # rounds whose ev.RoundPlanned is in events.jsonl
@@ -401,7 +403,12 @@ class Runner:
                                  session_id)
                 return "not_started"
             lanes.placed(lane, session.node)
-            await self._prepare_prompts(session)
+            try:
+                await self._prepare_prompts(session)
+            except UserError as exc:  # prompts the file cannot give (too few), or not tokenized
+                self._emit(ev.Notice(level="error", message=str(exc)))
+                self._fail_every_unrun(f"not run: prompts not prepared: {exc}", session_id)
+                return "done"
             while todo := self._schedule.todo(rnd.round, arm.name):
                 if not await self._may_go_on():
                     return "done"
@@ -467,6 +474,8 @@ class Runner:
         """Save one measurement and say so; the state changes before the event, so a subscriber
         reacting to it (retry) sees it."""
         assert self._schedule is not None
+        if result.error and self._scrubber:  # a server's error body echoing the key
+            result.error = self._scrubber.scrub_text(result.error)
         if not self._save(result):
             return  # stays pending: a resume measures it again
         slot = (result.key, result.round, result.repeat)
@@ -489,6 +498,16 @@ class Runner:
         for cell, repeat in self._schedule.todo(rnd.round, arm.name):
             self._record(failed_unrun(Measurement(cell, rnd.round, repeat, session), reason,
                                       driver, failure), "failed")
+
+    def _fail_every_unrun(self, reason: str, session: str | None) -> None:
+        """Every measurement not yet made, of every round and arm, failed with `reason`: what a
+        run cannot go on without (its prompts) ends it with the counts saying what happened."""
+        assert self._schedule is not None
+        for rnd in list(self._schedule.rounds):
+            for arm in self.plan.arms:
+                for cell, repeat in self._schedule.todo(rnd.round, arm.name):
+                    self._record(failed_unrun(Measurement(cell, rnd.round, repeat, session),
+                                              reason, self.plan.bench.driver, None), "failed")
 
     def _save(self, result: CellResult) -> bool:
         """Save a measurement; when the disk refuses (full, read-only), stop the run: nothing more

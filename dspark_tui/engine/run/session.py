@@ -123,7 +123,7 @@ class ArmSession:
             base_url=self.server.base_url, host=self.server.host, port=self.server.port,
             served_model_name=self.server.served_model, model_path=self.plan.model,
             bench=self.plan.bench, raw_dir=self.store.raw_dir(self.arm.name, round, repeat),
-            run_dir=self.store.path,
+            run_dir=self.store.path, secrets=frozenset(self.plan.secrets()),
         )
 
     async def _unless_stopping(self, work: Awaitable[_T]) -> bool:

@@ -14,7 +14,7 @@ from dspark_tui.analysis.analysis import analyse
 from dspark_tui.analysis.deploy import SCHEDULE_FILE, deploy_answer, schedule_json
 from dspark_tui.analysis.schedule import without_k_flags
 from dspark_tui.engine.checks.setup import filter_plan
-from dspark_tui.model import Plan, UserError
+from dspark_tui.model import Plan, UserError, numbers, safe_files
 from dspark_tui.results import RunStore
 from dspark_tui.results.manifest import Verification
 from dspark_tui.results.store import load_run
@@ -72,8 +72,8 @@ def read_recommendation(sweep_dir: Path) -> Recommendation:
 
 def _read_schedule_json(path: Path) -> dict[str, Any] | None:
     try:
-        found = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+        found = numbers.loads(safe_files.read_bytes(path, safe_files.MANIFEST_CAP))
+    except (OSError, ValueError):
         return None  # absent or torn: recompute from the measurements
     return found if isinstance(found, dict) else None
 

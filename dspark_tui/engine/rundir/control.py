@@ -14,7 +14,7 @@ import time
 import uuid
 from pathlib import Path
 
-from dspark_tui.model import UserError
+from dspark_tui.model import UserError, numbers, safe_files
 from dspark_tui.model.events import RunControl
 from dspark_tui.results.jsonl import read_complete_lines
 from dspark_tui.results.store import EVENTS, RUN_JSON, read_events_from
@@ -62,13 +62,13 @@ class ControlReader:
 
     def poll(self) -> list[str]:
         try:
-            lines, self.offset = read_complete_lines(self.path, self.offset)
+            lines, self.offset = read_complete_lines(self.path, self.offset, safe_files.RECORD_CAP)
         except OSError:
             return []
         actions: list[str] = []
         for raw in lines:
             try:
-                request = json.loads(raw)
+                request = numbers.loads(raw)
             except ValueError:
                 continue
             if not isinstance(request, dict) or request.get("action") not in ACTIONS:
@@ -115,7 +115,8 @@ def ctl_command(args: argparse.Namespace) -> int:
 def _no_runner(run_dir: Path) -> str:
     """Why there is nothing to control, and a resume suggested only for a run that can take one."""
     try:
-        status = json.loads((run_dir / RUN_JSON).read_bytes()).get("status")
+        raw = safe_files.read_bytes(run_dir / RUN_JSON, safe_files.MANIFEST_CAP)
+        status = numbers.loads(raw).get("status")
     except (OSError, ValueError, AttributeError):
         return f"{run_dir}: not a run directory (no readable run.json); list runs with `dspark-tui runs`"
     if status == "completed":

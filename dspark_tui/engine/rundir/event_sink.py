@@ -8,10 +8,11 @@ ends is always its last one (one held back is written before the measurement's e
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from dspark_tui.model import CellKey
 from dspark_tui.model import events as ev
+from dspark_tui.model.secrets import Scrubber
 from dspark_tui.results import RunStore
 
 Subscriber = Callable[[ev.Event], None]
@@ -68,16 +69,26 @@ def _ended_key(event: ev.Event) -> CellKey | None:
     return None
 
 
+# Kinds whose text may carry what a server said (an error body, a start failure, a notice).
+_WORDED = {"cell_finished", "cell_failed", "cell_skipped", "notice", "server_state", "run_finished",
+           "session_started", "greedy_checked", "run_control"}
+
+
 class EventSink:
-    def __init__(self, store: RunStore) -> None:
+    def __init__(self, store: RunStore, secrets: Iterable[str] = ()) -> None:
         self.store = store
         self._subscribers: list[Subscriber] = []
         self._thinning = ProgressThinning()
+        # A server that echoes the key in an error body (a 401) must not put it in the file,
+        # nor on a watcher's screen.
+        self._scrubber = Scrubber(secrets)
 
     def subscribe(self, subscriber: Subscriber) -> None:
         self._subscribers.append(subscriber)
 
     def emit(self, event: ev.Event) -> None:
+        if self._scrubber and event.kind in _WORDED:
+            event = scrubbed_event(event, self._scrubber)
         try:
             for written in self._thinning.for_file(event):
                 self.store.append_event(written)
@@ -95,3 +106,10 @@ class EventSink:
                 with contextlib.suppress(OSError):
                     self.store.append_event(ev.Notice(
                         level="error", message=f"a subscriber failed and was dropped: {exc!r}"))
+
+
+def scrubbed_event(event: ev.Event, scrubber: Scrubber) -> ev.Event:
+    """The event with every known secret in its text replaced; the same object when none is."""
+    text = ev.event_json(event)
+    clean = scrubber.scrub_text(text)
+    return event if clean == text else ev.parse_event(clean)

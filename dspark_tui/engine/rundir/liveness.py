@@ -4,12 +4,11 @@ alone can be reused, a heartbeat alone cannot tell a slow disk from a death."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from dspark_tui.model import UserError
+from dspark_tui.model import UserError, numbers, safe_files
 from dspark_tui.results.run_lock import PATIENCE_S, RunLocked, lock_holder, refusal
 from dspark_tui.results.scan import HEARTBEAT, pid_alive, run_dirs, scan_runs, warn_skipped
 from dspark_tui.results.scan import runner_alive as _runner_process_alive
@@ -28,7 +27,7 @@ def touch_heartbeat(run_dir: Path) -> None:
 
 def _manifest(run_dir: Path) -> dict[str, object]:
     try:
-        data = json.loads((run_dir / RUN_JSON).read_bytes())
+        data = numbers.loads(safe_files.read_bytes(run_dir / RUN_JSON, safe_files.MANIFEST_CAP))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -103,7 +102,7 @@ def orphan_server_on_port(roots: Iterable[Path], port: int) -> Path | None:
     """A dead run whose server (per its server.json) still listens on the port, if any."""
     for path in run_dirs(roots):
         try:
-            record = json.loads((path / "server.json").read_bytes())
+            record = numbers.loads(safe_files.read_bytes(path / "server.json", safe_files.RECORD_CAP))
         except (OSError, ValueError):
             continue
         if (isinstance(record, dict) and record.get("state") == "running"

@@ -8,7 +8,6 @@ before it starts a new server on the same port and GPUs.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import psutil
 from pydantic import BaseModel, Field
 
 from dspark_tui.engine.servers.procs import ProcRef, group_alive, processes_with_token, terminate_tree
-from dspark_tui.model import safe_name
+from dspark_tui.model import numbers, safe_files, safe_name
 from dspark_tui.results.atomic import atomic_write_text
 
 SERVER_JSON = "server.json"
@@ -80,7 +79,7 @@ def read_record(run_dir: Path) -> ServerRecord | None:
 
 def _read(path: Path) -> ServerRecord | None:
     try:
-        return ServerRecord.model_validate(json.loads(path.read_bytes()))
+        return ServerRecord.model_validate(numbers.loads(safe_files.read_bytes(path, safe_files.RECORD_CAP)))
     except (OSError, ValueError):
         return None
 

@@ -27,7 +27,7 @@ from dspark_tui.analysis.live import (
 )
 from dspark_tui.analysis.verdicts import Settings
 from dspark_tui.engine.servers.server import is_progress_line
-from dspark_tui.model import CellKey, CellResult
+from dspark_tui.model import CellKey, CellResult, shown
 from dspark_tui.model.events import (
     CellFailed,
     CellFinished,
@@ -92,11 +92,14 @@ class HeadlessPrinter:
     def runner_gone(self, now: float, run_dir: Path) -> None:
         """The runner died without finishing: the state says so too, then one line."""
         self.state.runner_gone(now)
-        where = escape(str(run_dir))
+        where = _e(run_dir)
         self._print(f"the runner of {where} is not alive; resume with: "
                     f"dspark-tui run --resume {where} --headless")
 
     def _print(self, text: str) -> None:
+        # Whatever a name, a message or a server's line held: no control character reaches the
+        # terminal (model/shown.py); markup in them is escaped where they are put in (_e).
+        text = shown.text(text)
         self._safely(lambda: self.console.print(text, soft_wrap=True))
 
     def _safely(self, write: Callable[[], None]) -> None:
@@ -112,14 +115,14 @@ class HeadlessPrinter:
 
     def _on_run_started(self, event: RunStarted) -> None:
         resumed = f", {event.resumed_cells} already done" if event.resumed_cells else ""
-        self._print(f"[bold]run[/] {event.name}: {event.total_cells} cell runs, arms "
-                    f"{', '.join(event.arms)}{resumed}\n  {event.run_dir}")
+        self._print(f"[bold]run[/] {_e(event.name)}: {event.total_cells} cell runs, arms "
+                    f"{_e(', '.join(event.arms))}{resumed}\n  {_e(event.run_dir)}")
 
     def _on_round_planned(self, event: RoundPlanned) -> None:
         repeats = f" x {event.repeats} repeats" if event.repeats > 1 else ""
-        why = f" — {event.message}" if event.message else ""
+        why = f" — {_e(event.message)}" if event.message else ""
         self._print(f"[cyan]round {event.round} ({event.reason}): {len(event.cells)} cells x "
-                    f"{len(event.arms)} arms{repeats}, order {' → '.join(event.arms)}; "
+                    f"{len(event.arms)} arms{repeats}, order {_e(' → '.join(event.arms))}; "
                     f"{self.state.total} cell runs planned{why}[/]")
 
     def _on_server_state(self, event: ServerStateChanged) -> None:
@@ -130,14 +133,14 @@ class HeadlessPrinter:
             self.print_comparison()
         self._shown_arm = event.arm
         style = {"failed": "red", "ready": "green", "restarting": "yellow"}.get(event.state, "dim")
-        message = f" — {event.message}" if event.message else ""
+        message = f" — {_e(event.message)}" if event.message else ""
         lane = self.state.board.lanes.get(event.lane) if event.lane is not None else None
-        where = f" ({lane.where()})" if lane is not None else ""  # rounds in parallel
-        self._print(f"[{style}]server {event.arm}{where}: {event.state}{message}[/]")
+        where = f" ({_e(lane.where())})" if lane is not None else ""  # rounds in parallel
+        self._print(f"[{style}]server {_e(event.arm)}{where}: {event.state}{message}[/]")
 
     def _on_server_log(self, event: ServerLog) -> None:
         if self.show_server_log or is_progress_line(event.line):
-            self._print(f"[dim]  {event.arm}| {event.line[:160]}[/]")
+            self._print(f"[dim]  {_e(event.arm)}| {_e(event.line[:160])}[/]")
 
     def _on_cell_started(self, event: CellStarted) -> None:
         self._progress_t = event.t
@@ -148,7 +151,7 @@ class HeadlessPrinter:
             return
         self._progress_t = event.t
         rate = f", {event.output_tok_s:,.0f} output tok/s" if event.output_tok_s else ""
-        self._print(f"[dim]     {event.key.id}: {event.completed}/{event.total} requests"
+        self._print(f"[dim]     {_e(event.key.id)}: {event.completed}/{event.total} requests"
                     f"{rate}[/]")
 
     def _on_cell_finished(self, event: CellFinished) -> None:
@@ -156,13 +159,13 @@ class HeadlessPrinter:
         cell = self._cell(result.key, result.round, result.repeat)
         if not result.ok:
             self._print(f"[red]FAIL[/] {self._position()} {cell} "
-                        f"{result.error or result.status.value}{self._eta(event.t)}")
+                        f"{_e(result.error or result.status.value)}{self._eta(event.t)}")
             return
         m = result.metrics
         accept = result.server.mean_acceptance_length if result.server else None
         kv = result.server.kv_usage_peak if result.server else None
         if self.state.parallel > 1 and result.node:
-            cell += f" @{result.node}"
+            cell += f" @{_e(result.node)}"
         self._print(
             f"[green]ok[/]   {self._position()} {cell} total "
             f"{_num(m.total_throughput)} tok/s  TTFT p99 {_num(m.p99_ttft_ms)} ms  TPOT "
@@ -172,25 +175,25 @@ class HeadlessPrinter:
 
     def _on_cell_failed(self, event: CellFailed) -> None:
         self._print(f"[red]FAIL[/] {self._position()} {self._cell(event.key, event.round, event.repeat)} "
-                    f"{event.reason}{self._eta(event.t)}")
+                    f"{_e(event.reason)}{self._eta(event.t)}")
 
     def _on_cell_skipped(self, event: CellSkipped) -> None:
         self._print(f"[yellow]skip[/] {self._position()} "
-                    f"{self._cell(event.key, event.round, event.repeat)} {event.reason}")
+                    f"{self._cell(event.key, event.round, event.repeat)} {_e(event.reason)}")
 
     def _on_notice(self, event: Notice) -> None:
         style = {"error": "red", "warning": "yellow"}.get(event.level, "cyan")
-        self._print(f"[{style}]{event.level}: {event.message}[/]")
+        self._print(f"[{style}]{event.level}: {_e(event.message)}[/]")
 
     def _on_run_control(self, event: RunControl) -> None:
-        self._print(f"[cyan]control {event.action}: {event.message}[/]")
+        self._print(f"[cyan]control {event.action}: {_e(event.message)}[/]")
 
     def _on_run_finished(self, event: RunFinished) -> None:
         self.print_comparison()
         state = self.state
         style = "green" if event.status == "completed" else "red"
         # A completed run's message only counts its skips, which the label already says.
-        message = f" — {event.message}" if event.message and event.status != "completed" else ""
+        message = f" — {_e(event.message)}" if event.message and event.status != "completed" else ""
         if state.repeated:
             tally = (f"{state.done}/{state.total} cell runs ok ({state.cells_done}/"
                      f"{len(state.cells)} cells complete)")
@@ -204,8 +207,8 @@ class HeadlessPrinter:
     def _cell(self, key: CellKey, round_: int, repeat: int) -> str:
         """The cell's id, with round and repeat when the run measures cells more than once."""
         if not self.state.repeated:
-            return f"{key.id:<32}"
-        return f"{key.id + f' r{round_} p{repeat}':<38}"
+            return _e(f"{key.id:<32}")
+        return _e(f"{key.id + f' r{round_} p{repeat}':<38}")
 
     def _position(self) -> str:
         total = self.state.total
@@ -233,6 +236,12 @@ class HeadlessPrinter:
         self._safely(lambda: self.console.print(table))
 
 
+def _e(value: object) -> str:
+    """A name, message or line from the run, put into a line of rich markup: its control
+    characters escaped (model/shown.py), its brackets too (never a style tag)."""
+    return escape(shown.plain(value))
+
+
 def _width(console: Console, table: Table) -> int:
     """Its natural width, unbounded by the terminal (which would clamp it)."""
     return Measurement.get(console, console.options.update_width(10_000), table).maximum
@@ -249,7 +258,7 @@ def comparison_table(rows: list[ComparisonRow], arms: list[str], *, per_arm: boo
     baseline = next((row.baseline for row in rows if row.baseline), None) if many else None
     if many:
         title = "Total tok/s by arm (best arm, verdict, margin over the runner-up and its interval"
-        title += f", over {baseline})" if baseline else ")"
+        title += f", over {_e(baseline)})" if baseline else ")"
     else:
         title = "Total tok/s by arm (winner, margin, its interval, verdict)"
     caption = None if per_arm else "each arm's Total tok/s: results.csv, the report, a wider terminal"
@@ -258,40 +267,40 @@ def comparison_table(rows: list[ComparisonRow], arms: list[str], *, per_arm: boo
     table.add_column("scenario")
     table.add_column("c", justify="right")
     if many:
-        summary = ["best", "verdict", "margin", "interval", *([f"vs {baseline}"] if baseline else [])]
+        summary = ["best", "verdict", "margin", "interval", *([f"vs {_e(baseline)}"] if baseline else [])]
     else:
         summary = ["winner", "margin", "interval", "verdict"]
     if not many:
         for arm in arms:
-            table.add_column(arm, justify="right")
+            table.add_column(_e(arm), justify="right")
     for name in summary:
         table.add_column(name, justify="left" if name in ("best", "winner", "verdict") else "right")
     if many and per_arm:
         for arm in arms:
-            table.add_column(arm, justify="right")
+            table.add_column(_e(arm), justify="right")
     for row in rows:
         figures = [row.arms.get(arm) for arm in arms]
         totals = [_num(f.total_tok_s) if f and f.total_tok_s is not None
                   else (f.status or "…") if f else "…" for f in figures]
         margin = "" if row.margin is None else f"{row.margin * 100:+.1f}%"
         if many:
-            decided = [row.leader or "", verdict_text(row), margin, interval_text(row),
-                       *([baseline_text(row)] if baseline else [])]
+            decided = [_e(row.leader or ""), _e(verdict_text(row)), margin, interval_text(row),
+                       *([_e(baseline_text(row))] if baseline else [])]
         else:
-            decided = [row.winner or "", margin, interval_text(row), verdict_text(row)]
+            decided = [_e(row.winner or ""), margin, interval_text(row), _e(verdict_text(row))]
         if many:
-            table.add_row(row.scenario, str(row.concurrency), *decided, *(totals if per_arm else []))
+            table.add_row(_e(row.scenario), str(row.concurrency), *decided, *(totals if per_arm else []))
         else:
-            table.add_row(row.scenario, str(row.concurrency), *totals, *decided)
+            table.add_row(_e(row.scenario), str(row.concurrency), *totals, *decided)
     return table
 
 
 def summary_lines(run_dir: Path, state: RunState, status: str) -> list[str]:
-    lines = [f"run directory: {run_dir}"]
+    lines = [f"run directory: {shown.plain(run_dir)}"]
     for cell in state.failed_cells:
         for measurement in cell.failed_measurements:
             which = f" {measurement.label}" if state.repeated else ""
-            lines.append(f"failed: {cell.key.id}{which}: {measurement.reason}")
+            lines.append(shown.plain(f"failed: {cell.key.id}{which}: {measurement.reason}"))
     if status != "completed":
         lines.append(f"not every cell succeeded ({status}); resume with: "
                      f"dspark-tui run --resume {run_dir} --headless")

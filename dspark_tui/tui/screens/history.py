@@ -189,11 +189,11 @@ class HistoryScreen(LoadingScreen):
                     _started(run.started_at),
                     Text(statuses[run.path], style=styles.get(run.status, "")),
                     self._cells(run),
-                    known[1].best if known is not None else "…",
+                    Text(known[1].best) if known is not None else "…",  # Text: never markup
                     Text(format_size(run.size_bytes, short=True), justify="right"),
-                    _short(run.name, NAME_WIDTH),
-                    ",".join(run.arms),
-                    _short(Path(run.model).name or run.model, 26),
+                    Text(_short(run.name, NAME_WIDTH)),
+                    Text(",".join(run.arms)),
+                    Text(_short(Path(run.model).name or run.model, 26)),
                     key=str(run.path),
                 )
             if wanted in {str(r.path) for r in shown}:
