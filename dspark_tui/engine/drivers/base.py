@@ -32,6 +32,9 @@ class DriverContext:
     extra_env: dict[str, str] = field(default_factory=dict)
     # The run directory: text datasets' prompts are read from its prompts/ (engine/datasets).
     run_dir: Path | None = None
+    # The served model's vocabulary that `random-ids` ids are drawn below (engine/datasets/
+    # vocab.py); None: DEFAULT_VOCAB_SIZE, as before the run knew it.
+    vocab_size: int | None = None
 
 
 class BenchDriver(Protocol):

@@ -24,11 +24,12 @@ import json
 import time
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import aiohttp
 
-from dspark_tui.engine.datasets.prompts import PromptSpec, random_id_prompts
+from dspark_tui.engine.datasets.prompts import DEFAULT_VOCAB_SIZE, PromptSpec, random_id_prompts
 from dspark_tui.engine.drivers.auth import bearer_headers
 from dspark_tui.engine.drivers.base import CellError, DriverContext, ProgressCallback
 from dspark_tui.engine.drivers.cli_driver import raw_relpath
@@ -310,7 +311,8 @@ def cell_prompts(cell: CellSpec, ctx: DriverContext) -> list[PromptSpec]:
     the run prepared them (prompts/)."""
     if cell.dataset == "random-ids":
         return random_id_prompts(cell.input_len, cell.output_len, cell.range_ratio,
-                                 cell.num_prompts, ctx.bench.seed)
+                                 cell.num_prompts, ctx.bench.seed,
+                                 ctx.vocab_size or DEFAULT_VOCAB_SIZE)
     from dspark_tui.engine.datasets import DatasetError, load_prompt_set  # imports the drivers
 
     if ctx.run_dir is None:
@@ -372,14 +374,51 @@ class NativeDriver:
         )
 
 
-async def warmup(ctx: DriverContext, n_requests: int) -> None:
-    """Warm the server (graphs, caches) before any cell; any failed request fails the warmup."""
+WARMUP_OUTPUT_TOKENS = 16  # a warmup request's longest answer: it warms, it does not measure
+WARMUP_CONCURRENCY = 16
+
+
+def warmup_prompts(ctx: DriverContext, cells: Sequence[CellSpec], n_requests: int) -> list[PromptSpec]:
+    """`n_requests` prompts of the cells' datasets, taken in turn from each cell's set, answers
+    cut to WARMUP_OUTPUT_TOKENS: a text set's prepared prompts; `random-ids` of the cell's
+    lengths, drawn below the model's vocabulary like the cells' ids. A text set the native
+    client did not prepare (a peer driver draws its own) is replaced by `random-ids`."""
+    sets: list[list[PromptSpec]] = []
+    for cell in cells:
+        if cell.dataset == "random-ids" or ctx.bench.driver != "native":
+            # Drawn with the next seed, as the cells' are with theirs: the same lengths and
+            # vocabulary, none of the same prompts (a prefix cache warmed by the cells' own
+            # prompts would flatter the first measurement's TTFT).
+            count = min(cell.num_prompts, n_requests)
+            sets.append(random_id_prompts(cell.input_len, cell.output_len, cell.range_ratio, count,
+                                          ctx.bench.seed + 1, ctx.vocab_size or DEFAULT_VOCAB_SIZE))
+        else:
+            sets.append(cell_prompts(cell, ctx))
+    sets = [s for s in sets if s]
+    if not sets:
+        return []
+    prompts: list[PromptSpec] = []
+    for i in range(n_requests):
+        chosen = sets[i % len(sets)]
+        prompt = chosen[(i // len(sets)) % len(chosen)]
+        prompts.append(replace(prompt, output_len=min(prompt.output_len, WARMUP_OUTPUT_TOKENS)))
+    return prompts
+
+
+async def warmup(ctx: DriverContext, n_requests: int, cells: Sequence[CellSpec] = ()) -> None:
+    """Warm the server (graphs, caches) before any cell with the cells' datasets (without cells:
+    `random-ids` of 32 tokens); any failed request fails the warmup (CellError), and the caller
+    measures no cell."""
     if n_requests <= 0:
         return
-    prompts = random_id_prompts(32, 16, 1.0, n_requests, ctx.bench.seed + 1)
+    prompts = (warmup_prompts(ctx, cells, n_requests) if cells else
+               random_id_prompts(32, WARMUP_OUTPUT_TOKENS, 1.0, n_requests, ctx.bench.seed + 1,
+                                 ctx.vocab_size or DEFAULT_VOCAB_SIZE))
+    if not prompts:
+        return
     try:
         async with asyncio.timeout(ctx.bench.cell_timeout_s):
-            records, _ = await _run_requests(ctx, prompts, min(n_requests, 16), None)
+            records, _ = await _run_requests(ctx, prompts, min(n_requests, WARMUP_CONCURRENCY), None)
     except TimeoutError:
         raise CellError(f"warmup timed out after {ctx.bench.cell_timeout_s:g}s") from None
     failures = [r for r in records if not r.ok]
