@@ -44,6 +44,10 @@ GAUGES = {
 }
 KV_USAGE_NEW, KV_USAGE_OLD = "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"
 # Counters whose movement shows the engine is doing work.
+# Inside a cell's window /metrics is read this often (quietly, between the plan's scrapes): a
+# closed loop's running batch ramps up and down at the cell's ends, and a short cell read at
+# 1 s gave 2 readings and a batch of 1 where the peak was 7 (issue 21).
+WINDOW_SAMPLE_S = 0.25
 PROGRESS_COUNTERS = ("generation_tokens", "prompt_tokens", "drafts")
 
 SERIES_COLUMNS = [
@@ -167,6 +171,7 @@ def summarize_window(snapshots: Sequence[MetricsSnapshot], gaps: int = 0) -> Ser
         ]
     summary.kv_usage_mean, summary.kv_usage_peak = _mean_peak(snapshots, "kv_usage")
     summary.running_mean, summary.running_peak = _mean_peak(snapshots, "running")
+    summary.running_samples = sum(1 for s in snapshots if "running" in s.gauges)
     summary.waiting_mean, summary.waiting_peak = _mean_peak(snapshots, "waiting")
     gpus = [s.gpu for s in snapshots if s.gpu is not None]
     utils = [g.util_percent for g in gpus if g.util_percent is not None]
@@ -331,12 +336,21 @@ class MetricsScraper:
         return time.monotonic() - self._progress_t
 
     async def _loop(self) -> None:
+        """Scrape every `interval_s`; inside a cell's window every WINDOW_SAMPLE_S too (quietly:
+        those snapshots feed the cell's summary, its running batch above all, not the events)."""
+        emitted = -math.inf
         while True:
             started = time.monotonic()
-            await self.scrape_once()
-            await asyncio.sleep(max(0.05, self.interval_s - (time.monotonic() - started)))
+            loud = self._key is None or started - emitted >= self.interval_s * 0.9
+            await self.scrape_once(emit=loud)
+            emitted = started if loud else emitted
+            every = self.interval_s if self._key is None else min(self.interval_s, WINDOW_SAMPLE_S)
+            await asyncio.sleep(max(0.05, every - (time.monotonic() - started)))
 
-    async def scrape_once(self) -> None:
+    async def scrape_once(self, emit: bool = True) -> None:
+        if not emit:
+            await self._quiet_scrape()
+            return
         snapshot, problem = await self._fetch()
         if problem is not None:
             self._tell_missing(problem)
@@ -362,6 +376,16 @@ class MetricsScraper:
             if self._key is not None:
                 self._window_samples.append(sample)
             self._emit(sample)
+
+    async def _quiet_scrape(self) -> None:
+        """A snapshot for the open window only: no event, no gap counted, rates untouched."""
+        snapshot, _ = await self._fetch()
+        if snapshot is None:
+            return
+        async with self._lock:
+            self._note_progress(snapshot)
+            if self._key is not None:
+                self._window.append(snapshot)
 
     def _note_progress(self, snapshot: MetricsSnapshot) -> None:
         values = {k: snapshot.counters[k] for k in PROGRESS_COUNTERS if k in snapshot.counters}

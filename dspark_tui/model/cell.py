@@ -6,8 +6,9 @@ import math
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer
 
+from dspark_tui.model.client_health import ClientHealth
 from dspark_tui.model.naming import safe_name
 
 CELL_SCHEMA_VERSION = 2  # 2: a cell holds several measurements (round, repeat, session, node)
@@ -127,6 +128,9 @@ class ServerSummary(BaseModel):
     kv_usage_peak: float | None = None
     running_mean: float | None = None
     running_peak: float | None = None
+    # Readings of the running batch in the window (the scraper reads it every 0.25 s inside a
+    # cell); None: a file from before it was counted. The K schedule's key needs 4 (docs/decision.md).
+    running_samples: int | None = None
     waiting_mean: float | None = None
     waiting_peak: float | None = None
     preemptions: float | None = None
@@ -180,6 +184,22 @@ class CellResult(BaseModel):
     metrics: ClientMetrics = Field(default_factory=ClientMetrics)
     server: ServerSummary | None = None
     provenance: Provenance = Field(default_factory=Provenance)
+    # The native client's health over the measurement (model/client_health.py); None: not
+    # measured (a peer driver, a file from before 2026-12). `behind`: its latencies are the
+    # client's, kept out of latency comparisons.
+    client: ClientHealth | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_absent_client(self, handler: Any) -> Any:
+        """A measurement without client health saves as it did before the field existed."""
+        data = handler(self)
+        if isinstance(data, dict) and "client" in data and data["client"] is None:
+            del data["client"]
+        return data
+
+    @property
+    def client_behind(self) -> bool:
+        return self.client is not None and self.client.behind
 
     @property
     def key(self) -> CellKey:

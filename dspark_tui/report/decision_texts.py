@@ -21,6 +21,14 @@ _ZH: dict[str, str] = {
     "source.vllm-default": "vLLM 默认值 256；计划未设 `--max-num-seqs`",
     "deploy_unverified": "- **未验证**：有单元只测了一轮（没有区间），这些选择只是点估计；用 `rounds "
     "≥ 2` 重跑。",
+    "deploy_schedule_lead_thin": "有单元的运行 batch 只读到不足 {min} 次（{cells}），分不清稳态和两端的爬升，"
+    "下表改按客户端并发给出；把 `scrape_interval_s` 调小或让单元更长后重跑：",
+    "deploy_unsure": "- **未验证**：{n}/{total} 个选择未定（区间跨过持平带：{cells}）；区间存在不等于判定，"
+    "多测几轮再部署。",
+    "deploy_wide_merge": "- batch {batch} 处的锚点合并了并发相差超过 {span} 倍的单元（{cells}）："
+    "它们的运行 batch 重叠，所以共用 K={k}。",
+    "deploy_covered": "- 锚点 batch {batch}（{cells}，K={k}）离前一个锚点不到一个 batch，由前一个范围覆盖。",
+    "deploy_readings": "{n} 次读数",
     "deploy_config_lead": "`--speculative-config`（需要支持 `num_speculative_tokens_per_batch_size` "
     "的 vLLM，见 docs/decision.md）：",
     "deploy_no_spec": "- 在所有实测 batch 上不投机（K=0）都不差：不加 `--speculative-config`。",
@@ -92,6 +100,16 @@ _EN: dict[str, str] = {
     "source.vllm-default": "vLLM's default 256; the plan sets no `--max-num-seqs`",
     "deploy_unverified": "- **Unverified**: some cells were measured in one round (no interval), so these "
     "choices are point estimates; rerun with `rounds >= 2`.",
+    "deploy_schedule_lead_thin": "Some cells' running batch was read fewer than {min} times ({cells}), "
+    "too few to tell its steady state from the ramp at the cell's ends, so the table is keyed on "
+    "the client's concurrency; rerun with a smaller `scrape_interval_s` or longer cells:",
+    "deploy_unsure": "- **Unverified**: {n} of {total} choices are unsure (their intervals cross the "
+    "tie band: {cells}); an interval that decides nothing verifies nothing — measure more rounds.",
+    "deploy_wide_merge": "- The anchor at batch {batch} joins cells whose concurrencies differ by more "
+    "than {span}x ({cells}): their running batches overlapped, so one K = {k} serves both loads.",
+    "deploy_covered": "- The anchor at batch {batch} ({cells}, K = {k}) lies within one batch of the "
+    "previous one, whose range covers it.",
+    "deploy_readings": "{n} readings",
     "deploy_config_lead": "`--speculative-config` (needs a vLLM with `num_speculative_tokens_per_batc"
     "h_size`, "
     "see docs/decision.md):",

@@ -85,6 +85,16 @@ _ZH: dict[str, str] = {
     "server_line_not_started": "- 服务端指标：无（服务没有启动：{reason}）",
     "server_line_some": "- 服务端指标：{n} 个单元带有 `/metrics` 摘要（接受长度、KV cache、抢占）",
     "source_line": "- 数据来源：{source}",
+    "client_kept_up": "- 客户端状态：{n} 次测量全部跟上（事件循环延迟 p99 最高 {lag} ms，"
+    "同一次读取到的 token 间隔最多 {same}）",
+    "client_behind": "- 客户端落后：{k}/{n} 次测量（{items}）；这些测量的 TTFT、TPOT、ITL、E2E "
+    "不进表格和延迟比较（阈值：超过 {same_limit} 的 token 间隔与前一个 token 在同一次读取中到达，"
+    "或事件循环延迟 p99 超过中位 ITL 的 {lag_fraction} 且不低于 {floor} ms；"
+    "见 docs/client.md）。{throughput}",
+    "client_throughput_stands": "它们的 Total tok/s 仍然成立：迟读只把请求结束推迟至多一个延迟"
+    "（p99 最高 {lag} ms，平均 E2E {e2e} ms）",
+    "client_throughput_doubtful": "它们的 Total tok/s 也可疑：延迟（p99 最高 {lag} ms）达到平均 E2E "
+    "（{e2e} ms）的 {share}，闭环中每个请求都晚发出这么久",
     "pairs_line": "- 对比方式：共 {n} 个 arm；winner 表在全部 arm 中取 Total tok/s 最高者，"
     "提升 = 第一 / 第二 − 1；趋势和异常按每个 arm 对基线 `{base}` 计算（{pairs}）",
     "core_heading": "## 核心指标对比",
@@ -273,6 +283,16 @@ _EN: dict[str, str] = {
     "server_line_some": "- Server metrics: {n} cells carry a `/metrics` summary "
     "(acceptance length, KV cache, preemptions)",
     "source_line": "- Source: {source}",
+    "client_kept_up": "- Client health: kept up in all {n} measurements (event-loop lag p99 at "
+    "most {lag} ms, token gaps read together at most {same})",
+    "client_behind": "- Client fell behind in {k} of {n} measurements ({items}); their TTFT, TPOT, "
+    "ITL and E2E are left out of the tables and latency comparisons (limits: over {same_limit} of "
+    "token gaps read together with the previous token, or event-loop lag p99 over {lag_fraction} "
+    "of the median ITL and at least {floor} ms; docs/client.md). {throughput}",
+    "client_throughput_stands": "Their Total tok/s stands: a late read moves a request's end by "
+    "at most the lag (p99 at most {lag} ms, against a mean E2E of {e2e} ms)",
+    "client_throughput_doubtful": "Their Total tok/s is doubtful too: the lag (p99 up to {lag} ms) "
+    "is {share} of the mean E2E ({e2e} ms), and in a closed loop each next request waits for it",
     "pairs_line": "- Pairs compared: {n} arms; the winner table takes the highest Total tok/s of all "
     "arms, margin = first / second - 1; trends and outliers compare each arm with the "
     "baseline `{base}` ({pairs})",

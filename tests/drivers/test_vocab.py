@@ -65,7 +65,7 @@ async def test_the_old_fixed_vocabulary_breaks_and_the_served_one_holds(tmp_path
         assert "is out of vocabulary" in old.provenance.notes[0]
         result = await NativeDriver().run(_cell(), _ctx(sim.url, tmp_path, found.size), lambda p: None)
         assert result.metrics.completed == 8
-        with pytest.raises(CellError, match=r"warmup: \d+ of 6 requests failed; first: server error in stream"):
+        with pytest.raises(CellError, match=r"warmup: \d+ of 6 requests failed; first: server error"):
             await warmup(_ctx(sim.url, tmp_path), 6, [_cell()])
         await warmup(_ctx(sim.url, tmp_path, found.size), 6, [_cell()])
 
