@@ -33,6 +33,7 @@ class SpecCounters:
     # together, and the fewest of any one (None: a measurement from before they were counted).
     running_samples: int | None = None
     running_samples_min: int | None = None
+    running_steady: float | None = None  # the median reading (engine/scraper.steady_running)
 
     @property
     def wasted_per_s(self) -> float | None:
@@ -76,6 +77,7 @@ def spec_counters(decision: KDecision) -> dict[tuple[str, int, int], SpecCounter
             running_mean=_mean([s.running_mean for s in servers if s.running_mean is not None]),
             running_peak=max(peaks) if peaks else None,
             running_samples=sum(counted) if known else None,
+            running_steady=_mean([s.running_steady for s in servers if s.running_steady is not None]),
             running_samples_min=min(counted) if known else None,
         )
     return out

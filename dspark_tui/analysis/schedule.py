@@ -283,8 +283,9 @@ class Schedule:
 
 def batch_points(decision: KDecision, counters: dict[tuple[str, int, int], SpecCounters]
                  ) -> tuple[dict[CellId, tuple[float, float, float]], str]:
-    """(mean, low, high) running batch of each cell under its chosen K: the window's mean of
-    `vllm:num_requests_running` and its [mean, peak] spread. Without /metrics in every cell, or
+    """(mean, low, high) running batch of each cell under its chosen K: the batch the window
+    held (the median reading without its ends, `running_steady`; the mean for files from before
+    it) of `vllm:num_requests_running` and its [held, peak] spread. Without /metrics in every cell, or
     with a cell whose measurements read the batch fewer than MIN_RUNNING_SAMPLES times
     (`thin_cells`), the client's concurrency for all cells (and the key says so)."""
     points: dict[CellId, tuple[float, float, float]] = {}
@@ -296,7 +297,8 @@ def batch_points(decision: KDecision, counters: dict[tuple[str, int, int], SpecC
         counter = counters.get((choice.scenario, choice.concurrency, choice.k))
         if counter is None or counter.running_mean is None:
             return by_concurrency
-        mean = max(1.0, counter.running_mean)
+        held = counter.running_steady if counter.running_steady is not None else counter.running_mean
+        mean = max(1.0, held)
         peak = max(mean, counter.running_peak if counter.running_peak is not None else mean)
         points[choice.key] = (mean, mean, peak)
     return points, "running_batch"

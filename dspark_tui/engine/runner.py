@@ -480,6 +480,11 @@ class Runner:
         if outcome.result is not None:
             outcome.result.node = session.node  # the block the analysis pairs arms within
             self._record(outcome.result, outcome.kind)
+            health = outcome.result.client
+            if health is not None and health.behind:
+                emit(ev.Notice(level="warning", message=(
+                    f"{key.id} r{m.round} p{m.repeat}: the client fell behind "
+                    f"({'; '.join(health.reasons)}); its latencies are left out of comparisons")))
         return outcome
 
     def _record(self, result: CellResult, kind: str) -> None:

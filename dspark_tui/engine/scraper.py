@@ -172,6 +172,7 @@ def summarize_window(snapshots: Sequence[MetricsSnapshot], gaps: int = 0) -> Ser
     summary.kv_usage_mean, summary.kv_usage_peak = _mean_peak(snapshots, "kv_usage")
     summary.running_mean, summary.running_peak = _mean_peak(snapshots, "running")
     summary.running_samples = sum(1 for s in snapshots if "running" in s.gauges)
+    summary.running_steady = steady_running(snapshots)
     summary.waiting_mean, summary.waiting_peak = _mean_peak(snapshots, "waiting")
     gpus = [s.gpu for s in snapshots if s.gpu is not None]
     utils = [g.util_percent for g in gpus if g.util_percent is not None]
@@ -181,6 +182,19 @@ def summarize_window(snapshots: Sequence[MetricsSnapshot], gaps: int = 0) -> Ser
     summary.gpu_memory_peak_mib = max(memory) if memory else None
     summary.gpu_power_mean_w = sum(power) / len(power) if power else None
     return summary
+
+
+def steady_running(snapshots: Sequence[MetricsSnapshot]) -> float | None:
+    """The running batch the cell held: the median of its readings, without the window's first
+    and last (taken before the first request and after the last: the ramp, not the load). The
+    mean of a short closed-loop cell is pulled down by its ends (0, 8, 8, 1, 8, 8, 0 reads 4.7
+    where the load was 8); the median is not while the steady part is most of the readings."""
+    inner = snapshots[1:-1] if len(snapshots) > 2 else snapshots
+    values = sorted(s.gauges["running"] for s in inner if "running" in s.gauges)
+    if not values:
+        return None
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
 
 
 def _mean_peak(snapshots: Sequence[MetricsSnapshot], gauge: str) -> tuple[float | None, float | None]:
@@ -263,6 +277,7 @@ class MetricsScraper:
         self._client: httpx.AsyncClient | None = None
         self._task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
+        self._window_opened = asyncio.Event()
         self._last: MetricsSnapshot | None = None
         self._key: CellKey | None = None
         self._window: list[MetricsSnapshot] = []
@@ -313,6 +328,7 @@ class MetricsScraper:
             self._window_gaps = 0
             self._progress_t = time.monotonic()
         await self.scrape_once()
+        self._window_opened.set()
 
     async def end_window(self) -> tuple[ServerSummary, list[MetricsSample]]:
         await self.scrape_once()
@@ -345,7 +361,11 @@ class MetricsScraper:
             await self.scrape_once(emit=loud)
             emitted = started if loud else emitted
             every = self.interval_s if self._key is None else min(self.interval_s, WINDOW_SAMPLE_S)
-            await asyncio.sleep(max(0.05, every - (time.monotonic() - started)))
+            self._window_opened.clear()
+            # A window opening cuts the plan's interval short: its readings start at once.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._window_opened.wait(),
+                                       max(0.05, every - (time.monotonic() - started)))
 
     async def scrape_once(self, emit: bool = True) -> None:
         if not emit:

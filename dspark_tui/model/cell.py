@@ -131,6 +131,8 @@ class ServerSummary(BaseModel):
     # Readings of the running batch in the window (the scraper reads it every 0.25 s inside a
     # cell); None: a file from before it was counted. The K schedule's key needs 4 (docs/decision.md).
     running_samples: int | None = None
+    # The median reading without the window's first and last: the batch the cell held.
+    running_steady: float | None = None
     waiting_mean: float | None = None
     waiting_peak: float | None = None
     preemptions: float | None = None
