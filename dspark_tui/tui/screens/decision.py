@@ -118,8 +118,10 @@ class DecisionScreen(LoadingScreen):
         decision = answer.decision
         if not decision.verified:
             certainty = "UNVERIFIED: single measurements, point estimates only"
-        elif unsure := decision.unsure_choices:
-            certainty = f"UNVERIFIED: {len(unsure)} of {len(decision.choices)} choices unsure"
+        elif len(unsure := decision.unsure_choices) == len(decision.choices):
+            certainty = "UNVERIFIED: every choice unsure (intervals decide nothing)"
+        elif unsure:
+            certainty = f"intervals; {len(unsure)} of {len(decision.choices)} choices unsure"
         else:
             certainty = "verified"
         title.update(Content(f"{data.manifest.name}  [{data.manifest.status}]  K = "
