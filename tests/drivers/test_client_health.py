@@ -94,3 +94,24 @@ async def test_a_blocked_event_loop_is_measured_and_marked(tmp_path: Path):
     assert health.loop_lag_p99_ms >= 20.0 and health.same_read_gaps > 0
     assert health.behind
     assert any(note.startswith("the client fell behind: ") for note in result.provenance.notes)
+
+
+def test_the_cell_panel_gets_the_clients_health_from_the_progress_events():
+    """Folded by RunState (every view's reducer) and written to events.jsonl at the decimals
+    the panel prints."""
+    from dspark_tui.model import events as ev
+    from dspark_tui.model.run_state import RunState
+
+    key = CellKey(arm="a", scenario="s", concurrency=4)
+    state = RunState()
+    state.apply(ev.CellStarted(t=1.0, key=key, num_prompts=8, index=1, total=1))
+    progress = ev.CellProgress(t=2.0, key=key, completed=2, total=8, tpot_p50_ms=4.0,
+                               client_lag_p99_ms=12.345, same_read_fraction=0.3012)
+    state.apply(progress)
+    current = state.current
+    assert current is not None and (current.client_lag_p99_ms, current.same_read_fraction) == (12.345, 0.3012)
+    line, behind = live_client_line(current.client_lag_p99_ms, current.same_read_fraction,
+                                    current.tpot_p50_ms)
+    assert behind and line == "client behind: loop lag p99 12.3 ms, 30% same-read gaps"
+    written = ev.file_json(progress)
+    assert '"client_lag_p99_ms":12.3' in written and '"same_read_fraction":0.3' in written
