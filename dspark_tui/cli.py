@@ -146,15 +146,15 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         return runs_command(args)
     if command in ("run", "demo") and (args.headless or args.detach):
-        from dspark_tui.engine.headless import run_command
+        from dspark_tui.engine.start.headless import run_command
 
         return run_command(args)
     if command == "ctl":
-        from dspark_tui.engine.control import ctl_command
+        from dspark_tui.engine.rundir.control import ctl_command
 
         return ctl_command(args)
     if command == "attach" and args.headless:
-        from dspark_tui.engine.headless import attach_command
+        from dspark_tui.engine.start.headless import attach_command
 
         return attach_command(args)
     from dspark_tui.tui.launch import tui_command

@@ -8,7 +8,7 @@ import asyncio
 from pathlib import Path
 
 from dspark_tui.engine.drivers import DriverContext, NativeDriver
-from dspark_tui.engine.scraper import WINDOW_SAMPLE_S, MetricsScraper
+from dspark_tui.engine.servers.scraper import WINDOW_SAMPLE_S, MetricsScraper
 from dspark_tui.model import BenchConfig, CellKey, CellSpec
 from dspark_tui.model.events import MetricsSample
 from tests.simulator import running_sim

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dspark_tui.engine.runner import Runner, prepare_run
+from dspark_tui.engine.run.runner import Runner, prepare_run
 from dspark_tui.model import load_plan
 from tests.engine.helpers import Recorder, write_sim_plan
 

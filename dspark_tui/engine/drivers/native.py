@@ -30,10 +30,10 @@ from typing import Any
 import aiohttp
 
 from dspark_tui.engine.datasets.prompts import DEFAULT_VOCAB_SIZE, PromptSpec, random_id_prompts
-from dspark_tui.engine.drivers.auth import bearer_headers
 from dspark_tui.engine.drivers.base import CellError, DriverContext, ProgressCallback
 from dspark_tui.engine.drivers.cli_driver import raw_relpath
 from dspark_tui.engine.drivers.stats import RequestRecord, measured_raw
+from dspark_tui.engine.servers.auth import bearer_headers
 from dspark_tui.model import CellResult, CellSpec
 from dspark_tui.model.client_health import TICK_S, ClientHealth, judge
 from dspark_tui.model.events import CellProgress

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from dspark_tui.engine.procs import ProcRef, group_alive, processes_with_token, terminate_tree
+from dspark_tui.engine.servers.procs import ProcRef, group_alive, processes_with_token, terminate_tree
 from dspark_tui.model import safe_name
 from dspark_tui.results.atomic import atomic_write_text
 

@@ -13,7 +13,7 @@ from typing import Any
 from dspark_tui.analysis.analysis import analyse
 from dspark_tui.analysis.deploy import SCHEDULE_FILE, deploy_answer, schedule_json
 from dspark_tui.analysis.schedule import without_k_flags
-from dspark_tui.engine.setup import filter_plan
+from dspark_tui.engine.checks.setup import filter_plan
 from dspark_tui.model import Plan, UserError
 from dspark_tui.results import RunStore
 from dspark_tui.results.manifest import Verification
@@ -86,7 +86,11 @@ def verification_plan(plan: Plan, recommendation: Recommendation) -> Plan:
     """The plan with exactly two arms, `schedule` and `K=<best fixed>`. The flag carrying the
     compared K (`--spec-tokens {spec_tokens}`) and any `--speculative-config` of the plan are
     replaced by `--speculative-config {speculative_config}`, which each arm fills: vLLM's own
-    way to set K, and the only one that takes a schedule."""
+    way to set K, and the only one that takes a schedule. A plan whose arms give
+    `[arms.speculative]` tables keeps its command; the two arms get tables (a fixed K = 0 none,
+    so its server starts without speculation)."""
+    if plan.uses_speculative_tables():
+        return _verification_plan_of_tables(plan, recommendation)
     var = recommendation.compared_var
     if f"{{{var}}}" not in " ".join(plan.server.command):
         raise UserError(f"plan {plan.name!r}: server.command has no {{{var}}}, the K the sweep "
@@ -106,6 +110,25 @@ def verification_plan(plan: Plan, recommendation: Recommendation) -> Plan:
         {"name": SCHEDULE_ARM, "vars": {CONFIG_VAR: _json(schedule_config)},
          "description": "the sweep's num_speculative_tokens_per_batch_size schedule"},
         {"name": fixed_arm_name(recommendation.fixed_k), "vars": {CONFIG_VAR: _json(fixed_config)},
+         "description": "the sweep's best fixed K for the plan's traffic"},
+    ]
+    return Plan.model_validate(data)
+
+
+def _verification_plan_of_tables(plan: Plan, recommendation: Recommendation) -> Plan:
+    schedule_config = dict(recommendation.config)
+    fixed_config = {key: value for key, value in schedule_config.items()
+                    if key != plan.kind.schedule_key}
+    fixed_config["num_speculative_tokens"] = recommendation.fixed_k
+    data = plan.model_dump()
+    data["name"] = f"{plan.name}_verify"
+    data["description"] = (f"verifies the K schedule of {recommendation.sweep_name} "
+                           f"against its best fixed K = {recommendation.fixed_k}")
+    data["arms"] = [
+        {"name": SCHEDULE_ARM, "speculative": schedule_config,
+         "description": "the sweep's num_speculative_tokens_per_batch_size schedule"},
+        {"name": fixed_arm_name(recommendation.fixed_k),
+         "speculative": fixed_config if recommendation.fixed_k > 0 else None,
          "description": "the sweep's best fixed K for the plan's traffic"},
     ]
     return Plan.model_validate(data)

@@ -8,8 +8,8 @@ import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from dspark_tui.engine.control import ControlReader
-from dspark_tui.engine.liveness import HEARTBEAT_EVERY_S, pid_alive, touch_heartbeat
+from dspark_tui.engine.rundir.control import ControlReader
+from dspark_tui.engine.rundir.liveness import HEARTBEAT_EVERY_S, pid_alive, touch_heartbeat
 
 
 async def heartbeat_loop(run_dir: Path) -> None:

@@ -25,12 +25,12 @@ import subprocess
 from importlib import resources
 from pathlib import Path
 
-from dspark_tui.engine.gpu import GpuProbe
-from dspark_tui.engine.launchers.record import LaunchRecord, write_launch_record
-from dspark_tui.engine.launchers.tools import run_tool
-from dspark_tui.engine.placement import Placement
-from dspark_tui.engine.procs import TOKEN_VAR
-from dspark_tui.engine.server import Emit, ServerError, ServerProcess
+from dspark_tui.engine.servers.gpu import GpuProbe
+from dspark_tui.engine.servers.launchers.record import LaunchRecord, write_launch_record
+from dspark_tui.engine.servers.launchers.tools import run_tool
+from dspark_tui.engine.servers.placement import Placement
+from dspark_tui.engine.servers.procs import TOKEN_VAR
+from dspark_tui.engine.servers.server import Emit, ServerError, ServerProcess
 from dspark_tui.model import Arm, KubernetesOptions, Plan, safe_name
 from dspark_tui.model.events import Notice, ServerLog
 

@@ -17,15 +17,15 @@ import sys
 import time
 from pathlib import Path
 
-from dspark_tui.engine.control import send_control
-from dspark_tui.engine.disk_budget import refuse_resume_without_room
-from dspark_tui.engine.launchers import stop_orphaned_launch
-from dspark_tui.engine.liveness import refuse_if_alive
-from dspark_tui.engine.ports import with_concrete_port
-from dspark_tui.engine.resume_plan import PLAN_ON_STDIN
-from dspark_tui.engine.runner import RUNNER_PLAN_VAR, preflight, prepare_run
-from dspark_tui.engine.server_record import stop_orphaned_server
-from dspark_tui.engine.verify import plan_to_run
+from dspark_tui.engine.checks.disk_budget import refuse_resume_without_room
+from dspark_tui.engine.run.resume_plan import PLAN_ON_STDIN
+from dspark_tui.engine.run.runner import RUNNER_PLAN_VAR, preflight, prepare_run
+from dspark_tui.engine.run.verify import plan_to_run
+from dspark_tui.engine.rundir.control import send_control
+from dspark_tui.engine.rundir.liveness import refuse_if_alive
+from dspark_tui.engine.servers.launchers import stop_orphaned_launch
+from dspark_tui.engine.servers.ports import with_concrete_port
+from dspark_tui.engine.servers.server_record import stop_orphaned_server
 from dspark_tui.model import UserError
 from dspark_tui.results import RunStore
 from dspark_tui.results.run_lock import RunLock

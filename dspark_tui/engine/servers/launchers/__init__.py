@@ -12,23 +12,23 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from dspark_tui.engine.gpu import GpuProbe
-from dspark_tui.engine.launchers.kubernetes import (
+from dspark_tui.engine.servers.gpu import GpuProbe
+from dspark_tui.engine.servers.launchers.kubernetes import (
     KubernetesServer,
     delete_objects,
     places_on_nodes,
     read_template,
     render_manifest,
 )
-from dspark_tui.engine.launchers.record import (
+from dspark_tui.engine.servers.launchers.record import (
     job_key,
     read_launch_record,
     read_launch_records,
     write_launch_record,
 )
-from dspark_tui.engine.launchers.slurm import SlurmServer, cancel_job
-from dspark_tui.engine.placement import Placement
-from dspark_tui.engine.server import Emit, ServerError, ServerProcess
+from dspark_tui.engine.servers.launchers.slurm import SlurmServer, cancel_job
+from dspark_tui.engine.servers.placement import Placement
+from dspark_tui.engine.servers.server import Emit, ServerError, ServerProcess
 from dspark_tui.model import Arm, Plan
 
 __all__ = ["Placement", "launcher_problems", "make_server", "stop_orphaned_launch"]

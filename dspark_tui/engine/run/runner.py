@@ -24,19 +24,20 @@ from pathlib import Path
 from typing import Literal
 
 from dspark_tui.analysis.verdicts import cells_to_remeasure
-from dspark_tui.engine import finish
-from dspark_tui.engine.control import ControlReader
-from dspark_tui.engine.disk_budget import refuse_resume_without_room
+from dspark_tui.engine.checks.disk_budget import refuse_resume_without_room
+from dspark_tui.engine.checks.setup import filter_plan, preflight, prepare_run
 from dspark_tui.engine.drivers.base import BenchDriver
-from dspark_tui.engine.event_sink import EventSink, Subscriber
-from dspark_tui.engine.gpu import GpuProbe, detect_gpu
-from dspark_tui.engine.lanes import Lane, Lanes, lane_emit, round_nodes
-from dspark_tui.engine.launchers import stop_orphaned_launch
-from dspark_tui.engine.liveness import touch_heartbeat
-from dspark_tui.engine.loops import control_loop, heartbeat_loop, parent_watch_loop
-from dspark_tui.engine.measure import Measurement, Outcome, failed_unrun, measure
-from dspark_tui.engine.resume_plan import RUNNER_PLAN_VAR, plan_of_run
-from dspark_tui.engine.save_errors import save_advice, save_problem
+from dspark_tui.engine.run import finish
+from dspark_tui.engine.run.lanes import Lane, Lanes, lane_emit, round_nodes
+from dspark_tui.engine.run.loops import control_loop, heartbeat_loop, parent_watch_loop
+from dspark_tui.engine.run.measure import Measurement, Outcome, failed_unrun, measure
+from dspark_tui.engine.run.resume_plan import RUNNER_PLAN_VAR, plan_of_run
+from dspark_tui.engine.run.session import ArmSession, auth_headers
+from dspark_tui.engine.run.steering import Steering
+from dspark_tui.engine.rundir.control import ControlReader
+from dspark_tui.engine.rundir.event_sink import EventSink, Subscriber
+from dspark_tui.engine.rundir.liveness import touch_heartbeat
+from dspark_tui.engine.rundir.save_errors import save_advice, save_problem
 from dspark_tui.engine.schedule import (
     GridCell,
     RoundPlan,
@@ -46,10 +47,9 @@ from dspark_tui.engine.schedule import (
     adaptive_round,
     rounds_from_events,
 )
-from dspark_tui.engine.server_record import stop_orphaned_server
-from dspark_tui.engine.session import ArmSession, auth_headers
-from dspark_tui.engine.setup import filter_plan, preflight, prepare_run
-from dspark_tui.engine.steering import Steering
+from dspark_tui.engine.servers.gpu import GpuProbe, detect_gpu
+from dspark_tui.engine.servers.launchers import stop_orphaned_launch
+from dspark_tui.engine.servers.server_record import stop_orphaned_server
 from dspark_tui.model import Arm, CellResult, Plan, UserError
 from dspark_tui.model import events as ev
 from dspark_tui.results import RunStore
@@ -310,7 +310,7 @@ class Runner:
         return round_nodes(self.store.load_measurements()[0])
 
     async def _run_lanes(self, lanes: Lanes) -> None:
-        """Every round with something pending, up to `parallel` at once (engine/lanes.py)."""
+        """Every round with something pending, up to `parallel` at once (engine/run/lanes.py)."""
         if not lanes.parallel:
             await self._lane_loop(lanes.lanes[0], lanes)
             return

@@ -1,7 +1,7 @@
 """Will the plan's output fit on the disk? An estimate from the scenario sizes, checked before a run.
 
 A measurement leaves its cell file, a results.csv row, its raw client output (sized by its
-requests and their tokens, per driver: docs/architecture.md "The raw file"), its /metrics series
+requests and their tokens, per driver: docs/results-format.md "The native raw file"), its /metrics series
 and the events it adds to events.jsonl; the last two grow with its duration, which nothing knows
 before the server runs, so it is estimated at a slow decode pace (the requests in waves of
 `concurrency`, each wave as long as its mean output at DECODE_TOKENS_PER_S), which errs on the

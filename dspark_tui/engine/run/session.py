@@ -14,16 +14,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from dspark_tui.engine import greedy
-from dspark_tui.engine.drivers.auth import bearer_headers
 from dspark_tui.engine.drivers.base import CellError, DriverContext
-from dspark_tui.engine.external_server import ExternalServer
-from dspark_tui.engine.gpu import GpuProbe
-from dspark_tui.engine.launchers import make_server
-from dspark_tui.engine.placement import Placement
-from dspark_tui.engine.scraper import MetricsScraper
-from dspark_tui.engine.server import ServerError, ServerProcess
-from dspark_tui.engine.steering import Steering
+from dspark_tui.engine.run import greedy
+from dspark_tui.engine.run.steering import Steering
+from dspark_tui.engine.servers.auth import bearer_headers
+from dspark_tui.engine.servers.external_server import ExternalServer
+from dspark_tui.engine.servers.gpu import GpuProbe
+from dspark_tui.engine.servers.launchers import make_server
+from dspark_tui.engine.servers.placement import Placement
+from dspark_tui.engine.servers.scraper import MetricsScraper
+from dspark_tui.engine.servers.server import ServerError, ServerProcess
 from dspark_tui.model import Arm, CellSpec, Plan
 from dspark_tui.model.events import Event, Notice, ServerStateChanged, SessionStarted
 from dspark_tui.results import RunStore
@@ -95,7 +95,7 @@ class ArmSession:
                 emit=self._emit, headers=auth_headers(self.plan),
                 # This machine's GPUs say nothing about a server running elsewhere.
                 gpu=None if isinstance(self.server, ExternalServer) else self._gpu,
-                told=self._evidence_told,
+                told=self._evidence_told, dialect=self.plan.kind.metrics,
             )
             await self.scraper.start()
             if prepare is not None and not await self._unless_stopping(prepare(self)):
@@ -192,7 +192,7 @@ class ArmSession:
         return list(first.values())
 
     async def _check_greedy(self) -> None:
-        """The greedy equivalence check (engine/greedy.py), once per arm and round."""
+        """The greedy equivalence check (engine/run/greedy.py), once per arm and round."""
         count = self.plan.bench.check_greedy
         name, server = self.arm.name, self.server
         if count <= 0 or greedy.answered_in_round(self.store, name, self.round):

@@ -26,7 +26,7 @@ from dspark_tui.analysis.live import (
     verdict_text,
 )
 from dspark_tui.analysis.verdicts import Settings
-from dspark_tui.engine.server import is_progress_line
+from dspark_tui.engine.servers.server import is_progress_line
 from dspark_tui.model import CellKey, CellResult
 from dspark_tui.model.events import (
     CellFailed,

@@ -96,7 +96,7 @@ def wait_for_ack(run_dir: Path, action: str, since: float, timeout: float) -> Ru
 
 def ctl_command(args: argparse.Namespace) -> int:
     """`dspark-tui ctl RUN_DIR ACTION`: send, then report the runner's answer."""
-    from dspark_tui.engine.liveness import runner_alive
+    from dspark_tui.engine.rundir.liveness import runner_alive
 
     run_dir = Path(args.run_dir).expanduser()
     if not run_dir.is_dir():

@@ -5,7 +5,7 @@ A process of its own, not a thread of the runner: it outlives a runner killed wi
 server never dies of a broken pipe and no line is lost (it exits when the last writer closes
 the pipe, i.e. when the server tree is gone), and a log flood costs the runner nothing.
 
-    python -m dspark_tui.engine.log_relay LOG_PATH SECRETS_FD   (the server's output on stdin)
+    python -m dspark_tui.engine.servers.log_relay LOG_PATH SECRETS_FD   (the server's output on stdin)
 
 The secrets arrive as JSON on the pipe SECRETS_FD, never in argv or the environment, which
 /proc shows to anyone who may read this process's files.
@@ -45,7 +45,7 @@ def start_relay(log_path: Path, secrets: set[str], env: dict[str, str]) -> tuple
         os.write(secrets_write, json.dumps(sorted(secrets)).encode())
         os.close(secrets_write)
         relay = subprocess.Popen(
-            [sys.executable, "-m", "dspark_tui.engine.log_relay", str(log_path), str(secrets_read)],
+            [sys.executable, "-m", "dspark_tui.engine.servers.log_relay", str(log_path), str(secrets_read)],
             stdin=read_end, stdout=subprocess.DEVNULL,
             pass_fds=(secrets_read,), env=env, start_new_session=True,
         )

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from dspark_tui.engine.drivers.base import BenchDriver, CellError
-from dspark_tui.engine.scraper import MetricsScraper, write_series
-from dspark_tui.engine.session import ArmServer, ArmSession
-from dspark_tui.engine.steering import Steering
+from dspark_tui.engine.run.session import ArmServer, ArmSession
+from dspark_tui.engine.run.steering import Steering
+from dspark_tui.engine.servers.scraper import MetricsScraper, write_series
 from dspark_tui.model import CellResult, CellSpec, CellStatus, Provenance, ServerSummary
 from dspark_tui.model.events import CellProgress, Event, Notice
 from dspark_tui.results.manifest import now_iso

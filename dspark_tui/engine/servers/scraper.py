@@ -22,27 +22,14 @@ from pathlib import Path
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from dspark_tui.engine.gpu import GpuProbe, GpuSample
+from dspark_tui.engine.servers.gpu import GpuProbe, GpuSample
 from dspark_tui.model import CellKey, ServerSummary
 from dspark_tui.model.events import MetricsSample, Notice
+from dspark_tui.model.kinds import MetricsDialect
+from dspark_tui.model.kinds.vllm import VLLM_METRICS
 from dspark_tui.results.atomic import atomic_write_text
 
-COUNTERS = {
-    "vllm:spec_decode_num_drafts_total": "drafts",
-    "vllm:spec_decode_num_draft_tokens_total": "draft_tokens",
-    "vllm:spec_decode_num_accepted_tokens_total": "accepted_tokens",
-    "vllm:num_preemptions_total": "preemptions",
-    "vllm:prompt_tokens_total": "prompt_tokens",
-    "vllm:generation_tokens_total": "generation_tokens",
-}
-PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
-GAUGES = {
-    "vllm:num_requests_running": "running",
-    "vllm:num_requests_waiting": "waiting",
-    "vllm:kv_cache_usage_perc": "kv_usage",
-    "vllm:gpu_cache_usage_perc": "kv_usage",  # name before vLLM 0.10
-}
-KV_USAGE_NEW, KV_USAGE_OLD = "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"
+# The names /metrics is read by are the server kind's (model/kinds/): vLLM's by default.
 # Counters whose movement shows the engine is doing work.
 # Inside a cell's window /metrics is read this often (quietly, between the plan's scrapes): a
 # closed loop's running batch ramps up and down at the cell's ends, and a short cell read at
@@ -69,40 +56,39 @@ class MetricsSnapshot:
     gpu: GpuSample | None = None
 
 
-def parse_metrics(text: str, t: float | None = None) -> MetricsSnapshot:
+def parse_metrics(text: str, t: float | None = None,
+                  dialect: MetricsDialect = VLLM_METRICS) -> MetricsSnapshot:
     """Parse a Prometheus text page; unknown metrics are ignored, malformed pages raise ValueError."""
     snap = MetricsSnapshot(t=time.time() if t is None else t)
     kv: dict[str, float] = {}
-    for family in text_string_to_metric_families(_wanted_lines(text)):
+    counters, gauges = dialect.counters, dialect.gauges
+    for family in text_string_to_metric_families(_wanted_lines(text, dialect.wanted)):
         for sample in family.samples:
             value = float(sample.value)
             if math.isnan(value):
                 continue
             name = sample.name
-            if name in COUNTERS:
-                key = COUNTERS[name]
+            if name in counters:
+                key = counters[name]
                 snap.counters[key] = snap.counters.get(key, 0.0) + value
-            elif name == PER_POSITION:
+            elif name == dialect.per_position:
                 try:
                     position = int(sample.labels.get("position", ""))
                 except ValueError:
                     continue
                 snap.per_position[position] = snap.per_position.get(position, 0.0) + value
-            elif name in (KV_USAGE_NEW, KV_USAGE_OLD):
+            elif name in dialect.kv_usage:
                 kv[name] = max(kv.get(name, value), value)
-            elif name in GAUGES:
-                key = GAUGES[name]
+            elif name in gauges:
+                key = gauges[name]
                 snap.gauges[key] = snap.gauges.get(key, 0.0) + value
-    usage = kv.get(KV_USAGE_NEW, kv.get(KV_USAGE_OLD))
+    usage = next((kv[name] for name in dialect.kv_usage if name in kv), None)
     if usage is not None:
         snap.gauges["kv_usage"] = usage
     return snap
 
 
-_WANTED = frozenset([*COUNTERS, PER_POSITION, *GAUGES])
-
-
-def _wanted_lines(text: str) -> str:
+def _wanted_lines(text: str, wanted: frozenset[str]) -> str:
     """Only the samples we read: a vLLM page is ~650 lines, mostly histogram buckets we ignore,
     and the parser's cost is per line (7.7 ms for the fixture page whole, well under 1 ms so)."""
     kept = []
@@ -112,7 +98,7 @@ def _wanted_lines(text: str) -> str:
         end = line.find("{")
         if end < 0:
             end = line.find(" ")
-        if line[:end] in _WANTED:
+        if line[:end] in wanted:
             kept.append(line)
     return "\n".join(kept) + "\n"
 
@@ -266,8 +252,10 @@ class MetricsScraper:
         gpu: GpuProbe | None = None,
         headers: dict[str, str] | None = None,
         told: set[str] | None = None,
+        dialect: MetricsDialect = VLLM_METRICS,
     ) -> None:
-        self.url = base_url.rstrip("/") + "/metrics"
+        self.dialect = dialect
+        self.url = base_url.rstrip("/") + dialect.path
         self.arm = arm
         self.interval_s = interval_s
         self.timeout_s = max(0.5, min(2.0, interval_s))
@@ -439,7 +427,7 @@ class MetricsScraper:
             response = await self._client.get(self.url)
             if response.status_code != 200:
                 return None, f"answered HTTP {response.status_code}"
-            snapshot = parse_metrics(response.text)
+            snapshot = parse_metrics(response.text, dialect=self.dialect)
         except httpx.TimeoutException:
             return None, f"timed out after {self.timeout_s:g}s"
         except httpx.HTTPError as exc:
@@ -449,7 +437,9 @@ class MetricsScraper:
         if self._gpu is not None:
             snapshot.gpu = await asyncio.to_thread(self._gpu.sample)
         if not (snapshot.counters or snapshot.gauges or snapshot.per_position):
-            return snapshot, "has no vLLM metric (no vllm:* counter or gauge on the page)"
+            dialect = self.dialect
+            return snapshot, (f"has no {dialect.label} metric (no {dialect.family} counter or "
+                              "gauge on the page)")
         return snapshot, None
 
 

@@ -20,8 +20,8 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from dspark_tui.engine.drivers.auth import bearer_headers
-from dspark_tui.engine.server import ServerError
+from dspark_tui.engine.servers.auth import bearer_headers
+from dspark_tui.engine.servers.server import ServerError
 from dspark_tui.model import Arm, Plan
 from dspark_tui.model.events import Event, ServerState, ServerStateChanged
 from dspark_tui.model.secrets import mask_value
@@ -62,11 +62,11 @@ class ExternalServer:
         self._set_state("starting", f"external server {self.base_url} (not started by dspark-tui)")
         timeout = min(READY_TIMEOUT_S, self.plan.server.startup_timeout_s)
         deadline = time.monotonic() + timeout
+        readiness = self.plan.kind.readiness
         async with self._client(PROBE_TIMEOUT_S) as client:
-            while not (await _ok(client.get("/health")) and await _ok(client.post(
-                    "/v1/completions", json={"model": self.plan.served_model_name,
-                                             "prompt": "Hello", "max_tokens": 1,
-                                             "temperature": 0.0}))):
+            while not (await _ok(client.get(readiness.health_path)) and await _ok(client.post(
+                    readiness.completion_path,
+                    json=readiness.completion_body(self.plan.served_model_name)))):
                 if time.monotonic() >= deadline:
                     self._set_state("failed", "not serving")
                     raise ServerError(f"external server {self.base_url} did not serve within "
@@ -83,7 +83,7 @@ class ExternalServer:
 
     async def probe_health(self, timeout: float = 3.0) -> bool:
         async with self._client(timeout) as client:
-            return await _ok(client.get("/health"))
+            return await _ok(client.get(self.plan.kind.readiness.health_path))
 
     def death_reason(self) -> str | None:
         """No process to watch: a server that goes away shows as failed /health probes."""

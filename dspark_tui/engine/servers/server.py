@@ -21,13 +21,13 @@ from pathlib import Path
 
 import httpx
 
-from dspark_tui.engine.drivers.auth import bearer_headers
-from dspark_tui.engine.gpu import GpuProbe
-from dspark_tui.engine.log_relay import caught_up, start_relay
-from dspark_tui.engine.placement import Placement
-from dspark_tui.engine.ports import describe_taken_port, port_is_free, wait_port_free
-from dspark_tui.engine.procs import TOKEN_VAR, ProcRef, descendants, terminate_tree
-from dspark_tui.engine.server_record import RecordedProc, ServerRecord, write_record
+from dspark_tui.engine.servers.auth import bearer_headers
+from dspark_tui.engine.servers.gpu import GpuProbe
+from dspark_tui.engine.servers.log_relay import caught_up, start_relay
+from dspark_tui.engine.servers.placement import Placement
+from dspark_tui.engine.servers.ports import describe_taken_port, port_is_free, wait_port_free
+from dspark_tui.engine.servers.procs import TOKEN_VAR, ProcRef, descendants, terminate_tree
+from dspark_tui.engine.servers.server_record import RecordedProc, ServerRecord, write_record
 from dspark_tui.model import Arm, Plan
 from dspark_tui.model.events import Event, ServerLog, ServerState, ServerStateChanged
 from dspark_tui.model.secrets import scrub_argv, secret_values
@@ -82,7 +82,7 @@ Emit = Callable[[Event], None]
 
 
 class ServerProcess:
-    """A local server process. The launchers (engine/launchers/) subclass it: their local
+    """A local server process. The launchers (engine/servers/launchers/) subclass it: their local
     process is the one that carries the remote server's output (`srun`, `kubectl logs -f`),
     and the hooks below say where the server is and how to end it. A launcher honours a
     `Placement` (which node, which not) and sets `node` once it knows where the server runs."""
@@ -392,15 +392,15 @@ class ServerProcess:
 
     async def _health(self, client: httpx.AsyncClient) -> bool:
         try:
-            return (await client.get("/health")).status_code == 200
+            return (await client.get(self.plan.kind.readiness.health_path)).status_code == 200
         except httpx.HTTPError:
             return False
 
     async def _tiny_completion(self, client: httpx.AsyncClient) -> bool:
-        body = {"model": self.plan.served_model_name, "prompt": "Hello", "max_tokens": 1,
-                "temperature": 0.0}
+        readiness = self.plan.kind.readiness
         try:
-            response = await client.post("/v1/completions", json=body)
+            response = await client.post(readiness.completion_path,
+                                         json=readiness.completion_body(self.plan.served_model_name))
         except httpx.HTTPError:
             return False
         return response.status_code == 200

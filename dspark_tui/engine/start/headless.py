@@ -15,14 +15,14 @@ from rich.console import Console
 
 from dspark_tui.analysis.live import baseline_arm
 from dspark_tui.config import settings_or_warn
-from dspark_tui.engine.disk_budget import refuse_resume_without_room
-from dspark_tui.engine.finish import answer_lines
-from dspark_tui.engine.launch import RESUME_NO_FILTERS, RESUME_NO_VERIFY, RunnerProcess
-from dspark_tui.engine.liveness import refuse_if_alive, run_to_attach, runner_alive
-from dspark_tui.engine.ports import with_concrete_port
-from dspark_tui.engine.printer import HeadlessPrinter, summary_lines
-from dspark_tui.engine.runner import TERMINAL_CLOSED, Runner, plan_of_run, preflight, prepare_run
-from dspark_tui.engine.verify import plan_to_run
+from dspark_tui.engine.checks.disk_budget import refuse_resume_without_room
+from dspark_tui.engine.run.finish import answer_lines
+from dspark_tui.engine.run.runner import TERMINAL_CLOSED, Runner, plan_of_run, preflight, prepare_run
+from dspark_tui.engine.run.verify import plan_to_run
+from dspark_tui.engine.rundir.liveness import refuse_if_alive, run_to_attach, runner_alive
+from dspark_tui.engine.servers.ports import with_concrete_port
+from dspark_tui.engine.start.launch import RESUME_NO_FILTERS, RESUME_NO_VERIFY, RunnerProcess
+from dspark_tui.engine.start.printer import HeadlessPrinter, summary_lines
 from dspark_tui.model import UserError
 from dspark_tui.results import RunStore
 from dspark_tui.results.follow import EventFollower

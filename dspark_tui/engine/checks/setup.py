@@ -1,4 +1,4 @@
-"""Before a runner runs: the run directory, the preflight checks (engine/preflight.py), the plan
+"""Before a runner runs: the run directory, the preflight checks (engine/checks/preflight.py), the plan
 narrowed to some arms."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TypeVar
 
-from dspark_tui.engine.liveness import touch_heartbeat
-from dspark_tui.engine.preflight import check_disk, preflight
+from dspark_tui.engine.checks.preflight import check_disk, preflight
+from dspark_tui.engine.rundir.liveness import touch_heartbeat
 from dspark_tui.model import Arm, Plan, Scenario, UserError
 from dspark_tui.results import RunStore, manifest_for_plan
 from dspark_tui.results.manifest import Verification

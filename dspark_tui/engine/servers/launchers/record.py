@@ -18,7 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from dspark_tui.engine.server_record import write_session_record
+from dspark_tui.engine.servers.server_record import write_session_record
 
 LAUNCHER_JSON = "launcher.json"
 

@@ -20,14 +20,15 @@ from pathlib import Path
 import httpx
 import psutil
 
-from dspark_tui.engine import disk_budget
-from dspark_tui.engine.drivers.auth import bearer_headers
-from dspark_tui.engine.gpu import GpuDevice, detect_gpu
-from dspark_tui.engine.launchers import launcher_problems
-from dspark_tui.engine.liveness import LiveRun, live_runs, orphan_server_on_port, run_holding_port
-from dspark_tui.engine.ports import describe_taken_port, port_is_free
-from dspark_tui.engine.server_record import read_record
+from dspark_tui.engine.checks import disk_budget
+from dspark_tui.engine.rundir.liveness import LiveRun, live_runs, orphan_server_on_port, run_holding_port
+from dspark_tui.engine.servers.auth import bearer_headers
+from dspark_tui.engine.servers.gpu import GpuDevice, detect_gpu
+from dspark_tui.engine.servers.launchers import launcher_problems
+from dspark_tui.engine.servers.ports import describe_taken_port, port_is_free
+from dspark_tui.engine.servers.server_record import read_record
 from dspark_tui.model import Plan, UserError
+from dspark_tui.model.kinds import ServerKind
 from dspark_tui.results import RunStore
 
 SIMULATOR_MODULE = "dspark_tui.sim"
@@ -126,7 +127,7 @@ def check_plan(plan: Plan, roots: Iterable[Path], exclude: Path | None = None, *
 # -- the server -------------------------------------------------------------------------------
 
 def server_env(plan: Plan) -> dict[str, str]:
-    """The environment the server starts with (engine/server.py adds only its token)."""
+    """The environment the server starts with (engine/servers/server.py adds only its token)."""
     return {**os.environ, **plan.server.env}
 
 
@@ -185,7 +186,7 @@ def check_endpoints(plan: Plan) -> list[Finding]:
                                     'bench.driver = "native" or "vllm"'))
             continue
         with httpx.Client(base_url=url, headers=headers, timeout=ENDPOINT_TIMEOUT_S) as client:
-            findings += _check_endpoint(client, url, plan.served_model_name, key)
+            findings += _check_endpoint(client, url, plan.served_model_name, key, plan.kind)
     return findings
 
 
@@ -194,8 +195,9 @@ def _host_and_port_only(url: str) -> bool:
     return parts.scheme == "http" and parts.path in ("", "/")
 
 
-def _check_endpoint(client: httpx.Client, url: str, wanted: str, key: str) -> list[Finding]:
-    health = _get(client, url, "/health")
+def _check_endpoint(client: httpx.Client, url: str, wanted: str, key: str,
+                    kind: ServerKind) -> list[Finding]:
+    health = _get(client, url, kind.readiness.health_path)
     if health != 200:
         return [Problem("endpoint", f"{key}: {health}; is the server up at that address?")]
     models = _get(client, url, "/v1/models", json=True)
@@ -208,7 +210,7 @@ def _check_endpoint(client: httpx.Client, url: str, wanted: str, key: str) -> li
         findings.append(Problem("endpoint", f"{key}: {url}/v1/models serves "
                                 f"{', '.join(map(repr, models)) or 'no model'}, not {wanted!r} "
                                 "(the plan's model, or server.served_model_name)"))
-    metrics = _get(client, url, "/metrics")
+    metrics = _get(client, url, kind.metrics.path)
     if metrics != 200:
         findings.append(Note("endpoint", f"{key}: {metrics}; the run goes on without server evidence "
                              "(acceptance, KV cache, preemptions)", warning=True))
@@ -451,6 +453,6 @@ def _overlap(ours: list[str] | None, theirs: list[str] | None) -> str:
 
 def check_disk(plan: Plan, results_root: Path) -> list[Problem]:
     """Free space where the run directory will be, against what the plan is expected to
-    write (engine/disk_budget.py: measurements x bytes each, logs included)."""
+    write (engine/checks/disk_budget.py: measurements x bytes each, logs included)."""
     return [Problem("disk", line + " — free some space or choose another --results folder")
             for line in disk_budget.check_disk(plan, results_root)]

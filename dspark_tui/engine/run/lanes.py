@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from dspark_tui.engine.placement import Placement
 from dspark_tui.engine.schedule import RoundPlan, Schedule
+from dspark_tui.engine.servers.placement import Placement
 from dspark_tui.model import CellResult
 from dspark_tui.model import events as ev
 
