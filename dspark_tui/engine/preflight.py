@@ -27,6 +27,8 @@ from dspark_tui.engine.launchers import launcher_problems
 from dspark_tui.engine.liveness import LiveRun, live_runs, orphan_server_on_port, run_holding_port
 from dspark_tui.engine.ports import describe_taken_port, port_is_free
 from dspark_tui.engine.server_record import read_record
+from dspark_tui.engine.vllm_cpu import is_vllm_cpu_plan
+from dspark_tui.engine.vllm_cpu import plan_problems as vllm_cpu_problems
 from dspark_tui.model import Plan, UserError
 from dspark_tui.results import RunStore
 
@@ -108,10 +110,13 @@ def check_plan(plan: Plan, roots: Iterable[Path], exclude: Path | None = None, *
     here = plan.server.launcher == "local" and bool(plan.local_arms())
     if plan.server.launcher != "local":
         result.add(Problem("launcher", line) for line in launcher_problems(plan))
-    if here:
+    if here and is_vllm_cpu_plan(plan):  # vLLM's CPU build: one line a missing piece, with its fix
+        result.add(Problem("server", line) for line in vllm_cpu_problems(
+            plan, server_env(plan).get("PATH", os.defpath)))
+    elif here:
         result.add(check_server_binary(plan))
     result.add(check_bench_client(plan))
-    if here:
+    if here and not is_vllm_cpu_plan(plan):
         result.add(check_model(plan))
     result.add(check_datasets(plan))
     if here:
