@@ -26,7 +26,7 @@ VOCAB_TARGET = 2048  # the trainer stops earlier when the prompt file has no mor
 MAX_POSITIONS = 2048
 # Random logits are nearly flat; a wider spread of weights gives a peaked, repetitive greedy
 # answer, which is what ngram speculation (prompt lookup) can find drafts in.
-GAIN = 1.0
+GAIN = 0.3
 HEAD_GAIN = 4.0
 SPECIAL_TOKENS = ("<s>", "</s>", "<unk>")
 

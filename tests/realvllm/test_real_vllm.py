@@ -63,14 +63,14 @@ def _kinds(run_dir: Path) -> list[str]:
     return [e.kind for e in RunStore(run_dir).read_events()]
 
 
+def _records(run_dir: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted((run_dir / "servers").glob("*.json"))]
+
+
 def _server_pids(run_dir: Path) -> list[int]:
-    """The server's pid and every descendant the supervisor recorded (EngineCore, workers)."""
-    pids: list[int] = []
-    for path in sorted((run_dir / "servers").glob("*.json")):
-        record = json.loads(path.read_text())
-        if "pid" in record:
-            pids += [record["pid"], *(d["pid"] for d in record.get("descendants", []))]
-    return pids
+    """The live server's process tree now: the API server, EngineCore, its workers."""
+    record = json.loads((run_dir / "server.json").read_text())
+    return [p.pid for p in _vllm_tree(record["pid"])] if record.get("pid") else []
 
 
 def _vllm_tree(pid: int) -> list[psutil.Process]:
@@ -78,6 +78,13 @@ def _vllm_tree(pid: int) -> list[psutil.Process]:
         return [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
     except psutil.Error:
         return []
+
+
+def _name(proc: psutil.Process) -> str:
+    try:
+        return proc.name()
+    except psutil.Error:
+        return ""
 
 
 def _none_alive(pids: list[int]) -> list[int]:
@@ -97,9 +104,9 @@ def _start_times(run_dir: Path) -> list[float]:
     times = []
     for event in RunStore(run_dir).read_events():
         if event.kind == "server_state" and event.state == "starting":
-            starts[event.arm] = event.ts
+            starts[event.arm] = event.t
         elif event.kind == "server_state" and event.state == "ready" and event.arm in starts:
-            times.append(event.ts - starts.pop(event.arm))
+            times.append(round(event.t - starts.pop(event.arm), 1))
     return times
 
 
@@ -118,12 +125,6 @@ def test_the_demo_plan_k0_vs_ngram_runs_to_its_report(tmp_path: Path, tiny_model
     ok = [m for m in run.measurements if m.ok]
     assert len(ok) == len(run.measurements) == 4, [(m.key, m.status, m.error) for m in run.measurements]
 
-    events = RunStore(run_dir).read_events()
-    warnings = [e.message for e in events if e.kind == "notice" and "warmup" in e.message]
-    assert not warnings, warnings
-    warmed = [e.arm for e in events if e.kind == "server_state" and e.message == "warmed up"]
-    assert sorted(warmed) == ["K=0", "ngram K=2"]
-
     for m in ok:
         metrics, server = m.metrics, m.server
         assert metrics.completed == 8, metrics
@@ -138,15 +139,20 @@ def test_the_demo_plan_k0_vs_ngram_runs_to_its_report(tmp_path: Path, tiny_model
         else:
             assert not server.drafts and not server.per_position_acceptance, server
 
-    manifest = json.loads((run_dir / "run.json").read_text())
-    argv = {arm["name"]: arm.get("server_argv") or arm.get("command") for arm in manifest["arms"]}
-    assert all(argv.values()), manifest["arms"]
+    argv = {record["arm"]: record["argv"] for record in _records(run_dir)}
+    assert sorted(argv) == ["K=0", "ngram K=2"], argv
     assert not any("speculative" in part for part in argv["K=0"]), argv["K=0"]
     assert "--speculative-config" in argv["ngram K=2"], argv["ngram K=2"]
     assert (run_dir / "report.md").is_file() and (run_dir / "report.en.md").is_file()
     analysis = json.loads((run_dir / "analysis.json").read_text())
     assert analysis["pairs"], analysis
     assert "ngram K=2" in (run_dir / "report.en.md").read_text()
+    # Warmup sends the plan's own prompts (ids the model knows): no failure, on either arm.
+    events = RunStore(run_dir).read_events()
+    warnings = [e.message for e in events if e.kind == "notice" and "warmup" in e.message]
+    assert not warnings, warnings
+    warmed = [e.arm for e in events if e.kind == "server_state" and e.message == "warmed up"]
+    assert sorted(warmed) == ["K=0", "ngram K=2"]
 
 
 def test_kill_9_mid_cell_then_resume_leaves_no_vllm_process(tmp_path: Path, tiny_model: Path):
@@ -199,7 +205,7 @@ def test_sigint_during_the_start_stops_every_vllm_process(tmp_path: Path, tiny_m
             pid = json.loads(runs[0].read_text()).get("pid")
             tree = _vllm_tree(pid) if pid else []
             seen[:] = tree
-            return len(tree) >= 2
+            return any(_name(p).startswith("VLLM::Engine") for p in tree)
 
         wait_for(engine_core_started, timeout=START_S, what="vLLM's EngineCore")
         proc.send_signal(signal.SIGINT)
@@ -238,7 +244,8 @@ def test_a_server_that_dies_mid_cell_leaves_no_vllm_process(tmp_path: Path, tiny
             proc.wait()
     run = load_run(run_dir)
     assert run.measurements and not any(m.ok for m in run.measurements), out[-3000:]
-    assert "restarting" not in _kinds(run_dir)
-    assert proc.returncode != 0
+    states = [e.state for e in RunStore(run_dir).read_events() if e.kind == "server_state"]
+    assert "restarting" not in states, states
+    assert proc.returncode == 1 and run.manifest.status == "failed", out[-3000:]
     assert not _none_alive(pids), _none_alive(pids)
 
