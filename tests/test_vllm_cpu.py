@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from dspark_tui.engine import vllm_cpu
-from dspark_tui.engine.scraper import parse_metrics, summarize_window
+from dspark_tui.engine.scraper import MetricsSnapshot, parse_metrics, summarize_window
 from dspark_tui.model.plan import Plan
 from dspark_tui.plans import resolve_plan
 from tests.conftest import FIXTURES
@@ -104,7 +104,8 @@ def test_the_scraper_reads_vllm_cpus_ngram_page():
     assert snap.per_position[0] >= snap.per_position[1]
     assert counters["generation_tokens"] > 0 and counters["prompt_tokens"] > 0
     assert {"running", "waiting", "kv_usage"} <= set(snap.gauges)
-    start = parse_metrics(text.replace("vllm:", "unrelated:"), t=0.0)
+    start = MetricsSnapshot(t=0.0, counters={k: 0.0 for k in counters},
+                            per_position={p: 0.0 for p in snap.per_position})
     summary = summarize_window([start, snap])
     assert summary.per_position_acceptance == pytest.approx(
         [snap.per_position[p] / counters["drafts"] for p in (0, 1)])
