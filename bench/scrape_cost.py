@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import REPO, median_seconds, print_table
 
-from dspark_tui.engine.scraper import parse_metrics, sample_between
+from dspark_tui.engine.servers.scraper import parse_metrics, sample_between
 
 FIXTURE = REPO / "tests" / "data" / "vllm_0.33.0_metrics_spec3.txt"
 TARGET_MS = 5.0

@@ -7,6 +7,9 @@ client) and excludes the simulated servers, which both modes run identically.
 
     python bench/tui_overhead.py [--quick]   (--quick: one scenario, no start-up delay, the
                                               median of three headless/TUI pairs)
+    python bench/tui_overhead.py --smoke     (one paint and one quick pair: that the script
+                                              works, as the test suite runs it; its figures,
+                                              taken beside other tests, judge nothing)
 
 Exit status: 0 when both targets are met, 1 when one is missed, 3 with "skipped: tmux missing"
 when there is no tmux to give the app a terminal (nothing is measured then).
@@ -254,18 +257,20 @@ def measure_pair(folder: Path, plan: Path, run_args: list[str],
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one scenario, no start-up delay")
+    parser.add_argument("--smoke", action="store_true", help="--quick with one paint and one pair")
     args = parser.parse_args()
+    args.quick = args.quick or args.smoke
     if shutil.which("tmux") is None:
         print("skipped: tmux missing (it gives the app a terminal); nothing measured")
         return EXIT_SKIPPED
     run_args = ["--scenarios", QUICK_SCENARIOS] if args.quick else []
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
-        paints = [first_paint(base / f"paint{i}") for i in range(2 if args.quick else 5)]
+        paints = [first_paint(base / f"paint{i}") for i in range(1 if args.smoke else 2 if args.quick else 5)]
         plan = (plan_file(base, "2", "0", single_pass=True) if args.quick
                 else plan_file(base, "4"))
         pairs = [measure_pair(base / f"pair{i}", plan, run_args, tui_first=i % 2 == 1)
-                 for i in range(PAIRS_QUICK if args.quick else 1)]
+                 for i in range(1 if args.smoke else PAIRS_QUICK if args.quick else 1)]
     # The median pair by its difference: one pair of a few seconds each swings by +-10 points
     # on this shared machine (a process start is a tenth of a quick run's CPU).
     headless_pct, headless_wall, tui_pct, app_pct, tui_wall = sorted(

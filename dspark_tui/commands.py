@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,7 +42,7 @@ def plan_command(args: argparse.Namespace) -> int:
     print(*_dataset_lines(plan), sep="\n")
     for arm in plan.arms:
         served = (f"external server {arm.url}" if arm.url
-                  else " ".join(redact_argv(plan.server_argv(arm))))
+                  else shlex.join(redact_argv(plan.server_argv(arm))))
         print(f"arm {arm.name}: {served}")
     print(f"{'arm':<10} {'scenario':<22} {'conc':>5} {'in':>6} {'out':>6} {'prompts':>8}")
     for cell in cells:
@@ -73,8 +74,8 @@ def _dataset_lines(plan: Plan) -> list[str]:
 def _print_preflight(plan: Plan, results_root: Path, roots: list[Path]) -> int:
     """What a run of this plan would meet on this machine now: notes on stdout, problems as the
     run would refuse them (one `error:` line each on stderr, exit code 2)."""
-    from dspark_tui.engine.ports import with_concrete_port
-    from dspark_tui.engine.preflight import check_plan
+    from dspark_tui.engine.checks.preflight import check_plan
+    from dspark_tui.engine.servers.ports import with_concrete_port
 
     checked = check_plan(with_concrete_port(plan), [results_root, *roots],
                          results_root=Path(results_root).expanduser())

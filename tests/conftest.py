@@ -11,6 +11,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -99,7 +100,7 @@ def _real_vllm_skip(config: pytest.Config) -> pytest.MarkDecorator | None:
     """Real vLLM starts in a minute or more each time: only when asked, and only set up."""
     if not config.getoption("--realvllm"):
         return pytest.mark.skip(reason="real vLLM: pass --realvllm (tests/realvllm, docs/vllm-cpu.md)")
-    from dspark_tui.engine.vllm_cpu import missing
+    from dspark_tui.engine.checks.vllm_cpu import missing
 
     gaps = missing()
     if gaps:
@@ -129,3 +130,20 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     finally:
         if not _timing(nextitem):
             _alone.release()
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """A failure is named the moment it happens, with how long it took: a run cut short by its
+    time limit (CI's) never reaches the summary, and its dots alone name nothing."""
+    if report.failed and _terminal is not None:
+        _terminal.write_line(f"\nFAILED {report.nodeid} ({report.when}, {report.duration:.1f} s)")
+
+
+_terminal: Any = None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    global _terminal
+    if not hasattr(session.config, "workerinput"):  # the controller (or a plain run) prints
+        _terminal = session.config.pluginmanager.get_plugin("terminalreporter")

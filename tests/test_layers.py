@@ -68,13 +68,15 @@ def test_a_broken_layer_is_reported(tmp_path: Path):
         "report/bad_scipy.py": "from scipy import stats\n",
         "engine/bad_report.py": "from dspark_tui.report import markdown\n",
         "analysis/bad_words.py": "from dspark_tui.report import texts\n",
+        "engine/servers/bad_upward.py": "from dspark_tui.engine.run import runner\n",
     }
     for name, text in bad.items():
         (copy / name).write_text(text, encoding="utf-8")
     done = _lint_imports(tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     names = {c["id"]: c["name"] for c in CONTRACTS}
-    expected = {names[i] for i in ("layers", "sim", "textual", "pandas", "scipy", "engine-report")}
+    expected = {names[i] for i in ("layers", "sim", "textual", "pandas", "scipy", "engine-report",
+                                      "engine-wings")}
     assert _broken(done.stdout) == expected, done.stdout
     for name in bad:
         module = "dspark_tui." + name.removesuffix(".py").replace("/", ".")

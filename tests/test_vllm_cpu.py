@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from dspark_tui.engine import vllm_cpu
-from dspark_tui.engine.scraper import MetricsSnapshot, parse_metrics, summarize_window
+from dspark_tui.engine.checks import vllm_cpu
+from dspark_tui.engine.servers.scraper import MetricsSnapshot, parse_metrics, summarize_window
 from dspark_tui.model.plan import Plan
 from dspark_tui.plans import resolve_plan
 from tests.conftest import FIXTURES

@@ -32,6 +32,7 @@ from dspark_tui.analysis.schedule import (
     build_schedule,
     cell_weights,
     existing_speculative_config,
+    kind_of,
     max_num_seqs_of,
     method_for,
     plan_of,
@@ -81,7 +82,8 @@ def deploy_answer(analysis: RunAnalysis) -> DeployAnswer | None:
     config = None
     command = None
     if schedule is not None:
-        config = speculative_config(schedule, method, existing_speculative_config(plan))
+        config = speculative_config(schedule, method, existing_speculative_config(plan),
+                                    kind_of(plan))
         if plan is not None and analysis.layout.compared_var is not None:
             command = serve_command(plan, analysis.layout.compared_var, config)
     single = best_single_k(decision, weights)

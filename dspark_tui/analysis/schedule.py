@@ -16,12 +16,11 @@ from dspark_tui.analysis.decision import CellChoice, KDecision, Ratio
 from dspark_tui.analysis.layout import plan_snapshot
 from dspark_tui.analysis.positions import SpecCounters
 from dspark_tui.model import Plan
+from dspark_tui.model.kinds import DEFAULT_KIND, ServerKind, server_kind
+from dspark_tui.model.plan import SPECULATIVE_ARG
 from dspark_tui.model.traffic import TrafficMix
 
 SCHEDULE_SCHEMA_VERSION = 1
-# vLLM's default --max-num-seqs for the OpenAI server (EngineArgs); newer releases raise it on
-# large GPUs, so the schedule's last range says "and beyond" in any case.
-VLLM_DEFAULT_MAX_NUM_SEQS = 256
 DEFAULT_METHOD = "mtp"
 
 CellId = tuple[str, int]
@@ -342,31 +341,43 @@ def flag_value(command: list[str], flag: str) -> str | None:
     return None
 
 
+def kind_of(plan: Plan | None) -> ServerKind:
+    """The plan's server kind; the default kind for a run whose plan snapshot is gone."""
+    return plan.kind if plan is not None else server_kind(DEFAULT_KIND)
+
+
 def max_num_seqs_of(plan: Plan | None) -> tuple[int, str]:
-    """--max-num-seqs from the plan's server command, else vLLM's default."""
+    """The batch limit (--max-num-seqs) from the plan's server command, else the kind's
+    default (vLLM's: 256 where the device is not known; the schedule's last range says "and
+    beyond" in any case)."""
+    kind = kind_of(plan)
     if plan is not None:
-        value = flag_value(plan.server_argv(plan.arms[0]), "--max-num-seqs")
+        value = flag_value(plan.server_argv(plan.arms[0]), kind.batch_limit_flag)
         if value is not None and value.isdigit() and int(value) > 0:
             return int(value), "plan"
-    return VLLM_DEFAULT_MAX_NUM_SEQS, "vllm-default"
+    return kind.default_batch_limit, f"{kind.name}-default"
 
 
-def speculative_config(schedule: Schedule, method: str,
-                       base: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """vLLM's --speculative-config: num_speculative_tokens is the schedule's largest K (the
-    buffers' size; vLLM clamps each range's K to it). None when the schedule never speculates."""
-    if schedule.max_k == 0:
-        return None
-    config = {k: v for k, v in (base or {}).items()
-              if k not in ("num_speculative_tokens", "num_speculative_tokens_per_batch_size")}
-    config["method"] = config.get("method") or method
-    config["num_speculative_tokens"] = schedule.max_k
-    config["num_speculative_tokens_per_batch_size"] = [list(r) for r in schedule.ranges]
-    return config
+def speculative_config(schedule: Schedule, method: str, base: dict[str, Any] | None = None,
+                       kind: ServerKind | None = None) -> dict[str, Any] | None:
+    """The kind's speculative config for the schedule (vLLM's --speculative-config:
+    num_speculative_tokens is the schedule's largest K). None when it never speculates."""
+    return (kind or kind_of(None)).schedule_config(schedule.ranges, method, base)
 
 
 def existing_speculative_config(plan: Plan | None) -> dict[str, Any]:
-    text = None if plan is None else flag_value(plan.server.command, "--speculative-config")
+    """The method and its keys the plan's arms speculate with: the first speculating arm's
+    `[arms.speculative]` table without K, else the command's own speculative-config JSON."""
+    if plan is None:
+        return {}
+    kind = plan.kind
+    if plan.uses_speculative_tables():
+        for arm in plan.arms:
+            if arm.speculative is not None and arm.speculative.k > 0:
+                return {key: value for key, value in arm.speculative.config().items()
+                        if key not in kind.k_keys}
+        return {}
+    text = flag_value(plan.server.command, kind.spec_config_flag)
     if text is None:
         return {}
     try:
@@ -387,9 +398,12 @@ def method_for(plan: Plan | None) -> tuple[str, str]:
     return DEFAULT_METHOD, "default"
 
 
-def without_k_flags(command: list[str], compared_var: str) -> list[str]:
+def without_k_flags(command: list[str], compared_var: str,
+                    kind: ServerKind | None = None) -> list[str]:
     """The command without the flag carrying `{compared_var}` (`--spec-tokens {spec_tokens}`,
-    `--k={spec_tokens}`) and without any `--speculative-config`: where a schedule's goes."""
+    `--k={spec_tokens}`), without any `--speculative-config` and without `"{speculative}"`:
+    where a schedule's goes."""
+    flag = (kind or kind_of(None)).spec_config_flag
     out: list[str] = []
     skip = False
     placeholder = f"{{{compared_var}}}"
@@ -398,10 +412,10 @@ def without_k_flags(command: list[str], compared_var: str) -> list[str]:
             skip = False
             continue
         following = command[i + 1] if i + 1 < len(command) else ""
-        if part.startswith("-") and (placeholder in following or part == "--speculative-config"):
+        if part.startswith("-") and (placeholder in following or part == flag):
             skip = True
             continue
-        if placeholder in part or part.startswith("--speculative-config="):
+        if placeholder in part or part.startswith(flag + "=") or part == SPECULATIVE_ARG:
             continue
         out.append(part)
     return out
@@ -409,13 +423,23 @@ def without_k_flags(command: list[str], compared_var: str) -> list[str]:
 
 def serve_command(plan: Plan, compared_var: str, config: dict[str, Any] | None) -> list[str]:
     """The plan's server command with the compared K flag (and any --speculative-config)
-    replaced by the schedule's --speculative-config; placeholders filled from the plan."""
-    out = without_k_flags(plan.server.command, compared_var)
+    replaced by the schedule's --speculative-config; placeholders filled from the plan. A plan
+    that says `"{speculative}"` gets the schedule's config there, as an arm's table would."""
+    kind = plan.kind
     values = {k: v for k, v in plan.template_vars(plan.arms[0]).items() if k != compared_var}
     values["python"] = "python"
-    filled = [re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), part) for part in out]
+
+    def fill(part: str) -> str:
+        return re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), part)
+
+    if plan.uses_speculative_tables():
+        filled: list[str] = []
+        for part in plan.server.command:
+            filled += kind.speculative_args(config) if part == SPECULATIVE_ARG else [fill(part)]
+        return filled
+    filled = [fill(part) for part in without_k_flags(plan.server.command, compared_var, kind)]
     if config is not None:
-        filled += ["--speculative-config", json.dumps(config, separators=(",", ":"))]
+        filled += kind.speculative_args(config)
     return filled
 
 

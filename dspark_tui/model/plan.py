@@ -29,6 +29,7 @@ from pydantic import (
 
 from dspark_tui.model.cell import CellKey, Provenance
 from dspark_tui.model.errors import UserError
+from dspark_tui.model.kinds import DEFAULT_KIND, KINDS, ServerKind, SpeculativeSettings, server_kind
 from dspark_tui.model.naming import safe_name
 from dspark_tui.model.secrets import mask_value
 from dspark_tui.model.toml_location import line_of
@@ -36,6 +37,13 @@ from dspark_tui.model.traffic import TrafficMix
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 BUILTIN_VARS = ("model", "port", "host", "served_model_name", "arm", "python")
+# `"{speculative}"`, a whole argument of server.command: the arm's `[arms.speculative]` table as
+# the server kind spells it (`--speculative-config '<json>'` for vLLM), or nothing for K = 0 or
+# an arm without one.
+SPECULATIVE = "speculative"
+SPECULATIVE_ARG = "{speculative}"
+# The arm variable a `{speculative}` plan compares: the table's K (0 for an arm without one).
+SPECULATIVE_K_VAR = "num_speculative_tokens"
 
 Scalar = str | int | float | bool
 # Where prompts come from (README, "Datasets"): `random-ids` draws token ids (no text, no file);
@@ -96,6 +104,8 @@ class KubernetesOptions(_Strict):
 
 
 class ServerConfig(_Strict):
+    # Which serving engine (model/kinds/): its metrics, readiness and speculative flags.
+    kind: str = DEFAULT_KIND
     # Empty only when every arm gives a `url`: a server that something else runs.
     command: list[str] = Field(default_factory=list)
     # Who starts the server: a local process (default), a Slurm job step, a Kubernetes pod.
@@ -119,12 +129,21 @@ class ServerConfig(_Strict):
         its own launcher's table."""
         data = handler(self)
         if isinstance(data, dict):
+            if self.kind == DEFAULT_KIND:
+                data.pop("kind", None)
             if self.launcher == "local":
                 data.pop("launcher", None)
             for name in ("slurm", "kubernetes"):
                 if name != self.launcher:
                     data.pop(name, None)
         return data
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, value: str) -> str:
+        if value not in KINDS:
+            raise ValueError(f"unknown server kind {value!r} (known: {', '.join(sorted(KINDS))})")
+        return value
 
 
 class Arm(_Strict):
@@ -134,6 +153,9 @@ class Arm(_Strict):
     # A server that something else runs (docs/external.md): the tool checks and measures it,
     # never starts or stops it. None: the arm's server is started from server.command.
     url: str | None = None
+    # `[arms.speculative]`: method, K and the method's keys, given to the server where the
+    # command says `"{speculative}"`. None: no speculation (K = 0).
+    speculative: SpeculativeSettings | None = None
 
     @field_validator("url")
     @classmethod
@@ -146,6 +168,8 @@ class Arm(_Strict):
         data = handler(self)
         if isinstance(data, dict) and data.get("url", 0) is None:
             del data["url"]
+        if isinstance(data, dict) and data.get("speculative", 0) is None:
+            del data["speculative"]
         return data
 
     @property
@@ -351,8 +375,9 @@ class Plan(_Strict):
         if started and not self.server.command:
             raise ValueError(f"server.command is required: arm {started[0].name!r} gives no url, "
                              "so the tool starts its server")
+        _check_speculative(self)
         for arm in started:
-            missing = sorted(self.placeholders() - set(arm.vars) - set(BUILTIN_VARS))
+            missing = sorted(self.placeholders() - set(arm.vars) - set(BUILTIN_VARS) - {SPECULATIVE})
             if missing:
                 raise ValueError(
                     f"server.command uses {{{missing[0]}}} but arm {arm.name!r} sets no "
@@ -374,6 +399,35 @@ class Plan(_Strict):
         if isinstance(data, dict) and "traffic" in data and data["traffic"] is None:
             del data["traffic"]
         return data
+
+    @property
+    def kind(self) -> ServerKind:
+        """The server kind the plan names (`[server] kind`, default vllm)."""
+        return server_kind(self.server.kind)
+
+    def uses_speculative_tables(self) -> bool:
+        """True when the command takes each arm's `[arms.speculative]` through `"{speculative}"`."""
+        return SPECULATIVE_ARG in self.server.command
+
+    def speculative_args(self, arm: Arm) -> list[str]:
+        """What `"{speculative}"` becomes for the arm: the kind's flag for its table, or nothing
+        (K = 0, no table)."""
+        return self.kind.speculative_args(None if arm.speculative is None else arm.speculative.config())
+
+    def arm_settings(self, arm: Arm) -> dict[str, Any]:
+        """The arm's variables and, in a `{speculative}` plan, its speculative table as
+        `num_speculative_tokens` (0 without one) and `speculative.KEY` for the method and its
+        keys of an arm that speculates: what run.json records and the runs compare."""
+        settings: dict[str, Any] = dict(arm.vars)
+        if not self.uses_speculative_tables() or arm.url is not None:
+            return settings  # a url's server speculates as it was started: K not known
+        spec = arm.speculative
+        settings[SPECULATIVE_K_VAR] = 0 if spec is None else spec.k
+        if spec is not None and spec.k > 0:
+            for key, value in spec.config().items():
+                if key != SPECULATIVE_K_VAR:
+                    settings[f"{SPECULATIVE}.{key}"] = value
+        return settings
 
     def local_arms(self) -> list[Arm]:
         """The arms whose server this tool starts (the others give a url)."""
@@ -437,7 +491,13 @@ class Plan(_Strict):
         if arm.url is not None:
             return []
         values = self.template_vars(arm)
-        return [_PLACEHOLDER.sub(lambda m: values[m.group(1)], part) for part in self.server.command]
+        argv: list[str] = []
+        for part in self.server.command:
+            if part == SPECULATIVE_ARG:
+                argv += self.speculative_args(arm)
+            else:
+                argv.append(_PLACEHOLDER.sub(lambda m: values[m.group(1)], part))
+        return argv
 
     @property
     def served_model_name(self) -> str:
@@ -445,10 +505,14 @@ class Plan(_Strict):
 
     def compared_vars(self) -> list[str]:
         """Arm variables whose values differ between arms: what the run compares."""
+        settings = [self.arm_settings(arm) for arm in self.arms]
         names: list[str] = []
-        for arm in self.arms:
-            for name in arm.vars:
-                if name not in names and len({_scalar_text(a.vars.get(name, "")) for a in self.arms}) > 1:
+        for arm_settings in settings:
+            for name in arm_settings:
+                # A method and its keys count among the arms that speculate: K = 0 has none.
+                among = ([s for s in settings if s.get(SPECULATIVE_K_VAR)]
+                         if name.startswith(f"{SPECULATIVE}.") else settings)
+                if name not in names and len({_setting_text(s.get(name, "")) for s in among}) > 1:
                     names.append(name)
         return names
 
@@ -459,6 +523,12 @@ class Plan(_Strict):
             if part == f"{{{var}}}" and i > 0 and command[i - 1].startswith("-"):
                 return command[i - 1]
         return None
+
+
+def _setting_text(value: Any) -> str:
+    if isinstance(value, list | dict):
+        return json.dumps(value, sort_keys=True)
+    return _scalar_text(value)
 
 
 def _scalar_text(value: Scalar) -> str:
@@ -506,6 +576,32 @@ def _check_dataset(bench: BenchConfig, scenario: Scenario, index: int) -> None:
     if dataset != "random-ids" and bench.driver == "vllm":
         raise KeyedValueError(loc, f"{where}: the vllm driver draws its own random prompts; "
                               f"{dataset!r} needs the native or sglang driver")
+
+
+def _check_speculative(plan: Plan) -> None:
+    """`"{speculative}"` is a whole argument; a table needs it, and an arm that gives a url has
+    none (its server's speculation is whatever that server runs)."""
+    command = plan.server.command
+    for index, part in enumerate(command):
+        if SPECULATIVE_ARG in part and part != SPECULATIVE_ARG:
+            raise KeyedValueError(("server", "command"), f"server.command[{index}]: "
+                                  f"{SPECULATIVE_ARG} must be an argument of its own (it becomes "
+                                  "the speculative flag and its value, or nothing)")
+    for index, arm in enumerate(plan.arms):
+        name = f"arms[{json.dumps(arm.name, ensure_ascii=False)}]"
+        if SPECULATIVE in arm.vars:
+            raise KeyedValueError(("arms", index, "vars"), f"{name}.vars.{SPECULATIVE}: the name "
+                                  "is the speculative table's placeholder; give the settings as "
+                                  "[arms.speculative]")
+        if arm.speculative is None:
+            continue
+        if arm.url is not None:
+            raise KeyedValueError(("arms", index, "speculative"), f"{name}.speculative: the arm "
+                                  "gives a url; its server speculates as it was started")
+        if plan.server.command and not plan.uses_speculative_tables():
+            raise KeyedValueError(("arms", index, "speculative"), f"{name}.speculative: "
+                                  f"server.command has no \"{SPECULATIVE_ARG}\" argument to put "
+                                  "it in")
 
 
 def _check_parallel(plan: Plan) -> None:

@@ -25,10 +25,12 @@ CLIENT_LABELS = {
 
 class ArmInfo(BaseModel):
     name: str
+    # The arm's variables; in a plan whose command says "{speculative}", also its speculative
+    # table as `num_speculative_tokens` and `speculative.KEY` (Plan.arm_settings).
     vars: dict[str, Any] = Field(default_factory=dict)
     # An arm whose server something else runs (plan `url`): what that server said about itself
     # when the run first measured it — {"url", "version", "info": {family: {label: value}}}
-    # (engine/external_server.py), secrets masked. None for a server this tool starts.
+    # (engine/servers/external_server.py), secrets masked. None for a server this tool starts.
     external_server: dict[str, Any] | None = None
 
     @model_serializer(mode="wrap")
@@ -156,7 +158,7 @@ def newer_run_schema(data: object) -> str | None:
 def redacted_plan_snapshot(plan: Plan) -> dict[str, Any]:
     """The plan as run.json keeps it: secrets (API key, secret-named flags and variables, URL
     passwords, in the server command, its env and bench.extra_args) masked. A resume gets them
-    back from the environment (see engine.resume_plan.plan_of_run)."""
+    back from the environment (see engine.run.resume_plan.plan_of_run)."""
     snapshot = plan.model_dump(mode="json")
     if snapshot["bench"].get("api_key"):
         snapshot["bench"]["api_key"] = REDACTED
@@ -179,7 +181,7 @@ def manifest_for_plan(plan: Plan, plan_source: str | None = None,
         ComparedParameter(
             var=var,
             flag=plan.flag_for(var),
-            values=[str(arm.vars.get(var, "")) for arm in plan.arms],
+            values=[str(plan.arm_settings(arm).get(var, "")) for arm in plan.arms],
         )
         for var in plan.compared_vars()
     ]
@@ -188,7 +190,7 @@ def manifest_for_plan(plan: Plan, plan_source: str | None = None,
         name=plan.name,
         model=plan.model,
         backend_label=plan.backend_label,
-        arms=[ArmInfo(name=a.name, vars=dict(a.vars),
+        arms=[ArmInfo(name=a.name, vars=plan.arm_settings(a),
                       external_server=None if a.url is None else {"url": a.url})
               for a in plan.arms],
         compared=compared,

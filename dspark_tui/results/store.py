@@ -1,4 +1,4 @@
-"""Reading and writing one run directory (layout in docs/architecture.md).
+"""Reading and writing one run directory (layout in docs/results-format.md).
 
 Writers make each file whole or not at all; readers skip what they cannot trust and say why,
 so one torn file never hides the rest of a run.

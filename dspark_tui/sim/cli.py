@@ -8,6 +8,7 @@ accepted and ignored, and unknown ones are named in a startup warning instead of
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Sequence
@@ -200,6 +201,7 @@ def serve_config(args: argparse.Namespace, unknown: Sequence[str],
     )
     return ServeConfig(
         model=args.model,
+        spec_method=_spec_method(args),
         host=args.host,
         port=args.port,
         served_model_name=args.served_model_name[0] if args.served_model_name else None,
@@ -281,10 +283,24 @@ def _speculation(args: argparse.Namespace) -> tuple[int, tuple[ScheduleEntry, ..
                 raise SimUsageError("--speculative-config: num_speculative_tokens_per_batch_size "
                                     "needs num_speculative_tokens > 0 (the largest K)")
     if spec_tokens is None:
-        spec_tokens = 3
+        # No K anywhere: no speculative flag means no speculation, as on vLLM (an arm with
+        # K = 0 starts without one); a speculative config that names no K gets the model's
+        # three MTP layers, as vLLM takes K from an MTP model's config.
+        spec_tokens = 3 if args.speculative_config else 0
     if not 0 <= spec_tokens <= MAX_SPEC_TOKENS:
         raise SimUsageError(f"--spec-tokens must be in 0..{MAX_SPEC_TOKENS}, got {spec_tokens}")
     return int(spec_tokens), schedule
+
+
+def _spec_method(args: argparse.Namespace) -> str:
+    """The method the log names: --speculative-config's, else --spec-method, else mtp (the
+    model's own MTP layers). Only said, never modelled: every method drafts alike here."""
+    if args.speculative_config:
+        with contextlib.suppress(json.JSONDecodeError):
+            spec = json.loads(args.speculative_config)
+            if isinstance(spec, dict) and isinstance(spec.get("method"), str) and spec["method"]:
+                return str(spec["method"])
+    return args.spec_method or "mtp"
 
 
 def parse_schedule(value: object) -> tuple[ScheduleEntry, ...]:

@@ -128,6 +128,7 @@ class ServeConfig:
     host: str = "127.0.0.1"
     port: int = 8000
     served_model_name: str | None = None
+    spec_method: str = "mtp"  # as --speculative-config or --spec-method names it; only logged
     speed: float = 1.0
     seed: int = 0
     startup_delay_s: float = 0.0

@@ -72,7 +72,8 @@ def _log_startup(config: ServeConfig) -> None:
     log("INFO", "model.py:547", f"Resolved architecture: DeepseekV4ForCausalLM ({config.model})")
     if engine.spec_tokens:
         log("INFO", "speculative.py:216",
-            f"Speculative decoding: method=mtp, num_speculative_tokens={engine.spec_tokens}, "
+            f"Speculative decoding: method={config.spec_method}, "
+            f"num_speculative_tokens={engine.spec_tokens}, "
             f"acceptance={list(engine.acceptance_for(engine.spec_tokens))}")
     if engine.spec_schedule:
         log("INFO", "speculative.py:216", "Dynamic speculative decoding: "

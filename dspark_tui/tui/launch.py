@@ -59,18 +59,18 @@ def _start_of(args: argparse.Namespace, plans_dir: Path,
             raise UserError("run: name a plan (shipped name or TOML file) or --resume RUN_DIR")
         arms, scenarios = _names(args.arms), _names(args.scenarios)
         if resume is not None and (arms or scenarios):
-            from dspark_tui.engine.launch import RESUME_NO_FILTERS
+            from dspark_tui.engine.start.launch import RESUME_NO_FILTERS
 
             raise UserError(RESUME_NO_FILTERS)
         verify = getattr(args, "verify", None)
         if verify is not None and resume is not None:
-            from dspark_tui.engine.launch import RESUME_NO_VERIFY
+            from dspark_tui.engine.start.launch import RESUME_NO_VERIFY
 
             raise UserError(RESUME_NO_VERIFY)
         if resume is None:
-            from dspark_tui.engine.ports import with_concrete_port
-            from dspark_tui.engine.preflight import preflight
-            from dspark_tui.engine.verify import plan_to_run
+            from dspark_tui.engine.checks.preflight import preflight
+            from dspark_tui.engine.run.verify import plan_to_run
+            from dspark_tui.engine.servers.ports import with_concrete_port
 
             # A bad plan, an unknown arm, a run that is no finished sweep or a machine the run
             # cannot start on fails here, one line a problem, before the screen switches.
@@ -81,7 +81,7 @@ def _start_of(args: argparse.Namespace, plans_dir: Path,
     if command == "attach":
         run_dir = args.run_dir
         if run_dir is None:
-            from dspark_tui.engine.liveness import run_to_attach
+            from dspark_tui.engine.rundir.liveness import run_to_attach
 
             run_dir = run_to_attach(roots)
         run_dir = Path(run_dir).expanduser()

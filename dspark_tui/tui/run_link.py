@@ -36,7 +36,7 @@ class RunLink(Protocol):
 class OwnedRunner:
     """A runner this TUI started. Non-detached ones live and die with the app."""
 
-    process: Any  # dspark_tui.engine.launch.RunnerProcess
+    process: Any  # dspark_tui.engine.start.launch.RunnerProcess
     detached: bool = False
     read_only: bool = False
 
@@ -63,7 +63,7 @@ class OwnedRunner:
         `hangup`: because the app's terminal went away, which the runner's answer says."""
         import time
 
-        from dspark_tui.engine.control import send_control, wait_for_ack
+        from dspark_tui.engine.rundir.control import send_control, wait_for_ack
 
         deadline = time.monotonic() + timeout
         while self.alive() and time.monotonic() < deadline:
@@ -99,12 +99,12 @@ class AttachedRun:
     def control(self, action: str) -> None:
         if self.read_only:
             raise UserError("this run is open read-only")
-        from dspark_tui.engine.control import send_control
+        from dspark_tui.engine.rundir.control import send_control
 
         send_control(self.run_dir, action)
 
     def alive(self) -> bool:
-        from dspark_tui.engine.liveness import runner_alive
+        from dspark_tui.engine.rundir.liveness import runner_alive
 
         return runner_alive(self.run_dir)
 
@@ -118,7 +118,7 @@ def start_runner(plan: str, *, results_root: Path, arms: list[str] | None,
                  other_roots: list[Path] | None = None,
                  verify: Path | None = None) -> OwnedRunner:
     """Start the runner in its own process (the UI never measures in-process)."""
-    from dspark_tui.engine.launch import RunnerProcess
+    from dspark_tui.engine.start.launch import RunnerProcess
 
     process = RunnerProcess.start(plan, results_root=results_root, arms=arms, scenarios=scenarios,
                                   resume=resume, detach=detach, lang=lang, plans_dir=plans_dir,

@@ -11,7 +11,7 @@ import pytest
 
 from dspark_tui.engine.datasets import DatasetError, dataset_problems, shipped_prompts_path
 from dspark_tui.engine.datasets.files import read_prompt_lines, read_sharegpt_pairs
-from dspark_tui.engine.runner import Runner, plan_of_run, prepare_run
+from dspark_tui.engine.run.runner import Runner, plan_of_run, prepare_run
 from dspark_tui.model import PlanError, load_plan, parse_plan
 from dspark_tui.sim import tokenizer as toy
 from dspark_tui.sim.text import count_text_tokens

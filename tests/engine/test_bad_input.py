@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from dspark_tui.engine.runner import Runner, prepare_run
-from dspark_tui.engine.save_errors import save_advice, save_problem
+from dspark_tui.engine.run.runner import Runner, prepare_run
+from dspark_tui.engine.rundir.save_errors import save_advice, save_problem
 from dspark_tui.model import CellResult, ClientMetrics, load_plan
 from dspark_tui.results import RunStore
 from tests.cli import CLI, run_cli, slow_cells

@@ -18,8 +18,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from dspark_tui.engine.launch import RunnerProcess
-from dspark_tui.engine.ports import port_is_free
+from dspark_tui.engine.servers.ports import port_is_free
+from dspark_tui.engine.start.launch import RunnerProcess
 from dspark_tui.model import load_plan
 from dspark_tui.results import RunStore, load_run, manifest_for_plan, scan_runs
 from tests.cli import CLI, cli_env, run_cli, slow_cells, wait_for
@@ -194,7 +194,7 @@ def test_detach_ctl_attach_and_a_second_run_on_the_same_port(tmp_path: Path, por
     finally:
         if psutil.pid_exists(pid):
             os.kill(pid, signal.SIGKILL)
-        from dspark_tui.engine.server_record import stop_orphaned_server
+        from dspark_tui.engine.servers.server_record import stop_orphaned_server
 
         stop_orphaned_server(run_dir)
     cells = load_run(run_dir).cells
@@ -302,7 +302,7 @@ def test_a_runner_whose_parent_dies_aborts(tmp_path: Path, port: int):
     results = tmp_path / "results"
     # A parent that starts an attached runner, prints its pid and dies at once.
     script = (
-        "import sys; from pathlib import Path; from dspark_tui.engine.launch import RunnerProcess;"
+        "import sys; from pathlib import Path; from dspark_tui.engine.start.launch import RunnerProcess;"
         f"r = RunnerProcess.start({str(plan)!r}, results_root=Path({str(results)!r}));"
         "print(r.pid, r.run_dir, flush=True); import time; time.sleep(1.5)"
     )
@@ -328,7 +328,7 @@ def test_a_runner_detached_by_its_parent_outlives_it_and_finishes(tmp_path: Path
     plan = write_sim_plan(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=slow_cells())
     results = tmp_path / "results"
     script = (
-        "from pathlib import Path; from dspark_tui.engine.launch import RunnerProcess;"
+        "from pathlib import Path; from dspark_tui.engine.start.launch import RunnerProcess;"
         "from dspark_tui.tui.run_link import OwnedRunner;"
         f"r = RunnerProcess.start({str(plan)!r}, results_root=Path({str(results)!r}));"
         "print(r.pid, r.run_dir, OwnedRunner(r).detach(30), flush=True)"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dspark_tui.engine.disk_budget import (
+from dspark_tui.engine.checks.disk_budget import (
     check_disk,
     expected_output_bytes,
     planned_measurements,
@@ -75,8 +75,8 @@ def _resume(run_dir: Path, *how: str) -> subprocess.CompletedProcess[str]:
 
 def test_a_resume_is_checked_on_what_is_left_and_refused_in_one_line_before_anything_starts(
         small_disk: Path):
-    from dspark_tui.engine.disk_budget import check_disk_to_resume, measurements_left
-    from dspark_tui.engine.setup import prepare_run
+    from dspark_tui.engine.checks.disk_budget import check_disk_to_resume, measurements_left
+    from dspark_tui.engine.checks.setup import prepare_run
     from dspark_tui.results import RunStore
 
     store = prepare_run(_demo(), small_disk / "results")
@@ -101,8 +101,8 @@ def test_a_resume_is_checked_on_what_is_left_and_refused_in_one_line_before_anyt
 
 
 def test_what_is_left_excludes_the_measurements_saved_ok(tmp_path: Path):
-    from dspark_tui.engine.disk_budget import measurements_left
-    from dspark_tui.engine.setup import prepare_run
+    from dspark_tui.engine.checks.disk_budget import measurements_left
+    from dspark_tui.engine.checks.setup import prepare_run
     from dspark_tui.model import CellResult
 
     plan = _demo()

@@ -8,8 +8,8 @@ import json
 import math
 from pathlib import Path
 
-from dspark_tui.engine.event_sink import FILE_PROGRESS_EVERY_S, ProgressThinning
-from dspark_tui.engine.runner import Runner, prepare_run
+from dspark_tui.engine.run.runner import Runner, prepare_run
+from dspark_tui.engine.rundir.event_sink import FILE_PROGRESS_EVERY_S, ProgressThinning
 from dspark_tui.model import CellKey, load_plan
 from dspark_tui.model import events as ev
 from tests.engine.helpers import Recorder, write_sim_plan

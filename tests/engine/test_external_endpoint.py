@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from dspark_tui.engine.launch import RunnerProcess
+from dspark_tui.engine.start.launch import RunnerProcess
 from dspark_tui.model import PlanError, parse_plan
 from dspark_tui.results import RunStore, load_run
 from tests.cli import run_cli, slow_cells, wait_for
@@ -216,7 +216,7 @@ def test_kill_9_then_resume_has_no_server_to_stop_and_finishes_on_the_same_serve
 
 
 def test_the_sglang_driver_is_refused_a_url_it_cannot_reach_by_host_and_port():
-    from dspark_tui.engine.preflight import check_endpoints
+    from dspark_tui.engine.checks.preflight import check_endpoints
 
     text = _plan_text("http://127.0.0.1:9/gateway", "https://127.0.0.1:9").replace(
         'driver = "native"', 'driver = "sglang"')

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dspark_tui.engine.gpu import SmiProbe, detect_gpu
+from dspark_tui.engine.servers.gpu import SmiProbe, detect_gpu
 
 FAKE_SMI = """#!/bin/sh
 case "$*" in

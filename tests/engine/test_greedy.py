@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from dspark_tui.analysis.greedy import compare_answers, greedy_result
-from dspark_tui.engine.greedy import collect
-from dspark_tui.engine.runner import Runner, prepare_run
+from dspark_tui.engine.run.greedy import collect
+from dspark_tui.engine.run.runner import Runner, prepare_run
 from dspark_tui.model import load_plan, parse_plan
 from dspark_tui.model.greedy import GreedyAnswer, GreedyAnswers
 from dspark_tui.model.run_state import RunState

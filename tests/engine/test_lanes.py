@@ -1,11 +1,11 @@
-"""Lanes (engine/lanes.py): which round a lane takes and where its sessions go, without a
+"""Lanes (engine/run/lanes.py): which round a lane takes and where its sessions go, without a
 server — the rules rounds in parallel rest on (docs/launchers.md)."""
 
 from __future__ import annotations
 
-from dspark_tui.engine.lanes import Lanes
-from dspark_tui.engine.placement import Placement
+from dspark_tui.engine.run.lanes import Lanes
 from dspark_tui.engine.schedule import Schedule, planned_rounds
+from dspark_tui.engine.servers.placement import Placement
 from dspark_tui.model import parse_plan
 from tests.engine.helpers import sim_plan_text
 

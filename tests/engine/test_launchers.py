@@ -18,12 +18,17 @@ import httpx
 import pytest
 import yaml
 
-from dspark_tui.engine.launch import RunnerProcess
-from dspark_tui.engine.launchers import Placement, launcher_problems, make_server, stop_orphaned_launch
-from dspark_tui.engine.launchers.kubernetes import pod_name, read_template, render_manifest
-from dspark_tui.engine.launchers.record import LaunchRecord, write_launch_record
-from dspark_tui.engine.launchers.slurm import srun_argv
-from dspark_tui.engine.server import ServerError
+from dspark_tui.engine.servers.launchers import (
+    Placement,
+    launcher_problems,
+    make_server,
+    stop_orphaned_launch,
+)
+from dspark_tui.engine.servers.launchers.kubernetes import pod_name, read_template, render_manifest
+from dspark_tui.engine.servers.launchers.record import LaunchRecord, write_launch_record
+from dspark_tui.engine.servers.launchers.slurm import srun_argv
+from dspark_tui.engine.servers.server import ServerError
+from dspark_tui.engine.start.launch import RunnerProcess
 from dspark_tui.model import Plan, PlanError, SlurmOptions, parse_plan
 from dspark_tui.results import RunStore, load_run
 from tests.cli import run_cli, slow_cells, wait_for

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from dspark_tui.engine.launch import RunnerProcess
+from dspark_tui.engine.start.launch import RunnerProcess
 from dspark_tui.model import CellResult, PlanError, parse_plan
 from dspark_tui.results import RunStore, load_run
 from tests.cli import run_cli, slow_cells, wait_for

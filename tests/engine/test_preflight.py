@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from dspark_tui.engine import preflight as pf
-from dspark_tui.engine.preflight import Note, Problem, check_plan
-from dspark_tui.engine.runner import Runner, prepare_run
-from dspark_tui.engine.server_record import ServerRecord, write_record
+from dspark_tui.engine.checks import preflight as pf
+from dspark_tui.engine.checks.preflight import Note, Problem, check_plan
+from dspark_tui.engine.run.runner import Runner, prepare_run
+from dspark_tui.engine.servers.server_record import ServerRecord, write_record
 from dspark_tui.model import Plan
 from dspark_tui.plans import resolve_plan
 from dspark_tui.results import RunStore, manifest_for_plan

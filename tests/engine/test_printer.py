@@ -13,8 +13,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from dspark_tui.engine.headless import _seed_from_run
-from dspark_tui.engine.printer import HeadlessPrinter, summary_lines
+from dspark_tui.engine.start.headless import _seed_from_run
+from dspark_tui.engine.start.printer import HeadlessPrinter, summary_lines
 from dspark_tui.model import CellKey, CellResult, ClientMetrics
 from dspark_tui.model.events import (
     CellFailed,

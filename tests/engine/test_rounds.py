@@ -10,8 +10,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from dspark_tui.engine.launch import RunnerProcess
-from dspark_tui.engine.runner import Runner, plan_of_run, prepare_run
+from dspark_tui.engine.run.runner import Runner, plan_of_run, prepare_run
+from dspark_tui.engine.start.launch import RunnerProcess
 from dspark_tui.model import CellResult, Plan, load_plan
 from dspark_tui.results import RunStore, load_run
 from tests.cli import run_cli

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from dspark_tui.engine.headless import lock_for_resume
-from dspark_tui.engine.launch import RunnerProcess
-from dspark_tui.engine.liveness import runner_alive
-from dspark_tui.engine.runner import prepare_run
+from dspark_tui.engine.run.runner import prepare_run
+from dspark_tui.engine.rundir.liveness import runner_alive
+from dspark_tui.engine.start.headless import lock_for_resume
+from dspark_tui.engine.start.launch import RunnerProcess
 from dspark_tui.model import UserError, load_plan
 from dspark_tui.results import RunStore, manifest_for_plan
 from dspark_tui.results.run_lock import LOCK_FILE, RunLock, RunLocked, lock_held, lock_holder

@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from dspark_tui.engine.runner import Runner, filter_plan, plan_of_run, prepare_run
+from dspark_tui.engine.run.runner import Runner, filter_plan, plan_of_run, prepare_run
 from dspark_tui.model import CellStatus, UserError, load_plan
 from dspark_tui.results import RunStore, load_run
 from tests.engine.helpers import Recorder, write_sim_plan

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+from dspark_tui.engine.run.steering import Steering
 from dspark_tui.engine.schedule import (
     Schedule,
     SlotState,
@@ -11,7 +12,6 @@ from dspark_tui.engine.schedule import (
     planned_rounds,
     rounds_from_events,
 )
-from dspark_tui.engine.steering import Steering
 from dspark_tui.model import CellKey, parse_plan
 from dspark_tui.model.events import RoundPlanned
 from tests.engine.helpers import sim_plan_text

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from dspark_tui.engine.scraper import (
+from dspark_tui.engine.servers.scraper import (
     MetricsScraper,
     MetricsSnapshot,
     parse_metrics,
     summarize_window,
     write_series,
 )
-from dspark_tui.engine.server import ServerProcess
+from dspark_tui.engine.servers.server import ServerProcess
 from dspark_tui.model import CellKey
 from dspark_tui.model.events import MetricsSample, Notice
 from tests.conftest import FIXTURES

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import psutil
 
-from dspark_tui.engine.log_relay import HOLD_MAX, copy_scrubbed
+from dspark_tui.engine.servers.log_relay import HOLD_MAX, copy_scrubbed
 from dspark_tui.model.secrets import Scrubber
 from tests.cli import run_cli, slow_cells, wait_for
 from tests.engine.helpers import FAKES, sim_plan_text
@@ -77,7 +77,7 @@ def _relays_of(run_dir: Path) -> list[psutil.Process]:
     found = []
     for proc in psutil.process_iter(["cmdline"]):
         cmdline = " ".join(proc.info["cmdline"] or [])
-        if "dspark_tui.engine.log_relay" in cmdline and str(run_dir) in cmdline:
+        if "dspark_tui.engine.servers.log_relay" in cmdline and str(run_dir) in cmdline:
             found.append(proc)
     return found
 

@@ -10,8 +10,8 @@ import pytest
 
 from dspark_tui.analysis.deploy import write_schedule
 from dspark_tui.cli import main
-from dspark_tui.engine.preflight import PreflightFailed
-from dspark_tui.engine.verify import (
+from dspark_tui.engine.checks.preflight import PreflightFailed
+from dspark_tui.engine.run.verify import (
     SCHEDULE_ARM,
     plan_to_run,
     read_recommendation,

@@ -28,7 +28,7 @@ from typing import Any
 
 import psutil
 
-TOKEN_VAR = "DSPARK_SERVER_TOKEN"  # the runner's mark (engine/procs.py); a remote server has none
+TOKEN_VAR = "DSPARK_SERVER_TOKEN"  # the runner's mark (engine/servers/procs.py); a remote server has none
 
 
 def state_dir(var: str) -> Path:

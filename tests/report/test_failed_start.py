@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dspark_tui.engine.runner import Runner, prepare_run
+from dspark_tui.engine.run.runner import Runner, prepare_run
 from dspark_tui.model import load_plan
 from tests.engine.helpers import write_sim_plan
 

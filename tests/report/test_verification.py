@@ -10,7 +10,7 @@ import numpy as np
 
 from dspark_tui.analysis.analysis import analyse
 from dspark_tui.analysis.verification import schedule_k_at, verification_of
-from dspark_tui.engine.verify import Recommendation, verification_plan, verification_record
+from dspark_tui.engine.run.verify import Recommendation, verification_plan, verification_record
 from dspark_tui.model import CellResult, ClientMetrics, ServerSummary, parse_plan
 from dspark_tui.report.markdown import render_report
 from dspark_tui.results import RunStore, load_run, manifest_for_plan

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dspark_tui.engine.control import ControlReader
+from dspark_tui.engine.rundir.control import ControlReader
 from dspark_tui.results.jsonl import read_complete_lines
 
 

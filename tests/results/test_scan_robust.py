@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from dspark_tui.engine.liveness import live_runs, orphan_server_on_port
+from dspark_tui.engine.rundir.liveness import live_runs, orphan_server_on_port
 from dspark_tui.model import UserError, load_plan
 from dspark_tui.results import RunStore, load_run, manifest_for_plan, scan_runs
 from dspark_tui.results.follow import EventFollower

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dspark_tui.engine.liveness import runner_alive
+from dspark_tui.engine.rundir.liveness import runner_alive
 from dspark_tui.model import CellKey, CellResult, ClientMetrics, UserError
 from dspark_tui.model.cell import CellStatus
 from dspark_tui.model.events import CellFinished, Notice, RunStarted

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 
-from dspark_tui.engine.server import ServerProcess
+from dspark_tui.engine.servers.server import ServerProcess
 from dspark_tui.model import Plan
 from tests.conftest import free_port
 from tests.sim._client import metric_sum

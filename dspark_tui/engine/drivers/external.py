@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dspark_tui.engine.drivers.base import CellError
-from dspark_tui.engine.log_relay import ScrubbedStream
+from dspark_tui.engine.servers.log_relay import ScrubbedStream
 from dspark_tui.model.secrets import Scrubber, scrub_argv
 
 # `  45%|████▌     | 9/20 [00:01<00:01,  7.9it/s]` -> 9, 20

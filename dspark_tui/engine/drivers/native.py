@@ -29,10 +29,10 @@ from typing import Any
 import aiohttp
 
 from dspark_tui.engine.datasets.prompts import PromptSpec, random_id_prompts
-from dspark_tui.engine.drivers.auth import bearer_headers
 from dspark_tui.engine.drivers.base import CellError, DriverContext, ProgressCallback
 from dspark_tui.engine.drivers.cli_driver import raw_relpath
 from dspark_tui.engine.drivers.stats import RequestRecord, measured_raw
+from dspark_tui.engine.servers.auth import bearer_headers
 from dspark_tui.model import CellResult, CellSpec
 from dspark_tui.model.events import CellProgress
 from dspark_tui.results.manifest import now_iso

@@ -1,5 +1,5 @@
 """The run's one-glance line: name, each arm's server, cells done / failed / total, time, and
-the greedy check's verdict once every arm has answered (engine/greedy.py)."""
+the greedy check's verdict once every arm has answered (engine/run/greedy.py)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,160 @@
+"""`run PLAN --verify SWEEP_DIR`: the plan of a rerun that checks a finished K sweep's
+recommendation — its `num_speculative_tokens_per_batch_size` schedule as one arm against its
+best fixed K as the other, on the plan's grid with the plan's rounds (docs/decision.md,
+"Verifying")."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dspark_tui.analysis.analysis import analyse
+from dspark_tui.analysis.deploy import SCHEDULE_FILE, deploy_answer, schedule_json
+from dspark_tui.analysis.schedule import without_k_flags
+from dspark_tui.engine.checks.setup import filter_plan
+from dspark_tui.model import Plan, UserError
+from dspark_tui.results import RunStore
+from dspark_tui.results.manifest import Verification
+from dspark_tui.results.store import load_run
+
+SCHEDULE_ARM = "schedule"
+# The one template variable both arms set: the whole --speculative-config JSON.
+CONFIG_VAR = "speculative_config"
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """What a finished sweep says to deploy: the schedule's --speculative-config and the best
+    fixed K for the plan's traffic."""
+
+    sweep: Path
+    sweep_name: str
+    compared_var: str
+    config: dict[str, Any]
+    fixed_k: int
+    keyed_on: str
+
+    @property
+    def ranges(self) -> list[list[int]]:
+        return [list(r) for r in self.config["num_speculative_tokens_per_batch_size"]]
+
+
+def read_recommendation(sweep_dir: Path) -> Recommendation:
+    """The sweep's schedule.json (computed from its measurements when absent); a run that is
+    not a finished K sweep with a schedule and a best fixed K is one UserError line."""
+    sweep_dir = Path(sweep_dir).expanduser()
+    manifest = RunStore(sweep_dir).read_manifest()  # a missing or bad run.json: one line
+    refuse = f"--verify {sweep_dir}"
+    if manifest.status != "completed":
+        raise UserError(f"{refuse}: the run is {manifest.status}, not completed; finish it "
+                        f"(`dspark-tui run --resume {sweep_dir}`) before verifying its schedule")
+    if len(manifest.compared) != 1:
+        raise UserError(f"{refuse}: not a K sweep (its arms do not differ in one variable)")
+    saved = _read_schedule_json(sweep_dir / SCHEDULE_FILE)
+    if saved is None:
+        answer = deploy_answer(analyse(load_run(sweep_dir)))
+        saved = schedule_json(answer) if answer is not None else None
+    if saved is None:
+        raise UserError(f"{refuse}: not a K sweep (no K = 0 baseline and fewer than three K "
+                        f"values), so it has no schedule to verify")
+    config = saved.get("speculative_config")
+    single = (saved.get("single_best_k") or {}).get("k")
+    if not config or not config.get("num_speculative_tokens_per_batch_size"):
+        raise UserError(f"{refuse}: its schedule never speculates (K = 0 at every batch); "
+                        f"there is nothing to verify")
+    if not isinstance(single, int):
+        raise UserError(f"{refuse}: the sweep names no best fixed K to verify against")
+    return Recommendation(sweep_dir, manifest.name, manifest.compared[0].var, config, single,
+                          str(saved.get("keyed_on", "running_batch")))
+
+
+def _read_schedule_json(path: Path) -> dict[str, Any] | None:
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None  # absent or torn: recompute from the measurements
+    return found if isinstance(found, dict) else None
+
+
+def fixed_arm_name(k: int) -> str:
+    return f"K={k}"
+
+
+def verification_plan(plan: Plan, recommendation: Recommendation) -> Plan:
+    """The plan with exactly two arms, `schedule` and `K=<best fixed>`. The flag carrying the
+    compared K (`--spec-tokens {spec_tokens}`) and any `--speculative-config` of the plan are
+    replaced by `--speculative-config {speculative_config}`, which each arm fills: vLLM's own
+    way to set K, and the only one that takes a schedule. A plan whose arms give
+    `[arms.speculative]` tables keeps its command; the two arms get tables (a fixed K = 0 none,
+    so its server starts without speculation)."""
+    if plan.uses_speculative_tables():
+        return _verification_plan_of_tables(plan, recommendation)
+    var = recommendation.compared_var
+    if f"{{{var}}}" not in " ".join(plan.server.command):
+        raise UserError(f"plan {plan.name!r}: server.command has no {{{var}}}, the K the sweep "
+                        f"{recommendation.sweep_name} compared; verify with the sweep's own plan")
+    command = [*without_k_flags(plan.server.command, var), "--speculative-config",
+               f"{{{CONFIG_VAR}}}"]
+    schedule_config = dict(recommendation.config)
+    fixed_config = {key: value for key, value in schedule_config.items()
+                    if key != "num_speculative_tokens_per_batch_size"}
+    fixed_config["num_speculative_tokens"] = recommendation.fixed_k
+    data = plan.model_dump()
+    data["name"] = f"{plan.name}_verify"
+    data["description"] = (f"verifies the K schedule of {recommendation.sweep_name} "
+                           f"against its best fixed K = {recommendation.fixed_k}")
+    data["server"]["command"] = command
+    data["arms"] = [
+        {"name": SCHEDULE_ARM, "vars": {CONFIG_VAR: _json(schedule_config)},
+         "description": "the sweep's num_speculative_tokens_per_batch_size schedule"},
+        {"name": fixed_arm_name(recommendation.fixed_k), "vars": {CONFIG_VAR: _json(fixed_config)},
+         "description": "the sweep's best fixed K for the plan's traffic"},
+    ]
+    return Plan.model_validate(data)
+
+
+def _verification_plan_of_tables(plan: Plan, recommendation: Recommendation) -> Plan:
+    schedule_config = dict(recommendation.config)
+    fixed_config = {key: value for key, value in schedule_config.items()
+                    if key != plan.kind.schedule_key}
+    fixed_config["num_speculative_tokens"] = recommendation.fixed_k
+    data = plan.model_dump()
+    data["name"] = f"{plan.name}_verify"
+    data["description"] = (f"verifies the K schedule of {recommendation.sweep_name} "
+                           f"against its best fixed K = {recommendation.fixed_k}")
+    data["arms"] = [
+        {"name": SCHEDULE_ARM, "speculative": schedule_config,
+         "description": "the sweep's num_speculative_tokens_per_batch_size schedule"},
+        {"name": fixed_arm_name(recommendation.fixed_k),
+         "speculative": fixed_config if recommendation.fixed_k > 0 else None,
+         "description": "the sweep's best fixed K for the plan's traffic"},
+    ]
+    return Plan.model_validate(data)
+
+
+def verification_record(recommendation: Recommendation) -> Verification:
+    """What run.json keeps about the verified sweep, so the report stands on its own."""
+    return Verification(sweep=str(recommendation.sweep.resolve()),
+                        sweep_name=recommendation.sweep_name, schedule=recommendation.ranges,
+                        keyed_on=recommendation.keyed_on, fixed_k=recommendation.fixed_k,
+                        schedule_arm=SCHEDULE_ARM, fixed_arm=fixed_arm_name(recommendation.fixed_k))
+
+
+def _json(config: dict[str, Any]) -> str:
+    return json.dumps(config, separators=(",", ":"))
+
+
+def plan_to_run(plan: Plan, verify: Path | None, arms: list[str] | None,
+                scenarios: list[str] | None) -> tuple[Plan, Verification | None]:
+    """The plan a new run runs: narrowed by --arms/--scenarios, or with --verify the two
+    verification arms (on the plan's grid, narrowed by --scenarios) and run.json's record."""
+    if verify is None:
+        return filter_plan(plan, arms, scenarios), None
+    if arms:
+        raise UserError("--arms cannot be combined with --verify: its arms are the schedule and "
+                        "the best fixed K")
+    recommendation = read_recommendation(verify)
+    narrowed = filter_plan(plan, None, scenarios)
+    return verification_plan(narrowed, recommendation), verification_record(recommendation)
