@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,11 +37,12 @@ def default_results_root() -> Path:
     return platformdirs.user_data_path(APP_NAME) / "results"
 
 
-def locale_language() -> Literal["zh", "en"]:
+def locale_language(env: Mapping[str, str] | None = None) -> Literal["zh", "en"]:
     """The report language a user who has set none gets: zh under a Chinese locale, else en.
     The first of LC_ALL, LC_MESSAGES, LANG that is set decides, as POSIX orders them."""
+    env = os.environ if env is None else env
     for name in ("LC_ALL", "LC_MESSAGES", "LANG"):
-        value = os.environ.get(name, "")
+        value = env.get(name, "")
         if value:
             return "zh" if value.lower().startswith("zh") else "en"
     return "en"

@@ -67,7 +67,7 @@ def test_a_broken_layer_is_reported(tmp_path: Path):
         "engine/bad_ui.py": "from dspark_tui.tui import themes\n",
         "report/bad_scipy.py": "from scipy import stats\n",
         "engine/bad_report.py": "from dspark_tui.report import markdown\n",
-        "analysis/bad_words.py": "from dspark_tui.report import texts\n",
+        "analysis/bad_words.py": "from dspark_tui.report import words\n",
         "engine/servers/bad_upward.py": "from dspark_tui.engine.run import runner\n",
     }
     for name, text in bad.items():

@@ -11,6 +11,7 @@ from dspark_tui.analysis.layout import RunLayout, layout_of
 from dspark_tui.analysis.measurements import aggregate_cells, measurements_of
 from dspark_tui.analysis.verdicts import SINGLE, UNSURE, RunVerdicts, Settings, analyse_measurements
 from dspark_tui.model import CellKey
+from dspark_tui.model.statistics import TieBand
 from dspark_tui.results.store import LoadedRun
 
 LONG_INPUT = 4096
@@ -48,6 +49,11 @@ class RunAnalysis:
     @property
     def arms(self) -> list[str]:
         return self.layout.arms
+
+    @property
+    def band(self) -> TieBand:
+        """The run's tie band (its statistics settings), which every sentence about ties uses."""
+        return self.verdicts.settings.band if self.verdicts is not None else TieBand()
 
     @property
     def decided(self) -> pd.DataFrame:
@@ -129,7 +135,7 @@ def analyse(run: LoadedRun) -> RunAnalysis:
     settings = Settings.of_manifest(run.manifest)
     verdicts = analyse_measurements(measurements, arms, settings)
     cells = fr.cells_frame(by_cell.values(), layout)
-    winners = fr.with_verdicts(fr.winner_frame(cells, arms), verdicts)
+    winners = fr.with_verdicts(fr.winner_frame(cells, arms, settings.band), verdicts)
     # Findings rest on decided cells only; unsure ones are listed as such.
     decided = winners[winners["verdict"] != UNSURE].reset_index(drop=True)
     unsure = winners[winners["verdict"] == UNSURE].reset_index(drop=True)
@@ -148,7 +154,7 @@ def analyse(run: LoadedRun) -> RunAnalysis:
                       if not unsure.empty else set())
         decided_gaps = gaps[[(s, int(c)) not in open_cells
                              for s, c in zip(gaps["scenario"], gaps["concurrency"], strict=True)]]
-        trends = fr.gap_trend_frame(decided_gaps.reset_index(drop=True))
+        trends = fr.gap_trend_frame(decided_gaps.reset_index(drop=True), settings.band)
         top = fr.most_moving(trends)
         if top is None:
             continue

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from dspark_tui.analysis.layout import RunLayout, compared_values
-from dspark_tui.analysis.verdicts import SINGLE, RunVerdicts
+from dspark_tui.analysis.verdicts import SINGLE, RunVerdicts, Verdict
+from dspark_tui.model.statistics import TieBand
 from dspark_tui.results.manifest import RunManifest
 
 if TYPE_CHECKING:  # analysis imports live.py, which imports this module
@@ -26,7 +27,7 @@ class Ratio:
     value: float
     low: float | None
     high: float | None
-    verdict: str
+    verdict: Verdict
 
     @property
     def has_interval(self) -> bool:
@@ -45,7 +46,7 @@ class Ratio:
 def ratio_between(verdicts: RunVerdicts, scenario: str, concurrency: int, x: str, y: str) -> Ratio | None:
     """x / y in one cell, read from the all-pairs analysis in whichever order it holds them."""
     if x == y:
-        return Ratio(1.0, 1.0, 1.0, "tie")
+        return Ratio(1.0, 1.0, 1.0, Verdict.TIE)
     pair = verdicts.pair(scenario, concurrency, x, y)
     if pair is None:
         return None
@@ -125,7 +126,7 @@ class CellChoice:
         ratio = self.vs_top.get(self.k)
         if ratio is None:
             return "unverified"
-        return "in band" if ratio.verdict == "wins" else ratio.verdict
+        return "in band" if ratio.verdict == Verdict.WINS else ratio.verdict
 
 
 @dataclass(frozen=True)
@@ -166,7 +167,7 @@ class SpeculationStop:
 class KDecision:
     analysis: RunAnalysis
     k_of: dict[str, int]
-    tie_band: float
+    band: TieBand  # the run's (model/statistics.py)
     choices: list[CellChoice] = field(default_factory=list)
     break_evens: list[BreakEven] = field(default_factory=list)
     stops: list[SpeculationStop] = field(default_factory=list)
@@ -207,7 +208,7 @@ def decide_k(analysis: RunAnalysis, require_sweep: bool = True) -> KDecision | N
     k_of = arm_k_values(analysis.layout)
     if k_of is None or (require_sweep and not is_k_sweep(k_of)) or analysis.verdicts is None:
         return None
-    decision = KDecision(analysis, k_of, analysis.verdicts.settings.tie_band)
+    decision = KDecision(analysis, k_of, analysis.verdicts.settings.band)
     means: dict[tuple[str, int], dict[int, float]] = {}
     for stats in analysis.verdicts.cells:
         if stats.arm in k_of:
@@ -239,7 +240,7 @@ def _choose(decision: KDecision, scenario: str, concurrency: int,
         ratio = decision.ratio(scenario, concurrency, k, top_k)
         if ratio is not None:
             vs_top[k] = ratio
-    floor = 1.0 - decision.tie_band
+    floor = decision.band.floor
     chosen = top_k
     for k in sorted(vs_top):
         if k == top_k or vs_top[k].lower >= floor:  # single measurements: the point estimate

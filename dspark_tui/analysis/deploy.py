@@ -124,7 +124,7 @@ def schedule_json(answer: DeployAnswer) -> dict[str, Any]:
     out: dict[str, Any] = {
         "schema_version": SCHEDULE_SCHEMA_VERSION,
         "verified": decision.verified,
-        "tie_band": decision.tie_band,
+        "tie_band": decision.band.fraction,
         "traffic": answer.traffic_source,
     }
     if schedule is not None:

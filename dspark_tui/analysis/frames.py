@@ -17,12 +17,8 @@ from dspark_tui.analysis.layout import RunLayout
 from dspark_tui.analysis.measurements import acceptance_length
 from dspark_tui.analysis.verdicts import SINGLE, TIE, RunVerdicts
 from dspark_tui.model import CellResult
-
-# A margin under this is reported as a tie: run-to-run noise of a bench cell is about this size.
-TIE_MARGIN = 0.02
-# A cell whose gap sits this far (in ln units, about 16 %) from the line through its two
-# neighbours is an outlier: the same scenario one step either side tells a different story.
-OUTLIER_LOG_DEVIATION = 0.15
+from dspark_tui.model.statistics import TieBand
+from dspark_tui.stats.outliers import outliers
 
 EVEN = "even"
 MIXED = "mixed"
@@ -128,9 +124,9 @@ def server_table(frame: pd.DataFrame) -> pd.DataFrame:
 # -- winners --------------------------------------------------------------------------------
 
 
-def winner_frame(frame: pd.DataFrame, arms: list[str]) -> pd.DataFrame:
+def winner_frame(frame: pd.DataFrame, arms: list[str], band: TieBand) -> pd.DataFrame:
     """Per (scenario, concurrency) with two or more ok arms: the arm with the highest Total
-    tok/s, the runner-up, and margin = winner / runner-up - 1."""
+    tok/s, the runner-up, and margin = winner / runner-up - 1 (a tie under the run's band)."""
     ok = frame[(frame["status"] == "ok") & (frame["total_throughput"] > 0)]
     result_columns = ["scenario", "concurrency", *arms, "winner", "runner_up", "margin", "tie", "band"]
     if ok.empty:
@@ -157,7 +153,7 @@ def winner_frame(frame: pd.DataFrame, arms: list[str]) -> pd.DataFrame:
     with np.errstate(divide="ignore", invalid="ignore"):
         out["margin"] = best / second - 1.0
     out = out[keep].reset_index(drop=True)
-    out["tie"] = out["margin"] < TIE_MARGIN
+    out["tie"] = out["margin"] < band.fraction
     out["band"] = out["concurrency"].map(band_of)
     return out[result_columns]
 
@@ -172,8 +168,7 @@ def with_verdicts(winners: pd.DataFrame, verdicts: RunVerdicts) -> pd.DataFrame:
     out["margin_low"] = np.nan
     out["margin_high"] = np.nan
     out["rounds_to_settle"] = np.nan
-    band = verdicts.settings.tie_band
-    out["tie"] = out["margin"] < band
+    out["tie"] = out["margin"] < verdicts.settings.band.fraction
     for i, row in enumerate(out[["scenario", "concurrency", "winner", "runner_up"]].itertuples(index=False)):
         pair = verdicts.pair(row.scenario, int(row.concurrency), row.winner, row.runner_up)
         if pair is None or pair.verdict == SINGLE:
@@ -266,7 +261,7 @@ def pair_gap_frame(frame: pd.DataFrame, base: str, other: str) -> pd.DataFrame:
     return merged
 
 
-def gap_trend_frame(gaps: pd.DataFrame) -> pd.DataFrame:
+def gap_trend_frame(gaps: pd.DataFrame, band: TieBand) -> pd.DataFrame:
     """Per scenario tested at 2+ concurrencies: the slope of ln(base/other) against
     log2(concurrency), and `change`, the fitted move across the tested range."""
     rows = []
@@ -287,16 +282,15 @@ def gap_trend_frame(gaps: pd.DataFrame) -> pd.DataFrame:
                 "last_gap": float(last),
                 "slope": slope,
                 "change": slope * float(x[-1] - x[0]),
-                "shape": _trend_shape(float(first), float(last)),
+                "shape": _trend_shape(float(first), float(last), band),
             }
         )
         del name
     return pd.DataFrame(rows)
 
 
-def _trend_shape(first: float, last: float) -> str:
-    tie = math.log1p(TIE_MARGIN)
-    if abs(first) >= tie and abs(last) >= tie and (first > 0) != (last > 0):
+def _trend_shape(first: float, last: float, band: TieBand) -> str:
+    if not band.within_log(first) and not band.within_log(last) and (first > 0) != (last > 0):
         return "reverses"
     return "widens" if abs(last) > abs(first) else "narrows"
 
@@ -309,31 +303,17 @@ def most_moving(trends: pd.DataFrame) -> pd.Series | None:
 
 
 def outlier_frame(gaps: pd.DataFrame) -> pd.DataFrame:
-    """Cells whose gap is far from the line through their neighbours in the same scenario.
-
-    The worst offender is removed before the next is looked for, so one outlier does not make
-    its neighbours look like outliers too.
-    """
+    """Cells whose gap is far from the line through their neighbours in the same scenario
+    (stats/outliers.py, the rule the runner re-measures by too)."""
     rows = []
     for _, group in gaps.groupby("scenario_pos", sort=True):
         if len(group) < 3:
             continue
-        x = np.log2(group["concurrency"].to_numpy(dtype=float))
-        y = group["log_gap"].to_numpy(dtype=float)
         records = group.to_dict("records")
-        remaining = list(range(len(records)))
-        while len(remaining) >= 3:
-            worst, worst_dev = -1, 0.0
-            for j in range(1, len(remaining) - 1):
-                lo, mid, hi = remaining[j - 1], remaining[j], remaining[j + 1]
-                expected = y[lo] + (y[hi] - y[lo]) * (x[mid] - x[lo]) / (x[hi] - x[lo])
-                deviation = abs(y[mid] - expected)
-                if deviation > worst_dev:
-                    worst, worst_dev = j, float(deviation)
-            if worst < 0 or worst_dev < OUTLIER_LOG_DEVIATION:
-                break
-            cell = records[remaining[worst]]
-            neighbours = [records[remaining[worst - 1]], records[remaining[worst + 1]]]
+        for found in outliers(group["concurrency"].to_numpy(dtype=float),
+                              group["log_gap"].to_numpy(dtype=float)):
+            cell = records[found.index]
+            neighbours = [records[i] for i in found.neighbours]
             rows.append(
                 {
                     "scenario": cell["scenario"],
@@ -342,12 +322,11 @@ def outlier_frame(gaps: pd.DataFrame) -> pd.DataFrame:
                     "other": cell["other"],
                     "leader": cell["leader"],
                     "lead_margin": float(cell["lead_margin"]),
-                    "deviation": worst_dev,
+                    "deviation": found.deviation,
                     "neighbours": [
                         (int(p["concurrency"]), str(p["leader"]), float(p["lead_margin"]))
                         for p in neighbours
                     ],
                 }
             )
-            del remaining[worst]
     return pd.DataFrame(rows)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from dspark_tui.analysis.decision import manifest_k_values, ratio_between
 from dspark_tui.analysis.measurements import acceptance_length, aggregate_cells
-from dspark_tui.analysis.verdicts import RunVerdicts, Settings, analyse_measurements
+from dspark_tui.analysis.verdicts import RunVerdicts, Settings, Verdict, analyse_measurements
 from dspark_tui.model import CellResult
 from dspark_tui.results.manifest import RunManifest
 
@@ -35,7 +35,7 @@ class ComparisonRow:
     winner: str | None = None
     runner_up: str | None = None
     margin: float | None = None
-    verdict: str | None = None  # wins | tie | unsure | single (analysis/verdicts.py)
+    verdict: Verdict | None = None  # analysis/verdicts.py
     margin_low: float | None = None
     margin_high: float | None = None
     rounds: int = 0
@@ -45,7 +45,7 @@ class ComparisonRow:
     baseline_margin: float | None = None
     baseline_low: float | None = None
     baseline_high: float | None = None
-    baseline_verdict: str | None = None
+    baseline_verdict: Verdict | None = None
 
     @property
     def key(self) -> tuple[str, int]:

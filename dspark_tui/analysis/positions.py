@@ -190,7 +190,7 @@ def disagreements(decision: KDecision,
     tokens per second, by more than the tie band (shown by the interval; by the point estimate
     for single measurements)."""
     out = []
-    floor = 1.0 - decision.tie_band
+    floor = decision.band.floor
     for choice in decision.choices:
         ks = sorted(choice.throughput)
         for low_k, high_k in itertools.pairwise(ks):

@@ -151,7 +151,7 @@ def best_single_k(decision: KDecision, weights: dict[CellId, float]) -> SingleK 
             break
         gain = weighted_gain(decision, weights, dict.fromkeys(cells, k), dict.fromkeys(cells, top))
         upper = None if gain is None else (gain.high if gain.high is not None else gain.ratio)
-        if upper is not None and upper >= 1.0 - decision.tie_band:
+        if upper is not None and upper >= decision.band.floor:
             chosen = k
             break
     gains = {}
@@ -324,7 +324,7 @@ def _anchor(decision: KDecision, cells: list[CellChoice], points: dict[CellId, t
         return sum(w[c.key] * math.log(c.throughput[k] / c.throughput[c.top_k]) for c in cells) / total
 
     best = max(score(k) for k in candidates)
-    floor = best + math.log1p(-decision.tie_band)
+    floor = best + decision.band.log_floor
     k = min(k for k in candidates if score(k) >= floor)
     return Anchor(batch, low, high, k, cells)
 

@@ -8,7 +8,7 @@ settings; `analysis.json` is its `to_json()`. The method is in docs/statistics.m
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -17,8 +17,10 @@ import numpy as np
 from dspark_tui.analysis.layout import layout_of
 from dspark_tui.analysis.measurements import measurements_of
 from dspark_tui.model import CellResult, Plan
+from dspark_tui.model.statistics import StatisticsSettings, TieBand
 from dspark_tui.results.manifest import RunManifest
 from dspark_tui.results.store import LoadedRun
+from dspark_tui.stats.outliers import outliers
 from dspark_tui.stats.paired import (
     SINGLE,
     TIE,
@@ -29,6 +31,7 @@ from dspark_tui.stats.paired import (
     NoiseFit,
     PairVerdict,
     SessionPrior,
+    Verdict,
     decide,
     fit_noise,
     node_check,
@@ -37,24 +40,30 @@ from dspark_tui.stats.paired import (
 from dspark_tui.stats.sequential import nominal_alpha
 
 ANALYSIS_SCHEMA_VERSION = 1
-# A cell whose log ratio sits this far from the line through its neighbours is re-measured
-# (the report's outlier rule, frames.OUTLIER_LOG_DEVIATION).
-OUTLIER_LOG_DEVIATION = 0.15
+
+
+# A run that states no statistics settings has an old run's (model/statistics.py, the one place).
+_OLD_RUN = StatisticsSettings()
 
 
 @dataclass(frozen=True)
 class Settings:
-    """The plan's statistics keys (bench.*), as a run was started with them."""
+    """The plan's statistics keys (bench.*), as a run was started with them, in the form the
+    analysis computes with (`of` a StatisticsSettings; the defaults are an old run's)."""
 
-    tie_band: float = 0.02
-    alpha: float = 0.05
-    rounds: int = 1
-    adaptive_rounds: int = 0
+    tie_band: float = _OLD_RUN.tie_band
+    alpha: float = _OLD_RUN.alpha
+    rounds: int = _OLD_RUN.rounds
+    adaptive_rounds: int = _OLD_RUN.adaptive_rounds
     prior: SessionPrior | None = None
     prior_source: str = ""
     # Arms whose server something else runs (plan `url`): never restarted between rounds, so
     # their rounds are no sessions (docs/statistics.md, "Servers not restarted").
     external_arms: tuple[str, ...] = ()
+
+    @property
+    def band(self) -> TieBand:
+        return TieBand(self.tie_band)
 
     @property
     def looks(self) -> int:
@@ -72,34 +81,24 @@ class Settings:
         return 1.0 - self.look_alpha
 
     @classmethod
-    def from_bench(cls, bench: Mapping[str, Any] | None) -> Settings:
-        """From a plan's `bench` table (a Plan's or run.json's snapshot); old runs lack the keys."""
-        bench = dict(bench or {})
-        prior = bench.get("session_noise_prior") or None
+    def of(cls, statistics: StatisticsSettings) -> Settings:
+        prior = statistics.session_noise_prior
         return cls(
-            tie_band=float(bench.get("tie_band", 0.02)),
-            alpha=float(bench.get("alpha", 0.05)),
-            rounds=int(bench.get("rounds", 1)),
-            adaptive_rounds=int(bench.get("adaptive_rounds", 0)),
-            prior=SessionPrior(float(prior["sd"]), int(prior["df"])) if prior else None,
-            prior_source=str(prior.get("source", "")) if prior else "",
-            # RunStarted's statistics carry it beside the bench keys; run.json has it in arms.
-            external_arms=tuple(str(a) for a in bench.get("external_arms") or ()),
+            tie_band=statistics.tie_band, alpha=statistics.alpha, rounds=statistics.rounds,
+            adaptive_rounds=statistics.adaptive_rounds,
+            prior=SessionPrior(prior.sd, prior.df) if prior is not None else None,
+            prior_source=prior.source if prior is not None else "",
+            external_arms=statistics.external_arms,
         )
 
     @classmethod
     def of_plan(cls, plan: Plan) -> Settings:
-        return cls.from_bench({**plan.bench.model_dump(),
-                               "external_arms": [a.name for a in plan.external_arms()]})
+        return cls.of(plan.statistics())
 
     @classmethod
     def of_manifest(cls, manifest: RunManifest) -> Settings:
         """What a run was started with (its run.json plan snapshot)."""
-        plan = manifest.plan or {}
-        arms = plan.get("arms")
-        external = [str(a.get("name")) for a in (arms if isinstance(arms, list) else [])
-                    if isinstance(a, dict) and a.get("url")]
-        return cls.from_bench({**(plan.get("bench") or {}), "external_arms": external})
+        return cls.of(StatisticsSettings.from_snapshot(manifest.plan))
 
     def fixed_session(self, a: str, b: str) -> FixedSessionTerm | None:
         """The session noise a pair's rounds cannot average away: each arm never restarted keeps
@@ -120,7 +119,7 @@ class PairResult:
     ratio: float  # Total tok/s of b / a (geometric mean over rounds)
     ci_low: float | None
     ci_high: float | None
-    verdict: str  # wins | tie | unsure | single
+    verdict: Verdict
     winner: str | None
     rounds_to_settle: int | None = None
     # Rounds left out of this cell's pairing: the two arms' measurements ran on different nodes.
@@ -374,11 +373,10 @@ def analyse_measurements(measurements: Iterable[CellResult], arms: Sequence[str]
         verdicts = _sequential_verdicts(d, settings, fit, prior, fixed)
         noise = _pair_noise(a, b, fit, settings, unreplicated, fixed is not None)
         result.noise.append(_with_nodes(noise, pairing, settings))
-        band = math.log1p(settings.tie_band)
         for v in verdicts:
             scenario, concurrency = table.cells[v.cell]
             winner = None if v.winner is None else (a if v.winner == "a" else b)
-            if v.verdict == SINGLE and abs(v.log_ratio) >= band:
+            if v.verdict == SINGLE and not settings.band.within_log(v.log_ratio):
                 winner = b if v.log_ratio > 0 else a  # the seed's rule: a margin beyond the band
             result.pairs.append(PairResult(scenario, concurrency, a, b, v.n, v.ratio, v.ci_low,
                                            v.ci_high, v.verdict, winner, v.rounds_to_settle,
@@ -535,23 +533,20 @@ def cells_to_remeasure(measurements: Sequence[CellResult], plan: Plan, look: int
 
 def outlier_cells(verdicts: RunVerdicts) -> set[tuple[str, int]]:
     """Cells whose log ratio (any pair) sits far from the line through its two neighbours in
-    the same scenario (log2 concurrency): worth another look rather than a story."""
+    the same scenario (stats/outliers.py, the report's rule): worth another look rather than
+    a story."""
     out: set[tuple[str, int]] = set()
     by_pair: dict[tuple[str, str, str], list[PairResult]] = {}
     for p in verdicts.pairs:
         by_pair.setdefault((p.a, p.b, p.scenario), []).append(p)
     for points in by_pair.values():
         points.sort(key=lambda p: p.concurrency)
-        for lo, mid, hi in zip(points, points[1:], points[2:], strict=False):
-            x0, x1, x2 = (math.log2(p.concurrency) for p in (lo, mid, hi))
-            y0, y1, y2 = (math.log(p.ratio) for p in (lo, mid, hi))
-            expected = y0 + (y2 - y0) * (x1 - x0) / (x2 - x0)
-            if abs(y1 - expected) >= OUTLIER_LOG_DEVIATION:
-                out.add(mid.key)
+        found = outliers([p.concurrency for p in points], [math.log(p.ratio) for p in points])
+        out.update(points[o.index].key for o in found)
     return out
 
 
-VERDICTS = (WINS, TIE, UNSURE, SINGLE)
+VERDICTS = tuple(Verdict)
 __all__ = [
     "SINGLE",
     "TIE",
@@ -561,6 +556,7 @@ __all__ = [
     "PairResult",
     "RunVerdicts",
     "Settings",
+    "Verdict",
     "analyse_measurements",
     "cells_to_remeasure",
     "outlier_cells",

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from dspark_tui.analysis.analysis import RunAnalysis
 from dspark_tui.analysis.decision import Ratio, ratio_between
 from dspark_tui.analysis.schedule import CellId, Gain, combine_ratios, plan_of, traffic_weights
+from dspark_tui.model.statistics import TieBand
 from dspark_tui.results.manifest import Verification
-from dspark_tui.stats.paired import SINGLE, WINS, classify
+from dspark_tui.stats.paired import SINGLE, WINS, Verdict, classify
 
 
 @dataclass(frozen=True)
@@ -42,9 +43,9 @@ class VerificationResult:
     record: Verification
     cells: list[VerifiedCell]
     gain: Gain | None  # the schedule over the fixed K, weighted by the traffic
-    gain_verdict: str  # wins | tie | unsure | single, against the plan's tie band
+    gain_verdict: Verdict  # against the run's tie band
     traffic_source: str  # "plan" | "equal"
-    tie_band: float
+    band: TieBand  # the run's (model/statistics.py)
     level: float
 
     @property
@@ -87,10 +88,10 @@ def verification_of(analysis: RunAnalysis) -> VerificationResult | None:
     verdict = SINGLE
     if gain is not None and gain.low is not None and gain.high is not None:
         verdict, _ = classify(math.log(gain.low), math.log(gain.high),
-                              math.log1p(verdicts.settings.tie_band))
+                              verdicts.settings.band.log_edge)
     return VerificationResult(record, rows, gain, verdict,
                               "plan" if traffic is not None else "equal",
-                              verdicts.settings.tie_band, verdicts.settings.level)
+                              verdicts.settings.band, verdicts.settings.level)
 
 
 def _order(analysis: RunAnalysis) -> Callable[[CellId], tuple[int, int]]:

@@ -1,9 +1,8 @@
 """What a run measures and how far it got: rounds of server sessions, each arm measuring the
 round's cells `repeats` times, and the state of every measurement slot (cell, round, repeat).
 
-Round r runs the arms in plan order when r is odd and reversed when it is even (A B | B A | A B),
-so a linear drift cancels instead of landing on one arm. Planned rounds come from the plan;
-adaptive ones from the `RoundPlanned` events a runner wrote, so a resume keeps its decisions.
+The rounds and the slots they plan are model/planned.py's (the plan's rounds, then the adaptive
+ones from the `RoundPlanned` events a runner wrote, so a resume keeps its decisions).
 """
 
 from __future__ import annotations
@@ -13,10 +12,21 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from dspark_tui.model import CellKey, CellSpec, Plan
-from dspark_tui.model.events import Event, RoundPlanned
+from dspark_tui.model.events import Event
+from dspark_tui.model.planned import (
+    GridCell,
+    PlannedMeasurements,
+    RoundPlan,
+    adaptive_round,
+    arm_order,
+    grid,
+    planned_rounds,
+    rounds_of,
+)
 
 Slot = tuple[CellKey, int, int]  # (cell, round, repeat): one measurement
-GridCell = tuple[str, int]  # (scenario, concurrency)
+__all__ = ["GridCell", "RoundPlan", "Schedule", "Slot", "SlotState", "adaptive_round", "arm_order",
+           "grid", "planned_rounds", "rounds_from_events"]
 
 
 class SlotState(StrEnum):
@@ -26,52 +36,10 @@ class SlotState(StrEnum):
     SKIPPED = "skipped"  # skipped by the user in this runner; retry() and a resume redo it
 
 
-@dataclass(frozen=True)
-class RoundPlan:
-    round: int
-    arms: tuple[str, ...]
-    cells: tuple[GridCell, ...]
-    reason: str = "planned"
-    repeats: int = 1
-
-    def event(self) -> RoundPlanned:
-        return RoundPlanned(round=self.round, arms=list(self.arms), cells=list(self.cells),
-                            reason=self.reason, repeats=self.repeats)  # type: ignore[arg-type]
-
-
-def arm_order(plan: Plan, round: int) -> tuple[str, ...]:
-    names = tuple(arm.name for arm in plan.arms)
-    return names if round % 2 == 1 else names[::-1]
-
-
-def grid(plan: Plan) -> tuple[GridCell, ...]:
-    """The plan's (scenario, concurrency) in plan order."""
-    seen: dict[GridCell, None] = {}
-    for spec in plan.cells():
-        seen.setdefault((spec.key.scenario, spec.key.concurrency), None)
-    return tuple(seen)
-
-
-def planned_rounds(plan: Plan) -> list[RoundPlan]:
-    cells = grid(plan)
-    return [RoundPlan(r, arm_order(plan, r), cells, "planned", plan.bench.repeats)
-            for r in range(1, plan.bench.rounds + 1)]
-
-
-def adaptive_round(plan: Plan, round: int, cells: Iterable[GridCell]) -> RoundPlan:
-    wanted = {(str(s), int(c)) for s, c in cells}
-    ordered = tuple(cell for cell in grid(plan) if cell in wanted)  # plan order, grid cells only
-    return RoundPlan(round, arm_order(plan, round), ordered, "adaptive", plan.bench.repeats)
-
-
 def rounds_from_events(plan: Plan, events: Iterable[Event]) -> list[RoundPlan]:
-    """The plan's rounds, then the adaptive rounds an earlier runner of this run decided."""
-    rounds = planned_rounds(plan)
-    for event in events:
-        if isinstance(event, RoundPlanned) and event.reason == "adaptive" \
-                and event.round == len(rounds) + 1:
-            rounds.append(adaptive_round(plan, event.round, event.cells))
-    return rounds
+    """The plan's rounds, then the adaptive rounds an earlier runner of this run decided
+    (model/planned.rounds_of, the one fold)."""
+    return rounds_of(plan, events)
 
 
 class Schedule:
@@ -81,6 +49,7 @@ class Schedule:
         self.plan = plan
         self.rounds = list(rounds)
         self._specs = {spec.key: spec for spec in plan.cells()}
+        self.planned = PlannedMeasurements()
         self.state: dict[Slot, SlotState] = {}
         for rnd in self.rounds:
             self._add(rnd)
@@ -88,11 +57,8 @@ class Schedule:
             self.state[slot] = SlotState.OK
 
     def _add(self, rnd: RoundPlan) -> None:
-        for arm in rnd.arms:
-            for repeat in range(1, rnd.repeats + 1):
-                for scenario, concurrency in rnd.cells:
-                    key = CellKey(arm=arm, scenario=scenario, concurrency=concurrency)
-                    self.state.setdefault((key, rnd.round, repeat), SlotState.PENDING)
+        for key, (round_, repeat) in self.planned.add(rnd):
+            self.state[(key, round_, repeat)] = SlotState.PENDING
 
     def add_round(self, rnd: RoundPlan) -> None:
         self.rounds.append(rnd)
@@ -173,5 +139,5 @@ def plan_cost(plan: Plan) -> PlanCost:
     per_round = len(plan.cells()) * bench.repeats  # every arm, every cell, every repeat
     most = bench.rounds + bench.adaptive_rounds
     started = len(plan.local_arms())  # an arm with a url is never started by this tool
-    return PlanCost(per_round * bench.rounds, per_round * most,
-                    started * bench.rounds, started * most)
+    planned = PlannedMeasurements.of_rounds(planned_rounds(plan)).total
+    return PlanCost(planned, per_round * most, started * bench.rounds, started * most)

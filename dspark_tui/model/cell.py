@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import math
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
 from dspark_tui.model.naming import safe_name
 
 CELL_SCHEMA_VERSION = 2  # 2: a cell holds several measurements (round, repeat, session, node)
+
+# Why a measurement failed, as a kind readers count by (the words stay in `error`):
+# `server_start`: its session's server never came up, so it was never measured;
+# `server_died`: the server died or stopped answering while it was measured.
+FailureKind = Literal["server_start", "server_died"]
+# The words the runner writes before the reason of a `server_start` failure. A measurement
+# saved before `failure` existed is known as one by them alone (CellResult's fallback).
+START_FAILED = "server failed to start"
 
 
 class CellKey(BaseModel):
@@ -154,6 +162,10 @@ class Provenance(BaseModel):
     num_prompts: int | None = None
     source: str | None = None
     notes: list[str] = Field(default_factory=list)
+    # What proved the server that answered was the session's own (engine/servers/identity.py): its
+    # per-session served name on /v1/models, the port's socket in its process tree; None for
+    # measurements from before 2026-12 or imported ones.
+    server_identity: str | None = None
 
 
 class CellResult(BaseModel):
@@ -177,9 +189,43 @@ class CellResult(BaseModel):
     node: str | None = None
     status: CellStatus = CellStatus.OK
     error: str | None = None
+    failure: FailureKind | None = None
     metrics: ClientMetrics = Field(default_factory=ClientMetrics)
     server: ServerSummary | None = None
     provenance: Provenance = Field(default_factory=Provenance)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _failure_of_old_files(cls, data: Any) -> Any:
+        """A measurement saved without `failure` (before the key): its error's words say it."""
+        if isinstance(data, dict) and "failure" not in data:
+            error = data.get("error")
+            if isinstance(error, str) and error.startswith(START_FAILED):
+                data = {**data, "failure": "server_start"}
+        return data
+
+    @model_serializer(mode="wrap")
+    def _without_absent_failure(self, handler: Any) -> Any:
+        """A measurement that did not fail for a known kind is saved as it was before the key."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("failure", "") is None:
+            del data["failure"]
+        return data
+
+    @classmethod
+    def start_failed_error(cls, reason: str) -> str:
+        """The words of a `server_start` failure (what every view shows as its error)."""
+        return f"{START_FAILED}: {reason}"
+
+    @property
+    def failure_reason(self) -> str | None:
+        """Why a `server_start` failure happened: its error without the kind's own words."""
+        if self.failure != "server_start":
+            return None
+        error = self.error or ""
+        if error.startswith(START_FAILED):
+            error = error[len(START_FAILED):].lstrip(": ")
+        return error.strip() or START_FAILED
 
     @property
     def key(self) -> CellKey:

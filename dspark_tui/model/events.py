@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from dspark_tui.model.cell import CellKey, CellResult
 from dspark_tui.model.greedy import GreedyVerdict
+from dspark_tui.model.statistics import StatisticsSettings
 
 ServerState = Literal[
     "starting", "loading", "warming_up", "ready", "stopping", "stopped", "failed", "restarting"
@@ -30,9 +31,9 @@ class RunStarted(_Event):
     arms: list[str]
     total_cells: int
     resumed_cells: int = 0
-    # The plan's statistics keys (bench.tie_band, alpha, rounds, adaptive_rounds,
-    # session_noise_prior): a watcher's live verdicts use the run's own settings.
-    statistics: dict[str, object] | None = None
+    # The plan's statistics keys (model/statistics.py): a watcher's live verdicts use the run's
+    # own settings. None: a run from before the key (RunState.settings gives the old defaults).
+    statistics: StatisticsSettings | None = None
 
 
 class RunFinished(_Event):

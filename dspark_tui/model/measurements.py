@@ -15,10 +15,11 @@ from typing import Literal
 
 from dspark_tui.model.cell import CellKey, CellResult
 from dspark_tui.model.events import RoundPlanned
+from dspark_tui.model.planned import PlannedMeasurements, RoundPlan
 
 MeasurementPhase = Literal["running", "done", "failed", "skipped"]
 CellPhase = Literal["pending", "running", "done", "failed", "skipped"]
-Slot = tuple[int, int]  # (round, repeat) within one cell
+Slot = tuple[int, int]  # (round, repeat) within one cell (model/planned.Slot)
 
 
 def slot_label(round_: int, repeat: int) -> str:
@@ -158,7 +159,8 @@ class Tally:
 @dataclass
 class RoundSchedule:
     """What the runner's RoundPlanned and SessionStarted events say: the measurements planned
-    for each cell, and which (arm, round) server sessions have begun.
+    for each cell (model/planned.py's fold, of the events alone: the runner announces its
+    planned rounds too), and which (arm, round) server sessions have begun.
 
     Plans only add: a resume that announces a round again, or an adaptive round for a few
     cells, can only raise what is planned, never forget a measurement already counted.
@@ -166,38 +168,30 @@ class RoundSchedule:
     with open ones and not yet begun is a server start still ahead.
     """
 
-    planned: dict[CellKey, set[Slot]] = field(default_factory=dict)
+    planned: PlannedMeasurements = field(default_factory=PlannedMeasurements)
     begun: set[tuple[str, int]] = field(default_factory=set)
     open: Counter[tuple[str, int]] = field(default_factory=Counter)
-    total: int = 0
 
     @property
     def known(self) -> bool:
         """False for runs of one round and for logs written before rounds existed."""
-        return bool(self.planned)
+        return bool(self.planned.slots)
+
+    @property
+    def total(self) -> int:
+        return self.planned.total
 
     def plan(self, event: RoundPlanned) -> list[tuple[CellKey, Slot]]:
         """Adds the round's measurements; returns those that were not planned before, which the
         caller counts as open unless they already ended."""
-        added = []
-        for arm in event.arms:
-            for scenario, concurrency in event.cells:
-                key = CellKey(arm=arm, scenario=scenario, concurrency=concurrency)
-                slots = self.planned.setdefault(key, set())
-                for repeat in range(1, event.repeats + 1):
-                    slot = (event.round, repeat)
-                    if slot not in slots:
-                        slots.add(slot)
-                        added.append((key, slot))
-        self.total += len(added)
-        return added
+        return self.planned.add(RoundPlan.of_event(event))
 
     def planned_for(self, key: CellKey) -> int:
-        return len(self.planned.get(key, ()))
+        return self.planned.count(key)
 
     def settle(self, key: CellKey, slot: Slot, sign: int = 1) -> None:
         """A planned measurement ended (sign 1) or is open again (sign -1: a retry runs it)."""
-        if slot in self.planned.get(key, ()):
+        if self.planned.has(key, slot):
             self.open[(key.arm, slot[0])] -= sign
 
     def begin_session(self, arm: str, round_: int) -> None:

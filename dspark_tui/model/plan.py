@@ -31,6 +31,12 @@ from dspark_tui.model.errors import UserError
 from dspark_tui.model.kinds import DEFAULT_KIND, KINDS, ServerKind, SpeculativeSettings, server_kind
 from dspark_tui.model.naming import safe_name
 from dspark_tui.model.secrets import mask_value
+from dspark_tui.model.statistics import (
+    DEFAULT_ALPHA,
+    DEFAULT_TIE_BAND,
+    SessionNoisePrior,
+    StatisticsSettings,
+)
 from dspark_tui.model.toml_location import line_of
 from dspark_tui.model.traffic import TrafficMix
 
@@ -49,13 +55,13 @@ Scalar = str | int | float | bool
 # `random` and `sharegpt` read a ShareGPT JSON file as sglang.bench_serving does; `jsonl` reads
 # one prompt a line (the shipped prompts file when no dataset_path is given).
 Dataset = Literal["random-ids", "random", "sharegpt", "jsonl"]
-TEXT_DATASETS: tuple[str, ...] = ("random", "sharegpt", "jsonl")
 # Arm, scenario and plan names become parts of file names (cells/{arm}/{scenario}__c8__r2p1.json,
 # {name}_{stamp}/, the atomic writer's temporary names); at this length the longest of them stays
 # far below the 255 bytes a file name may have (tests/test_name_limits.py measures it).
 MAX_NAME_LEN = 100
 # The plan's name, shorter: a verification plan is `{name}_verify`, and must pass this check too.
 MAX_PLAN_NAME_LEN = 80
+DEFAULT_LOG_MAX_BYTES = 2 << 20  # server.log_max_bytes: 2 MiB a session's server log
 
 
 class PlanError(UserError):
@@ -121,13 +127,18 @@ class ServerConfig(_Strict):
     stall_timeout_s: float = Field(default=120, gt=0)
     env: dict[str, str] = Field(default_factory=dict)
     served_model_name: str | None = None
+    # A session's server log is cut past this size: its start and its latest output are kept,
+    # the cut is said in the log (engine/servers/log_relay.py); the disk budget counts it per session.
+    log_max_bytes: int = Field(default=DEFAULT_LOG_MAX_BYTES, ge=65536, le=1 << 40)
 
     @model_serializer(mode="wrap")
     def _without_unused_launchers(self, handler: Any) -> Any:
         """A local plan snapshots as it did before launchers existed; a remote one keeps only
-        its own launcher's table."""
+        its own launcher's table (and log_max_bytes only when it is not the default)."""
         data = handler(self)
         if isinstance(data, dict):
+            if self.log_max_bytes == DEFAULT_LOG_MAX_BYTES:
+                data.pop("log_max_bytes", None)
             if self.kind == DEFAULT_KIND:
                 data.pop("kind", None)
             if self.launcher == "local":
@@ -196,15 +207,6 @@ def endpoint_url(value: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
-class SessionNoisePrior(_Strict):
-    """Between-session spread of log(Total tok/s) ratios, as a standard deviation, with the
-    degrees of freedom it was estimated with (and where it came from, for the report)."""
-
-    sd: float = Field(ge=0.0, lt=1.0)
-    df: int = Field(ge=1)
-    source: str = ""
-
-
 class BenchConfig(_Strict):
     driver: Literal["native", "sglang", "vllm"] = "native"
     warmup_requests: int = Field(default=100, ge=0)
@@ -233,8 +235,8 @@ class BenchConfig(_Strict):
     # Extra rounds the runner may add, only for the cells still unsure after the planned ones:
     # no cell is measured in more than rounds + adaptive_rounds sessions per arm.
     adaptive_rounds: int = Field(default=2, ge=0, le=20)
-    tie_band: float = Field(default=0.02, gt=0.0, lt=0.5)
-    alpha: float = Field(default=0.05, gt=0.0, lt=0.5)
+    tie_band: float = Field(default=DEFAULT_TIE_BAND, gt=0.0, lt=0.5)
+    alpha: float = Field(default=DEFAULT_ALPHA, gt=0.0, lt=0.5)
     # The box's session-to-session noise learned elsewhere (an A-vs-A run, earlier runs):
     # a stated prior with its degrees of freedom; None = this run's rounds alone.
     session_noise_prior: SessionNoisePrior | None = None
@@ -434,6 +436,15 @@ class Plan(_Strict):
 
     def external_arms(self) -> list[Arm]:
         return [arm for arm in self.arms if arm.url is not None]
+
+    def statistics(self) -> StatisticsSettings:
+        """The plan's statistics keys as the run states them (RunStarted, the verdicts)."""
+        bench = self.bench
+        return StatisticsSettings(
+            tie_band=bench.tie_band, alpha=bench.alpha, rounds=bench.rounds,
+            adaptive_rounds=bench.adaptive_rounds, parallel=bench.parallel,
+            session_noise_prior=bench.session_noise_prior,
+            external_arms=tuple(arm.name for arm in self.external_arms()))
 
     def placeholders(self) -> set[str]:
         return {m for part in self.server.command for m in _PLACEHOLDER.findall(part)}

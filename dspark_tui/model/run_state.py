@@ -29,6 +29,7 @@ from dspark_tui.model.measurements import (
     Tally,
 )
 from dspark_tui.model.run_status import run_status_label
+from dspark_tui.model.statistics import StatisticsSettings
 
 SERIES_LENGTH = 120
 LOG_TAIL_LENGTH = 400
@@ -97,7 +98,7 @@ class RunState:
     cells: dict[CellKey, CellState] = field(default_factory=dict)
     board: LaneBoard = field(default_factory=LaneBoard)  # in flight; each lane of a parallel run
     resumed: int = 0
-    statistics: dict[str, object] | None = None  # the plan's statistics keys (ev.RunStarted)
+    statistics: StatisticsSettings | None = None  # the plan's statistics keys (ev.RunStarted)
     started_t: float | None = None
     finished_t: float | None = None
     last_t: float | None = None
@@ -118,6 +119,12 @@ class RunState:
     _total_hint: int = 0  # ev.RunStarted.total_cells, ev.CellStarted.total: used without a schedule
     _seq: int = 0
     _starts: dict[tuple[str, int | None], _Start] = field(default_factory=dict)
+
+    @property
+    def settings(self) -> StatisticsSettings:
+        """The run's statistics settings; an old run's defaults (model/statistics.py) when its
+        RunStarted carried none."""
+        return self.statistics if self.statistics is not None else StatisticsSettings()
 
     @property
     def current(self) -> CurrentCell | None:
@@ -217,7 +224,7 @@ class RunState:
         self._total_hint = max(self._total_hint, event.total_cells)
         self.resumed = event.resumed_cells
         if event.statistics is not None:
-            self.statistics = dict(event.statistics)
+            self.statistics = event.statistics
         self._drop_running()  # a new runner: what an earlier one left running will not end
         for name in event.arms:
             self._arm(name)
@@ -400,7 +407,9 @@ class RunState:
         """`paused`, `running`, `completed, 1 skipped`: the run's state as every view words it."""
         if self.paused and not self.finished:
             return "paused"
-        return run_status_label(self.status, skipped=self.skipped_cells)
+        # Counted only when a measurement is skipped: the header asks every tick, and the count
+        # walks every cell (3,600 in a big sweep) on the UI thread.
+        return run_status_label(self.status, skipped=self.skipped_cells if self.skipped else 0)
 
     @property
     def ended(self) -> int:
@@ -489,8 +498,7 @@ class RunState:
     @property
     def parallel(self) -> int:
         """Rounds the run measures at once (bench.parallel, from ev.RunStarted)."""
-        value = (self.statistics or {}).get("parallel", 1)
-        return value if isinstance(value, int) and value > 0 else 1
+        return max(self.settings.parallel, 1)
 
     def _startups_left(self) -> float:
         seen = [seconds for arm in self.arms.values() for seconds in arm.startups]

@@ -18,12 +18,11 @@ from dspark_tui.report.phrases import (
     decisive_wins,
     exceptions,
     lower_p99_count,
-    tie_percent,
     where,
     win_range,
 )
 from dspark_tui.report.tables import markdown_table
-from dspark_tui.report.texts import Texts
+from dspark_tui.report.words import Texts
 
 
 def advice_section(analysis: RunAnalysis, t: Texts) -> list[str]:
@@ -75,7 +74,7 @@ def _note(analysis: RunAnalysis, t: Texts, group: pd.DataFrame, verdict: str) ->
             "rec_note_even",
             ties=ties,
             cells=len(group),
-            tie=tie_percent(),
+            tie=analysis.band.percent,
             exceptions=exceptions(t, group, None),
         )
     tally = pd.Series(

@@ -17,43 +17,8 @@ from dspark_tui.analysis.deploy import DeployAnswer
 from dspark_tui.analysis.positions import SpecCounters, spec_counters
 from dspark_tui.analysis.verdicts import UNSURE
 from dspark_tui.report.tables import markdown_table
-from dspark_tui.report.texts import Texts
+from dspark_tui.report.words import Texts
 from dspark_tui.results.manifest import RunManifest
-
-_TEXTS: dict[str, dict[str, str]] = {
-    "zh": {
-        "heading": "## 按类别",
-        "lead": "下列场景每个只发送一个类别的提示词（类别纯净的单元），所以服务端 `/metrics` "
-        "的接受率就是该类别的。最佳 K 取自 K 扫描的逐单元选择（持平带内取较小的 K）。",
-        "best_item": "- **{category}**（{scenarios}）：{runs}",
-        "run_to": "K={k} 到 c={c}",
-        "run_from": "K={k} 从 c={c} 起",
-        "run_between": "K={k} 在 c={lo}–{hi}",
-        "run_only": "K={k} 在 c={c}",
-        "run_all": "所有负载都是 K={k}（c={lo}–{hi}）",
-        "unverified": "（有选择只测了一轮，未验证）",
-        "unsure": "（c={cs} 的选择未定：最快的 K 没有被证明更快）",
-        "sep": "；",
-        "header": "类别 | 并发 | {spec} | Total tok/s | TPOT(ms) | 接受长度 | 逐位置接受率",
-    },
-    "en": {
-        "heading": "## Per category",
-        "lead": "Each scenario below sends one category's prompts (category-pure cells), so the "
-        "server's `/metrics` acceptance is that category's. The best K is the K sweep's choice "
-        "per cell (the smaller K within the tie band).",
-        "best_item": "- **{category}** ({scenarios}): {runs}",
-        "run_to": "K={k} to c={c}",
-        "run_from": "K={k} from c={c}",
-        "run_between": "K={k} at c={lo}–{hi}",
-        "run_only": "K={k} at c={c}",
-        "run_all": "K={k} at every load (c={lo}–{hi})",
-        "unverified": " (some choices rest on one round: unverified)",
-        "unsure": " (unsure at c={cs}: the fastest K is not shown faster)",
-        "sep": "; ",
-        "header": "Category | c | {spec} | Total tok/s | TPOT(ms) | Accept len | "
-        "Per-position acceptance",
-    },
-}
 
 
 def scenario_categories(manifest: RunManifest) -> dict[str, str]:
@@ -93,30 +58,30 @@ def k_runs(choices: list[CellChoice]) -> list[KRun]:
 
 def runs_text(runs: list[KRun], lang: str = "en") -> str:
     """`K=5 to c=16; K=3 from c=64`: the first run reaches up, the last starts somewhere."""
-    say = _TEXTS[lang]
+    say = Texts(lang, "categories")
     if len(runs) == 1:
         only = runs[0]
-        text = (say["run_only"].format(k=only.k, c=only.low) if only.low == only.high
-                else say["run_all"].format(k=only.k, lo=only.low, hi=only.high))
+        text = (say("run_only", k=only.k, c=only.low) if only.low == only.high
+                else say("run_all", k=only.k, lo=only.low, hi=only.high))
         return _with_unsure(text, runs, say)
     parts = []
     for i, run in enumerate(runs):
         if i == 0:
-            parts.append(say["run_to"].format(k=run.k, c=run.high))
+            parts.append(say("run_to", k=run.k, c=run.high))
         elif i == len(runs) - 1:
-            parts.append(say["run_from"].format(k=run.k, c=run.low))
+            parts.append(say("run_from", k=run.k, c=run.low))
         elif run.low == run.high:
-            parts.append(say["run_only"].format(k=run.k, c=run.low))
+            parts.append(say("run_only", k=run.k, c=run.low))
         else:
-            parts.append(say["run_between"].format(k=run.k, lo=run.low, hi=run.high))
-    return _with_unsure(say["sep"].join(parts), runs, say)
+            parts.append(say("run_between", k=run.k, lo=run.low, hi=run.high))
+    return _with_unsure(say("sep").join(parts), runs, say)
 
 
-def _with_unsure(text: str, runs: list[KRun], say: dict[str, str]) -> str:
+def _with_unsure(text: str, runs: list[KRun], say: Texts) -> str:
     unsure = [c for run in runs for c in run.unsure]
     if unsure:
-        text += say["unsure"].format(cs=", ".join(map(str, unsure)))
-    return text + ("" if all(r.verified for r in runs) else say["unverified"])
+        text += say("unsure", cs=", ".join(map(str, unsure)))
+    return text + ("" if all(r.verified for r in runs) else say("unverified"))
 
 
 def best_k_by_category(decision: KDecision, categories: dict[str, str]) -> dict[str, dict[str, list[KRun]]]:
@@ -134,24 +99,24 @@ def category_section(analysis: RunAnalysis, answer: DeployAnswer | None, t: Text
     categories = scenario_categories(analysis.run.manifest)
     if not categories:
         return []
-    say = _TEXTS[t.lang]
+    say = t.of("categories")
     decision = answer.decision if answer is not None else decide_k(analysis, require_sweep=False)
-    lines = [say["heading"], "", say["lead"], ""]
+    lines = [say("heading"), "", say("lead"), ""]
     if decision is not None:
         for category, scenarios in best_k_by_category(decision, categories).items():
             if len(scenarios) == 1:
                 (scenario, runs), = scenarios.items()
-                lines.append(say["best_item"].format(category=category, scenarios=f"`{scenario}`",
-                                                     runs=runs_text(runs, t.lang)))
+                lines.append(say("best_item", category=category, scenarios=f"`{scenario}`",
+                                 runs=runs_text(runs, t.lang)))
             else:
-                lines.append(say["best_item"].format(category=category, scenarios=", ".join(
+                lines.append(say("best_item", category=category, scenarios=", ".join(
                     f"`{s}`" for s in scenarios), runs=""))
                 lines += [f"  - `{s}`: {runs_text(runs, t.lang)}" for s, runs in scenarios.items()]
         lines.append("")
     counters = answer.counters if answer is not None else (
         spec_counters(decision) if decision is not None else {})
     k_of = decision.k_of if decision is not None else {}
-    header = say["header"].format(spec=analysis.layout.spec_header()).split(" | ")
+    header = say("header", spec=analysis.layout.spec_header()).split(" | ")
     lines += markdown_table(header, _rows(analysis, categories, counters, k_of))
     return lines
 

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import math
 
-from dspark_tui.analysis import frames as fr
 from dspark_tui.analysis.analysis import RunAnalysis
 from dspark_tui.analysis.verdicts import TIE, UNSURE, WINS
 from dspark_tui.report.external_servers import unreplicated_note
 from dspark_tui.report.tables import pct
-from dspark_tui.report.texts import Texts
+from dspark_tui.report.words import Texts
 
 # Past this many more rounds, "measure more" is not advice: the margin sits on the band's edge.
 MAX_ROUNDS_WORTH_SAYING = 20
@@ -24,7 +23,7 @@ def how_sure(analysis: RunAnalysis, t: Texts, in_report: bool = True) -> str:
     """The summary's how-sure line; `in_report` points at the list of unsure cells below it."""
     winners = analysis.winners
     settings = analysis.verdicts.settings if analysis.verdicts else None
-    band = f"{(settings.tie_band if settings else fr.TIE_MARGIN) * 100:g}"
+    band = analysis.band.percent
     external = unreplicated_note(analysis.verdicts, t)
     nodes = nodes_note(analysis, t)
     if not analysis.has_intervals:

@@ -14,7 +14,7 @@ import pandas as pd
 from dspark_tui.analysis.layout import layout_of
 from dspark_tui.analysis.measurements import aggregate_cells, measurements_of
 from dspark_tui.report.tables import markdown_table, num
-from dspark_tui.report.texts import Texts
+from dspark_tui.report.words import Texts
 from dspark_tui.results.store import LoadedRun
 
 COMPARED = {
@@ -22,41 +22,6 @@ COMPARED = {
     "p99_ttft_ms": "p99_ttft",
     "mean_tpot_ms": "mean_tpot",
 }
-
-_TEXT = {
-    "zh": {
-        "title": "# 两次运行对比",
-        "a": "- A：`{name}`（`{path}`）",
-        "b": "- B：`{name}`（`{path}`）",
-        "ratio": "比值 = B / A；吞吐比值 > 1 表示 B 更快，延迟比值 < 1 表示 B 更快。",
-        "matched": "- 匹配的单元：{n}；只在 A 中：{only_a}；只在 B 中：{only_b}",
-        "summary": "- Total tok/s 几何平均比值：{geo}；B 更快的单元：{faster}/{n}",
-        "none": "两次运行没有相同的 (arm, scenario, concurrency) 单元可比。",
-        "arm": "- `{arm}`：Total tok/s 几何平均比值 {geo}，B 更快 {faster}/{n} 个单元",
-        "differ": "- ⚠ {what}不同：{detail}",
-        "model": "模型",
-        "command": "服务命令",
-        "prompts": "提示词",
-        "warmup": "Warmup 请求数",
-    },
-    "en": {
-        "title": "# Two runs compared",
-        "a": "- A: `{name}` (`{path}`)",
-        "b": "- B: `{name}` (`{path}`)",
-        "ratio": "Ratio = B / A; a throughput ratio > 1 means B is faster, a latency ratio < 1 "
-        "means B is faster.",
-        "matched": "- Matched cells: {n}; only in A: {only_a}; only in B: {only_b}",
-        "summary": "- Geometric mean Total tok/s ratio: {geo}; cells where B is faster: {faster}/{n}",
-        "none": "The two runs share no (arm, scenario, concurrency) cell.",
-        "arm": "- `{arm}`: geometric mean Total tok/s ratio {geo}; B faster in {faster}/{n} cells",
-        "differ": "- ⚠ {what} differ: {detail}",
-        "model": "models",
-        "command": "server commands",
-        "prompts": "prompts",
-        "warmup": "warmup requests",
-    },
-}
-
 
 def _ok_frame(run: LoadedRun) -> pd.DataFrame:
     layout = layout_of(run)
@@ -100,11 +65,6 @@ def _unmatched(run_a: LoadedRun, run_b: LoadedRun) -> tuple[int, int]:
     a = {k for k, c in aggregate_cells(measurements_of(run_a)).items() if c.ok}
     b = {k for k, c in aggregate_cells(measurements_of(run_b)).items() if c.ok}
     return len(a - b), len(b - a)
-
-
-def unmatched_counts(run_a: LoadedRun, run_b: LoadedRun) -> tuple[int, int]:
-    """Ok cells only in A, only in B."""
-    return _unmatched(run_a, run_b)
 
 
 def arm_ratios(frame: pd.DataFrame) -> list[tuple[str, float, int, int]]:
@@ -193,34 +153,33 @@ def summary_lines(run_a: LoadedRun, run_b: LoadedRun, frame: pd.DataFrame, lang:
     """The Markdown list that opens a comparison: which runs (unless `which_runs` is False: the
     screen's title says it), how many cells matched, the ratio over all cells and per arm, then
     what differs between the runs besides the server."""
-    Texts(lang)  # validates the language with the report's own message
-    text = _TEXT[lang]
+    text = Texts(lang, "compare")
     only_a, only_b = _unmatched(run_a, run_b)
     lines = []
     if which_runs:
         for side, run in (("a", run_a), ("b", run_b)):
-            lines.append(text[side].format(name=run.manifest.name, path=run.path))
-    lines.append(text["matched"].format(n=len(frame), only_a=only_a, only_b=only_b))
+            lines.append(text(side, name=run.manifest.name, path=run.path))
+    lines.append(text("matched", n=len(frame), only_a=only_a, only_b=only_b))
     if not frame.empty:
         ratios = frame["total_ratio"].dropna()
         ratios = ratios[ratios > 0]
         geo = float(np.exp(np.log(ratios).mean())) if len(ratios) else float("nan")
         faster = int((frame["total_ratio"] > 1).sum())
-        lines.append(text["summary"].format(geo=_ratio(geo), faster=faster, n=len(frame)))
+        lines.append(text("summary", geo=_ratio(geo), faster=faster, n=len(frame)))
         for arm, arm_geo, arm_faster, cells in arm_ratios(frame):
-            lines.append(text["arm"].format(arm=arm, geo=_ratio(arm_geo), faster=arm_faster, n=cells))
+            lines.append(text("arm", arm=arm, geo=_ratio(arm_geo), faster=arm_faster, n=cells))
     for what, detail in run_differences(run_a, run_b):
-        lines.append(text["differ"].format(what=text[what], detail=detail))
+        lines.append(text("differ", what=text(what), detail=detail))
     return lines
 
 
 def render_comparison(run_a: LoadedRun, run_b: LoadedRun, lang: str = "zh") -> str:
-    text = _TEXT[lang] if lang in _TEXT else _TEXT["zh"]
+    text = Texts(lang, "compare")
     frame = run_comparison_frame(run_a, run_b)
-    lines = [text["title"], "", *summary_lines(run_a, run_b, frame, lang)]
+    lines = [text("title"), "", *summary_lines(run_a, run_b, frame, lang)]
     if frame.empty:
-        return "\n".join([*lines, "", text["none"]]) + "\n"
-    lines.extend(["", text["ratio"], ""])
+        return "\n".join([*lines, "", text("none")]) + "\n"
+    lines.extend(["", text("ratio"), ""])
     header = [
         "Scenario", "Concurrency", "Arm",
         "A Total tok/s", "B Total tok/s", "B/A",
@@ -241,7 +200,7 @@ def render_comparison(run_a: LoadedRun, run_b: LoadedRun, lang: str = "zh") -> s
 
 
 def none_text(lang: str) -> str:
-    return _TEXT[lang]["none"]
+    return Texts(lang, "compare")("none")
 
 
 def ratio_text(value: float) -> str:

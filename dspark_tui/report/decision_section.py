@@ -9,16 +9,15 @@ from dspark_tui.analysis.decision import Crossing, Ratio
 from dspark_tui.analysis.deploy import DeployAnswer
 from dspark_tui.analysis.positions import PositionGain
 from dspark_tui.analysis.schedule import Gain, shell_line
-from dspark_tui.report.decision_texts import DecisionTexts
 from dspark_tui.report.tables import markdown_table
-from dspark_tui.report.texts import Texts
+from dspark_tui.report.words import Texts
 
 
 def _signed_pct(ratio: float | None) -> str:
     return "—" if ratio is None else f"{(ratio - 1.0) * 100:+.1f}%"
 
 
-def _gain_text(d: DecisionTexts, gain: Gain | Ratio | None) -> str:
+def _gain_text(d: Texts, gain: Gain | Ratio | None) -> str:
     if gain is None:
         return "—"
     low = gain.low if not isinstance(gain, Ratio) or gain.has_interval else None
@@ -38,7 +37,7 @@ def _c(value: float | None) -> str:
 def deploy_section(answer: DeployAnswer | None, t: Texts, simulated: bool = False) -> list[str]:
     if answer is None or answer.schedule is None:
         return []
-    d = DecisionTexts(t)
+    d = t.of("decision")
     schedule = answer.schedule
     lines = [d("deploy_heading"), ""]
     if simulated:
@@ -89,9 +88,9 @@ def deploy_section(answer: DeployAnswer | None, t: Texts, simulated: bool = Fals
 def sweep_section(answer: DeployAnswer | None, t: Texts) -> list[str]:
     if answer is None:
         return []
-    d = DecisionTexts(t)
+    d = t.of("decision")
     decision = answer.decision
-    band = f"{decision.tie_band * 100:g}"
+    band = decision.band.percent
     lines = [d("sweep_heading"), "", d("best_k_heading"), "", d("best_k_lead", band=band), ""]
     rows = []
     for c in decision.choices:
@@ -109,7 +108,7 @@ def sweep_section(answer: DeployAnswer | None, t: Texts) -> list[str]:
     return lines
 
 
-def _crossing_text(d: DecisionTexts, crossing: Crossing, low_k: int, high_k: int,
+def _crossing_text(d: Texts, crossing: Crossing, low_k: int, high_k: int,
                    concurrencies: list[int]) -> str:
     if crossing.at is None:
         if crossing.sign_first >= 0:
@@ -126,7 +125,7 @@ def _crossing_text(d: DecisionTexts, crossing: Crossing, low_k: int, high_k: int
     return text
 
 
-def _break_even_lines(answer: DeployAnswer, d: DecisionTexts) -> list[str]:
+def _break_even_lines(answer: DeployAnswer, d: Texts) -> list[str]:
     items = _break_even_items(answer, d)
     return ["", d("break_heading"), "", *items] if items else []
 
@@ -134,10 +133,10 @@ def _break_even_lines(answer: DeployAnswer, d: DecisionTexts) -> list[str]:
 def break_even_items(answer: DeployAnswer, lang: str = "en") -> list[str]:
     """The break-even points and where speculation stops paying, one Markdown item each (the
     report's own sentences, for the TUI's decision view)."""
-    return _break_even_items(answer, DecisionTexts(Texts(lang)))
+    return _break_even_items(answer, Texts(lang, "decision"))
 
 
-def _break_even_items(answer: DeployAnswer, d: DecisionTexts) -> list[str]:
+def _break_even_items(answer: DeployAnswer, d: Texts) -> list[str]:
     decision = answer.decision
     lines: list[str] = []
     for b in decision.break_evens:
@@ -167,7 +166,7 @@ def _num(value: float | None, digits: int = 0) -> str:
     return "—" if value is None or value != value else f"{value:,.{digits}f}"
 
 
-def _counter_lines(answer: DeployAnswer, d: DecisionTexts) -> list[str]:
+def _counter_lines(answer: DeployAnswer, d: Texts) -> list[str]:
     if not answer.counters:
         return []
     rows = []
@@ -186,7 +185,7 @@ def _counter_lines(answer: DeployAnswer, d: DecisionTexts) -> list[str]:
             *markdown_table(d("counters_header").strip("| ").split(" | "), rows)]
 
 
-def _position_lines(answer: DeployAnswer, d: DecisionTexts) -> list[str]:
+def _position_lines(answer: DeployAnswer, d: Texts) -> list[str]:
     values = [p for p in answer.positions if p.gains or p.cumulative is not None]
     if not values:
         return []
@@ -227,7 +226,7 @@ def _position_lines(answer: DeployAnswer, d: DecisionTexts) -> list[str]:
     return lines
 
 
-def _warning_lines(answer: DeployAnswer, d: DecisionTexts) -> list[str]:
+def _warning_lines(answer: DeployAnswer, d: Texts) -> list[str]:
     if not answer.warnings:
         return []
     grouped: dict[tuple[str, int, int], list[str]] = {}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from dspark_tui.analysis.verdicts import RunVerdicts
-from dspark_tui.report.texts import Texts
+from dspark_tui.report.words import Texts
 from dspark_tui.results.manifest import RunManifest
 
 # Labels worth a place in one header line when the arms do not differ in any (vLLM's

@@ -15,12 +15,12 @@ from dspark_tui.report.phrases import (
     exceptions,
     gap_text,
     lower_p99_count,
-    tie_percent,
     where,
     win_range,
 )
 from dspark_tui.report.tables import markdown_table, num, pct, tokens
-from dspark_tui.report.texts import Texts
+from dspark_tui.report.words import Texts
+from dspark_tui.stats.outliers import OUTLIER_LOG_DEVIATION
 
 
 def band_label(band: str, concurrencies: list[int]) -> str:
@@ -95,7 +95,7 @@ def _bands(analysis: RunAnalysis, t: Texts) -> list[str]:
                     both=t("both.2") if len(arms) == 2 else t("both.n"),
                     ties=band.ties,
                     cells=band.cells,
-                    tie=tie_percent(),
+                    tie=analysis.band.percent,
                     exceptions=exceptions(t, group, None),
                 )
             )
@@ -146,7 +146,7 @@ def _best_per_scenario(analysis: RunAnalysis, t: Texts) -> list[str]:
             )
         elif row.verdict == fr.EVEN:
             shown = t("best_even")
-            reason = t("best_reason_even", ties=row.ties, cells=row.cells, tie=tie_percent())
+            reason = t("best_reason_even", ties=row.ties, cells=row.cells, tie=analysis.band.percent)
         else:
             shown = t("best_mixed")
             reason = t("best_reason_mixed", counts=counts(t, tally, arms))
@@ -181,8 +181,8 @@ def _gap_story(analysis: RunAnalysis, t: Texts) -> list[str]:
             trailer=trailer,
             first=int(first["concurrency"]),
             last=int(last["concurrency"]),
-            first_text=gap_text(t, first["leader"], first["lead_margin"]),
-            last_text=gap_text(t, last["leader"], last["lead_margin"]),
+            first_text=gap_text(t, first["leader"], first["lead_margin"], analysis.band),
+            last_text=gap_text(t, last["leader"], last["lead_margin"], analysis.band),
         )
     )
     lines.append("")
@@ -197,7 +197,7 @@ def _gap_story(analysis: RunAnalysis, t: Texts) -> list[str]:
             str(int(g.concurrency)),
             num(g.total_throughput_base),
             num(g.total_throughput_other),
-            gap_text(t, g.leader, g.lead_margin),
+            gap_text(t, g.leader, g.lead_margin, analysis.band),
         ]
         for g in gaps.itertuples(index=False)
     ]
@@ -238,9 +238,9 @@ def _gap_story(analysis: RunAnalysis, t: Texts) -> list[str]:
                 "gap_other_item",
                 scenario=row.scenario,
                 first_text=f"c={int(a['concurrency'])} "
-                + gap_text(t, a["leader"], a["lead_margin"]),
+                + gap_text(t, a["leader"], a["lead_margin"], analysis.band),
                 last_text=f"c={int(b['concurrency'])} "
-                + gap_text(t, b["leader"], b["lead_margin"]),
+                + gap_text(t, b["leader"], b["lead_margin"], analysis.band),
             )
         )
     if others:
@@ -252,12 +252,12 @@ def _outliers(analysis: RunAnalysis, t: Texts) -> list[str]:
     lines = [t("outlier_heading", n="{n}"), ""]
     outliers = analysis.outliers
     if outliers.empty:
-        return [*lines, t("no_outliers", threshold=f"{fr.OUTLIER_LOG_DEVIATION:.2f}")]
+        return [*lines, t("no_outliers", threshold=f"{OUTLIER_LOG_DEVIATION:.2f}")]
     several_pairs = len(analysis.arms) > 2
     for row in outliers.itertuples(index=False):
         neighbours = t.join(
             [
-                t("outlier_neighbour", c=c, text=gap_text(t, leader, margin))
+                t("outlier_neighbour", c=c, text=gap_text(t, leader, margin, analysis.band))
                 for c, leader, margin in row.neighbours
             ]
         )

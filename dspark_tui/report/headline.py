@@ -16,7 +16,7 @@ from dspark_tui.analysis.analysis import RunAnalysis, analyse
 from dspark_tui.analysis.deploy import DeployAnswer, deploy_answer
 from dspark_tui.report.certainty import how_sure, node_warnings
 from dspark_tui.report.findings import band_label
-from dspark_tui.report.texts import Texts
+from dspark_tui.report.words import Texts
 from dspark_tui.results.manifest import RunManifest
 from dspark_tui.results.store import LoadedRun
 

@@ -21,8 +21,8 @@ from dspark_tui.report.greedy_section import greedy_section
 from dspark_tui.report.headline import is_simulated, summary_section
 from dspark_tui.report.nodes import nodes_line
 from dspark_tui.report.tables import markdown_table, num, pct
-from dspark_tui.report.texts import Texts
 from dspark_tui.report.verification_section import verification_section
+from dspark_tui.report.words import Texts
 from dspark_tui.results.store import LoadedRun
 
 CORE_HEADER = [

@@ -4,7 +4,7 @@ run on one machine (every node None) has no such line."""
 
 from __future__ import annotations
 
-from dspark_tui.report.texts import Texts
+from dspark_tui.report.words import Texts
 from dspark_tui.results.store import LoadedRun
 
 

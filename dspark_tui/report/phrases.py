@@ -5,17 +5,13 @@ from __future__ import annotations
 import pandas as pd
 
 from dspark_tui.analysis.analysis import RunAnalysis
-from dspark_tui.analysis.frames import TIE_MARGIN
+from dspark_tui.model.statistics import TieBand
 from dspark_tui.report.tables import MISSING, num, pct
-from dspark_tui.report.texts import Texts
+from dspark_tui.report.words import Texts
 
 
 def where(scenario: str, concurrency: int) -> str:
     return f"{scenario} c={int(concurrency)}"
-
-
-def tie_percent() -> str:
-    return f"{TIE_MARGIN * 100:g}"
 
 
 def decisive_wins(group: pd.DataFrame, arm: str) -> pd.DataFrame:
@@ -95,7 +91,8 @@ def evidence_text(t: Texts, evidence: dict[str, dict[str, float]], arms: list[st
     )
 
 
-def gap_text(t: Texts, leader: str, lead_margin: float) -> str:
-    if lead_margin < TIE_MARGIN:
+def gap_text(t: Texts, leader: str, lead_margin: float, band: TieBand) -> str:
+    """`about even` for a lead under the run's tie band, else the leader and its lead."""
+    if band.holds(lead_margin):
         return t("gap_even")
     return t("gap_lead", arm=leader, margin=pct(lead_margin, 1))

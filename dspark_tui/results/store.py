@@ -1,4 +1,4 @@
-"""Reading and writing one run directory (layout in docs/architecture.md).
+"""Reading and writing one run directory (layout in docs/results-format.md).
 
 Writers make each file whole or not at all; readers skip what they cannot trust and say why,
 so one torn file never hides the rest of a run.
@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from dspark_tui.model import CellKey, CellResult, UserError, safe_name
 from dspark_tui.model.cell import CELL_SCHEMA_VERSION
-from dspark_tui.model.events import Event, file_json, parse_event
+from dspark_tui.model.events import Event, RoundPlanned, file_json, parse_event
 from dspark_tui.model.lane_board import superseded_lines_dropped
 from dspark_tui.results.atomic import atomic_write_text
 from dspark_tui.results.jsonl import read_complete_lines
@@ -29,6 +29,7 @@ from dspark_tui.results.run_lock import RunLock
 
 RUN_JSON = "run.json"
 _SESSION_LOG = re.compile(r"-s(\d+)\.log$")
+_ROUND_PLANNED_MARK = b'"round_planned"'
 EVENTS = "events.jsonl"
 RESULTS_CSV = "results.csv"
 REPORT = "report.md"
@@ -244,6 +245,26 @@ class RunStore:
     def read_events(self) -> list[Event]:
         events, _ = read_events_from(self.events_path, 0)
         return events
+
+    def read_round_plans(self) -> list[RoundPlanned]:
+        """The rounds a runner announced (model/planned.py folds them), in file order. Only the
+        lines that name the kind are parsed: the file is mostly metrics samples. A file that
+        cannot be read announces none."""
+        try:
+            lines, _ = read_complete_lines(self.events_path, 0)
+        except OSError:
+            return []
+        plans = []
+        for line in lines:
+            if _ROUND_PLANNED_MARK not in line:
+                continue
+            try:
+                event = parse_event(line.strip())
+            except ValueError:
+                continue
+            if isinstance(event, RoundPlanned):
+                plans.append(event)
+        return plans
 
 
 def read_cell_file(path: Path) -> tuple[CellResult | None, str]:

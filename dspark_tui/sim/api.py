@@ -109,8 +109,8 @@ class SimApi:
         return JSONResponse({"version": VLLM_VERSION})
 
     async def models(self, request: Request) -> Response:
-        card = {
-            "id": self.config.model_name,
+        cards: list[dict[str, object]] = [{
+            "id": name,
             "object": "model",
             "created": self.created,
             "owned_by": "vllm",
@@ -118,8 +118,8 @@ class SimApi:
             "parent": None,
             "max_model_len": self.config.engine.max_model_len,
             "permission": [],
-        }
-        return JSONResponse({"object": "list", "data": [card]})
+        } for name in self.config.served_names]
+        return JSONResponse({"object": "list", "data": cards})
 
     async def metrics(self, request: Request) -> Response:
         return Response(generate_latest(self.engine.metrics.registry),
@@ -160,7 +160,7 @@ class SimApi:
 
     def _check_model(self, body: dict[str, object]) -> None:
         model = body.get("model")
-        if model is not None and model not in (self.config.model_name, self.config.model):
+        if model is not None and model not in self.config.model_names:
             raise BadRequest(f"The model `{model}` does not exist.", 404, "NotFoundError")
 
     # -- generation ----------------------------------------------------------------------
@@ -211,7 +211,7 @@ class SimApi:
 
     def _validate(self, body: dict[str, object], chat: bool) -> Generation:
         model = body.get("model")
-        if model is not None and model not in (self.config.model_name, self.config.model):
+        if model is not None and model not in self.config.model_names:
             raise BadRequest(f"The model `{model}` does not exist.", 404, "NotFoundError")
         prompt_tokens = self._chat_prompt(body) if chat else self._completion_prompt(body)
         max_tokens = body.get("max_completion_tokens") if chat else None

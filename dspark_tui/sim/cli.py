@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     net = serve.add_argument_group("server")
     net.add_argument("--host", default="127.0.0.1")
     net.add_argument("--port", type=int, default=8000)
-    net.add_argument("--served-model-name", nargs="+", help="name(s) clients use; first wins")
+    net.add_argument("--served-model-name", nargs="+", help="names clients use; the first leads")
     net.add_argument("--access-log", action="store_true", help="log every HTTP request")
 
     spec = serve.add_argument_group("speculative decoding")
@@ -205,6 +205,7 @@ def serve_config(args: argparse.Namespace, unknown: Sequence[str],
         host=args.host,
         port=args.port,
         served_model_name=args.served_model_name[0] if args.served_model_name else None,
+        served_model_aliases=tuple(args.served_model_name[1:]) if args.served_model_name else (),
         speed=args.speed,
         seed=args.seed,
         startup_delay_s=max(0.0, args.startup_delay),

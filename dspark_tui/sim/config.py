@@ -128,6 +128,8 @@ class ServeConfig:
     host: str = "127.0.0.1"
     port: int = 8000
     served_model_name: str | None = None
+    # The names after the first of `--served-model-name A B …`: served too, as vLLM serves them.
+    served_model_aliases: tuple[str, ...] = ()
     spec_method: str = "mtp"  # as --speculative-config or --spec-method names it; only logged
     speed: float = 1.0
     seed: int = 0
@@ -149,3 +151,13 @@ class ServeConfig:
     @property
     def model_name(self) -> str:
         return self.served_model_name or self.model
+
+    @property
+    def served_names(self) -> tuple[str, ...]:
+        """What /v1/models lists: the served names, the first one leading."""
+        return tuple(dict.fromkeys([self.model_name, *self.served_model_aliases]))
+
+    @property
+    def model_names(self) -> tuple[str, ...]:
+        """Every name a request may give: the served names and the model itself."""
+        return tuple(dict.fromkeys([*self.served_names, self.model]))

@@ -23,10 +23,24 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from enum import StrEnum
 
 import numpy as np
 
-WINS, TIE, UNSURE, SINGLE = "wins", "tie", "unsure", "single"
+
+class Verdict(StrEnum):
+    """What a comparison of two arms in a cell says (docs/statistics.md): one arm WINS (its
+    interval lies beyond the tie band), a TIE (inside it on both sides), UNSURE (neither), or
+    SINGLE (one measurement per arm: no interval; the seed's rule names a winner). A str, so
+    analysis.json and the words read "wins"/"tie"/"unsure"/"single" as before."""
+
+    WINS = "wins"
+    TIE = "tie"
+    UNSURE = "unsure"
+    SINGLE = "single"
+
+
+WINS, TIE, UNSURE, SINGLE = Verdict.WINS, Verdict.TIE, Verdict.UNSURE, Verdict.SINGLE
 _FIT_ITERATIONS = 60
 
 
@@ -58,7 +72,7 @@ class PairVerdict:
     log_ratio: float  # mean over rounds of log(b / a)
     log_low: float | None
     log_high: float | None
-    verdict: str
+    verdict: Verdict
     winner: str | None  # "a", "b" or None
     rounds_to_settle: int | None  # more rounds that would likely settle an unsure verdict
 
@@ -258,7 +272,7 @@ def decide(d: np.ndarray, *, tie_band: float, alpha: float,
     return out
 
 
-def classify(low: float, high: float, band: float) -> tuple[str, str | None]:
+def classify(low: float, high: float, band: float) -> tuple[Verdict, str | None]:
     """wins: beyond the band on one side; tie: inside the band on both (two one-sided tests);
     unsure: neither."""
     if low > band:

@@ -25,7 +25,6 @@ from textual.worker import Worker, WorkerState
 from dspark_tui.config import Settings, save_setting
 from dspark_tui.model import UserError
 from dspark_tui.results import RunStore
-from dspark_tui.tui.language import view_language
 from dspark_tui.tui.run_link import AttachedRun, RunLink, run_closed, start_runner
 from dspark_tui.tui.screens.confirm import ConfirmScreen
 from dspark_tui.tui.screens.help import HelpScreen
@@ -69,7 +68,7 @@ class DsparkApp(App[None]):
         self.startup_warnings = list(warnings)
         self.start = start
         self.results_root = results_root or settings.results_root
-        self.lang = lang or view_language(settings)  # the screens' and the reports' language
+        self.lang = lang or settings.language  # the screens' and the reports' (the locale's unless set)
         self.config_file = config_file
         self.clock = clock or time.time
         self.remember_theme = remember_theme

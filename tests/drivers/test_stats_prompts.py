@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from dspark_tui.engine.datasets.prompts import random_id_prompts
-from dspark_tui.engine.drivers.stats import RequestRecord, client_metrics
+from dspark_tui.engine.drivers.stats import RequestRecord, measured_raw
+from dspark_tui.results.native_raw import native_metrics
 from dspark_tui.stats.descriptive import percentile, summarize
 
 
@@ -59,7 +60,7 @@ def test_client_metrics_follow_sglang_definitions():
                       ttft=0.2, e2e=0.4, itl=[0.1, 0.1]),
         RequestRecord(index=2, input_tokens=99, requested_output_tokens=9, error="HTTP 500: boom"),
     ]
-    m = client_metrics(records, duration_s=2.0)
+    m = native_metrics(measured_raw(records, duration_s=2.0))  # as the native driver saves them
     assert (m.completed, m.failed) == (2, 1)
     assert (m.total_input_tokens, m.total_output_tokens) == (30, 8)  # failed ones not counted
     assert m.total_throughput == pytest.approx(38 / 2.0)

@@ -17,7 +17,7 @@ from dspark_tui.model.greedy import GreedyAnswer, GreedyAnswers
 from dspark_tui.model.run_state import RunState
 from dspark_tui.model.speculation import without_speculation
 from dspark_tui.report.greedy_section import greedy_section
-from dspark_tui.report.texts import Texts
+from dspark_tui.report.words import Texts
 from dspark_tui.results import RunStore
 from dspark_tui.results.greedy import save_answers
 from dspark_tui.results.manifest import manifest_for_plan

@@ -113,8 +113,13 @@ def test_the_relay_scrubs_a_secret_cut_across_reads_and_inside_a_line_longer_tha
 
 def test_no_secret_reaches_the_run_directory_nor_the_runners_environment(tmp_path: Path,
                                                                         port: int):
-    plan = _loud_plan(tmp_path, port, "--api-key", SERVER_FLAG, speed=20,
-                      extra_args=["--header", f"Authorization=Bearer {EXTRA_ARG}"])
+    # A secret in bench.extra_args is refused before the run starts (a resume could never give
+    # it back): said in one line that names no secret, and no run directory is made.
+    refused = _loud_plan(tmp_path, port, extra_args=["--header", f"Authorization=Bearer {EXTRA_ARG}"])
+    said = run_cli("run", str(refused), "--detach", "--results", str(tmp_path / "results"))
+    assert said.returncode == 2 and "bench.extra_args holds a secret" in said.stderr, said.stderr
+    assert EXTRA_ARG not in said.stderr + said.stdout and not (tmp_path / "results").exists()
+    plan = _loud_plan(tmp_path, port, "--api-key", SERVER_FLAG, speed=20)
     done = run_cli("run", str(plan), "--detach", "--results", str(tmp_path / "results"), timeout=120)
     assert done.returncode == 0, done.stderr
     run_dir = Path(done.stdout.strip().splitlines()[0])

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from dspark_tui.plans import resolve_plan
 from dspark_tui.report.markdown import render_report
-from dspark_tui.report.seed_import import SEED_RUN_NAME, build_seed_run
 from dspark_tui.results import load_run
 from tests.conftest import REPO, SEED_REPORT
+from tests.report.seed_import import SEED_RUN_NAME, build_seed_run
 
 PLAN = "dspark-st3-vs-st5"
 

@@ -10,7 +10,7 @@ from dspark_tui.analysis.deploy import deploy_answer
 from dspark_tui.model import PlanError, parse_plan
 from dspark_tui.report.categories import KRun, category_section, runs_text
 from dspark_tui.report.markdown import render_report
-from dspark_tui.report.texts import Texts
+from dspark_tui.report.words import Texts
 from tests.report.k_sweep_builders import k_sweep_run, plan_text
 
 # Total tok/s per (scenario, concurrency) and K: code keeps K=5 to c=16, chat drops to K=3

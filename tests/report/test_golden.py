@@ -7,11 +7,11 @@ import json
 import pytest
 
 from dspark_tui.report.markdown import render_report
-from dspark_tui.report.seed_import import SEED_ORIGINAL_DIR, completed_requests
 from dspark_tui.results import load_run
 from tests.conftest import SAMPLE_RUN, SEED_REPORT
 from tests.report.make_sample_run import build
 from tests.report.markdown_tables import cells_of, table_after
+from tests.report.seed_import import SEED_ORIGINAL_DIR, completed_requests
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import pytest
 from dspark_tui.analysis.analysis import analyse
 from dspark_tui.analysis.verdicts import Settings, analyse_measurements
 from dspark_tui.report.certainty import how_sure, node_warnings
-from dspark_tui.report.texts import Texts
+from dspark_tui.report.words import Texts
 from dspark_tui.results import RunStore, load_run
 from tests.report.builders import manifest
 from tests.report.node_builders import GOLDEN, golden, grid_run, verdict_json

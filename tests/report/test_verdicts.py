@@ -107,7 +107,7 @@ def test_analysis_json_has_the_documented_shape_and_matches_the_live_table(tmp_p
     assert set(pair) >= {"scenario", "concurrency", "a", "b", "n", "ratio", "ci_low", "ci_high",
                          "verdict", "winner"}
     assert {c["arm"] for c in data["cells"]} == set(ARMS)
-    settings = Settings.from_bench(run.manifest.plan["bench"])
+    settings = Settings.of_manifest(run.manifest)
     rows = comparison_rows(run.measurements, list(ARMS), settings=settings)
     live = {(r.scenario, r.concurrency): (r.verdict, r.winner) for r in rows}
     assert live == {(p["scenario"], p["concurrency"]): (p["verdict"], p["winner"]) for p in data["pairs"]}

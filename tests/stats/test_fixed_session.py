@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from dspark_tui.analysis.verdicts import Settings, analyse_measurements
+from dspark_tui.model.statistics import StatisticsSettings
 from dspark_tui.stats.paired import FixedSessionTerm, decide, fit_noise, t_quantile
 from tests.report.test_verdicts import ARMS, measurements
 
@@ -41,14 +42,19 @@ def test_more_rounds_cannot_shrink_the_fixed_term():
     assert (v.log_high - v.log_low) / 2 >= 1.96 * 0.02
 
 
+def _settings(keys: dict[str, object]) -> Settings:
+    """The analysis's settings of these statistics keys (an old run's defaults for the rest)."""
+    return Settings.of(StatisticsSettings.model_validate(keys))
+
+
 def test_settings_split_the_prior_by_the_arms_never_restarted():
     bench = {"session_noise_prior": {"sd": 0.02, "df": 8}, "external_arms": ["st=5"]}
-    settings = Settings.from_bench(bench)
+    settings = _settings(bench)
     one = settings.fixed_session("st=3", "st=5")
     assert one is not None and one.var == pytest.approx(0.02**2 / 2)
-    both = Settings.from_bench({**bench, "external_arms": ["st=3", "st=5"]})
+    both = _settings({**bench, "external_arms": ["st=3", "st=5"]})
     assert both.fixed_session("st=3", "st=5").var == pytest.approx(0.02**2)  # type: ignore[union-attr]
-    assert Settings.from_bench({"external_arms": ["st=5"]}).fixed_session("st=3", "st=5") is None
+    assert _settings({"external_arms": ["st=5"]}).fixed_session("st=3", "st=5") is None
 
 
 def test_analysis_marks_unreplicated_pairs_and_says_what_the_intervals_cover():
@@ -63,7 +69,7 @@ def test_analysis_marks_unreplicated_pairs_and_says_what_the_intervals_cover():
     assert as_json["session_noise"] == "within-session only"
     assert as_json["noise"][0]["session_replication"] is False
 
-    prior = Settings.from_bench({"rounds": 3, "session_noise_prior": {"sd": 0.03, "df": 10},
+    prior = _settings({"rounds": 3, "session_noise_prior": {"sd": 0.03, "df": 10},
                                  "external_arms": arms})
     with_prior = analyse_measurements(data, arms, prior)
     assert with_prior.to_json()["session_noise"] == "prior"

@@ -10,6 +10,7 @@ import pytest
 from dspark_tui.model import CellKey, CellResult, ClientMetrics
 from dspark_tui.model import events as ev
 from dspark_tui.model.run_state import LOG_TAIL_LENGTH, SERIES_LENGTH, RunState
+from dspark_tui.model.statistics import StatisticsSettings
 from dspark_tui.plans import resolve_plan
 from dspark_tui.results.follow import EventFollower
 from tests.tui.eventlog import T0, build_events, write_run
@@ -244,7 +245,7 @@ def test_running_counts_match_a_recount_through_retries_skips_and_resumes():
         for phase in ("pending", "running", "done", "failed", "skipped"):
             assert state.count(phase) == sum(1 for c in state.cells.values() if c.phase == phase)
         ended = {(m.key, m.slot) for m in records if m.ended}
-        open_now = {(key.arm, slot[0]) for key, slots in state.schedule.planned.items()
+        open_now = {(key.arm, slot[0]) for key, slots in state.schedule.planned.slots.items()
                     for slot in slots if (key, slot) not in ended}
         assert state.schedule.sessions_ahead() == open_now - state.schedule.begun
         assert state.total >= state.ended
@@ -295,7 +296,7 @@ def test_lanes_keep_two_measurements_of_one_arm_in_flight_apart():
     one_lane.apply(ev.CellFinished(t=T0 + 10, result=CellResult(
         arm="st=3", scenario=KEY.scenario, concurrency=KEY.concurrency,
         metrics=ClientMetrics(total_throughput=100.0))))
-    state.statistics = {"parallel": 2}
+    state.statistics = StatisticsSettings(parallel=2)
     eta_two, eta_one = state.eta(T0 + 10), one_lane.eta(T0 + 10)
     assert eta_two is not None and eta_one is not None and eta_two < eta_one
 

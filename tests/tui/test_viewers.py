@@ -12,11 +12,10 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable, Input
 
-from dspark_tui.config import Settings
+from dspark_tui.config import Settings, locale_language
 from dspark_tui.model import CellResult
 from dspark_tui.model.cell import CellStatus
 from dspark_tui.results import RunStore, scan_runs
-from dspark_tui.tui.language import locale_language, view_language
 from dspark_tui.tui.report_blocks import report_blocks
 from dspark_tui.tui.screens.compare import CompareScreen
 from dspark_tui.tui.screens.confirm import ConfirmScreen
@@ -268,13 +267,15 @@ async def test_report_viewer_opens_in_the_locale_language_and_switches(tmp_path:
         await until_shown(pilot, app, "[en] ")
 
 
-def test_the_language_follows_the_locale_unless_the_settings_say():
+def test_the_language_follows_the_locale_unless_the_settings_say(monkeypatch: pytest.MonkeyPatch):
     assert locale_language({"LANG": "zh_CN.UTF-8"}) == "zh"
     assert locale_language({"LC_ALL": "en_US.UTF-8", "LANG": "zh_CN.UTF-8"}) == "en"
     assert locale_language({"LC_ALL": "zh_TW.UTF-8", "LANG": "C"}) == "zh"
     assert locale_language({}) == "en"
-    assert view_language(Settings(), {"LANG": "zh_CN.UTF-8"}) == "zh"
-    assert view_language(Settings(language="en"), {"LANG": "zh_CN.UTF-8"}) == "en"
+    for name, value in (("LANG", "zh_CN.UTF-8"), ("LC_ALL", ""), ("LC_MESSAGES", "")):
+        monkeypatch.setenv(name, value)
+    assert Settings().language == "zh"
+    assert Settings(language="en").language == "en"
 
 
 # -- compare ---------------------------------------------------------------------------------

@@ -1,11 +1,13 @@
 """Will the plan's output fit on the disk? An estimate from the scenario sizes, checked before a run.
 
 A measurement leaves its cell file, a results.csv row, its raw client output (sized by its
-requests and their tokens, per driver: docs/architecture.md "The raw file"), its /metrics series
+requests and their tokens, per driver: docs/results-format.md "The native raw file"), its /metrics series
 and the events it adds to events.jsonl; the last two grow with its duration, which nothing knows
 before the server runs, so it is estimated at a slow decode pace (the requests in waves of
 `concurrency`, each wave as long as its mean output at DECODE_TOKENS_PER_S), which errs on the
-large side. Each server session adds its log. The constants were measured on the demo run and on
+large side. Each server session adds its log, counted at its cap (`server.log_max_bytes`: a
+flooding server fills it, and the cap is what bounds it) plus the server_log events its stats
+lines add to events.jsonl. The constants were measured on the demo run and on
 bench/raw_size.py's cells (2026-12-01). A resume is checked on what is left to measure.
 """
 
@@ -18,6 +20,7 @@ from pathlib import Path
 
 from dspark_tui.engine.schedule import Schedule, SlotState, rounds_from_events
 from dspark_tui.model import CellSpec, Plan, UserError
+from dspark_tui.model.planned import PlannedMeasurements, planned_rounds
 from dspark_tui.results import RunStore
 from dspark_tui.results.run_size import format_size
 
@@ -26,8 +29,8 @@ RUN_FIXED_BYTES = 200_000  # run.json, reports, analysis.json, schedule.json
 MEASUREMENT_FIXED_BYTES = 4_000 + 1_000 + 2_500  # cell file, results.csv row, its start/finish events
 PROGRESS_BYTES_PER_S = 2 * 300  # cell_progress lines: at most 2 a second (event_sink.FILE_PROGRESS_EVERY_S)
 SAMPLE_BYTES = 300 + 150  # a metrics_sample event and a series row, per scrape
-SESSION_LOG_BYTES = 200_000  # a vLLM start-up log and its server_log events
-SESSION_LOG_BYTES_PER_S = 50  # vLLM's periodic stats lines
+LOG_CUT_LINE_BYTES = 1_000  # the line a cut log says it was cut with (log_relay.marker)
+SESSION_LOG_BYTES_PER_S = 50  # vLLM's periodic stats lines, as server_log events
 NATIVE_BYTES_PER_REQUEST = 200  # one raw line (~170 B measured)
 NATIVE_BYTES_PER_KEPT_ITL = 2.5  # keep_itl: compressed microseconds (~2 B measured)
 SGLANG_BYTES_PER_REQUEST = 500  # its per-request lists...
@@ -67,9 +70,14 @@ def measurement_bytes(cell: CellSpec, plan: Plan) -> float:
             + seconds * (PROGRESS_BYTES_PER_S + SAMPLE_BYTES / bench.scrape_interval_s))
 
 
+def _planned(plan: Plan) -> PlannedMeasurements:
+    """What the plan measures before any adaptive round (model/planned.py)."""
+    return PlannedMeasurements.of_rounds(planned_rounds(plan))
+
+
 def planned_measurements(plan: Plan) -> int:
     """Cells x rounds x repeats: what the plan measures before any adaptive round."""
-    return len(plan.cells()) * plan.bench.rounds * plan.bench.repeats
+    return _planned(plan).total
 
 
 def expected_output_bytes(plan: Plan, measurements: Sequence[CellSpec] | None = None,
@@ -78,11 +86,14 @@ def expected_output_bytes(plan: Plan, measurements: Sequence[CellSpec] | None = 
     for these measurements (a cell once per measurement) in that many server sessions."""
     bench = plan.bench
     if measurements is None:
-        measurements = [cell for cell in plan.cells() for _ in range(bench.rounds * bench.repeats)]
+        specs = {cell.key: cell for cell in plan.cells()}
+        measurements = [specs[key] for key, slots in _planned(plan).slots.items()
+                        for _ in slots]
         sessions = len(plan.arms) * bench.rounds
     written = sum(measurement_bytes(cell, plan) for cell in measurements)
     serving_seconds = sum(measurement_seconds(cell) for cell in measurements)  # every session
-    logs = (sessions or 0) * SESSION_LOG_BYTES + serving_seconds * SESSION_LOG_BYTES_PER_S
+    per_log = plan.server.log_max_bytes + LOG_CUT_LINE_BYTES
+    logs = (sessions or 0) * per_log + serving_seconds * SESSION_LOG_BYTES_PER_S
     return math.ceil(RUN_FIXED_BYTES + written + logs)
 
 

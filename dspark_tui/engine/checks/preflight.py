@@ -29,6 +29,7 @@ from dspark_tui.engine.servers.ports import describe_taken_port, port_is_free
 from dspark_tui.engine.servers.server_record import read_record
 from dspark_tui.model import Plan, UserError
 from dspark_tui.model.kinds import ServerKind
+from dspark_tui.model.secrets import secret_values
 from dspark_tui.results import RunStore
 
 SIMULATOR_MODULE = "dspark_tui.sim"
@@ -84,10 +85,6 @@ class PreflightFailed(UserError):
         self.result = result
         super().__init__("\n".join(p.message for p in result.problems))
 
-    @property
-    def lines(self) -> list[str]:
-        return [p.message for p in self.result.problems]
-
 
 def preflight(plan: Plan, roots: Iterable[Path], exclude: Path | None = None, *,
               results_root: Path | None = None) -> Preflight:
@@ -111,6 +108,7 @@ def check_plan(plan: Plan, roots: Iterable[Path], exclude: Path | None = None, *
         result.add(Problem("launcher", line) for line in launcher_problems(plan))
     if here:
         result.add(check_server_binary(plan))
+    result.add(check_bench_secrets(plan))
     result.add(check_bench_client(plan))
     if here:
         result.add(check_model(plan))
@@ -241,6 +239,17 @@ def _served_models(response: httpx.Response) -> list[str] | None:
 
 
 # -- the bench client -------------------------------------------------------------------------
+
+def check_bench_secrets(plan: Plan) -> list[Finding]:
+    """A secret in `bench.extra_args` (`--header Authorization=Bearer …`) is refused before
+    the run starts: run.json masks it and nothing can give it back, so the run could never be
+    resumed (a resume after a crash would be refused with its server still holding the GPUs)."""
+    if not secret_values(argvs=[plan.bench.extra_args]):
+        return []
+    return [Problem("bench", "bench.extra_args holds a secret, which run.json does not keep, so "
+                    "this run could never be resumed; give the key as bench.api_key (sent as "
+                    "`Authorization: Bearer`; DSPARK_API_KEY on resume) instead")]
+
 
 def check_bench_client(plan: Plan) -> list[Finding]:
     bench = plan.bench

@@ -1,7 +1,8 @@
-"""The native client's per-request record, and the cell's metrics from it.
+"""The native client's per-request record, and the measurement the raw file keeps of them.
 
-The metrics are defined once, in `results/native_raw.py` (as sglang.bench_serving defines them,
-with numpy's summaries), so a raw file read back gives the numbers the driver saved.
+The metrics are defined once, in `results/native_raw.py` (`native_metrics`, as
+sglang.bench_serving defines them, with numpy's summaries), so a raw file read back gives the
+numbers the driver saved.
 """
 
 from __future__ import annotations
@@ -12,12 +13,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dspark_tui.model import ClientMetrics
 from dspark_tui.results.native_raw import (
     NativeRaw,
     RequestTiming,
     from_measurement,
-    native_metrics,
     to_microseconds,
 )
 
@@ -65,8 +64,3 @@ def measured_raw(records: Sequence[RequestRecord], duration_s: float) -> NativeR
     itl_us = np.rint(gaps * 1_000_000).astype(np.int64)
     return from_measurement([r.timing() for r in records], duration_s, itl_us)
 
-
-def client_metrics(records: Sequence[RequestRecord], duration_s: float) -> ClientMetrics:
-    """Aggregate as sglang's calculate_metrics does (results/native_raw.py: the one definition,
-    shared with re-reading a raw file)."""
-    return native_metrics(measured_raw(records, duration_s))

@@ -62,8 +62,9 @@ def answered_in_round(store: RunStore, arm: str, round: int) -> bool:
 
 
 async def collect(base_url: str, plan: Plan, arm: Arm, *, session: str, round: int,
-                  headers: dict[str, str]) -> GreedyAnswers:
-    """Both passes over the prompts; a prompt that fails keeps its error and the rest go on."""
+                  headers: dict[str, str], model: str | None = None) -> GreedyAnswers:
+    """Both passes over the prompts; a prompt that fails keeps its error and the rest go on.
+    `model`: the name the session's server serves under (else the plan's)."""
     prompts = greedy_prompts(plan.bench.check_greedy)
     started = time.monotonic()
     limit = asyncio.Semaphore(MAX_IN_FLIGHT)
@@ -72,7 +73,7 @@ async def collect(base_url: str, plan: Plan, arm: Arm, *, session: str, round: i
 
         async def one(prompt: str) -> GreedyAnswer:
             async with limit:
-                return await _ask(client, plan.served_model_name, prompt)
+                return await _ask(client, model or plan.served_model_name, prompt)
 
         passes = [list(await asyncio.gather(*(one(p) for p in prompts))) for _ in range(PASSES)]
     return GreedyAnswers(arm=arm.name, session=session, round=round, max_tokens=GREEDY_MAX_TOKENS,

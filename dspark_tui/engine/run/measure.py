@@ -14,13 +14,13 @@ from typing import Literal
 from dspark_tui.engine.drivers.base import BenchDriver, CellError
 from dspark_tui.engine.run.session import ArmServer, ArmSession
 from dspark_tui.engine.run.steering import Steering
-from dspark_tui.engine.servers.scraper import MetricsScraper, write_series
+from dspark_tui.engine.run.watch import watch_server
+from dspark_tui.engine.servers.scraper import write_series
 from dspark_tui.model import CellResult, CellSpec, CellStatus, Provenance, ServerSummary
+from dspark_tui.model.cell import FailureKind
 from dspark_tui.model.events import CellProgress, Event, Notice
 from dspark_tui.results.manifest import now_iso
 
-HEALTH_EVERY_S = 2.0
-HEALTH_FAILURES_FATAL = 3
 CELL_TIMEOUT_MARGIN_S = 30.0  # the runner's backstop beyond the drivers' own cell timeouts
 
 OutcomeKind = Literal["ok", "failed", "skipped", "server_died", "aborted"]
@@ -62,7 +62,8 @@ async def measure(m: Measurement, session: ArmSession, driver: BenchDriver, stee
         await _cancel_all(run, watch, interrupt)
     summary, samples = await scraper.end_window()
     _save_series(session, m, samples, emit)
-    provenance = m.cell.provenance(driver.name, started_at=started_at, finished_at=now_iso())
+    provenance = m.cell.provenance(driver.name, started_at=started_at, finished_at=now_iso(),
+                                   server_identity=server.identity)
     if _finished(run):
         return await _client_outcome(m, run, server, summary, provenance, timeout)
     if _finished(watch) and watch.exception() is None:
@@ -103,6 +104,7 @@ def _completed(m: Measurement, result: CellResult, summary: ServerSummary,
                                        "session": m.session})
     result.provenance.started_at = result.provenance.started_at or provenance.started_at
     result.provenance.finished_at = result.provenance.finished_at or provenance.finished_at
+    result.provenance.server_identity = provenance.server_identity
     for name in ("input_len", "output_len", "range_ratio", "num_prompts"):
         if getattr(result.provenance, name) is None:
             setattr(result.provenance, name, getattr(provenance, name))
@@ -119,18 +121,22 @@ def _completed(m: Measurement, result: CellResult, summary: ServerSummary,
 
 
 def _failure(m: Measurement, kind: OutcomeKind, reason: str, summary: ServerSummary | None,
-             provenance: Provenance) -> Outcome:
+             provenance: Provenance, failure: FailureKind | None = None) -> Outcome:
     key = m.cell.key
     status = CellStatus.SKIPPED if kind == "skipped" else CellStatus.FAILED
+    if failure is None and kind == "server_died":
+        failure = "server_died"
     return Outcome(kind, CellResult(
         arm=key.arm, scenario=key.scenario, concurrency=key.concurrency, round=m.round,
-        repeat=m.repeat, session=m.session, status=status, error=reason, server=summary,
-        provenance=provenance))
+        repeat=m.repeat, session=m.session, status=status, error=reason, failure=failure,
+        server=summary, provenance=provenance))
 
 
-def failed_unrun(m: Measurement, reason: str, driver_name: str) -> CellResult:
-    """The record of a measurement that could not be made (its server never came up)."""
-    return _failure(m, "failed", reason, None, m.cell.provenance(driver_name)).result  # type: ignore[return-value]
+def failed_unrun(m: Measurement, reason: str, driver_name: str, failure: FailureKind) -> CellResult:
+    """The record of a measurement that could not be made (its server never came up, or died
+    too often): `failure` says which."""
+    return _failure(m, "failed", reason, None, m.cell.provenance(driver_name),  # type: ignore[return-value]
+                    failure).result
 
 
 def incomplete_reason(result: CellResult) -> str | None:
@@ -149,27 +155,6 @@ def incomplete_reason(result: CellResult) -> str | None:
                   if "first: " in note), "")
     count = f"{failed} of {wanted or completed or '?'} requests failed"
     return f"{count}; first: {first}" if first else count
-
-
-async def watch_server(server: ArmServer, scraper: MetricsScraper, stall_s: float) -> str:
-    """Returns why the server can no longer serve this cell; runs until cancelled otherwise."""
-    failures = 0
-    last_health = time.monotonic()
-    while True:
-        await asyncio.sleep(0.25)
-        death = server.death_reason()
-        if death is not None:
-            return death
-        if time.monotonic() - last_health >= HEALTH_EVERY_S:
-            last_health = time.monotonic()
-            ok = await server.probe_health(timeout=3.0)
-            failures = 0 if ok else failures + 1
-            if failures >= HEALTH_FAILURES_FATAL:
-                return server.death_reason() or f"server /health failed {failures} times in a row"
-        idle = scraper.seconds_without_progress()
-        if idle is not None and idle > stall_s:
-            return (f"server stalled: no token counted for {idle:.0f}s with requests in "
-                    f"flight (server.stall_timeout_s = {stall_s:g})")
 
 
 async def _death_after_failures(server: ArmServer, run: asyncio.Task[CellResult]) -> str | None:

@@ -52,6 +52,7 @@ from dspark_tui.engine.servers.launchers import stop_orphaned_launch
 from dspark_tui.engine.servers.server_record import stop_orphaned_server
 from dspark_tui.model import Arm, CellResult, Plan, UserError
 from dspark_tui.model import events as ev
+from dspark_tui.model.cell import FailureKind
 from dspark_tui.results import RunStore
 from dspark_tui.results.run_lock import RunLock
 
@@ -255,7 +256,8 @@ class Runner:
         self._schedule = Schedule(self.plan, rounds, self.store.done_slots())
         self._announced = {e.round for e in events if isinstance(e, ev.RoundPlanned)}
         self._sessions = self.store.sessions_used()
-        undone = await asyncio.to_thread(stop_orphaned_launch, self.store.path)
+        undone = await asyncio.to_thread(stop_orphaned_launch, self.store.path,
+                                         self.plan.server.launcher)
         if undone:
             self._emit(ev.Notice(level="warning", message=f"{undone}, left by the previous runner"))
         orphans = await asyncio.to_thread(stop_orphaned_server, self.store.path)
@@ -272,20 +274,11 @@ class Runner:
         self._emit(ev.RunStarted(
             run_dir=str(self.store.path), name=manifest.name, arms=[a.name for a in self.plan.arms],
             total_cells=self._schedule.total, resumed_cells=self._schedule.count(SlotState.OK),
-            statistics=self._statistics(),
+            statistics=self.plan.statistics(),
         ))
         _, problems = self.store.load_measurements()
         for problem in problems:  # bounded: many bad files come as one problem
             self._emit(ev.Notice(level="warning", message=f"{problem}"))
-
-    def _statistics(self) -> dict[str, object]:
-        """The plan's statistics keys, so watchers' live verdicts use the run's own settings."""
-        bench = self.plan.bench
-        return {"tie_band": bench.tie_band, "alpha": bench.alpha, "rounds": bench.rounds,
-                "adaptive_rounds": bench.adaptive_rounds, "parallel": bench.parallel,
-                "session_noise_prior": (bench.session_noise_prior.model_dump()
-                                        if bench.session_noise_prior else None),
-                "external_arms": [arm.name for arm in self.plan.external_arms()]}
 
     async def _execute(self) -> None:
         schedule = self._schedule
@@ -370,7 +363,7 @@ class Runner:
             if not self._schedule or not self._schedule.todo(rnd.round, arm.name):
                 return  # it died with the arm's last measurement: nothing to restart for
             if restarts_left == 0:
-                self._fail_unrun(rnd, arm, "not run: the server died twice during this arm")
+                self._fail_unrun(rnd, arm, "not run: the server died twice during this arm", "server_died")
                 return
             restarts_left -= 1
             emit(ev.ServerStateChanged(arm=arm.name, state="restarting",
@@ -404,7 +397,8 @@ class Runner:
                         f"({problem.reason}); the round goes on elsewhere, and its cells measured "
                         "on two nodes are not compared")))
                     return "moved"
-                self._fail_unrun(rnd, arm, f"server failed to start: {problem.reason}", session_id)
+                self._fail_unrun(rnd, arm, CellResult.start_failed_error(problem.reason), "server_start",
+                                 session_id)
                 return "not_started"
             lanes.placed(lane, session.node)
             await self._prepare_prompts(session)
@@ -488,12 +482,13 @@ class Runner:
             self._emit(ev.CellFailed(key=result.key, reason=result.error or "failed",
                                      round=result.round, repeat=result.repeat))
 
-    def _fail_unrun(self, rnd: RoundPlan, arm: Arm, reason: str, session: str | None = None) -> None:
+    def _fail_unrun(self, rnd: RoundPlan, arm: Arm, reason: str, failure: FailureKind,
+                    session: str | None = None) -> None:
         assert self._schedule is not None
         driver = self.plan.bench.driver
         for cell, repeat in self._schedule.todo(rnd.round, arm.name):
             self._record(failed_unrun(Measurement(cell, rnd.round, repeat, session), reason,
-                                      driver), "failed")
+                                      driver, failure), "failed")
 
     def _save(self, result: CellResult) -> bool:
         """Save a measurement; when the disk refuses (full, read-only), stop the run: nothing more
@@ -547,7 +542,7 @@ class Runner:
         resume may come after a run that ended, and a job left holds a node's GPUs."""
         if self.plan.server.launcher == "local":
             return
-        undone = stop_orphaned_launch(self.store.path)
+        undone = stop_orphaned_launch(self.store.path, self.plan.server.launcher)
         if undone:
             self._emit(ev.Notice(level="warning", message=f"{undone}, left live by a stop that "
                                  "could not cancel it"))

@@ -17,6 +17,7 @@ from typing import TypeVar
 from dspark_tui.engine.drivers.base import CellError, DriverContext
 from dspark_tui.engine.run import greedy
 from dspark_tui.engine.run.steering import Steering
+from dspark_tui.engine.run.watch import watched
 from dspark_tui.engine.servers.auth import bearer_headers
 from dspark_tui.engine.servers.external_server import ExternalServer
 from dspark_tui.engine.servers.gpu import GpuProbe
@@ -120,7 +121,7 @@ class ArmSession:
     def driver_context(self, round: int, repeat: int) -> DriverContext:
         return DriverContext(
             base_url=self.server.base_url, host=self.server.host, port=self.server.port,
-            served_model_name=self.plan.served_model_name, model_path=self.plan.model,
+            served_model_name=self.server.served_model, model_path=self.plan.model,
             bench=self.plan.bench, raw_dir=self.store.raw_dir(self.arm.name, round, repeat),
             run_dir=self.store.path,
         )
@@ -142,6 +143,12 @@ class ArmSession:
         task.result()  # raises what the work raised
         return True
 
+    async def _watched(self, work: Awaitable[_T], during: str) -> _T:
+        """`work`, ended with ServerError when the server dies or stalls first (engine/run/watch.py:
+        server.stall_timeout_s, as a measurement is watched)."""
+        return await watched(work, self.server, self.scraper, self.plan.server.stall_timeout_s,
+                             during)
+
     async def _warm_up(self) -> None:
         count = self.plan.bench.warmup_requests
         if count <= 0:
@@ -151,11 +158,18 @@ class ArmSession:
                                       pid=server.pid))
         from dspark_tui.engine.drivers.native import warmup
 
+        timeout = self.plan.bench.cell_timeout_s
         try:
-            await asyncio.wait_for(warmup(self.driver_context(self.round, 0), count),
-                                   timeout=self.plan.bench.cell_timeout_s)
-        except (CellError, TimeoutError, OSError) as exc:
-            self._emit(Notice(level="warning", message=f"{name}: warmup incomplete ({exc})"))
+            # A server that stalls (/health 200, no token counted) or dies ends the wait, and
+            # the session with it: a stalled server is never measured.
+            await self._watched(asyncio.wait_for(
+                warmup(self.driver_context(self.round, 0), count), timeout=timeout), "warmup")
+        except TimeoutError:
+            self._emit(Notice(level="warning", message=f"{name}: warmup incomplete (not done "
+                              f"after {timeout:g}s, bench.cell_timeout_s)"))
+        except (CellError, OSError) as exc:
+            why = str(exc) or type(exc).__name__
+            self._emit(Notice(level="warning", message=f"{name}: warmup incomplete ({why})"))
         death = server.death_reason()
         if death is not None:
             raise ServerError(f"{death} during warmup", server.tail())
@@ -169,8 +183,9 @@ class ArmSession:
             return
         self._emit(ServerStateChanged(arm=name, state="warming_up", pid=server.pid,
                                       message=f"greedy check: {count} prompts, twice"))
-        answers = await greedy.collect(server.base_url, self.plan, self.arm, session=self.session,
-                                       round=self.round, headers=auth_headers(self.plan))
+        answers = await self._watched(greedy.collect(
+            server.base_url, self.plan, self.arm, session=self.session, round=self.round,
+            headers=auth_headers(self.plan), model=server.served_model), "the greedy check")
         death = server.death_reason()
         if death is not None:
             raise ServerError(f"{death} during the greedy check", server.tail())

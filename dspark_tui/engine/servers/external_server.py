@@ -48,6 +48,10 @@ class ExternalServer:
         self._emit = emit
         self.state: ServerState = "stopped"
         self.info: dict[str, Any] | None = None
+        # As ServerProcess's: the name requests give, and what the measurements record of who
+        # served them (no proof is possible for a server that something else runs).
+        self.served_model = plan.served_model_name
+        self.identity: str | None = f"external server {self.base_url} (not started by dspark-tui)"
 
     async def __aenter__(self) -> ExternalServer:
         await self.start()

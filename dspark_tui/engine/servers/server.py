@@ -23,7 +23,15 @@ import httpx
 
 from dspark_tui.engine.servers.auth import bearer_headers
 from dspark_tui.engine.servers.gpu import GpuProbe
-from dspark_tui.engine.servers.log_relay import caught_up, start_relay
+from dspark_tui.engine.servers.identity import (
+    foreign_listener,
+    foreign_names,
+    served_names,
+    session_model_name,
+    takes_served_model_name,
+    with_session_name,
+)
+from dspark_tui.engine.servers.log_relay import MARKER_PREFIX, caught_up, head_bytes, start_relay
 from dspark_tui.engine.servers.placement import Placement
 from dspark_tui.engine.servers.ports import describe_taken_port, port_is_free, wait_port_free
 from dspark_tui.engine.servers.procs import TOKEN_VAR, ProcRef, descendants, terminate_tree
@@ -52,7 +60,6 @@ TAIL_LINES = 200
 MAX_LINE_CHARS = 2000
 READ_CHUNK = 1 << 20
 MAX_BACKLOG = 4 << 20  # a flood beyond this is skipped, not parsed
-MAX_LOG_BYTES = 512 << 20
 LOG_EVENTS_PER_S = 20.0
 RELAY_DRAIN_S = 3.0  # how long a stopped server's last lines may take to reach the log
 
@@ -88,8 +95,11 @@ class ServerProcess:
     `Placement` (which node, which not) and sets `node` once it knows where the server runs."""
 
     # The server listens on this machine: its port is checked before and after (not so for a
-    # server on a cluster node or in a pod).
+    # server on a cluster node or in a pod), and its listening socket must be its tree's.
     local_port = True
+    # The command is this session's to extend: a vLLM-like one serves under the session's own
+    # name (engine/servers/identity.py). A pod's command is rendered from the plan instead.
+    names_session = True
 
     def __init__(
         self,
@@ -118,6 +128,15 @@ class ServerProcess:
         self.placement = placement or Placement()
         self.node: str | None = None
         self.token = uuid.uuid4().hex
+        # The session's own served model name (None: the command takes none, or a pod's), and
+        # the name every request of the session gives: that one, else the plan's.
+        self.identity_name: str | None = None
+        if self.names_session and takes_served_model_name(self.argv):
+            self.identity_name = session_model_name(self.token)
+            self.argv = with_session_name(self.argv, self.identity_name, plan.served_model_name)
+        self.served_model = self.identity_name or plan.served_model_name
+        self.identity: str | None = None  # what proved the answering server is this session's
+        self._port_foreign = False
         self._popen: subprocess.Popen[bytes] | None = None
         self._relay: subprocess.Popen[bytes] | None = None
         self._refs: dict[int, ProcRef] = {}
@@ -127,6 +146,7 @@ class ServerProcess:
         self._tasks: list[asyncio.Task[None]] = []
         self._log_offset = 0
         self._partial = b""
+        self._cut_seen = b""
         self._ready = False
         self._stopped = False
         self._log_budget = LOG_EVENTS_PER_S
@@ -193,7 +213,8 @@ class ServerProcess:
         # The relay carries the token (a resume finds it) but not the plan's secret variables.
         try:
             self._relay, fd = start_relay(self.log_path, secrets,
-                                          {**os.environ, TOKEN_VAR: self.token})
+                                          {**os.environ, TOKEN_VAR: self.token},
+                                          self.plan.server.log_max_bytes)
         except OSError as exc:
             self._record.state = "stopped"
             write_record(self.run_dir, self._record)
@@ -281,7 +302,42 @@ class ServerProcess:
     async def _serves(self) -> bool:
         # A client per attempt: a launcher learns the address (base_url) while the server starts.
         async with self._client(timeout=5.0) as client:
-            return await self._health(client) and await self._tiny_completion(client)
+            return (await self._health(client) and await self._proves_identity(client)
+                    and await self._tiny_completion(client))
+
+    async def _proves_identity(self, client: httpx.AsyncClient) -> bool:
+        """Whether what answers is this session's server (engine/servers/identity.py); a foreign one
+        raises ServerError naming it. False: not provable yet (its /v1/models is not up).
+        The session's name on /v1/models is the stronger proof: with it, a port held outside
+        the tree (a container runtime's proxy) is a proxy to our server; without it, the
+        socket decides."""
+        proofs = []
+        foreign = None
+        if self.local_port and self._popen is not None:
+            tree = {self._popen.pid, *(ref.pid for ref in descendants(self._popen.pid))}
+            foreign = await asyncio.to_thread(foreign_listener, self.host, self.port, tree,
+                                              self._popen.pid)
+            if foreign is None:
+                proofs.append(f"port {self.port} listened on by its process tree (pid {self.pid})")
+        if self.identity_name is not None:
+            listed = await served_names(client)
+            if listed is None and foreign is None:
+                return False
+            if listed is None or self.identity_name not in listed:
+                reason = foreign or foreign_names(self.base_url, self.identity_name, listed or [])
+                self._port_foreign = foreign is not None  # its stop waits for no such port
+                raise ServerError(reason, self.tail())
+            proofs.insert(0, f"{self.identity_name} on /v1/models")
+            if foreign is not None:
+                proofs.append(f"port {self.port} held outside its process tree (a proxy to it)")
+        elif foreign is not None:
+            self._port_foreign = True
+            raise ServerError(foreign, self.tail())
+        self.identity = "; ".join(proofs) or None
+        if self._record is not None and self.identity:
+            self._record.identity = self.identity
+            write_record(self.run_dir, self._record)
+        return True
 
     async def _exit_within(self, seconds: float) -> int | None:
         """A fatal line is usually followed by the exit; its code is the clearer message."""
@@ -325,7 +381,8 @@ class ServerProcess:
         if self._record is not None:
             self._record.state = "stopped"
             write_record(self.run_dir, self._record)
-        port_ok = not self.local_port or await wait_port_free(self.host, self.port, timeout=15.0)
+        port_ok = (not self.local_port or self._port_foreign
+                   or await wait_port_free(self.host, self.port, timeout=15.0))
         gpu_ok = await self._wait_gpu_released(timeout=60.0)
         notes = []
         if killed:
@@ -400,7 +457,7 @@ class ServerProcess:
         readiness = self.plan.kind.readiness
         try:
             response = await client.post(readiness.completion_path,
-                                         json=readiness.completion_body(self.plan.served_model_name))
+                                         json=readiness.completion_body(self.served_model))
         except httpx.HTTPError:
             return False
         return response.status_code == 200
@@ -419,8 +476,7 @@ class ServerProcess:
             size = os.path.getsize(self.log_path)
         except OSError:
             return
-        if size > MAX_LOG_BYTES:
-            self._truncate_log()
+        if self._log_was_cut(size):
             return
         if size < self._log_offset:
             self._log_offset = 0
@@ -445,16 +501,26 @@ class ServerProcess:
                 if line:
                     self._on_line(line)
 
-    def _truncate_log(self) -> None:
-        """The relay holds the file with O_APPEND, so truncating is safe; its next write lands
-        at the new end. Only a runaway log gets here."""
-        with contextlib.suppress(OSError):
-            os.truncate(self.log_path, 0)
-            with open(self.log_path, "ab") as handle:
-                handle.write(f"[dspark-tui: log exceeded {MAX_LOG_BYTES >> 20} MiB; "
-                             "truncated]\n".encode())
-        self._log_offset = 0
+    def _log_was_cut(self, size: int) -> bool:
+        """The relay cuts a log past server.log_max_bytes (log_relay.BoundedLog), rewriting the
+        cut line at the head's end each time: a new cut number there means what follows it is
+        new, so reading goes on from the end (a flood's lines are not all read anyway)."""
+        head = head_bytes(self.plan.server.log_max_bytes)
+        if size <= head:
+            return False
+        try:
+            with open(self.log_path, "rb") as handle:
+                handle.seek(head)
+                found = handle.read(len(MARKER_PREFIX) + 6)
+        except OSError:
+            return False
+        if not found.startswith(MARKER_PREFIX) or found[len(MARKER_PREFIX):] == self._cut_seen:
+            return False
+        self._cut_seen = found[len(MARKER_PREFIX):]
+        self._log_offset = size
         self._partial = b""
+        self._tail.append("[... server log cut (server.log_max_bytes); reading on from its end ...]")
+        return True
 
     def _on_line(self, line: str) -> None:
         self._tail.append(line)

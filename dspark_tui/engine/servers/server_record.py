@@ -7,10 +7,12 @@ before it starts a new server on the same port and GPUs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
 
+import psutil
 from pydantic import BaseModel, Field
 
 from dspark_tui.engine.servers.procs import ProcRef, group_alive, processes_with_token, terminate_tree
@@ -37,6 +39,8 @@ class ServerRecord(BaseModel):
     descendants: list[RecordedProc] = Field(default_factory=list)
     state: str = "running"  # starting (pid not yet known) | running | stopped
     session: str | None = None  # the run's server session (s1, s2 ...) this process serves
+    # What proved, at ready, that the server answering is this session's (engine/servers/identity.py).
+    identity: str | None = None
 
     def refs(self) -> list[ProcRef]:
         own = [ProcRef(self.pid, self.create_time)] if self.pid > 0 else []
@@ -99,8 +103,12 @@ def live_records(run_dir: Path) -> list[ServerRecord]:
 def stop_orphaned_server(run_dir: Path, grace_s: float = 5.0) -> list[int]:
     """End what a dead runner left running; the pids found alive (empty: nothing was left).
 
-    The process group is only signalled when a recorded process of it is still the same
-    process (pid and start time), so a reused pgid never hits a stranger.
+    The run directory is data, not a kill list: a process is signalled only when it carries
+    the record's token in its environment (TOKEN_VAR, set by the tool at the spawn; /proc shows
+    a process's environment to its owner alone, and only this user's processes are looked at),
+    a recorded pid only when its start time matches too, and the process group only when a
+    process of it carries the token. A crafted server.json naming a stranger's pid and start
+    time (anyone can read those from /proc/PID/stat) signals nothing.
     """
     found: set[int] = set()
     for record in live_records(run_dir):
@@ -108,15 +116,31 @@ def stop_orphaned_server(run_dir: Path, grace_s: float = 5.0) -> list[int]:
     return sorted(found)
 
 
+def plausible_token(token: str) -> bool:
+    """A token the tool could have made (uuid4 hex): long, printable, no spaces."""
+    return len(token) >= 16 and token.isascii() and token.isprintable() and " " not in token
+
+
 def _stop_recorded(run_dir: Path, record: ServerRecord, grace_s: float) -> list[int]:
-    refs = record.refs()
-    live = [ref for ref in refs if ref.process() is not None]
-    pgid = record.pgid if live and record.pgid > 0 and group_alive(record.pgid) else None
-    tokened = processes_with_token(record.token)
-    found = sorted({r.pid for r in live} | {p.pid for p in tokened})
-    if found or pgid is not None:
+    tokened = processes_with_token(record.token) if plausible_token(record.token) else []
+    ours = {proc.pid for proc in tokened}
+    refs = [ref for ref in record.refs() if ref.pid in ours and ref.process() is not None]
+    pgid = record.pgid if record.pgid > 0 and _group_of_any(tokened, record.pgid) else None
+    if pgid is not None and not group_alive(pgid):
+        pgid = None
+    found = sorted(ours)
+    if found:
         terminate_tree(pgid=pgid, refs=refs, token=record.token, grace_s=grace_s)
     record.state = "stopped"
     held = read_record(run_dir)  # server.json may name another session, started after this one
     write_record(run_dir, record, live=held is None or held.token == record.token)
     return found
+
+
+def _group_of_any(procs: list[psutil.Process], pgid: int) -> bool:
+    """Whether a process carrying the token is in the process group (so the group is ours)."""
+    for proc in procs:
+        with contextlib.suppress(OSError):
+            if os.getpgid(proc.pid) == pgid:
+                return True
+    return False

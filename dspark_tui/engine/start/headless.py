@@ -21,7 +21,12 @@ from dspark_tui.engine.run.runner import TERMINAL_CLOSED, Runner, plan_of_run, p
 from dspark_tui.engine.run.verify import plan_to_run
 from dspark_tui.engine.rundir.liveness import refuse_if_alive, run_to_attach, runner_alive
 from dspark_tui.engine.servers.ports import with_concrete_port
-from dspark_tui.engine.start.launch import RESUME_NO_FILTERS, RESUME_NO_VERIFY, RunnerProcess
+from dspark_tui.engine.start.launch import (
+    RESUME_NO_FILTERS,
+    RESUME_NO_VERIFY,
+    RunnerProcess,
+    refused_resume,
+)
 from dspark_tui.engine.start.printer import HeadlessPrinter, summary_lines
 from dspark_tui.model import UserError
 from dspark_tui.results import RunStore
@@ -62,12 +67,11 @@ def run_command(args: argparse.Namespace) -> int:
         store = RunStore(Path(resume).expanduser())
         store.read_manifest()
         store.lock = lock_for_resume(store.path, getattr(args, "lock_fd", None))
-        plan = plan_of_run(store)
         try:
+            plan = plan_of_run(store)
             refuse_resume_without_room(store, plan)
-        except UserError:
-            store.lock.release()
-            raise
+        except UserError as refusal:
+            raise refused_resume(store, refusal) from None
     else:
         from dspark_tui.plans import resolve_plan
 

@@ -36,6 +36,23 @@ RESUME_NO_FILTERS = ("--arms/--scenarios cannot be combined with --resume; a res
                      "run's own plan")
 
 
+def refused_resume(store: RunStore, refusal: UserError) -> UserError:
+    """A resume refused before its runner starts (a secret not exported, no disk room): what
+    the killed runner left — its server, a job or pod — is stopped first, so a refusal holds
+    no port and no GPU, and the lock is let go. The refusal, saying what was stopped."""
+    try:
+        undone = stop_orphaned_launch(store.path)
+        pids = stop_orphaned_server(store.path)
+    finally:
+        if store.lock is not None:
+            store.lock.release()
+            store.lock = None
+    done = [f"stopped the server the previous runner left (pids {', '.join(map(str, pids))})"
+            if pids else "", undone or ""]
+    said = "; ".join(word for word in done if word)
+    return UserError(f"{refusal} ({said})") if said else refusal
+
+
 def runner_argv(run_dir: Path, *, lang: str, parent_pid: int | None,
                 lock_fd: int | None = None) -> list[str]:
     argv = [sys.executable, "-m", "dspark_tui", "run", "--resume", str(run_dir), "--headless",
@@ -99,9 +116,8 @@ class RunnerProcess:
             store.lock = RunLock.acquire(run_dir)
             try:
                 refuse_resume_without_room(store)
-            except UserError:
-                store.lock.release()
-                raise
+            except UserError as refusal:
+                raise refused_resume(store, refusal) from None
         else:
             from dspark_tui.plans import resolve_plan
 

@@ -224,7 +224,7 @@ class HeadlessPrinter:
         if not any(result.ok for result in results) or len(arms) < 2:
             return
         rows = comparison_rows(state.table_measurements(), arms, state.scenarios(),
-                               settings=Settings.from_bench(state.statistics), baseline=self.baseline)
+                               settings=Settings.of(state.settings), baseline=self.baseline)
         table = comparison_table(rows, arms, plain=self.plain)
         if len(arms) > 2 and _width(self.console, table) > self.console.width:
             # A K sweep's eight arms do not fit 80 columns: rich would cut every cell to "…".

@@ -72,10 +72,10 @@ class ChartScreen(LoadingScreen):
     ERROR_LINE = "#chart-title"
 
     def __init__(self, source: Path | str | LoadedRun | RunState, *,
-                 scenarios: Sequence[str] = (), name: str = "") -> None:
+                 scenarios: Sequence[str] = ()) -> None:
         super().__init__()
         self.source = source
-        self.run_name = name
+        self.run_name = ""
         self.scenarios = list(scenarios)
         self.arms: list[str] = []
         self.cells: list[CellResult] = []

@@ -14,9 +14,9 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Footer, Label, Markdown
 
+from dspark_tui.config import locale_language
 from dspark_tui.results import load_run
 from dspark_tui.tui import format as fmt
-from dspark_tui.tui.language import view_language
 from dspark_tui.tui.screens.loading import LoadingScreen
 
 # Scenario, c and arm stay in view while the numbers scroll sideways.
@@ -82,7 +82,7 @@ class CompareScreen(LoadingScreen):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        self.lang = getattr(self.app, "lang", "") or view_language(None)
+        self.lang = getattr(self.app, "lang", "") or locale_language()
         table = self.query_one(DataTable)
         for label, justify in COLUMNS:
             table.add_column(rich.text.Text(label, justify=justify))  # type: ignore[arg-type]

@@ -231,7 +231,7 @@ def best_k_map(answer: DeployAnswer) -> Table:
             top = "" if choice.k == choice.top_k else f", top {choice.top_k}"
             row.append(Text.assemble((f"K={choice.k}", "bold"), f" {choice.verdict}{top}"))
         table.add_row(*row)
-    table.caption = (f"chosen: the smallest K within the {decision.tie_band * 100:g}% tie band of "
+    table.caption = (f"chosen: the smallest K within the {decision.band.percent}% tie band of "
                      "the fastest; verdict of the comparison the choice rests on")
     table.caption_justify = "left"
     return table

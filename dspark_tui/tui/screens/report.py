@@ -21,10 +21,10 @@ from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Label, Markdown
 
+from dspark_tui.config import locale_language
 from dspark_tui.model import UserError
 from dspark_tui.report.markdown import render_report
 from dspark_tui.results import RunStore, load_run
-from dspark_tui.tui.language import view_language
 from dspark_tui.tui.report_blocks import Block, Table, report_blocks
 from dspark_tui.tui.screens.loading import LoadingScreen
 
@@ -152,7 +152,7 @@ class ReportScreen(LoadingScreen):
 
     def on_mount(self) -> None:
         if not self.lang:
-            self.lang = getattr(self.app, "lang", "") or view_language(None)
+            self.lang = getattr(self.app, "lang", "") or locale_language()
         self._show_report()
 
     def _show_report(self) -> None:

@@ -27,13 +27,13 @@ from textual.widgets import (
     TabPane,
 )
 
+from dspark_tui.config import locale_language
 from dspark_tui.model import CellKey, CellResult
 from dspark_tui.model.outcome import CellOutcome
 from dspark_tui.model.run_status import run_status_label
 from dspark_tui.results import RunStore, load_run
 from dspark_tui.results.store import LoadedRun
 from dspark_tui.tui import format as fmt
-from dspark_tui.tui.language import view_language
 from dspark_tui.tui.screens.loading import LoadingScreen
 from dspark_tui.tui.widgets.ab_table import ABTable
 
@@ -120,7 +120,7 @@ class RunDetailScreen(LoadingScreen):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        lang = getattr(self.app, "lang", "") or view_language(None)
+        lang = getattr(self.app, "lang", "") or locale_language()
         self.load(partial(read_run, self.run_dir, lang), self._show_run, f"loading {self.run_dir.name}")
 
     async def _show_run(self, read: ReadRun) -> None:

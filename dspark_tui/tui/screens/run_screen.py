@@ -1,7 +1,9 @@
 """The live run: the same screen for a run this app started, one attached to, and a replay.
 
-It follows the run's events.jsonl on a timer (off the UI thread), folds the events into a
-RunState and redraws at most a few times a second; it never runs a benchmark itself.
+It follows the run's events.jsonl on a timer (read and parsed off the UI thread), folds the
+events into a RunState and redraws at most a few times a second; when a measurement lands, the
+A/B table's verdict rows (numpy, scipy) are computed in a worker thread too, so the UI thread
+folds and draws only (tests/tui/test_table_off_ui.py). It never runs a benchmark itself.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -21,7 +23,7 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Footer, Tree
 
-from dspark_tui.model import CellKey, Plan, UserError
+from dspark_tui.model import CellKey, CellResult, Plan, UserError
 from dspark_tui.model.events import CellFailed, Event, Notice, RunControl, RunFinished
 from dspark_tui.model.run_state import RunState
 from dspark_tui.results import RunManifest, RunStore
@@ -35,7 +37,22 @@ from dspark_tui.tui.widgets.plan_tree import PlanTree
 from dspark_tui.tui.widgets.run_header import RunHeader
 from dspark_tui.tui.widgets.run_summary import RunSummary
 
+if TYPE_CHECKING:
+    from dspark_tui.analysis.live import ComparisonRow
+    from dspark_tui.analysis.verdicts import Settings
+
 REFRESH_S = 0.5  # at most two redraws a second: enough for people, cheap for the box
+
+Table = tuple[list["ComparisonRow"], list[str]]
+
+
+def table_rows(measurements: list[CellResult], arms: list[str], scenarios: list[str],
+               settings: Settings, baseline: str | None) -> Table:
+    """The A/B table's rows with their verdicts (numpy, scipy): run in a worker thread."""
+    from dspark_tui.analysis.live import comparison_rows
+
+    rows = comparison_rows(measurements, arms, scenarios, settings=settings, baseline=baseline)
+    return rows, arms
 
 log = logging.getLogger("dspark_tui.tui")
 
@@ -136,12 +153,18 @@ class RunScreen(Screen[None]):
             return
         self._polling = True
         try:
+            await self._poll()
+        finally:
+            self._polling = False
+
+    async def _poll(self) -> None:
+        """Read and parse in a worker thread, fold on the UI thread, then (when a measurement
+        landed) compute the table's verdict rows in a worker thread: the UI thread only draws."""
+        try:
             events = await asyncio.to_thread(self._read_new)
         except Exception as exc:  # an unreadable event log costs the view its updates, not the app
             self._tell_error("reading the run's events", exc)
             return
-        finally:
-            self._polling = False
         try:
             for event in events:
                 self.state.apply(event)
@@ -149,7 +172,11 @@ class RunScreen(Screen[None]):
                     self._announce(event)
             self._caught_up = True
             self._check_runner()
-            self.redraw()
+            table = None
+            if self.state.measured != self._drawn_results:  # a measurement ended: new figures
+                self._drawn_results = self.state.measured
+                table = await asyncio.to_thread(table_rows, *self._table_inputs())
+            self.redraw(table)
         except Exception as exc:  # a drawing bug must not take the watch (and the runner) down
             self._tell_error("display", exc)
 
@@ -196,10 +223,12 @@ class RunScreen(Screen[None]):
             self.notify("the runner is gone without finishing; resume it from History (u)",
                         severity="error", timeout=10)
 
-    def redraw(self) -> None:
+    def redraw(self, table: Table | None = None) -> None:
+        """Draw the state; `table` (rows and arms, computed off the UI thread) when a measurement
+        landed since the last one."""
         now = self.clock()
         self.query_one(RunHeader).show(self.state, now, self.mode)
-        if self.state.version == self._drawn_version:
+        if self.state.version == self._drawn_version and table is None:
             return
         self._drawn_version = self.state.version
         if self._bindings_for != (self.state.finished, self.state.failed, self.state.skipped):
@@ -209,9 +238,8 @@ class RunScreen(Screen[None]):
             self.query_one(PlanTree).show(self.state)
             self.query_one(CellPanel).show(self.state)
             self.query_one(LogPane).show(self.state)
-            if self.state.measured != self._drawn_results:  # a measurement ended: new figures
-                self._drawn_results = self.state.measured
-                self._show_table()
+            if table is not None:
+                self.query_one(ABTable).show(*table)
             self._show_end()
 
     def _show_end(self) -> None:
@@ -227,15 +255,13 @@ class RunScreen(Screen[None]):
             self._summary_of = state.finished_t
             summary.load(self.run_dir, getattr(self.app, "lang", "en"))
 
-    def _show_table(self) -> None:
-        from dspark_tui.analysis.live import comparison_rows
+    def _table_inputs(self) -> tuple[list[CellResult], list[str], list[str], Settings, str | None]:
+        """What the table's rows are computed from, taken on the UI thread (the fold's own
+        lists go on changing while the worker computes)."""
         from dspark_tui.analysis.verdicts import Settings
 
-        arms = list(self.state.arms)
-        rows = comparison_rows(self.state.table_measurements(), arms, self._scenarios,
-                               settings=Settings.from_bench(self.state.statistics),
-                               baseline=self._baseline)
-        self.query_one(ABTable).show(rows, arms)
+        return (self.state.table_measurements(), list(self.state.arms), list(self._scenarios),
+                Settings.of(self.state.settings), self._baseline)
 
     # -- actions ---------------------------------------------------------------------------
 

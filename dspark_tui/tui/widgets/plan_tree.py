@@ -79,6 +79,3 @@ class PlanTree(Tree[CellKey | None]):
         elif phase in ("failed", "skipped"):
             text.append(f" {phase}", style=colour)
         return text
-
-    def node_for(self, key: CellKey) -> TreeNode[CellKey | None] | None:
-        return self._cell_nodes.get(key)

@@ -29,9 +29,10 @@ from dspark_tui.engine.servers.launchers.record import (
 from dspark_tui.engine.servers.launchers.slurm import SlurmServer, cancel_job
 from dspark_tui.engine.servers.placement import Placement
 from dspark_tui.engine.servers.server import Emit, ServerError, ServerProcess
-from dspark_tui.model import Arm, Plan
+from dspark_tui.model import Arm, Plan, UserError
+from dspark_tui.results import RunStore
 
-__all__ = ["Placement", "launcher_problems", "make_server", "stop_orphaned_launch"]
+__all__ = ["Placement", "launcher_problems", "make_server", "plan_launcher", "stop_orphaned_launch"]
 
 _LAUNCHERS: dict[str, type[ServerProcess]] = {
     "local": ServerProcess, "slurm": SlurmServer, "kubernetes": KubernetesServer}
@@ -71,20 +72,43 @@ def launcher_problems(plan: Plan) -> list[str]:
     return problems
 
 
-def stop_orphaned_launch(run_dir: Path) -> str | None:
+def stop_orphaned_launch(run_dir: Path, launcher: str | None = None) -> str | None:
     """Undo every job or pod a dead runner left asked for; what was done, in words, several
     joined by "; " (None: nothing was left). A job any copy says is stopped was undone (the
     state is written only after the undo). A tool that fails leaves the record as it was, so
-    the next resume tries again."""
+    the next resume tries again.
+
+    Only records of `launcher` — the plan's (None: the run.json snapshot's; a directory without
+    a readable run.json, which nothing resumes, any record's own) — are acted on;
+    scancel and kubectl are the ones on PATH, given only the job's name or id, the objects
+    and kubectl's context and namespace from the record (record.py says what a record must
+    look like; one that does not is left alone, and said)."""
+    if launcher is None:
+        launcher = plan_launcher(run_dir)
     live = read_launch_record(run_dir)
+    problems: list[str] = []
     words = []
-    for copies in read_launch_records(run_dir):
+    for copies in read_launch_records(run_dir, problems):
         if any(copy.state == "stopped" for copy in copies):
             continue
         record = max(copies, key=lambda copy: (copy.job_id is not None, copy.node is not None))
+        if launcher is not None and record.launcher != launcher:
+            problems.append(f"{record.launcher} record of {record.arm} left alone: the plan's "
+                            f"launcher is {launcher}")
+            continue
         done, said = cancel_job(record) if record.launcher == "slurm" else delete_objects(record)
         words.append(said)
         if done:
             record.state = "stopped"
             write_launch_record(run_dir, record, live=live is not None and job_key(live) == job_key(record))
-    return "; ".join(words) or None
+    return "; ".join([*words, *dict.fromkeys(problems)]) or None
+
+
+def plan_launcher(run_dir: Path) -> str | None:
+    """The launcher of the plan run.json keeps (None when run.json cannot be read)."""
+    try:
+        server = RunStore(run_dir).read_manifest().plan.get("server")
+    except (UserError, OSError, ValueError):
+        return None
+    launcher = server.get("launcher", "local") if isinstance(server, dict) else "local"
+    return launcher if launcher in _LAUNCHERS else "local"

@@ -121,8 +121,9 @@ def render_manifest(plan: Plan, arm: Arm, name: str, session: str | None,
 
 
 def delete_objects(record: LaunchRecord) -> tuple[bool, str]:
-    """kubectl delete of the recorded objects; (done, in words)."""
-    result = run_tool([*record.kubectl, "delete", *record.objects, "--ignore-not-found",
+    """kubectl delete of the recorded objects; (done, in words). kubectl is the one on PATH,
+    with the record's context and namespace (never the command the record names)."""
+    result = run_tool([*record.kubectl_argv(), "delete", *record.objects, "--ignore-not-found",
                        "--wait=true", f"--timeout={DELETE_TIMEOUT_S}s"],
                       timeout=DELETE_TIMEOUT_S + 30)
     what = ", ".join(record.objects)
@@ -133,6 +134,7 @@ def delete_objects(record: LaunchRecord) -> tuple[bool, str]:
 
 class KubernetesServer(ServerProcess):
     local_port = False
+    names_session = False  # the pod's command is the plan's; the pod and its forward identify it
 
     def __init__(self, plan: Plan, arm: Arm, *, log_path: Path, run_dir: Path, emit: Emit,
                  gpu: GpuProbe | None = None, session: str | None = None,
@@ -152,6 +154,7 @@ class KubernetesServer(ServerProcess):
         self._forward_log = self.log_path.with_name(self.log_path.stem + ".port-forward.log")
         self._objects = LaunchRecord(
             launcher="kubernetes", arm=self.arm.name, session=self.session, kubectl=self._kubectl,
+            context=options.context, namespace=options.namespace,
             objects=[f"pod/{self.pod}", f"service/{self.pod}"])
 
     async def _submit(self) -> None:
