@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import time
 import uuid
 from typing import Any
 
@@ -20,6 +21,10 @@ import psutil
 # xdist worker imports this module itself and so marks its own children with its own token.
 SESSION_MARK = "DSPARK_TEST_SESSION"
 os.environ[SESSION_MARK] = uuid.uuid4().hex
+# A process older than the marker cannot carry it, so the guard reads the environment only of
+# newer ones (reading every process's environment twice per test cost ~6 ms a test on a busy
+# machine). psutil's start times rest on the whole-second boot time, hence the margin.
+_MARKED_SINCE = time.time() - 5.0
 
 _python_starts = 0
 
@@ -74,6 +79,8 @@ def marked_processes() -> dict[int, psutil.Process]:
         if proc.pid == me:
             continue
         try:
+            if proc.create_time() < _MARKED_SINCE:
+                continue
             if proc.environ().get(SESSION_MARK) == token and alive(proc):
                 found[proc.pid] = proc
         except psutil.Error:

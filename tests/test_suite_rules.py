@@ -133,3 +133,13 @@ def test_a_hold_across_timing_tests_keeps_others_out_until_released(tmp_path: Pa
     hold.release()
     assert entered.wait(10)
     thread.join(10)
+
+
+def test_the_leak_guard_sees_a_process_this_test_started():
+    # The guard skips processes older than the session's marker; a new one must not be skipped.
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        assert child.pid in processes.marked_processes()
+    finally:
+        child.kill()
+        child.wait()
