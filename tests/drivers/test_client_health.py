@@ -8,13 +8,12 @@ import asyncio
 import time
 from pathlib import Path
 
-from dspark_tui.report.words import Texts
-
 from dspark_tui.analysis.measurements import aggregate_cells
 from dspark_tui.engine.drivers import DriverContext, NativeDriver
 from dspark_tui.model import BenchConfig, CellKey, CellResult, CellSpec, ClientMetrics
 from dspark_tui.model.client_health import ClientHealth, judge, live_client_line
 from dspark_tui.report.client_lines import client_health_line
+from dspark_tui.report.words import Texts
 from dspark_tui.results import load_run
 from tests.conftest import SAMPLE_RUN
 from tests.simulator import running_sim
