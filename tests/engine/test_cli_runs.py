@@ -492,7 +492,7 @@ def test_a_reader_that_leaves_early_ends_printing_commands_quietly(tmp_path: Pat
         run_dir.mkdir(parents=True)
         (run_dir / "run.json").write_text(manifest)
     done = _reader_leaves_after_one_line("runs", "--results", str(results))
-    assert done.stdout.startswith("2026-07-07")
+    assert done.stdout.startswith("NAME ")  # the header, the one line read
     assert done.stderr == "", done.stderr  # no BrokenPipeError traceback, no "ignored" line
     assert done.returncode == 141  # as a process killed by SIGPIPE
 
@@ -522,6 +522,7 @@ def test_attach_with_nothing_running_names_each_folder_once(tmp_path: Path):
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("dspark-tui: error: attach: no running run in ")
     assert done.stderr.count(str(results)) == 1, done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr  # one line, with where to look next
 
 
 @pytest.mark.parametrize("headless", [False, True])

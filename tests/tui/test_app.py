@@ -137,7 +137,8 @@ def test_cli_names_user_mistakes_in_one_line(tmp_path: Path):
     attach = subprocess.run([sys.executable, "-m", "dspark_tui", "attach"],
                             capture_output=True, text=True, env=env, timeout=30)
     assert attach.returncode == 2
-    assert attach.stderr.startswith("dspark-tui: error: attach: no running run found")
+    assert attach.stderr.startswith("dspark-tui: error: attach: no running run in ")
+    assert attach.stderr.count("\n") == 1, attach.stderr
 
 
 async def test_a_failing_background_task_is_shown_not_swallowed(tmp_path: Path):

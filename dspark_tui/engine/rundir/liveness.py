@@ -122,14 +122,14 @@ def run_to_attach(roots: Iterable[Path], command: str = "attach") -> Path:
             return summary.path
     lines = [f"{command}: no running run in " + ", ".join(map(str, roots))]
     interrupted = [s for s in summaries if s.status == "interrupted"]
+    if not interrupted:  # one line, as every user mistake gets
+        raise UserError(lines[0] + "; list runs with `dspark-tui runs`")
     for summary in interrupted[:INTERRUPTED_SHOWN]:
         lines.append(f"interrupted: {summary.name} ({summary.cells_done}/{summary.cells_total} "
                      f"cells); resume: dspark-tui run --resume {summary.path}")
     if len(interrupted) > INTERRUPTED_SHOWN:
         lines.append(f"… and {len(interrupted) - INTERRUPTED_SHOWN} more interrupted "
                      "(dspark-tui runs)")
-    if not interrupted:
-        lines.append("list runs with `dspark-tui runs`")
     raise UserError("\n".join(lines))
 
 
