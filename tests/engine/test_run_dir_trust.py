@@ -174,6 +174,9 @@ def test_a_refused_resume_stops_the_orphaned_server_and_trusts_no_crafted_record
         wait_for(lambda: (run_dir / "events.jsonl").exists()
                  and "cell_started" in (run_dir / "events.jsonl").read_text(),
                  timeout=60, what="the first cell")
+        # the record names the server's worker once the runner has seen it (not always by the
+        # first cell's start on a loaded box)
+        wait_for(lambda: len(_server_pids(run_dir)) == 2, timeout=30, what="the worker recorded")
         runner_pid = json.loads((run_dir / "run.json").read_text())["runner_pid"]
         os.kill(runner_pid, signal.SIGKILL)
         wait_for(lambda: _gone(runner_pid), what="the runner to die")

@@ -75,4 +75,5 @@ def test_plan_check_masks_the_servers_secrets(tmp_path: Path):
     path.write_text(plan, encoding="utf-8")
     done = dspark("plan", "check", str(path))
     assert done.returncode == 0, done.stderr
-    assert "sk-plan-check-secret" not in done.stdout and "--api-key ***" in done.stdout
+    # each arm's command is a shell line, where the mask is quoted
+    assert "sk-plan-check-secret" not in done.stdout and "--api-key '***'" in done.stdout
