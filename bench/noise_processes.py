@@ -235,7 +235,7 @@ def band_answers(verdicts: RunVerdicts) -> dict[str, bool]:
     - `decided-majority` (today's summary, analysis/frames.band_frame on the decided cells):
       an arm that wins more than half of the band's decided cells (and more than the other);
     - `all-majority`: an arm that wins more than half of ALL the band's cells;
-    - `band-interval`: the band's own verdict (verdicts.band_verdicts), the interval of the
+    - `band-interval`: the band's own verdict (verdicts.group_verdict), the interval of the
       band's mean log ratio over its cells, beyond the tie band."""
     from dspark_tui.analysis import verdicts as module
 
@@ -255,8 +255,12 @@ def band_answers(verdicts: RunVerdicts) -> dict[str, bool]:
             out["decided-majority"] = True
         if top * 2 > len(pairs):
             out["all-majority"] = True
-    if hasattr(module, "band_verdicts"):  # the band's own interval (this branch adds it)
-        out["band-interval"] = any(b.verdict == WINS for b in module.band_verdicts(verdicts))
+    if hasattr(module, "group_verdict"):  # the band's own interval (this branch adds it)
+        a, b = verdicts.arms[:2]
+        for low, high in BANDS:
+            keys = [p.key for p in verdicts.pairs if low <= p.concurrency <= high]
+            group = module.group_verdict(verdicts, keys, a, b) if keys else None
+            out["band-interval"] |= group is not None and group.verdict == WINS
     return out
 
 
@@ -337,7 +341,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--process", action="append", choices=list(PROCESS_BY_NAME))
     parser.add_argument("--grid", action="append", choices=list(GRIDS))
     parser.add_argument("--runs", action="store_true", help="also seven equal arms (best fixed K)")
+    parser.add_argument("--method", help="(experiments) stats.paired.SESSION_METHOD")
+    parser.add_argument("--groups", help="(experiments) analysis.verdicts.GROUPS")
     args = parser.parse_args(argv)
+    if args.groups:
+        from dspark_tui.analysis import verdicts as v
+        v.GROUPS = args.groups
+    if args.method:
+        from dspark_tui.stats import paired
+        paired.SESSION_METHOD = args.method
     processes = [PROCESS_BY_NAME[n] for n in args.process] if args.process else list(PROCESSES)
     grids = args.grid or list(GRIDS)
     rows = []

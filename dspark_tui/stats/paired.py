@@ -100,12 +100,25 @@ def round_means(cell: np.ndarray, rnd: np.ndarray, log_value: np.ndarray,
     return means.reshape(n_cells, n_rounds)
 
 
-def fit_noise(d: np.ndarray, prior: SessionPrior | None = None) -> NoiseFit | None:
+# Which estimate of the session term fit_noise uses when the arms' own round means are given
+# (an experiment switch for bench/noise_processes.py; see docs/statistics.md).
+SESSION_METHOD = "paired"
+
+
+def fit_noise(d: np.ndarray, prior: SessionPrior | None = None,
+              arms: tuple[np.ndarray, np.ndarray] | None = None) -> NoiseFit | None:
     """Variance components of the additive model from a cells x rounds matrix of paired log
     ratios (NaN = not measured in that round). None when nothing is replicated across rounds
     (one round): a prior adds degrees of freedom to the session term, it does not replace the
-    rounds' own estimate of tau2."""
-    rows, mask, _ = _replicated(d)
+    rounds' own estimate of tau2.
+
+    `arms`: the two arms' own round means (cells x rounds, log scale) whose difference is `d`;
+    with them the session term is also read from each arm's own round-to-round spread."""
+    present = ~np.isnan(d)
+    replicated = present.sum(axis=1) >= 2
+    rows, mask = d[replicated], present[replicated]
+    rounds_used = mask.any(axis=0)
+    rows, mask = rows[:, rounds_used], mask[:, rounds_used]
     n_cells, n_rounds = rows.shape
     if n_cells == 0 or n_rounds < 2:
         return None
@@ -117,26 +130,55 @@ def fit_noise(d: np.ndarray, prior: SessionPrior | None = None) -> NoiseFit | No
     c_tilde = n_rounds / float(np.sum(1.0 / per_round))  # harmonic mean of cells per round
     ms_round = float(np.sum((s - s.mean()) ** 2) / (n_rounds - 1))  # var(s) + var(e) / c~
     df_round = float(n_rounds - 1)
+    session_parts: list[tuple[float, float]] = [(ms_round, df_round)]
+    method = SESSION_METHOD if arms is not None else "paired"
+    if method != "paired" and arms is not None:
+        own = []
+        for means in arms:
+            arm_rows = means[replicated][:, rounds_used]
+            _, o = _additive_fit(np.where(mask, arm_rows, 0.0), mask)
+            own.append(float(np.sum((o - o.mean()) ** 2) / (n_rounds - 1)))
+        v_arms = own[0] + own[1]
+        if method in ("arms", "arms-max", "arms-df"):
+            v = max(v_arms, ms_round) if method == "arms-max" else v_arms
+            session_parts = [(v * own[0] / v_arms if v_arms > 0 else 0.0, df_round),
+                             (v * own[1] / v_arms if v_arms > 0 else 0.0, df_round)]
+            if v_arms <= 0:
+                session_parts = [(ms_round, df_round)]
     if prior is not None:
         # The prior counts as prior.df more rounds of session spread; its var(e)/c~ part is
         # taken from this run's residuals.
         residual_hint = float(np.sum(resid**2) / df_e) if df_e > 0 else 0.0
         prior_ms = prior.sd**2 + residual_hint / c_tilde
-        ms_round = (prior.df * prior_ms + df_round * ms_round) / (prior.df + df_round)
-        df_round += prior.df
+        run_ms = sum(v for v, _ in session_parts)
+        run_df = _satterthwaite(session_parts)
+        session_parts = [((prior.df * prior_ms + run_df * run_ms) / (prior.df + run_df),
+                          prior.df + run_df)]
+    ms_session = sum(v for v, _ in session_parts)
+    df_session = _satterthwaite(session_parts)
     if df_e <= 0:  # one cell (or a saturated design): its own spread over rounds is all we have
-        tau2 = ms_round
-        return NoiseFit(max(ms_round, 0.0), 0.0, tau2, df_round, n_rounds, n_cells, prior is not None)
+        tau2 = ms_session
+        return NoiseFit(max(ms_session, 0.0), 0.0, tau2, df_session, n_rounds, n_cells,
+                        prior is not None)
     ms_e = float(np.sum(resid**2) / df_e)
-    part_round, part_e = ms_round, (1.0 - 1.0 / c_tilde) * ms_e
-    tau2 = part_round + part_e
+    part_e = (1.0 - 1.0 / c_tilde) * ms_e
+    tau2 = ms_session + part_e
     if tau2 < ms_e:
         # Round effects smaller than the residuals predict: var(s) estimates below zero. Hold
         # tau2 at var(e), a conservative floor, with the residuals' degrees of freedom.
         return NoiseFit(0.0, ms_e, ms_e, float(df_e), n_rounds, n_cells, prior is not None)
-    df = tau2**2 / (part_round**2 / df_round + part_e**2 / df_e)
-    return NoiseFit(max(ms_round - ms_e / c_tilde, 0.0), ms_e, tau2, df, n_rounds, n_cells,
+    df = tau2**2 / (sum(v**2 / f for v, f in session_parts if v > 0) + part_e**2 / df_e)
+    if method in ("r-1", "arms-df"):
+        df = min(df, df_session)
+    return NoiseFit(max(ms_session - ms_e / c_tilde, 0.0), ms_e, tau2, df, n_rounds, n_cells,
                     prior is not None)
+
+
+def _satterthwaite(parts: list[tuple[float, float]]) -> float:
+    """Degrees of freedom of a sum of independent mean squares (value, df)."""
+    total = sum(v for v, _ in parts)
+    denominator = sum(v**2 / f for v, f in parts if v > 0)
+    return total**2 / denominator if denominator > 0 else sum(f for _, f in parts)
 
 
 def _replicated(d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -241,11 +283,12 @@ class FixedSessionTerm:
 
 def decide(d: np.ndarray, *, tie_band: float, alpha: float,
            prior: SessionPrior | None = None, fit: NoiseFit | None = None,
-           fixed: FixedSessionTerm | None = None) -> list[PairVerdict]:
+           fixed: FixedSessionTerm | None = None,
+           arms: tuple[np.ndarray, np.ndarray] | None = None) -> list[PairVerdict]:
     """One verdict per row (cell) of the cells x rounds matrix `d` of paired log ratios b/a,
     each interval two-sided at 1 - alpha. With `fixed`, a cell's mean over n rounds has variance
     fixed.var + tau2 / n, with the Satterthwaite degrees of freedom of that sum."""
-    fit = fit if fit is not None else fit_noise(d, prior)
+    fit = fit if fit is not None else fit_noise(d, prior, arms)
     band = math.log1p(tie_band)
     t = t_quantile(1.0 - alpha / 2.0, fit.df) if fit is not None else None
     counts = (~np.isnan(d)).sum(axis=1)

@@ -49,8 +49,8 @@ def test_the_check_can_fail(checks):
 
     original = paired.fit_noise
 
-    def overconfident(d, prior=None):
-        fit = original(d, prior)
+    def overconfident(d, prior=None, arms=None):
+        fit = original(d, prior, arms)
         return None if fit is None else fit.__class__(**{**fit.__dict__, "tau2": fit.tau2 / 100})
 
     paired.fit_noise = overconfident
