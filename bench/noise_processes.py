@@ -96,6 +96,9 @@ class Grid:
         return cls(plan, [(c.key.scenario, c.key.concurrency) for c in plan.cells() if c.key.arm == arm])
 
 
+ROUNDS: int | None = None  # --rounds: the planned rounds instead of the plan's
+
+
 def grid_of(name: str, arms: int = 2) -> Grid:
     """The shipped plan's grid and bench settings; `arms` arms named K=1.. (all identical unless
     an effect is given), so the plan's own arms only lend their count when it is 2."""
@@ -105,6 +108,8 @@ def grid_of(name: str, arms: int = 2) -> Grid:
         plan = plan.model_copy(update={"arms": [
             template.model_copy(update={"name": f"K={k}", "vars": {**template.vars, "spec_tokens": k}})
             for k in range(1, arms + 1)]})
+    if ROUNDS is not None:
+        plan = plan.model_copy(update={"bench": plan.bench.model_copy(update={"rounds": ROUNDS})})
     return Grid.of(plan)
 
 
@@ -343,7 +348,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", action="store_true", help="also seven equal arms (best fixed K)")
     parser.add_argument("--method", help="(experiments) stats.paired.SESSION_METHOD")
     parser.add_argument("--groups", help="(experiments) analysis.verdicts.GROUPS")
+    parser.add_argument("--rounds", type=int, help="planned rounds instead of the plan's")
     args = parser.parse_args(argv)
+    if args.rounds:
+        global ROUNDS
+        ROUNDS = args.rounds
     if args.groups:
         from dspark_tui.analysis import verdicts as v
         v.GROUPS = args.groups

@@ -370,11 +370,17 @@ def analyse_measurements(measurements: Iterable[CellResult], arms: Sequence[str]
         # term, never pooled with their spread as if it were session spread.
         prior = None if unreplicated else settings.prior
         own = None if unreplicated or pairing.nodes > 1 else (means[ia], means[ib])
-        fit = fit_noise(d, prior, own)
+        labels = None
+        if GROUPS == "resid":
+            labels = np.zeros(n_cells, dtype=int)
+            for label, members in enumerate(noise_groups([c for _, c in table.cells])):
+                labels[members] = label
+        fit = fit_noise(d, prior, own, labels)
         verdicts = []
-        for group in noise_groups([c for _, c in table.cells]):
+        for group in ([np.arange(n_cells)] if GROUPS == "resid" else
+                      noise_groups([c for _, c in table.cells])):
             if len(group) == n_cells:
-                verdicts += _sequential_verdicts(d, settings, fit, prior, fixed, own)
+                verdicts += _sequential_verdicts(d, settings, fit, prior, fixed, own, labels)
                 continue
             sub = None if own is None else (own[0][group], own[1][group])
             verdicts += [replace(v, cell=int(group[v.cell])) for v in _sequential_verdicts(
@@ -401,12 +407,12 @@ def analyse_measurements(measurements: Iterable[CellResult], arms: Sequence[str]
 # with fewer than MIN_GROUP_CELLS cells joined with the next (docs/statistics.md).
 NOISE_BAND_EDGES = (1, 32, 64)
 MIN_GROUP_CELLS = 3
-GROUPS = "none"  # experiment switch (bench/noise_processes.py)
+GROUPS = "resid"  # "none": one noise level for every cell (bench/noise_processes.py compares)
 
 
 def noise_groups(concurrencies: Sequence[int]) -> list[np.ndarray]:
     """Indices of the cells fitted together, in concurrency bands of MIN_GROUP_CELLS or more."""
-    if GROUPS == "none":
+    if GROUPS not in ("bands", "resid"):
         return [np.arange(len(concurrencies))]
     band = np.searchsorted(np.asarray(NOISE_BAND_EDGES), np.asarray(concurrencies), side="left")
     groups: list[list[int]] = []
@@ -426,7 +432,8 @@ def noise_groups(concurrencies: Sequence[int]) -> list[np.ndarray]:
 
 def _sequential_verdicts(d: np.ndarray, settings: Settings, fit: NoiseFit | None,
                          prior: SessionPrior | None, fixed: FixedSessionTerm | None,
-                         arms: tuple[np.ndarray, np.ndarray] | None = None) -> list[PairVerdict]:
+                         arms: tuple[np.ndarray, np.ndarray] | None = None,
+                         groups: np.ndarray | None = None) -> list[PairVerdict]:
     """Each cell judged at the look after which it was last measured, on the data of that look
     (rounds 1 .. rounds + look - 1): exactly the decision the runner's schedule made, so the
     per-look level of stats/sequential.py covers it. Without adaptive rounds: one look, all data."""
@@ -434,7 +441,7 @@ def _sequential_verdicts(d: np.ndarray, settings: Settings, fit: NoiseFit | None
     looks_run = d.shape[1] - planned + 1
     if settings.adaptive_rounds == 0 or looks_run <= 1:  # one look: all the data, `fit` of it
         return decide(d, tie_band=settings.tie_band, alpha=settings.look_alpha, prior=prior,
-                      fit=fit, fixed=fixed)
+                      fit=fit, fixed=fixed, groups=groups)
     present = ~np.isnan(d)
     last_round = np.where(present.any(axis=1), d.shape[1] - np.argmax(present[:, ::-1], axis=1), 0)
     look_of_cell = np.clip(last_round - planned + 1, 1, looks_run)
@@ -444,7 +451,7 @@ def _sequential_verdicts(d: np.ndarray, settings: Settings, fit: NoiseFit | None
             continue
         upto = planned + look - 1
         at_look = decide(d[:, :upto], tie_band=settings.tie_band, alpha=settings.look_alpha,
-                         prior=prior, fixed=fixed,
+                         prior=prior, fixed=fixed, groups=groups,
                          arms=None if arms is None else (arms[0][:, :upto], arms[1][:, :upto]))
         chosen.update((v.cell, v) for v in at_look if look_of_cell[v.cell] == look)
     return [chosen[i] for i in sorted(chosen)]
