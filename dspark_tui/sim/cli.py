@@ -84,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     model.add_argument("--eos-mean-tokens", type=int, default=0,
                        help="without ignore_eos, stop early at a random length of this mean "
                        "(default 0: always generate max_tokens)")
+    model.add_argument("--vocab-size", type=int, metavar="N",
+                       help="refuse prompt token ids >= N as vLLM does ('Token id N is out of "
+                       "vocabulary'; streamed: an error in the stream); default: no bound")
     model.add_argument("--max-chunk-rate", type=float, default=8000.0,
                        help="SSE chunks per second, all streams together, before steps coalesce")
 
@@ -216,6 +219,7 @@ def serve_config(args: argparse.Namespace, unknown: Sequence[str],
         startup_delay_s=max(0.0, args.startup_delay),
         max_chunk_rate=args.max_chunk_rate,
         eos_mean_tokens=max(0, args.eos_mean_tokens),
+        vocab_size=_vocab_size(args.vocab_size),
         access_log=args.access_log,
         engine=engine,
         noise=_noise(args),
@@ -240,6 +244,12 @@ def _content(args: argparse.Namespace, base: tuple[float, ...]) -> ContentAccept
     except (ProfileError, PromptFileError) as exc:
         raise SimUsageError(str(exc)) from None
     return ContentAcceptance.build(profiles, entries)
+
+
+def _vocab_size(value: int | None) -> int | None:
+    if value is not None and value < 4:
+        raise SimUsageError(f"--vocab-size must be >= 4 (the special tokens and one more), got {value}")
+    return value
 
 
 def _at_least_zero(flag: str, value: int | None) -> int | None:

@@ -141,6 +141,9 @@ class ServeConfig:
     # Mean output length at which a request without `ignore_eos` meets EOS; 0: never early.
     eos_mean_tokens: int = 0
     access_log: bool = False
+    # The ids a prompt may carry are 0 .. vocab_size - 1, as a real model's tokenizer bounds them
+    # (vLLM refuses a larger one: "Token id N is out of vocabulary"); None: no bound.
+    vocab_size: int | None = None
     engine: ModelConfig = field(default_factory=ModelConfig)
     noise: NoiseParams = field(default_factory=NoiseParams)
     # Pins the noise draws; None: fresh OS entropy at every start, as real starts differ.
