@@ -35,6 +35,7 @@ class CurrentCell:
     tpot_p99_ms: float | None = None
     client_lag_p99_ms: float | None = None
     same_read_fraction: float | None = None
+    mean_itl_ms: float | None = None
 
     @property
     def fraction(self) -> float:
@@ -47,7 +48,7 @@ class CurrentCell:
 
 
 _PROGRESS_FIELDS = ("output_tok_s", "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms",
-                    "client_lag_p99_ms", "same_read_fraction")
+                    "client_lag_p99_ms", "same_read_fraction", "mean_itl_ms")
 
 
 @dataclass

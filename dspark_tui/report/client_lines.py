@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dspark_tui.analysis.measurements import measurements_of
 from dspark_tui.model.client_health import (
+    BURST_LIMIT,
     LAG_FLOOR_MS,
-    LAG_LIMIT_FRACTION,
-    SAME_READ_LIMIT,
+    LAG_SHARE,
     THROUGHPUT_LAG_SHARE,
 )
 from dspark_tui.model.measurements import slot_label
@@ -43,5 +43,5 @@ def client_health_line(run: LoadedRun, t: Texts) -> str | None:
     doubtful = share is None or share > THROUGHPUT_LAG_SHARE
     throughput = t("client_throughput_doubtful" if doubtful else "client_throughput_stands", **numbers)
     return t("client_behind", k=len(behind), n=len(measured), items="; ".join(items),
-             same_limit=f"{SAME_READ_LIMIT:.0%}", lag_fraction=f"{LAG_LIMIT_FRACTION:.0%}",
+             same_limit=f"{BURST_LIMIT:.0%}", lag_fraction=f"{LAG_SHARE:.0%}",
              floor=f"{LAG_FLOOR_MS:g}", throughput=throughput)

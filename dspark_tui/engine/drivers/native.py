@@ -92,15 +92,17 @@ class LiveStats:
         """The client's health so far goes into each progress event (the cell panel's line)."""
         self._ticker, self._arrivals = ticker, arrivals
 
-    def _health_so_far(self) -> tuple[float | None, float | None]:
-        """Loop lag p99 (ms) over the last ticks, and the same-read share of the gaps so far."""
-        lag = same = None
+    def _health_so_far(self) -> tuple[float | None, float | None, float | None]:
+        """Loop lag p99 (ms) over the last ticks, the same-read share of the gaps so far and
+        their mean (ms)."""
+        lag = same = itl = None
         if self._ticker is not None and self._ticker.lags:
             recent = self._ticker.lags[-_HEALTH_TICKS:]
             lag = percentile(recent, 99) * 1000
         if self._arrivals is not None and self._arrivals.gaps:
             same = self._arrivals.same_read / self._arrivals.gaps
-        return lag, same
+            itl = self._arrivals.gap_total_s / self._arrivals.gaps * 1000
+        return lag, same, itl
 
     def finish(self, record: RequestRecord, chunks: int) -> None:
         if record.ok:
@@ -122,7 +124,7 @@ class LiveStats:
         first_t, first_tokens = self._samples[0]
         rate = (self.tokens_estimate - first_tokens) / (now - first_t) if now > first_t else None
         ttft, tpot = self.ttfts, self.tpots
-        lag, same = self._health_so_far()
+        lag, same, itl = self._health_so_far()
         return CellProgress(
             key=cell.key,
             completed=self.completed,
@@ -135,6 +137,7 @@ class LiveStats:
             tpot_p99_ms=percentile(tpot, 99) * 1000 if tpot else None,
             client_lag_p99_ms=lag,
             same_read_fraction=same,
+            mean_itl_ms=itl,
         )
 
 
@@ -145,6 +148,7 @@ class Arrivals:
 
     gaps: int = 0
     same_read: int = 0
+    gap_total_s: float = 0.0
 
 
 class LoopTicker:
@@ -184,6 +188,7 @@ def client_health(ticker: LoopTicker, arrivals: Arrivals, records: Sequence[Requ
         loop_lag_max_ms=round(max(lags_ms), 3) if lags_ms else 0.0,
         ticks=len(lags_ms), gaps=arrivals.gaps, same_read_gaps=arrivals.same_read,
         median_itl_ms=round(percentile(itls, 50) * 1000, 4) if itls else None,
+        mean_itl_ms=round(sum(itls) / len(itls) * 1000, 4) if itls else None,
     ))  # fmt: skip
 
 
@@ -266,6 +271,7 @@ class NativeClient:
                             else:
                                 itl.append(now - last_token_at)
                                 arrivals.gaps += 1
+                                arrivals.gap_total_s += now - last_token_at
                                 if in_this_read:
                                     arrivals.same_read += 1
                             in_this_read += 1

@@ -358,8 +358,8 @@ WORDS: dict[str, str] = {
     "most {lag} ms, token gaps read together at most {same})",
     "report.client_behind": "- Client fell behind in {k} of {n} measurements ({items}); their TTFT, TPOT, "
     "ITL and E2E are left out of the tables and latency comparisons (limits: over {same_limit} of "
-    "token gaps read together with the previous token, or event-loop lag p99 over {lag_fraction} "
-    "of the median ITL and at least {floor} ms; docs/client.md). {throughput}",
+    "token gaps read in one burst with the previous token while the event-loop lag p99 was at least "
+    "{lag_fraction} of the mean ITL and {floor} ms; docs/client.md). {throughput}",
     "report.client_throughput_stands": "Their Total tok/s stands: a late read moves a request's end by "
     "at most the lag (p99 at most {lag} ms, against a mean E2E of {e2e} ms)",
     "report.client_throughput_doubtful": "Their Total tok/s is doubtful too: the lag (p99 up to {lag} ms) "

@@ -321,8 +321,8 @@ WORDS: dict[str, str] = {
     "report.client_kept_up": "- 客户端状态：{n} 次测量全部跟上（事件循环延迟 p99 最高 {lag} ms，"
     "同一次读取到的 token 间隔最多 {same}）",
     "report.client_behind": "- 客户端落后：{k}/{n} 次测量（{items}）；这些测量的 TTFT、TPOT、ITL、E2E "
-    "不进表格和延迟比较（阈值：超过 {same_limit} 的 token 间隔与前一个 token 在同一次读取中到达，"
-    "或事件循环延迟 p99 超过中位 ITL 的 {lag_fraction} 且不低于 {floor} ms；"
+    "不进表格和延迟比较（阈值：超过 {same_limit} 的 token 间隔与前一个 token 在同一次读取中成批到达，"
+    "且事件循环延迟 p99 不低于平均 ITL 的 {lag_fraction} 与 {floor} ms；"
     "见 docs/client.md）。{throughput}",
     "report.client_throughput_stands": "它们的 Total tok/s 仍然成立：迟读只把请求结束推迟至多一个延迟"
     "（p99 最高 {lag} ms，平均 E2E {e2e} ms）",

@@ -81,7 +81,7 @@ class CellPanel(Vertical):
                 "  (p50/p99)"
             )
             client, behind = live_client_line(current.client_lag_p99_ms,
-                                              current.same_read_fraction, current.tpot_p50_ms)
+                                              current.same_read_fraction, current.mean_itl_ms)
             if client:
                 # The client's own health: a client that fell behind times itself, not the server.
                 numbers += "\n" + (f"[$warning]{client}[/]" if behind else client)
