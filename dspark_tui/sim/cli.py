@@ -289,6 +289,11 @@ def _speculation(args: argparse.Namespace) -> tuple[int, tuple[ScheduleEntry, ..
         if from_json is not None:
             if not isinstance(from_json, int):
                 raise SimUsageError("--speculative-config: num_speculative_tokens must be an integer")
+            if from_json <= 0:
+                # vLLM 0.32 refuses it ("Input should be greater than 0"): K = 0 is no flag.
+                raise SimUsageError("--speculative-config: num_speculative_tokens must be greater "
+                                    "than 0 (as vLLM says; for no speculation give no "
+                                    "speculative flag)")
             if spec_tokens is not None and spec_tokens != from_json:
                 raise SimUsageError(f"--spec-tokens {spec_tokens} contradicts --speculative-config "
                                     f"num_speculative_tokens={from_json}")
