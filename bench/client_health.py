@@ -5,7 +5,9 @@ The client (this process) is pinned to core 0 and the simulator to core 1. `--ho
 process spinning on core 0, so the client gets about half of its core, as when a server's worker
 shares the client's core. Each row is one native measurement at the demo plan's simulator speed.
 
-    python bench/client_health.py [--hog] [--speed 4] [--concurrencies 1,16,64]
+    python bench/client_health.py [--hog] [--speed 4] [--concurrencies 1,16,64] [--quick]
+
+`--quick`: one short measurement at c = 1 (the smoke run of tests/test_bench_quick.py).
 """
 
 from __future__ import annotations
@@ -47,17 +49,24 @@ def main() -> None:
     parser.add_argument("--speed", default="4")
     parser.add_argument("--concurrencies", default="1,16,64")
     parser.add_argument("--output-len", type=int, default=256)
+    parser.add_argument("--quick", action="store_true", help="one short cell at c = 1")
     args = parser.parse_args()
-    os.sched_setaffinity(0, {CLIENT_CORE})
+    if args.quick:
+        args.concurrencies, args.output_len = "1", 32
+    pin = (os.cpu_count() or 1) >= 2
+    if pin:
+        os.sched_setaffinity(0, {CLIENT_CORE})
     hog = None
     if args.hog:
         hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-        os.sched_setaffinity(hog.pid, {CLIENT_CORE})
+        if pin:
+            os.sched_setaffinity(hog.pid, {CLIENT_CORE})
     rows = []
     try:
         with simulator(spec_tokens=3, speed=float(args.speed)) as (url, proc), \
                 tempfile.TemporaryDirectory() as raw:
-            os.sched_setaffinity(proc.pid, {SERVER_CORE})
+            if pin:
+                os.sched_setaffinity(proc.pid, {SERVER_CORE})
             for c in (int(x) for x in args.concurrencies.split(",")):
                 rows.append(asyncio.run(measure(url, c, args.output_len, Path(raw))))
     finally:
