@@ -316,6 +316,7 @@ def _external_plan(folder: Path, name: str, model: Path, url: str, served: str, 
     text = f"""
 name = "agree_{name}_{driver}"
 model = "{model}"
+[server]
 served_model_name = "{served}"
 [[arms]]
 name = "{name}"
@@ -340,28 +341,64 @@ num_prompts = 16
     return path
 
 
-def _measure_with(folder: Path, plan: Path, env: dict[str, str]) -> dict[int, object]:
-    results = folder / plan.stem
+def _measure_with(folder: Path, plan: Path, env: dict[str, str], attempt: int = 1) -> dict[int, object]:
+    results = folder / f"{plan.stem}-{attempt}"
     done = run_cli("run", str(plan), "--headless", "--results", str(results), timeout=900,
                    env={**env, "DSPARK_RESULTS_ROOT": str(results)})
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     (run_dir,) = list(results.iterdir())
     run = load_run(run_dir)
     assert all(m.ok for m in run.measurements) and len(run.measurements) == 2, run.measurements
-    return {m.concurrency: m.metrics for m in run.measurements}
+    return {m.concurrency: m for m in run.measurements}
 
 
 def _agree(native: dict, peer: dict, where: str) -> list[str]:
+    """The pairs outside AGREEMENT (TTFT is printed, not judged: see docs/vllm-cpu.md)."""
     lines, off = [], []
     for c in sorted(native):
         for field in ("total_throughput", "mean_tpot_ms", "mean_ttft_ms"):
-            a, b = getattr(native[c], field), getattr(peer[c], field)
+            a, b = getattr(native[c].metrics, field), getattr(peer[c].metrics, field)
             ratio = b / a if a else float("inf")
             lines.append(f"{where} c={c} {field}: native {a:.2f}, vllm bench {b:.2f} ({ratio:.2f}x)")
             if field != "mean_ttft_ms" and abs(ratio - 1) > AGREEMENT:
                 off.append(lines[-1])
     print("\n".join(lines))
     return off
+
+
+def _both_clients(folder: Path, name: str, model: Path, url: str, served: str,
+                  env: dict[str, str]) -> list[str]:
+    """Native then `vllm bench serve` on the same cells; again (up to 3 times) while the native
+    client fell behind (model/client_health.py): a starved client measures itself, and the
+    agreement is judged where the client kept up (the issue: "where the server is not
+    CPU-starved"); skipped, saying so, when it never did. Returns the pairs that disagree."""
+    native_plan = _external_plan(folder, name, model, url, served, "native")
+    bench_plan = _external_plan(folder, name, model, url, served, "vllm")
+    behind: list[str] = []
+    for attempt in range(1, 4):
+        native = _measure_with(folder, native_plan, env, attempt)
+        behind = [f"c={c}: {'; '.join(m.client.reasons)}" for c, m in native.items()
+                  if m.client is not None and m.client.behind]
+        if behind:
+            print(f"{name} attempt {attempt}: the native client fell behind ({behind})")
+            continue
+        return _agree(native, _measure_with(folder, bench_plan, env, attempt), name)
+    pytest.skip(f"{name}: the native client fell behind in 3 attempts (the box starves it, so "
+                f"the clients' agreement cannot be judged here): {behind}")
+
+
+CLIENT_CORE, SERVER_CORE = 0, 1
+
+
+def _on_core(core: int) -> list[str]:
+    """`taskset -c CORE` where there are two cores: the server (API server, EngineCore, worker)
+    on one, the clients on the other, so the server does not starve the client it is measured
+    by (docs/client.md)."""
+    import shutil
+
+    if (os.cpu_count() or 1) < 2 or shutil.which("taskset") is None:
+        return []
+    return ["taskset", "-c", str(core)]
 
 
 @pytest.fixture()
@@ -375,7 +412,8 @@ def vllm_server(tiny_model: Path, tmp_path: Path):
            "VLLM_CPU_OMP_THREADS_BIND": "1", "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"}
     log = tmp_path / "vllm.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen(["vllm", "serve", str(tiny_model), "--served-model-name", "tiny-llama",
+        proc = subprocess.Popen([*_on_core(SERVER_CORE), "vllm", "serve", str(tiny_model),
+                                 "--served-model-name", "tiny-llama",
                                  "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
                                  "--max-model-len", "1024", "--max-num-seqs", "8",
                                  "--enforce-eager", "--uvicorn-log-level", "warning"],
@@ -396,16 +434,17 @@ def test_native_client_vllm_bench_serve_and_the_simulator_agree(tmp_path: Path, 
     from tests.simulator import running_sim
 
     env = _env(tmp_path)
-    native = _measure_with(tmp_path, _external_plan(tmp_path, "vllm", tiny_model, vllm_server,
-                                                    "tiny-llama", "native"), env)
-    bench = _measure_with(tmp_path, _external_plan(tmp_path, "vllm", tiny_model, vllm_server,
-                                                   "tiny-llama", "vllm"), env)
-    off = _agree(native, bench, "real vLLM")
-    with running_sim("--vocab-size", "2048", model=str(tiny_model), spec_tokens=None,
-                     speed=4) as sim:
-        sim_native = _measure_with(tmp_path, _external_plan(tmp_path, "sim", tiny_model, sim.url,
-                                                            str(tiny_model), "native"), env)
-        sim_bench = _measure_with(tmp_path, _external_plan(tmp_path, "sim", tiny_model, sim.url,
-                                                           str(tiny_model), "vllm"), env)
-    off += _agree(sim_native, sim_bench, "simulator")
+    pinned = bool(_on_core(CLIENT_CORE))
+    everywhere = os.sched_getaffinity(0)
+    try:
+        if pinned:  # the runner and `vllm bench serve` this test starts inherit it
+            os.sched_setaffinity(0, {CLIENT_CORE})
+        off = _both_clients(tmp_path, "vllm", tiny_model, vllm_server, "tiny-llama", env)
+        with running_sim("--vocab-size", "2048", model=str(tiny_model), spec_tokens=None,
+                         speed=4) as sim:
+            if pinned:
+                os.sched_setaffinity(sim.pid, {SERVER_CORE})
+            off += _both_clients(tmp_path, "sim", tiny_model, sim.url, str(tiny_model), env)
+    finally:
+        os.sched_setaffinity(0, everywhere)
     assert not off, off
