@@ -19,6 +19,7 @@ from dspark_tui.model.prompt_file import BUILTIN_PROMPT_FILE, PromptFileError, r
 from dspark_tui.sim.config import (
     DEFAULT_ACCEPTANCE,
     DEFAULT_DRIFT_TIME_S,
+    NGRAM_DRAFT_RATE,
     FaultConfig,
     ModelConfig,
     NoiseParams,
@@ -55,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     spec.add_argument("--spec-tokens", type=int, help="draft tokens verified per step (K)")
     spec.add_argument("--speculative-config", help="vLLM JSON, e.g. '{\"num_speculative_tokens\": 5}'")
     spec.add_argument("--spec-method", help="accepted for compatibility (ignored)")
+    spec.add_argument("--draft-rate", type=float,
+                      help="share of decode steps that get drafts (default 1; with method ngram "
+                           f"{NGRAM_DRAFT_RATE}, where its lookup matched on real vLLM)")
     spec.add_argument("--adaptive-verification", action="store_true",
                       help="verify a budget of the K drafts chosen from their confidence, as "
                            "vLLM's enable_adaptive_verification (docs/simulator.md)")
@@ -203,6 +207,7 @@ def serve_config(args: argparse.Namespace, unknown: Sequence[str],
         max_model_len=args.max_model_len,
         adaptive_verification=adaptive,
         k_flip_fault=args.k_flip_fault,
+        draft_rate=_draft_rate(args),
     )
     faults = FaultConfig(
         fail_start=args.fail_start,
@@ -335,6 +340,15 @@ def _speculation(args: argparse.Namespace) -> tuple[int, tuple[ScheduleEntry, ..
     if not 0 <= spec_tokens <= MAX_SPEC_TOKENS:
         raise SimUsageError(f"--spec-tokens must be in 0..{MAX_SPEC_TOKENS}, got {spec_tokens}")
     return int(spec_tokens), schedule
+
+
+def _draft_rate(args: argparse.Namespace) -> float:
+    """--draft-rate, else ngram's measured rate for method ngram, else 1 (always drafts)."""
+    if args.draft_rate is not None:
+        if not 0.0 <= args.draft_rate <= 1.0:
+            raise SimUsageError(f"--draft-rate must be in 0..1, got {args.draft_rate}")
+        return float(args.draft_rate)
+    return NGRAM_DRAFT_RATE if _spec_method(args) == "ngram" else 1.0
 
 
 def _spec_method(args: argparse.Namespace) -> str:
