@@ -10,15 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dspark_tui.analysis.analysis import analyse
-from dspark_tui.analysis.deploy import SCHEDULE_FILE, deploy_answer, schedule_json
-from dspark_tui.analysis.schedule import without_k_flags
 from dspark_tui.engine.checks.setup import filter_plan
 from dspark_tui.model import Plan, UserError, numbers, safe_files
 from dspark_tui.results import RunStore
 from dspark_tui.results.manifest import Verification
 from dspark_tui.results.store import load_run
 
+# The analysis (numpy, pandas: ~1 s of imports) is loaded only for a run with --verify: every
+# runner process imports this module, and most never verify.
 SCHEDULE_ARM = "schedule"
 # The one template variable both arms set: the whole --speculative-config JSON.
 CONFIG_VAR = "speculative_config"
@@ -44,6 +43,9 @@ class Recommendation:
 def read_recommendation(sweep_dir: Path) -> Recommendation:
     """The sweep's schedule.json (computed from its measurements when absent); a run that is
     not a finished K sweep with a schedule and a best fixed K is one UserError line."""
+    from dspark_tui.analysis.analysis import analyse
+    from dspark_tui.analysis.deploy import SCHEDULE_FILE, deploy_answer, schedule_json
+
     sweep_dir = Path(sweep_dir).expanduser()
     manifest = RunStore(sweep_dir).read_manifest()  # a missing or bad run.json: one line
     refuse = f"--verify {sweep_dir}"
@@ -89,6 +91,8 @@ def verification_plan(plan: Plan, recommendation: Recommendation) -> Plan:
     way to set K, and the only one that takes a schedule. A plan whose arms give
     `[arms.speculative]` tables keeps its command; the two arms get tables (a fixed K = 0 none,
     so its server starts without speculation)."""
+    from dspark_tui.analysis.schedule import without_k_flags
+
     if plan.uses_speculative_tables():
         return _verification_plan_of_tables(plan, recommendation)
     var = recommendation.compared_var

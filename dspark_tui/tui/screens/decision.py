@@ -25,8 +25,9 @@ from textual.screen import Screen
 from textual.widgets import Footer, Label, Markdown, Static
 
 from dspark_tui.analysis.analysis import analyse
-from dspark_tui.analysis.decision import is_k_sweep, manifest_k_values
+from dspark_tui.analysis.decision import is_k_sweep
 from dspark_tui.analysis.deploy import DeployAnswer, deploy_answer
+from dspark_tui.analysis.layout import manifest_k_values
 from dspark_tui.analysis.positions import acceptance_by_k
 from dspark_tui.analysis.schedule import Gain, shell_line
 from dspark_tui.report.decision_section import break_even_items
