@@ -29,6 +29,7 @@ from dspark_tui.engine.servers.gpu import GpuDevice, detect_gpu
 from dspark_tui.engine.servers.launchers import launcher_problems
 from dspark_tui.engine.servers.ports import describe_taken_port, port_is_free
 from dspark_tui.engine.servers.server_record import read_record
+from dspark_tui.engine.servers.tls import verifying_context
 from dspark_tui.model import Plan, UserError
 from dspark_tui.model.kinds import ServerKind
 from dspark_tui.model.secrets import secret_values
@@ -193,7 +194,8 @@ def check_endpoints(plan: Plan) -> list[Finding]:
             continue
         import httpx
 
-        with httpx.Client(base_url=url, headers=headers, timeout=ENDPOINT_TIMEOUT_S) as client:
+        with httpx.Client(base_url=url, headers=headers, timeout=ENDPOINT_TIMEOUT_S,
+                          verify=verifying_context()) as client:
             findings += _check_endpoint(client, url, plan.served_model_name, key, plan.kind)
     return findings
 
