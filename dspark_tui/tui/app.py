@@ -19,12 +19,14 @@ from typing import ClassVar
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from dspark_tui.config import Settings, save_setting
 from dspark_tui.model import UserError
 from dspark_tui.results import RunStore
+from dspark_tui.tui import safe
 from dspark_tui.tui.run_link import AttachedRun, RunLink, run_closed, start_runner
 from dspark_tui.tui.screens.confirm import ConfirmScreen
 from dspark_tui.tui.screens.help import HelpScreen
@@ -74,6 +76,14 @@ class DsparkApp(App[None]):
         self.remember_theme = remember_theme
         self.links: list[RunLink] = []
         self.hung_up = False
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = False) -> None:
+        """Every notice as plain text: what it says comes from run files, servers and runners
+        (a cell's failure, a server's error) and must show literally, brackets and control
+        characters included (tui/safe.py); no notice of ours uses markup."""
+        super().notify(safe.lines(message), title=safe.plain(title), severity=severity,
+                       timeout=timeout, markup=False)
 
     # -- start-up --------------------------------------------------------------------------
 

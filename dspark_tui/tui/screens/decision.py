@@ -32,6 +32,7 @@ from dspark_tui.analysis.schedule import Gain, shell_line
 from dspark_tui.report.decision_section import break_even_items
 from dspark_tui.results import load_run
 from dspark_tui.results.manifest import RunManifest
+from dspark_tui.tui import safe
 from dspark_tui.tui.screens.loading import LoadingScreen
 
 NOT_A_SWEEP = ("not a K sweep: the decision view needs arms that differ only in K, with a K = 0 "
@@ -87,7 +88,7 @@ class DecisionScreen(LoadingScreen):
         self.answer: DeployAnswer | None = None
 
     def compose(self) -> ComposeResult:
-        yield Label(f"loading the K sweep of {self.run_dir.name} …", id="decision-title")
+        yield Label(safe.text(f"loading the K sweep of {self.run_dir.name} …"), id="decision-title")
         with VerticalScroll(id="decision-body"):
             yield Label("Schedule: running batch → K", classes="heading")
             yield Static(id="decision-schedule")
@@ -112,13 +113,13 @@ class DecisionScreen(LoadingScreen):
         title = self.query_one("#decision-title", Label)
         answer = self.answer = data.answer
         if answer is None:
-            title.update(Content(f"{data.manifest.name}: {NOT_A_SWEEP}"))
+            title.update(Content(f"{safe.plain(data.manifest.name)}: {NOT_A_SWEEP}"))
             self.notify(NOT_A_SWEEP, severity="warning")
             return
         decision = answer.decision
         certainty = ("verified" if decision.verified
                      else "UNVERIFIED: single measurements, point estimates only")
-        title.update(Content(f"{data.manifest.name}  [{data.manifest.status}]  K = "
+        title.update(Content(f"{safe.plain(data.manifest.name)}  [{data.manifest.status}]  K = "
                              f"{', '.join(str(k) for k in decision.ks)}  {certainty}"))
         self.query_one("#decision-schedule", Static).update(schedule_table(answer))
         self.query_one("#decision-notes", Static).update(Content("\n".join(schedule_notes(answer))))

@@ -21,7 +21,7 @@ from textual.worker import Worker, get_current_worker
 from dspark_tui.model.run_status import run_status_label
 from dspark_tui.results import RunSummary, scan_runs
 from dspark_tui.results.run_size import format_size
-from dspark_tui.tui import colours
+from dspark_tui.tui import colours, safe
 from dspark_tui.tui.run_facts import RunFacts, run_facts
 from dspark_tui.tui.screens.loading import LoadingScreen
 
@@ -204,7 +204,8 @@ class HistoryScreen(LoadingScreen):
         noun = "run" if total == 1 else "runs"
         title = self.query_one("#history-title", Label)
         # Folder names on the line (80 columns), the whole paths on hover.
-        title.update(f"History — {count} {noun} in " + ", ".join(r.name or str(r) for r in self.roots))
+        roots = ", ".join(r.name or str(r) for r in self.roots)
+        title.update(safe.text(f"History — {count} {noun} in {roots}"))
         title.tooltip = "\n".join(str(r) for r in self.roots)
 
     @on(Input.Changed, "#history-filter")

@@ -21,7 +21,7 @@ from dspark_tui.analysis.live import (
     verdict_text,
 )
 from dspark_tui.analysis.verdicts import Verdict
-from dspark_tui.tui import colours
+from dspark_tui.tui import colours, safe
 from dspark_tui.tui import format as fmt
 
 _PER_ARM = (
@@ -31,6 +31,11 @@ _PER_ARM = (
     ("TPOT", "mean_tpot_ms", 2),
     ("AL", "accept_length", 2),
 )
+
+
+# Scenario, concurrency and who leads (Winner / Best) stay on screen while ←/→ scroll the rest:
+# at 80 columns the lesser columns (interval, vs K=0, the arms' figures) go first.
+PINNED = 3
 
 
 class ABTable(DataTable[Text | str]):
@@ -46,7 +51,7 @@ class ABTable(DataTable[Text | str]):
     """
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, cursor_type="row", zebra_stripes=True, fixed_columns=2)
+        super().__init__(id=id, cursor_type="row", zebra_stripes=True, fixed_columns=PINNED)
         self._arms: list[str] = []
         self._baseline: str | None = None
         self._shown: dict[str, tuple[Text | str, ...]] = {}
@@ -117,7 +122,7 @@ class ABTable(DataTable[Text | str]):
             self.add_column("Best", key="winner")
             self.add_column("Margin", key="margin")
             if baseline is not None:
-                self.add_column(f"vs {baseline}", key="baseline")
+                self.add_column(safe.text(f"vs {baseline}"), key="baseline")
         else:
             self.add_column("Winner", key="winner")
             self.add_column("Verdict", key="verdict")
@@ -125,25 +130,26 @@ class ABTable(DataTable[Text | str]):
             self.add_column("Interval", key="interval")
         for label, attr, _ in _PER_ARM:
             for arm in arms:
-                self.add_column(f"{label} {arm}", key=f"{arm}:{attr}")
+                self.add_column(safe.text(f"{label} {arm}"), key=f"{arm}:{attr}")
 
     def _render_row(self, row: ComparisonRow) -> tuple[Text | str, ...]:
         win_style = colours.rich_style(colours.WINNER)
         failed_style = colours.rich_style(colours.FAILED)
-        cells: list[Text | str] = [row.scenario, Text(str(row.concurrency), justify="right")]
+        cells: list[Text | str] = [safe.text(row.scenario), Text(str(row.concurrency), justify="right")]
         if self.many_arms:
             # The leader, even in a tie, then the verdict: `K=6 unsure`, verdicts aligned.
             best = Text()
-            best.append(row.leader or fmt.MISSING, style=win_style if row.winner else "")
+            best.append(safe.plain(row.leader or fmt.MISSING), style=win_style if row.winner else "")
             if row.leader and row.verdict:
-                best.append(" " * (max(len(arm) for arm in self._arms) - len(row.leader) + 1))
+                widest = max(len(safe.plain(arm)) for arm in self._arms)
+                best.append(" " * (widest - len(safe.plain(row.leader)) + 1))
                 best.append(row.verdict)
             margin = f"{_margin(row):>{self._margin_width}} {compact_interval(row, tenths=True)}"
             cells += [best, Text(margin.rstrip())]
             if self._baseline is not None:
                 cells.append(Text(compact_baseline(row) or fmt.MISSING, justify="right"))
         else:
-            cells += [Text(row.winner or _no_winner(row), style=win_style if row.winner else ""),
+            cells += [Text(safe.plain(row.winner or _no_winner(row)), style=win_style if row.winner else ""),
                       verdict_text(row) or fmt.MISSING,
                       Text(fmt.percent(row.margin), justify="right"),
                       Text(compact_interval(row) or fmt.MISSING, justify="right")]
