@@ -27,8 +27,15 @@ from dspark_tui.report.markdown import render_report
 from dspark_tui.results import RunStore, load_run
 from dspark_tui.tui.report_blocks import Block, Table, report_blocks
 from dspark_tui.tui.screens.loading import LoadingScreen
+from dspark_tui.tui.widgets.columns import step_columns
 
 MAX_TABLE_ROWS = 10_000  # a K sweep's core table has a few hundred rows
+# A text column wider than this ("Why", "Evidence") wraps inside the pane rather than scroll
+# out of it, at least this wide; the pane's margins, scrollbar and each cell's padding aside.
+WRAP_OVER = 30
+MIN_WRAP = 12
+TABLE_MARGINS = 4  # the table's own, left and right (DEFAULT_CSS below)
+SCROLLBAR = 2  # the report's, which a long report has (not yet there while tables mount)
 
 
 def render_text(run_dir: Path, lang: str) -> str:
@@ -82,26 +89,38 @@ class ReportTable(DataTable[Text]):
     def on_mount(self) -> None:
         self.styles.max_height = MAX_TABLE_ROWS  # every row inline (a DataTable caps at 100%)
         right = self.table.right
+        pane = self.parent.size.width if isinstance(self.parent, Widget) else 0
+        widths = wrap_widths(self.table, (pane or self.app.size.width) - SCROLLBAR - TABLE_MARGINS)
         for index, label in enumerate(self.table.header):
             justify: JustifyMethod = "right" if index < len(right) and right[index] else "left"
-            self.add_column(Text(label.plain, style="bold", justify=justify))
+            self.add_column(Text(label.plain, style="bold", justify=justify), width=widths.get(index))
         for row in self.table.rows:
             self.add_row(*[Text(cell.plain, style=cell.style, spans=cell.spans,
                                 justify="right" if i < len(right) and right[i] else "left")
-                           for i, cell in enumerate(row)])
+                           for i, cell in enumerate(row)], height=None if widths else 1)
 
 
     def step_columns(self, direction: int) -> None:
         """Scroll by one whole column, so a number is never shown cut."""
-        edges = [0]
-        for column in list(self.columns.values())[self.fixed_columns:]:
-            edges.append(edges[-1] + column.get_render_width(self))
-        now = round(self.scroll_x)
-        if direction > 0:
-            target = next((edge for edge in edges if edge > now), now)
-        else:
-            target = max((edge for edge in edges if edge < now), default=0)
-        self.scroll_to(x=min(target, self.max_scroll_x), animate=False)
+        step_columns(self, direction)
+
+
+def wrap_widths(table: Table, available: int) -> dict[int, int]:
+    """The wrapped width of each long text column, when the table is wider than `available`:
+    they share what the other columns leave (each cell padded one either side) in proportion
+    to their length, none narrower than MIN_WRAP. Empty when the table fits, or has no long text column."""
+    right = table.right
+    natural = [max([cell.cell_len for cell in [table.header[i], *(row[i] for row in table.rows)]])
+               for i in range(len(table.header))]
+    long = [i for i, width in enumerate(natural)
+            if width > WRAP_OVER and not (i < len(right) and right[i])]
+    if not long or sum(natural) + 2 * len(natural) <= available:
+        return {}
+    room = available - sum(width + 2 for i, width in enumerate(natural) if i not in long)
+    room -= 2 * len(long)
+    wanted = sum(natural[i] for i in long)
+    shares = {i: max(MIN_WRAP, room * natural[i] // wanted) for i in long}
+    return {i: share for i, share in shares.items() if natural[i] > share}
 
 
 class ReportScroll(VerticalScroll):

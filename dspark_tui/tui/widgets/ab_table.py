@@ -23,6 +23,7 @@ from dspark_tui.analysis.live import (
 from dspark_tui.analysis.verdicts import Verdict
 from dspark_tui.tui import colours, safe
 from dspark_tui.tui import format as fmt
+from dspark_tui.tui.widgets.columns import step_columns
 
 _PER_ARM = (
     ("Total", "total_tok_s", 1),
@@ -33,9 +34,10 @@ _PER_ARM = (
 )
 
 
-# Scenario, concurrency and who leads (Winner / Best) stay on screen while ←/→ scroll the rest:
-# at 80 columns the lesser columns (interval, vs K=0, the arms' figures) go first.
-PINNED = 3
+# Scenario and concurrency stay on screen while ←/→ scroll the rest; with N arms the Best
+# column too (which K leads, how sure): at 80 columns the lesser columns go first.
+PINNED = 2
+PINNED_MANY = 3
 
 
 class ABTable(DataTable[Text | str]):
@@ -98,6 +100,20 @@ class ABTable(DataTable[Text | str]):
                 self._shown[key] = cells
                 self._drawn[key] = row
 
+    def action_cursor_right(self) -> None:
+        """N arms, row cursor: →/← scroll the unpinned columns a whole column at a time, so
+        that a margin and its interval are never shown cut (two arms scroll as DataTable does)."""
+        if self.many_arms and self.cursor_type == "row":
+            step_columns(self, 1)
+        else:
+            super().action_cursor_right()
+
+    def action_cursor_left(self) -> None:
+        if self.many_arms and self.cursor_type == "row":
+            step_columns(self, -1)
+        else:
+            super().action_cursor_left()
+
     def update_cell_at_row_key(self, row_key: str, column: int, value: Text | str) -> None:
         column_key = self.ordered_columns[column].key
         # Widened to the new value: a cell first shown as "—" or "failed" and measured later
@@ -116,6 +132,7 @@ class ABTable(DataTable[Text | str]):
         self._drawn.clear()
         self._arms = list(arms)
         self._baseline = baseline
+        self.fixed_columns = PINNED_MANY if self.many_arms else PINNED
         self.add_column("Scenario", key="scenario")
         self.add_column("C", key="concurrency")
         if self.many_arms:

@@ -62,9 +62,12 @@ class PlanTree(Tree[CellKey | None]):
         if node is not None:
             self.call_after_refresh(self._scroll_to_running, node)
 
-    def _scroll_to_running(self, node: TreeNode[CellKey | None]) -> None:
+    def _scroll_to_running(self, node: TreeNode[CellKey | None], tries: int = 50) -> None:
         line = node.line
-        if line < 0:
+        if line < 0 or self.virtual_size.height <= line:
+            # The tree has not laid out its new lines yet (a busy box): at the next refresh.
+            if tries > 0 and node.data == self._followed:
+                self.call_after_refresh(self._scroll_to_running, node, tries - 1)
             return
         # Its arm's name above it when there is room: "K=6  ready" and the cell both in view.
         height = self.scrollable_content_region.height
