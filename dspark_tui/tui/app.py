@@ -27,6 +27,7 @@ from dspark_tui.config import Settings, save_setting
 from dspark_tui.model import UserError
 from dspark_tui.results import RunStore
 from dspark_tui.tui import safe
+from dspark_tui.tui.keys import resolve_keymap
 from dspark_tui.tui.run_link import AttachedRun, RunLink, run_closed, start_runner
 from dspark_tui.tui.screens.confirm import ConfirmScreen
 from dspark_tui.tui.screens.help import HelpScreen
@@ -89,8 +90,8 @@ class DsparkApp(App[None]):
 
     def on_mount(self) -> None:
         self._install_themes()
-        if self.settings.keymap:
-            self.set_keymap(self.settings.keymap)
+        if self.settings.keymap:  # the user's keys win, over the lists' j/k/g/G too
+            self.set_keymap(resolve_keymap(self.settings.keymap))
         self.push_screen(HistoryScreen(self.history_roots()))
         for warning in self.startup_warnings:
             self.notify(warning, severity="warning", timeout=10)

@@ -35,6 +35,7 @@ from dspark_tui.results import RunStore, load_run
 from dspark_tui.results.store import LoadedRun
 from dspark_tui.tui import format as fmt
 from dspark_tui.tui import safe
+from dspark_tui.tui.keys import DETAIL_KEYS
 from dspark_tui.tui.screens.loading import LoadingScreen
 from dspark_tui.tui.widgets.ab_table import ABTable
 
@@ -73,6 +74,12 @@ def run_headline(run: LoadedRun, lang: str) -> str:
 def _started(started_at: str | None) -> str:
     """`2026-12-01 06:40` from an ISO time."""
     return (started_at or "")[:16].replace("T", " ")
+
+
+class CellsTable(DataTable[Text | str]):
+    """Every measurement of the run, one a row: j/k/g/G as in History."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [*DETAIL_KEYS]
 
 
 class RunDetailScreen(LoadingScreen):
@@ -115,8 +122,8 @@ class RunDetailScreen(LoadingScreen):
             with TabPane("A/B table", id="ab"):
                 yield ABTable(id="detail-ab")
             with TabPane("Cells", id="cells"):
-                cells: DataTable[Text | str] = DataTable(cursor_type="row", id="detail-cells",
-                                                         fixed_columns=3)  # arm, scenario, c
+                cells = CellsTable(cursor_type="row", id="detail-cells",
+                                   fixed_columns=3)  # arm, scenario, c
                 yield cells
         yield Footer(compact=True)
 
