@@ -34,6 +34,7 @@ from dspark_tui.tui.screens.help import HelpScreen
 from dspark_tui.tui.screens.history import HistoryScreen
 from dspark_tui.tui.screens.plan_picker import PlanPickerScreen, StartRequest
 from dspark_tui.tui.screens.quit_run import QuitRunScreen, detach_all
+from dspark_tui.tui.screens.refusal import RefusalScreen
 from dspark_tui.tui.screens.run_screen import RunScreen
 from dspark_tui.tui.themes import load_themes
 
@@ -162,8 +163,9 @@ class DsparkApp(App[None]):
                 scenarios=request.scenarios, resume=request.resume, detach=request.detach,
                 lang=self.lang, plans_dir=self.settings.plans_dir,
                 other_roots=self.history_roots(), verify=request.verify)
-        except UserError as exc:  # a preflight's problems, one a line: a plain text notice
-            self.notify(str(exc), severity="error", timeout=12, markup=False)
+        except UserError as exc:  # a preflight's problems, one a line: a dialog that stays
+            problems = [line for line in str(exc).splitlines() if line.strip()] or [str(exc)]
+            self.push_screen(RefusalScreen(request.plan, problems))
             return
         self._show_run(link.run_dir, link)
 
