@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from rich import box
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -33,6 +34,7 @@ from dspark_tui.analysis.schedule import Gain, shell_line
 from dspark_tui.report.decision_section import break_even_items
 from dspark_tui.results import load_run
 from dspark_tui.results.manifest import RunManifest
+from dspark_tui.tui import safe
 from dspark_tui.tui.screens.loading import LoadingScreen
 
 NOT_A_SWEEP = ("not a K sweep: the decision view needs arms that differ only in K, with a K = 0 "
@@ -88,7 +90,7 @@ class DecisionScreen(LoadingScreen):
         self.answer: DeployAnswer | None = None
 
     def compose(self) -> ComposeResult:
-        yield Label(f"loading the K sweep of {self.run_dir.name} …", id="decision-title")
+        yield Label(safe.text(f"loading the K sweep of {self.run_dir.name} …"), id="decision-title")
         with VerticalScroll(id="decision-body"):
             yield Label("Schedule: running batch → K", classes="heading")
             yield Static(id="decision-schedule")
@@ -113,13 +115,13 @@ class DecisionScreen(LoadingScreen):
         title = self.query_one("#decision-title", Label)
         answer = self.answer = data.answer
         if answer is None:
-            title.update(Content(f"{data.manifest.name}: {NOT_A_SWEEP}"))
+            title.update(Content(f"{safe.plain(data.manifest.name)}: {NOT_A_SWEEP}"))
             self.notify(NOT_A_SWEEP, severity="warning")
             return
         decision = answer.decision
         certainty = ("verified" if decision.verified
                      else "UNVERIFIED: single measurements, point estimates only")
-        title.update(Content(f"{data.manifest.name}  [{data.manifest.status}]  K = "
+        title.update(Content(f"{safe.plain(data.manifest.name)}  [{data.manifest.status}]  K = "
                              f"{', '.join(str(k) for k in decision.ks)}  {certainty}"))
         self.query_one("#decision-schedule", Static).update(schedule_table(answer))
         self.query_one("#decision-notes", Static).update(Content("\n".join(schedule_notes(answer))))
@@ -214,7 +216,13 @@ def command_text(answer: DeployAnswer) -> str:
     return shell_line(answer.command)
 
 
-def best_k_map(answer: DeployAnswer) -> Table:
+def _captioned(table: Table, caption: str) -> Group:
+    """The table, then its caption as a line of the pane's width: a Rich caption wraps to the
+    table's own width (16 characters for a two-scenario map at 80 columns)."""
+    return Group(table, Text(caption, style="dim"))
+
+
+def best_k_map(answer: DeployAnswer) -> Group:
     """Concurrency down, scenario across (scenarios are few, concurrencies many: fits 80 columns).
     Each cell: the chosen K and the verdict it rests on."""
     decision = answer.decision
@@ -232,13 +240,11 @@ def best_k_map(answer: DeployAnswer) -> Table:
             top = "" if choice.k == choice.top_k else f", top {choice.top_k}"
             row.append(Text.assemble((f"K={choice.k}", "bold"), f" {choice.verdict}{top}"))
         table.add_row(*row)
-    table.caption = (f"chosen: the smallest K within the {decision.band.percent}% tie band of "
-                     "the fastest; verdict of the comparison the choice rests on")
-    table.caption_justify = "left"
-    return table
+    return _captioned(table, f"chosen: the smallest K within the {decision.band.percent}% tie "
+                             "band of the fastest; verdict of the comparison the choice rests on")
 
 
-def acceptance_table(answer: DeployAnswer) -> Table | Text:
+def acceptance_table(answer: DeployAnswer) -> Table | Group | Text:
     arms = acceptance_by_k(answer.counters)
     if not arms:
         return Text("no spec-decode counters (/metrics) in this run")
@@ -250,8 +256,7 @@ def acceptance_table(answer: DeployAnswer) -> Table | Text:
         table.add_row(str(arm.k), str(arm.cells), length, *rates, *([""] * (width - len(rates))))
     conditional = [p.conditional for p in answer.positions]
     if any(c is not None for c in conditional):
-        table.caption = (f"p1…p{width}: share of drafts whose position is accepted; given the one "
-                         "before accepted: "
-                         + " ".join("—" if c is None else f"{c * 100:.0f}%" for c in conditional))
-        table.caption_justify = "left"
+        return _captioned(table, f"p1…p{width}: share of drafts whose position is accepted; "
+                          "given the one before accepted: "
+                          + " ".join("—" if c is None else f"{c * 100:.0f}%" for c in conditional))
     return table
