@@ -8,7 +8,7 @@ import json
 from dspark_tui.analysis.decision import Crossing, Ratio
 from dspark_tui.analysis.deploy import DeployAnswer
 from dspark_tui.analysis.positions import PositionGain
-from dspark_tui.analysis.schedule import Gain, shell_line
+from dspark_tui.analysis.schedule import UNSURE_ANSWER, Gain, shell_line
 from dspark_tui.report.tables import markdown_table
 from dspark_tui.report.words import Texts
 
@@ -75,7 +75,13 @@ def deploy_section(answer: DeployAnswer | None, t: Texts, simulated: bool = Fals
     if single is not None:
         gains = "; ".join(d("deploy_single_gain", other=k, gain=_gain_text(d, g))
                           for k, g in sorted(single.gains.items()))
-        lines.append(d("deploy_single", k=single.k, gains=gains))
+        if single.status == UNSURE_ANSWER:
+            others = [k for k, g in sorted(single.gains.items())
+                      if (g.low if g.low is not None else g.ratio) < answer.decision.band.floor]
+            lines.append(d("deploy_single_unsure", k=single.k, others=", K = ".join(map(str, others)),
+                           gains=gains))
+        else:
+            lines.append(d("deploy_single", k=single.k, gains=gains))
         if answer.schedule_gain is not None:
             lines.append(d("deploy_schedule_gain", k=single.k, gain=_gain_text(d, answer.schedule_gain)))
         routing = answer.routing

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dspark_tui.analysis import frames as fr
 from dspark_tui.analysis.analysis import RunAnalysis, analyse
 from dspark_tui.analysis.deploy import DeployAnswer, deploy_answer
+from dspark_tui.analysis.schedule import SINGLE_ANSWER, UNSURE_ANSWER
 from dspark_tui.report.certainty import how_sure, node_warnings
 from dspark_tui.report.findings import band_label
 from dspark_tui.report.words import Texts
@@ -79,8 +80,24 @@ def _sweep_lines(answer: DeployAnswer | None, t: Texts, simulated: bool) -> list
     lead = "summary_k_sim" if simulated else "summary_k_deploy"
     lines = [t(lead, keyed=t(keyed), ranges=ranges)]
     if answer.single is not None:
-        lines.append(t("summary_k_single_sim" if simulated else "summary_k_single", k=answer.single.k))
+        lines.append(single_k_line(answer, t, simulated))
     return lines
+
+
+def single_k_line(answer: DeployAnswer, t: Texts, simulated: bool) -> str:
+    """The best fixed K by the per-cell rule (analysis/schedule.best_single_k): shown, a point
+    estimate, or no K shown best and the leader named."""
+    single = answer.single
+    assert single is not None
+    sim = "_sim" if simulated else ""
+    if single.status == UNSURE_ANSWER:
+        others = [k for k, g in sorted(single.gains.items())
+                  if (g.low if g.low is not None else g.ratio) < answer.decision.band.floor]
+        return t(f"summary_k_single_unsure{sim}", k=single.k,
+                 others=", K=".join(str(k) for k in others))
+    if single.status == SINGLE_ANSWER:
+        return t(f"summary_k_single_point{sim}", k=single.k)
+    return t(f"summary_k_single{sim}", k=single.k)
 
 
 def _band_lines(analysis: RunAnalysis, t: Texts, simulated: bool) -> list[str]:

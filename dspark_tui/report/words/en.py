@@ -51,6 +51,10 @@ WORDS: dict[str, str] = {
     "report.summary_k_sim": "- **The simulator's K schedule** ({keyed}): {ranges}",
     "report.summary_k_single": "- With one fixed K for all traffic: K={k}",
     "report.summary_k_single_sim": "- The simulator's best fixed K: K={k}",
+    "report.summary_k_single_unsure": "- With one fixed K for all traffic: no fixed K is shown best; the leader is K={k}, and K={others} may still beat it by more than the tie band",
+    "report.summary_k_single_unsure_sim": "- The simulator's best fixed K: no fixed K is shown best; the leader is K={k}, and K={others} may still beat it by more than the tie band",
+    "report.summary_k_single_point": "- With one fixed K for all traffic: K={k} (single measurements: a point estimate, not shown)",
+    "report.summary_k_single_point_sim": "- The simulator's best fixed K: K={k} (single measurements: a point estimate, not shown)",
     "report.summary_charts": "- Charts: {links}",
     "report.status_completed": "completed",
     "report.status_completed_skipped": "completed, {skipped} skipped",
@@ -230,6 +234,7 @@ WORDS: dict[str, str] = {
     "decision.deploy_traffic_equal": "The plan has no `[traffic]`: every scenario and concurrency weighs the same "
     "(add a `[traffic]` table to the plan to weigh your own mix).",
     "decision.deploy_single": "- Fixed K = {k}: {gains}",
+    "decision.deploy_single_unsure": "- No fixed K is shown best: the leader is K = {k}, and K = {others} may still beat it by more than the tie band; {gains}",
     "decision.deploy_single_gain": "vs K = {other} {gain}",
     "decision.deploy_schedule_gain": "- The schedule's expected gain over fixed K = {k}: {gain}",
     "decision.deploy_routing": "- Routing: two instances, traffic at concurrency <= {threshold} on K = "

@@ -45,6 +45,10 @@ WORDS: dict[str, str] = {
     "report.summary_k_sim": "- **模拟器给出的 K 调度**（{keyed}）：{ranges}",
     "report.summary_k_single": "- 只能用一个固定 K 时：K={k}",
     "report.summary_k_single_sim": "- 模拟器上最好的固定 K：K={k}",
+    "report.summary_k_single_unsure": "- 只能用一个固定 K 时：没有哪个固定 K 被证明最好；领先的是 K={k}，K={others} 仍可能比它快出持平带以上",
+    "report.summary_k_single_unsure_sim": "- 模拟器上最好的固定 K：没有哪个固定 K 被证明最好；领先的是 K={k}，K={others} 仍可能比它快出持平带以上",
+    "report.summary_k_single_point": "- 只能用一个固定 K 时：K={k}（单次测量：只是点估计，未经证明）",
+    "report.summary_k_single_point_sim": "- 模拟器上最好的固定 K：K={k}（单次测量：只是点估计，未经证明）",
     "report.summary_charts": "- 图表：{links}",
     "report.status_completed": "已完成",
     "report.status_completed_skipped": "已完成，{skipped} 个跳过",
@@ -209,6 +213,7 @@ WORDS: dict[str, str] = {
     "decision.deploy_traffic_plan": "流量权重取自计划的 `[traffic]`。",
     "decision.deploy_traffic_equal": "计划没有 `[traffic]`：各场景、各并发等权（可在计划中加入 `[traffic]`）。",
     "decision.deploy_single": "- 固定 K={k}：{gains}",
+    "decision.deploy_single_unsure": "- 没有哪个固定 K 被证明最好：领先的是 K={k}，K={others} 仍可能比它快出持平带以上；{gains}",
     "decision.deploy_single_gain": "比 K={other} {gain}",
     "decision.deploy_schedule_gain": "- 调度相对固定 K={k} 的预期收益：{gain}",
     "decision.deploy_routing": "- 分流方案：两个实例，并发 ≤ {threshold} 的流量用 K={low_k}，其余用 K={high_k}；"
