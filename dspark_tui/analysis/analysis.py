@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from dspark_tui.analysis import frames as fr
+from dspark_tui.analysis.bands import BandAnswer, band_answers
 from dspark_tui.analysis.layout import RunLayout, layout_of
 from dspark_tui.analysis.measurements import aggregate_cells, measurements_of
 from dspark_tui.analysis.verdicts import SINGLE, UNSURE, RunVerdicts, Settings, analyse_measurements
@@ -59,6 +60,11 @@ class RunAnalysis:
     def decided(self) -> pd.DataFrame:
         """The winner table without its unsure cells: what findings and advice may rest on."""
         return self.winners[self.winners["verdict"] != UNSURE]
+
+    @property
+    def band_answers(self) -> list[BandAnswer]:
+        """Each concurrency band's answer over all its compared cells (analysis/bands.py)."""
+        return band_answers(self.winners, self.decided, self.unsure, self.arms)
 
     @property
     def has_intervals(self) -> bool:

@@ -20,7 +20,7 @@ from dspark_tui.model.kinds import DEFAULT_KIND, ServerKind, server_kind
 from dspark_tui.model.plan import SPECULATIVE_ARG
 from dspark_tui.model.traffic import TrafficMix
 
-SCHEDULE_SCHEMA_VERSION = 1
+SCHEDULE_SCHEMA_VERSION = 2  # 2: status, deploy, incomplete (docs/results-format.md)
 DEFAULT_METHOD = "mtp"
 
 CellId = tuple[str, int]

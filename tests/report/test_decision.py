@@ -191,7 +191,9 @@ def test_schedule_json_is_written_next_to_the_report(tmp_path):
     assert_valid_schedule(data["num_speculative_tokens_per_batch_size"], 7, 256)
     assert data["speculative_config"]["num_speculative_tokens_per_batch_size"] == \
         data["num_speculative_tokens_per_batch_size"]
-    assert data["keyed_on"] == "running_batch" and data["verified"] is True
+    # "verified" meant "has intervals" (issue 22): the status says what the choices rest on.
+    assert data["keyed_on"] == "running_batch" and data["has_intervals"] is True
+    assert data["status"] == "decided" and data["deploy"] is True and data["incomplete"] is None
     assert data["beyond_measured"]["k"] == data["num_speculative_tokens_per_batch_size"][-1][2]
     en = (tmp_path / "run" / "report.en.md").read_text()
     # The answer first: the summary (with the schedule in one line), then its details.
