@@ -66,12 +66,14 @@ def band_answers(winners: pd.DataFrame, decided: pd.DataFrame, unsure: pd.DataFr
             band=band.id,
             concurrencies=sorted(int(c) for c in every["concurrency"].unique()),
             cells=cells, decided=count, ties=ties, wins=wins,
-            verdict=_verdict(cells, count, ties, wins),
+            verdict=majority_verdict(cells, count, ties, wins),
             lean=dict(sorted(lean.items(), key=lambda kv: -kv[1])), lean_margins=margins))
     return out
 
 
-def _verdict(cells: int, decided: int, ties: int, wins: dict[str, int]) -> str:
+def majority_verdict(cells: int, decided: int, ties: int, wins: dict[str, int]) -> str:
+    """The rule of this module for any group of `cells` compared cells, `decided` of them
+    decided with `ties` ties and `wins` per arm (a band, a workload group)."""
     among_decided = fr.verdict(decided, ties, wins)
     if among_decided in wins and wins[among_decided] * 2 > cells:
         return among_decided

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dspark_tui.analysis import frames as fr
 from dspark_tui.analysis.analysis import RunAnalysis
+from dspark_tui.analysis.bands import UNDECIDED, BandAnswer, uniform_arm
 from dspark_tui.report.phrases import (
     counts,
     decisive_wins,
@@ -29,6 +30,16 @@ def band_label(band: str, concurrencies: list[int]) -> str:
     if band == "high":
         return f"c≥{low}"
     return f"c={low}" if low == high else f"c={low}~{high}"
+
+
+def lean_text(t: Texts, band: BandAnswer) -> str:
+    """`to K=3 in 2 (by 11.0%–14.2%), to K=5 in 1 (by 3.1%)`: the unsure cells' point leaders."""
+    items = []
+    for arm, n in band.lean.items():
+        low, high = band.lean_margins[arm]
+        by = pct(low, 1) if pct(low, 1) == pct(high, 1) else f"{pct(low, 1)}–{pct(high, 1)}"
+        items.append(t("lean_item", arm=arm, n=n, by=by))
+    return t.join(items)
 
 
 def findings_section(analysis: RunAnalysis, t: Texts) -> list[str]:
@@ -58,8 +69,10 @@ def _bands(analysis: RunAnalysis, t: Texts) -> list[str]:
     arms = analysis.arms
     verdicts = list(bands["verdict"])
     arm_verdicts = {v for v in verdicts if v in arms}
-    if len(arm_verdicts) == 1 and all(v in arm_verdicts for v in verdicts) and len(verdicts) > 1:
-        heading = t("band_heading_uniform", n="{n}", arm=next(iter(arm_verdicts)))
+    answers = {a.band: a for a in analysis.band_answers}
+    uniform = uniform_arm(list(answers.values()), arms)  # counting the unsure cells too
+    if uniform is not None:
+        heading = t("band_heading_uniform", n="{n}", arm=uniform)
     elif len(set(verdicts)) > 1 and arm_verdicts:
         heading = t("band_heading_decisive", n="{n}")
     else:
@@ -101,6 +114,11 @@ def _bands(analysis: RunAnalysis, t: Texts) -> list[str]:
             )
         else:
             lines.append(t("band_mixed", name=name, label=label, counts=counts(t, tally, arms)))
+        answer = answers.get(band.band)
+        if answer is not None and answer.unsure:
+            lines.append("  " + t("band_unsure_note", n=answer.unsure, cells=answer.cells,
+                                  lean=lean_text(t, answer),
+                                  undecided=t("band_undecided") if answer.verdict == UNDECIDED else ""))
         keys = list(zip(group["scenario"], group["concurrency"].astype(int), strict=True))
         evidence = analysis.evidence(keys)
         if evidence:

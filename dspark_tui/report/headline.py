@@ -13,13 +13,12 @@ from collections.abc import Sequence
 
 from dspark_tui.analysis import frames as fr
 from dspark_tui.analysis.analysis import RunAnalysis, analyse
-from dspark_tui.analysis.bands import UNDECIDED, BandAnswer
+from dspark_tui.analysis.bands import UNDECIDED
 from dspark_tui.analysis.completeness import Completeness, completeness, is_simulated
 from dspark_tui.analysis.deploy import DeployAnswer, deploy_answer
 from dspark_tui.analysis.schedule import DECIDED, SINGLE_ANSWER, UNSURE_ANSWER
 from dspark_tui.report.certainty import how_sure, node_warnings
-from dspark_tui.report.findings import band_label
-from dspark_tui.report.tables import pct
+from dspark_tui.report.findings import band_label, lean_text
 from dspark_tui.report.words import Texts
 from dspark_tui.results.store import LoadedRun
 
@@ -168,13 +167,3 @@ def _band_lines(analysis: RunAnalysis, t: Texts, simulated: bool) -> list[str]:
         else:
             lines.append(t("summary_mixed", where=where, cells=band.decided, extra=extra))
     return lines
-
-
-def lean_text(t: Texts, band: BandAnswer) -> str:
-    """`K=3 in 2 (by 11.0–14.2%), K=5 in 1 (by 3.1%)`: the unsure cells' point leaders."""
-    items = []
-    for arm, n in band.lean.items():
-        low, high = band.lean_margins[arm]
-        by = pct(low, 1) if pct(low, 1) == pct(high, 1) else f"{pct(low, 1)}–{pct(high, 1)}"
-        items.append(t("lean_item", arm=arm, n=n, by=by))
-    return t.join(items)
