@@ -84,6 +84,10 @@ class DeployAnswer:
         return DECIDED
 
     @property
+    def run_path(self) -> Path:
+        return self.decision.analysis.run.path
+
+    @property
     def complete(self) -> bool:
         return self.run is None or self.run.complete
 

@@ -104,7 +104,7 @@ def sweep_section(answer: DeployAnswer | None, t: Texts) -> list[str]:
             c.scenario, str(c.concurrency), _c(answer.points[c.key][0]), str(c.k), str(c.top_k),
             _gain_text(d, c.vs_top.get(c.k)) if c.k != c.top_k else "—",
             _gain_text(d, c.vs_baseline) if c.k != 0 else "—",
-            _gain_text(d, c.top_vs_runner_up), d("yes") if c.verified else d("no"),
+            _gain_text(d, c.top_vs_runner_up), d(f"status.{c.status}"),
         ])
     lines += markdown_table(d("best_k_header").strip("| ").split(" | "), rows)
     lines += _break_even_lines(answer, d)

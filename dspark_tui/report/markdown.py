@@ -46,17 +46,19 @@ SEPARATOR = "---"
 
 
 def render_report(run: LoadedRun, lang: str = "zh", analysis: RunAnalysis | None = None,
-                  charts: Sequence[tuple[str, str]] | None = None) -> str:
+                  charts: Sequence[tuple[str, str]] | None = None,
+                  partial_schedule: bool = False) -> str:
     """The Markdown report of a run, in Chinese (the seed's language) or English; pass the
     run's `analyse(run)` when it is at hand, to compute it once for several outputs. `charts`
     are (kind, path relative to the run directory) of the charts drawn beside it
     (report/charts.py), linked from the summary and shown after the winner table; None links
     those already in the run's charts/ folder (a report regenerated from a screen keeps them).
+    `partial_schedule` makes a K sweep that lacks arms a schedule anyway (it says so).
 
     The title, then the answer (report/headline.py), then the run's facts and the tables."""
     t = Texts(lang)
     analysis = analysis if analysis is not None else analyse(run)
-    answer = deploy_answer(analysis)  # None unless the arms are a K sweep
+    answer = deploy_answer(analysis, partial_schedule)  # None unless the arms are a K sweep
     if charts is None:
         charts = existing_charts(run.path)
     titled = [(t(f"chart.{kind}"), path) for kind, path in charts]

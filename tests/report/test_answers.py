@@ -133,3 +133,26 @@ def test_schedule_json_says_whether_to_deploy(tmp_path):
     assert found["single"]["not_deployable_because"] == ["single"]
     assert all(cell["status"] == "single" for cell in found["single"]["cells"])
     assert found["decided"]["schema_version"] == 2
+
+
+def test_historys_best_arm_column_says_incomplete_and_marks_failed_cells(tmp_path):
+    from dspark_tui.results import RunStore, load_run
+    from dspark_tui.tui.run_facts import best_column
+    from tests.report.builders import failed_cell, write_run
+
+    scenarios = {"chat": (512, 256, [1, 16, 64])}
+    aborted = write_run(tmp_path / "aborted", {"st3": 3, "st5": 5}, scenarios,
+                        skip={("st5", "chat", c) for c in (1, 16, 64)})
+    manifest = aborted.read_manifest()
+    manifest.status = "aborted"
+    aborted.write_manifest(manifest)
+    assert best_column(load_run(aborted.path)) == "incomplete"
+
+    whole = write_run(tmp_path / "whole", {"st3": 3, "st5": 5}, scenarios)
+    manifest = whole.read_manifest()
+    manifest.status = "completed"
+    whole.write_manifest(manifest)
+    clean = best_column(load_run(whole.path))
+    assert not clean.endswith("!") and clean != "incomplete"
+    RunStore(whole.path).save_cell(failed_cell("st5", "chat", 64, "server died"))
+    assert best_column(load_run(whole.path)).endswith(" !")

@@ -272,9 +272,11 @@ WORDS: dict[str, str] = {
     "its ratio's lower bound against the fastest is >= 1 − {band}%; the fastest itself when no "
     "cheaper K is.",
     "decision.best_k_header": "| Scenario | Concurrency | Running batch | Chosen K | Fastest K | Chosen/fastest | "
-    "Chosen/K=0 | Fastest/runner-up | Verified |",
-    "decision.yes": "yes",
-    "decision.no": "no (single)",
+    "Chosen/K=0 | Fastest/runner-up | Status |",
+    "decision.status.decided": "decided",
+    "decision.status.unsure": "unsure",
+    "decision.status.single": "single",
+    "decision.status.confirmed": "confirmed by --verify",
     "decision.break_heading": "### Break-even concurrency",
     "decision.break_item": "- `{scenario}` K={low_k}→{high_k}: {text}",
     "decision.break_at": "c ≈ {at} (interval {low} … {high})",

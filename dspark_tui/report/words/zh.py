@@ -248,9 +248,11 @@ WORDS: dict[str, str] = {
     "decision.best_k_lead": "取已证明与最优者相差不超过持平带（{band}%）的最小 K：其相对最优者比值的区间下界 ≥ "
     "1 − {band}%；没有这样的 K 时取最优者本身。",
     "decision.best_k_header": "| 场景 | 并发 | 运行 batch | 选择 K | 最快 K | 选择/最快 | 选择/K=0 | "
-    "最快/第二 | 已验证 |",
-    "decision.yes": "是",
-    "decision.no": "否（单次）",
+    "最快/第二 | 状态 |",
+    "decision.status.decided": "已判定",
+    "decision.status.unsure": "未定",
+    "decision.status.single": "单次",
+    "decision.status.confirmed": "已经 --verify 证实",
     "decision.break_heading": "### 盈亏平衡并发",
     "decision.break_item": "- `{scenario}` K={low_k}→{high_k}：{text}",
     "decision.break_at": "c≈{at}（区间 {low} … {high}）",
