@@ -44,6 +44,7 @@ from dspark_tui.analysis.schedule import (
     speculative_config,
     weighted_gain,
 )
+from dspark_tui.analysis.verification import verification_json, verification_of
 from dspark_tui.results import atomic_write_text
 from dspark_tui.results.store import LoadedRun
 
@@ -248,9 +249,17 @@ def write_schedule(run: LoadedRun, analysis: RunAnalysis | None = None,
     """Write `schedule.json` next to report.md when the run is a K sweep with every arm
     measured (or `partial` asks for one anyway: it says what is missing); OSError to the
     caller."""
-    answer = deploy_answer(analysis if analysis is not None else analyse(run), partial)
-    if answer is None or answer.withheld:
+    analysis = analysis if analysis is not None else analyse(run)
+    answer = deploy_answer(analysis, partial)
+    document: dict[str, Any] | None = None
+    if answer is not None and not answer.withheld:
+        document = schedule_json(answer)
+    elif answer is None and (verified := verification_of(analysis)) is not None:
+        # A --verify rerun: the schedule it reran and whether it confirmed it.
+        document = verification_json(verified, is_simulated(run.manifest),
+                                     completeness(run, analysis.layout).to_json())
+    if document is None:
         return None
     path = run.path / SCHEDULE_FILE
-    atomic_write_text(path, json.dumps(schedule_json(answer), indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
     return path

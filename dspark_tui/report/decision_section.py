@@ -59,6 +59,9 @@ def deploy_section(answer: DeployAnswer | None, t: Texts, simulated: bool = Fals
                        k=schedule.k_at(schedule.max_num_seqs)))
     if not answer.decision.verified:
         lines.append(d("deploy_unverified"))
+    reasons = answer.why_not()
+    lines.append(d("deploy_verdict", answer=d("yes") if answer.deploy else d("no"),
+                   why=d("deploy_why", reasons=t.join(d(f"why.{r}") for r in reasons)) if reasons else ""))
     if answer.config is None:
         lines.append(d("deploy_no_spec"))
     else:

@@ -17,6 +17,7 @@ from dspark_tui.analysis.bands import UNDECIDED
 from dspark_tui.analysis.completeness import Completeness, completeness, is_simulated
 from dspark_tui.analysis.deploy import DeployAnswer, deploy_answer
 from dspark_tui.analysis.schedule import DECIDED, SINGLE_ANSWER, UNSURE_ANSWER
+from dspark_tui.analysis.verification import VerificationResult, verification_of
 from dspark_tui.report.certainty import how_sure, node_warnings
 from dspark_tui.report.findings import band_label, lean_text
 from dspark_tui.report.words import Texts
@@ -49,6 +50,7 @@ def headline_lines(analysis: RunAnalysis, answer: DeployAnswer | None, t: Texts,
     if analysis.winners.empty:
         return [*first, t("no_findings")]
     simulated = is_simulated(analysis.run.manifest)
+    first += verification_lines(verification_of(analysis), t)
     if answer is not None and answer.withheld:
         lines = [*first, _withheld_line(analysis, answer, t)]
     elif _has_schedule(answer):
@@ -86,6 +88,25 @@ def incomplete_lines(run: Completeness, t: Texts) -> list[str]:
     status = t.get(f"run_status.{run.status}", run.status)
     return [t("summary_incomplete", status=status, ok=run.ok, total=run.total, arms=arms,
               failed=failed)]
+
+
+def verification_lines(result: VerificationResult | None, t: Texts) -> list[str]:
+    """A --verify rerun's answer first: whether the schedule it reran was confirmed against the
+    fixed K (analysis/verification.VerificationResult.outcome), with the gain it rests on."""
+    if result is None:
+        return []
+    gain = result.gain
+    if gain is None:
+        text = "—"
+    else:
+        text = f"{(gain.ratio - 1) * 100:+.1f}%"
+        if gain.low is not None and gain.high is not None:
+            text += f" ({(gain.low - 1) * 100:+.1f}% … {(gain.high - 1) * 100:+.1f}%)"
+    cells = t.join(f"{c.scenario} c={c.concurrency}" for c in result.fixed_wins)
+    record = result.record
+    return [t(f"summary_verify.{result.outcome}", sweep=record.sweep_name or record.sweep,
+              k=record.fixed_k, gain=text, band=result.band.percent,
+              cells=t("summary_verify_cells", k=record.fixed_k, cells=cells) if cells else "")]
 
 
 def _withheld_line(analysis: RunAnalysis, answer: DeployAnswer, t: Texts) -> str:

@@ -156,3 +156,28 @@ def test_historys_best_arm_column_says_incomplete_and_marks_failed_cells(tmp_pat
     assert not clean.endswith("!") and clean != "incomplete"
     RunStore(whole.path).save_cell(failed_cell("st5", "chat", 64, "server died"))
     assert best_column(load_run(whole.path)).endswith(" !")
+
+
+def test_a_verify_run_says_first_whether_the_schedule_was_confirmed(tmp_path):
+    """Issue 22: the verify run's summary did not say whether the schedule verified; its
+    schedule.json says it to a consumer (status, deploy)."""
+    from tests.report.test_verification import verification_run
+
+    cases = {
+        "confirmed": ({1: 1.10, 16: 1.12, 128: 1.08},
+                      "- **Verified: the schedule of `k_sweep` is confirmed**"),
+        "refuted": ({1: 0.85, 16: 0.9, 128: 0.88},
+                    "- **Refuted: fixed K=4 beats the schedule of `k_sweep`**"),
+        "no_gain": ({1: 1.0, 16: 1.0, 128: 1.0},
+                    "- **Not confirmed: the schedule of `k_sweep` gains nothing"),
+    }
+    for outcome, (truth, first) in cases.items():
+        run = verification_run(tmp_path / outcome, truth)
+        run.manifest.status = "completed"
+        assert _summary(render_report(run, lang="en"))[0].startswith(first), outcome
+        assert _summary(render_report(run, lang="zh"))[0].startswith("- **")
+        path = write_schedule(run)
+        assert path is not None
+        data = json.loads(path.read_text())
+        assert data["status"] == outcome and data["deploy"] is (outcome == "confirmed")
+        assert data["fixed_k"] == 4 and data["num_speculative_tokens_per_batch_size"]
