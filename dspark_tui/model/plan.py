@@ -150,6 +150,11 @@ class ServerConfig(_Strict):
     stall_timeout_s: float = Field(default=120, gt=0)
     env: dict[str, str] = Field(default_factory=dict)
     served_model_name: Shown | None = None
+    # Whether the command is given `--served-model-name dspark-session-<token>` at its end, so
+    # the server proves it is this session's by name (engine/servers/identity.py). None: only a
+    # command known to take it (vllm serve, the simulator); true: a container or wrapper whose
+    # arguments reach vllm serve (its port is held by the runtime's proxy, outside the tree).
+    session_name: bool | None = None
     # A session's server log is cut past this size: its start and its latest output are kept,
     # the cut is said in the log (engine/servers/log_relay.py); the disk budget counts it per session.
     log_max_bytes: int = Field(default=DEFAULT_LOG_MAX_BYTES, ge=65536, le=1 << 40)
@@ -164,6 +169,8 @@ class ServerConfig(_Strict):
                 data.pop("log_max_bytes", None)
             if self.kind == DEFAULT_KIND:
                 data.pop("kind", None)
+            if self.session_name is None:
+                data.pop("session_name", None)
             if self.launcher == "local":
                 data.pop("launcher", None)
             for name in ("slurm", "kubernetes"):

@@ -55,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     spec.add_argument("--spec-tokens", type=int, help="draft tokens verified per step (K)")
     spec.add_argument("--speculative-config", help="vLLM JSON, e.g. '{\"num_speculative_tokens\": 5}'")
     spec.add_argument("--spec-method", help="accepted for compatibility (ignored)")
+    spec.add_argument("--adaptive-verification", action="store_true",
+                      help="verify a budget of the K drafts chosen from their confidence, as "
+                           "vLLM's enable_adaptive_verification (docs/simulator.md)")
     spec.add_argument("--acceptance", help="comma-separated conditional acceptance per position "
                       f"(default {','.join(map(str, DEFAULT_ACCEPTANCE))})")
     spec.add_argument("--accept-profile", metavar="CAT=RATE,...|FILE",
@@ -117,6 +120,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="cut every Nth streamed answer after its first text chunk")
     faults.add_argument("--echo-key-401", action="store_true",
                         help="answer streamed completions 401, echoing the Authorization header")
+    faults.add_argument("--k-flip-fault", action="store_true",
+                        help="vLLM #49548: with a K schedule, K keyed on a count with queued "
+                             "prefills flips near a boundary; each flip and the schedule's "
+                             "route cost extra")
     faults.add_argument("--greedy-diverge-after", type=int, metavar="N",
                         help="with K > 0, greedy (temperature 0) answers go wrong after N tokens, "
                         "differently for each K")
@@ -163,6 +170,7 @@ def main(argv: Sequence[str]) -> int:
 def serve_config(args: argparse.Namespace, unknown: Sequence[str],
                  parser: argparse.ArgumentParser) -> ServeConfig:
     spec_tokens, schedule = _speculation(args)
+    adaptive = _adaptive_verification(args, spec_tokens)
     acceptance = _acceptance(args.acceptance) if args.acceptance else DEFAULT_ACCEPTANCE
     if not 0 <= args.port <= 65535:
         raise SimUsageError(f"--port must be 0-65535, got {args.port}")
@@ -190,6 +198,8 @@ def serve_config(args: argparse.Namespace, unknown: Sequence[str],
         kv_capacity_tokens=args.kv_capacity_tokens,
         block_size=args.block_size,
         max_model_len=args.max_model_len,
+        adaptive_verification=adaptive,
+        k_flip_fault=args.k_flip_fault,
     )
     faults = FaultConfig(
         fail_start=args.fail_start,
@@ -262,6 +272,20 @@ def _noise(args: argparse.Namespace) -> NoiseParams:
     return NoiseParams(noise_cv=args.noise_cv, session_cv=args.session_cv,
                        hiccup_prob=args.hiccup_prob, hiccup_s=args.hiccup_s,
                        drift_time_s=args.noise_time_s)
+
+
+def _adaptive_verification(args: argparse.Namespace, spec_tokens: int) -> bool:
+    """vLLM's `enable_adaptive_verification` in --speculative-config (or the flag)."""
+    on = bool(args.adaptive_verification)
+    if args.speculative_config:  # valid JSON and an object: _speculation checked it
+        value = json.loads(args.speculative_config).get("enable_adaptive_verification")
+        if value is not None and not isinstance(value, bool):
+            raise SimUsageError("--speculative-config: enable_adaptive_verification must be "
+                                "true or false")
+        on = on or bool(value)
+    if on and not spec_tokens:
+        raise SimUsageError("adaptive verification needs speculation (num_speculative_tokens > 0)")
+    return on
 
 
 def _speculation(args: argparse.Namespace) -> tuple[int, tuple[ScheduleEntry, ...]]:

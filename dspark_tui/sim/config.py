@@ -26,6 +26,8 @@ class StepCosts:
     prefill_s_per_token: float = 1.0e-5
     draft_step_s: float = 0.00015
     draft_s_per_seq: float = 1.2e-5
+    # Adaptive verification's variable-length route leaves the full CUDA graph: its cost a step.
+    adaptive_overhead_s: float = 0.0004
 
 
 # A K schedule entry: (lowest, highest running batch size, K), bounds inclusive, as vLLM's
@@ -50,6 +52,13 @@ class ModelConfig:
     kv_capacity_tokens: int = 98304
     block_size: int = 16
     max_model_len: int = 65536
+    # vLLM's `enable_adaptive_verification`: K drafted, a budget of them verified (adaptive.py).
+    adaptive_verification: bool = False
+    # How much a draft's confidence tells (Beta concentration; smaller: more informative).
+    confidence_concentration: float = 4.0
+    # vLLM #49548 (a fault switch): K keyed on a count with queued prefills, flipping near a
+    # schedule's boundary, each flip a graph switch, and a schedule's steps on the slower route.
+    k_flip_fault: bool = False
 
     def spec_tokens_for(self, batch_size: int) -> int:
         """K for a step whose running batch has `batch_size` requests, as vLLM looks it up.

@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Protocol
 
+import numpy as np
+
+from dspark_tui.sim.adaptive import AdaptiveStep, StepPrice, choose_and_verify
 from dspark_tui.sim.config import ModelConfig
 
 
@@ -120,6 +123,11 @@ class Scheduler:
         self.running: list[SimRequest] = []
         self.kv_used = 0
         self._accept_cdfs: dict[tuple[int, tuple[float, ...] | None], list[float]] = {}
+        # Adaptive verification draws per draft token: numpy, seeded from the same rng (only
+        # then: a fixed-K run's draws stay what they were).
+        self._np_rng = (np.random.default_rng(self.rng.getrandbits(64))
+                        if config.adaptive_verification else None)
+        self._last_k: int | None = None
 
     def _accept_cdf(self, k: int, profile: tuple[float, ...] | None = None) -> list[float]:
         cdf = self._accept_cdfs.get((k, profile))
@@ -191,7 +199,10 @@ class Scheduler:
     def step(self, now: float) -> StepResult:
         """Schedule, cost and execute one engine step that starts at modelled time `now`."""
         cfg = self.config
-        k = cfg.spec_tokens_for(len(self.running))
+        # vLLM #49548 (a fault switch): K keyed on a count that includes queued prefills, so
+        # near a schedule's boundary it flips from step to step.
+        keyed_on = len(self.running) + (len(self.waiting) if cfg.k_flip_fault else 0)
+        k = cfg.spec_tokens_for(keyed_on)
         budget = cfg.max_num_batched_tokens
         result = StepResult(duration=0.0, k=k, accepted_per_pos=[0] * self.k)
         decoding: list[SimRequest] = []
@@ -234,18 +245,34 @@ class Scheduler:
             prefills.append((request, chunk))
             budget -= chunk
 
-        cost = self._cost(decoding, prefills, k)
+        adaptive = self._adaptive(decoding, prefills, k) if cfg.adaptive_verification else None
+        cost = self._cost(decoding, prefills, k, adaptive) + self._flip_cost(k)
         result.duration = self.noise.work(cost) if self.noise is not None else cost
         end = now + result.duration
-        self._decode(decoding, result, end, k)
+        self._decode(decoding, result, end, k, adaptive)
         self._prefill(prefills, result, end)
         result.num_decoding = len(decoding)
         result.batch_tokens = len(decoding) * (k + 1) + result.prompt_tokens
         return result
 
-    def _cost(self, decoding: list[SimRequest], prefills: list[tuple[SimRequest, int]],
-              k: int) -> float:
+    def _price(self, decoding: list[SimRequest], prefills: list[tuple[SimRequest, int]],
+               k: int) -> StepPrice:
+        """The step's cost shape, with the drafts it verifies left free."""
         costs = self.config.costs
+        context = sum(r.computed for r in decoding) + sum(r.computed + c for r, c in prefills)
+        prefill_tokens = sum(c for _, c in prefills)
+        draft = k * (costs.draft_step_s + costs.draft_s_per_seq * len(decoding)) if decoding else 0.0
+        return StepPrice(memory=costs.weight_read_s + costs.kv_read_s_per_token * context,
+                         compute=(costs.verify_s_per_token * len(decoding)
+                                  + costs.prefill_s_per_token * prefill_tokens),
+                         per_draft=costs.verify_s_per_token, fixed=draft)
+
+    def _cost(self, decoding: list[SimRequest], prefills: list[tuple[SimRequest, int]],
+              k: int, adaptive: AdaptiveStep | None = None) -> float:
+        costs = self.config.costs
+        if adaptive is not None:
+            price = self._price(decoding, prefills, k)
+            return price.at(sum(adaptive.verified)) + costs.adaptive_overhead_s
         context = sum(r.computed for r in decoding) + sum(r.computed + c for r, c in prefills)
         prefill_tokens = sum(c for _, c in prefills)
         memory = costs.weight_read_s + costs.kv_read_s_per_token * context
@@ -254,14 +281,37 @@ class Scheduler:
         draft = k * (costs.draft_step_s + costs.draft_s_per_seq * len(decoding)) if decoding else 0.0
         return max(memory, compute) + draft
 
-    def _decode(self, decoding: list[SimRequest], result: StepResult, end: float, k: int) -> None:
+    def _adaptive(self, decoding: list[SimRequest], prefills: list[tuple[SimRequest, int]],
+                  k: int) -> AdaptiveStep:
+        acceptance = np.array([self.config.acceptance_for(k, r.acceptance) for r in decoding],
+                              dtype=float).reshape(len(decoding), k)
+        price = self._price(decoding, prefills, k)
+        assert self._np_rng is not None
+        return choose_and_verify(self._np_rng, acceptance, self.config.confidence_concentration,
+                                 price)
+
+    def _flip_cost(self, k: int) -> float:
+        """With the #49548 fault: a step whose K differs from the last one's pays a graph
+        switch, and every step of a schedule runs the piecewise route (-14 % at one stream)."""
+        last, self._last_k = self._last_k, k
+        if not (self.config.k_flip_fault and self.config.spec_schedule):
+            return 0.0
+        costs = self.config.costs
+        switch = 2 * costs.weight_read_s if last is not None and last != k else 0.0
+        return switch + 0.14 * costs.weight_read_s
+
+    def _decode(self, decoding: list[SimRequest], result: StepResult, end: float, k: int,
+                adaptive: AdaptiveStep | None = None) -> None:
         base = self._accept_cdf(k)
         draw = self.rng.random
         histogram = [0] * (k + 1)
-        for request in decoding:
-            profile = request.acceptance
-            cdf = base if profile is None else self._accept_cdf(k, profile)
-            accepted = bisect_right(cdf, draw())
+        for index, request in enumerate(decoding):
+            if adaptive is not None:
+                accepted = adaptive.accepted[index]
+            else:
+                profile = request.acceptance
+                cdf = base if profile is None else self._accept_cdf(k, profile)
+                accepted = bisect_right(cdf, draw())
             histogram[accepted] += 1
             emitted = self._emit(request, 1 + accepted, end)
             result.generation_tokens += emitted
@@ -273,7 +323,7 @@ class Scheduler:
             above += histogram[position + 1]
             result.accepted_per_pos[position] = above
         result.num_drafts = len(decoding) if k else 0
-        result.draft_tokens = len(decoding) * k
+        result.draft_tokens = sum(adaptive.verified) if adaptive is not None else len(decoding) * k
 
     def _prefill(self, prefills: list[tuple[SimRequest, int]], result: StepResult,
                  end: float) -> None:

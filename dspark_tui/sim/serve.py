@@ -75,6 +75,9 @@ def _log_startup(config: ServeConfig) -> None:
             f"Speculative decoding: method={config.spec_method}, "
             f"num_speculative_tokens={engine.spec_tokens}, "
             f"acceptance={list(engine.acceptance_for(engine.spec_tokens))}")
+    if engine.adaptive_verification:
+        log("INFO", "speculative.py:216", "Adaptive verification: a budget of the "
+            f"{engine.spec_tokens} drafts verified per step, chosen from draft confidence")
     if engine.spec_schedule:
         log("INFO", "speculative.py:216", "Dynamic speculative decoding: "
             f"num_speculative_tokens_per_batch_size={[list(e) for e in engine.spec_schedule]} "

@@ -5,12 +5,14 @@ per-session served name on /v1/models — and each measurement records what prov
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import subprocess
 import time
 import tomllib
 from pathlib import Path
 
+import psutil
 import pytest
 
 from dspark_tui.engine.servers.identity import (
@@ -23,6 +25,7 @@ from dspark_tui.engine.servers.server import ServerError, ServerProcess
 from dspark_tui.model import Plan
 from dspark_tui.results import load_run
 from tests.cli import CLI, cli_env
+from tests.conftest import free_port
 from tests.engine.helpers import Recorder, sim_plan_text
 from tests.simulator import running_sim, stop_process_group
 
@@ -133,3 +136,68 @@ def test_two_runs_on_one_fixed_port_never_measure_each_others_server(tmp_path: P
     assert cells and all(c.ok for c in cells)
     assert {c.provenance.server_identity for c in cells} == {a_record["identity"]}
     assert a_record["identity"].startswith(IDENTITY_PREFIX + a_record["token"][:16])
+
+
+FAKE_CONTAINER = Path(__file__).resolve().parent.parent / "fakes" / "fake_container.py"
+
+
+def _container_server(tmp_path: Path, port: int, inner: int,
+                      session_name: bool | None) -> ServerProcess:
+    """A simulator served as from a container: the published port is a proxy's, and neither
+    the proxy nor the server is in the session's process tree (tests/fakes/fake_container.py)."""
+    data = tomllib.loads(sim_plan_text(port, arms=(3,)))
+    sim = data["server"]["command"]
+    assert sim[1:4] == ["-m", "dspark_tui.sim", "serve"]  # the image's entrypoint
+    args = [str(inner) if arg == "{port}" else arg for arg in sim[4:]]
+    data["server"]["command"] = ["{python}", str(FAKE_CONTAINER), "run", "-p", f"{port}:{inner}",
+                                 "sim", *args]
+    if session_name is not None:
+        data["server"]["session_name"] = session_name
+    plan = Plan.model_validate(data)
+    return ServerProcess(plan, plan.arms[0], log_path=tmp_path / "logs" / "server-st_3-s1.log",
+                         run_dir=tmp_path, emit=Recorder(), session="s1")
+
+
+def _serving_on(inner: int) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            if f"{FAKE_CONTAINER}" not in (proc.info["cmdline"] or []) and \
+                    str(inner) in (proc.info["cmdline"] or []):
+                found.append(proc)
+    return found
+
+
+async def test_a_server_in_a_container_proves_itself_by_name_behind_the_runtimes_proxy(
+        tmp_path: Path, port: int):
+    # Before server.session_name, a container's port (held by docker-proxy, outside the tree)
+    # failed every start: the socket was the only proof of a command not known to take a name.
+    inner = free_port()
+    server = _container_server(tmp_path, port, inner, session_name=True)
+    assert server.identity_name is not None
+    assert server.argv[-3:] == ["--served-model-name", server.identity_name, "test-model"]
+    await server.start()
+    try:
+        assert server.identity == (f"{server.identity_name} on /v1/models; port {port} held "
+                                   "outside its process tree (a proxy to it)")
+        inside = _serving_on(inner)
+        assert inside  # the container's server, outside the tree
+    finally:
+        await server.stop()
+    assert not any(proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+                   for proc in inside)
+
+
+async def test_a_server_in_a_container_without_a_name_is_refused_with_the_way_out(
+        tmp_path: Path, port: int):
+    inner = free_port()
+    server = _container_server(tmp_path, port, inner, session_name=None)
+    assert server.identity_name is None  # a wrapper: not known to take --served-model-name
+    with pytest.raises(ServerError) as caught:
+        await asyncio.wait_for(server.start(), 30)
+    reason = caught.value.reason
+    assert "\n" not in reason
+    assert reason.startswith(f"port {port} on 127.0.0.1 answers, but not from this session's "
+                             "server")
+    assert reason.endswith("server.session_name = true)")
+    assert server.exit_code() is not None

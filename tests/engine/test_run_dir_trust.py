@@ -6,6 +6,7 @@ and a resume refused before its runner starts stops what the killed runner left 
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import signal
@@ -208,3 +209,17 @@ def test_a_refused_resume_stops_the_orphaned_server_and_trusts_no_crafted_record
         stranger.kill()
         stranger.wait()
         stop_orphaned_server(run_dir)
+
+
+def test_a_fifo_or_dev_zero_launcher_record_is_left_alone_at_once(tmp_path: Path):
+    # launcher.json and a session's copy are read like every run file: a FIFO would block the
+    # resume forever, a link to /dev/zero would fill memory; both are named and left alone.
+    run_dir = tmp_path / "run"
+    (run_dir / "servers").mkdir(parents=True)
+    os.mkfifo(run_dir / "launcher.json")
+    (run_dir / "servers" / "st_3-s1.launcher.json").symlink_to("/dev/zero")
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        said = pool.submit(stop_orphaned_launch, run_dir, "slurm").result(timeout=30)
+    assert said is not None
+    assert "launcher.json: unreadable (not a regular file (a FIFO)), left alone" in said
+    assert "st_3-s1.launcher.json: unreadable (a symlink, not followed), left alone" in said

@@ -12,7 +12,8 @@ FAKE_SLURM_DIR.
   `-w/--nodelist`'s (the job waits while that node is busy), else the first free one not in
   `-x/--exclude`. A plan's `--host {host}` binds the node's address, as `--host 0.0.0.0` would
   on a real node: the task's `--host` value is replaced by it.
-- squeue [--name=N] [--jobs=ID] [--noheader] [--format=FMT]: %i %j %T %N of pending and running jobs.
+- squeue [--name=N] [--jobs=ID] [--states=all] [--noheader] [--format=FMT]: %i %j %T %N of
+  pending and running jobs (every state with --states=all); an id it never had is an error.
 - scancel ID... | --name=N: ends the job's task (TERM, then KILL), marks it CANCELLED; silent.
   FAKE_SCANCEL_FAILS=N: the first N calls fail as with slurmctld unreachable.
 - scontrol show hostnames LIST: one host a line (only `a,b` lists; brackets are not faked).
@@ -192,13 +193,19 @@ def squeue(argv: list[str]) -> int:
     parser.add_argument("-o", "--format", default="%i %j %T %N")
     parser.add_argument("-u", "--user")
     parser.add_argument("--me", action="store_true")
+    parser.add_argument("-t", "--states", default="")
     args = parser.parse_args(argv)
+    states = LIVE_STATES if args.states.lower() != "all" else None
+    jobs = all_jobs()
+    if args.jobs and not any(job["id"] in args.jobs.split(",") for job in jobs):
+        print("slurm_load_jobs error: Invalid job id specified", file=sys.stderr)
+        return 1
     fields = {"%i": "id", "%j": "name", "%T": "state", "%N": "node"}
     if not args.noheader:
         print(" ".join({"%i": "JOBID", "%j": "NAME", "%T": "STATE", "%N": "NODELIST"}.get(f, f)
                        for f in args.format.split()))
-    for job in all_jobs():
-        if job["state"] not in LIVE_STATES:
+    for job in jobs:
+        if states is not None and job["state"] not in states:
             continue
         if args.name and job["name"] not in args.name.split(","):
             continue

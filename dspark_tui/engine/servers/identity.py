@@ -13,6 +13,10 @@ session is now ready only when the server that answers proves to be its own:
 - **the socket** (a local launch): the listening socket on the port belongs to the process
   tree the session started (psutil, the tree's own connections).
 
+A container's port is held by its runtime's proxy (docker-proxy, rootlessport), outside the
+tree: such a command proves itself by name only, which `server.session_name = true` asks for
+(the name goes at the end of the command, where `docker run IMAGE ARGS…` passes it on).
+
 A server on the port that fails either proof is foreign: the start fails in one line naming it
 (pid and command where visible). What proved the session is its `identity`, recorded in the
 session's `servers/*.json` and in each measurement's provenance (`server_identity`).
@@ -101,7 +105,8 @@ def foreign_listener(host: str, port: int, tree: Iterable[int], own_pid: int | N
         return None
     holder = port_holder(port) or "a process this user cannot see"
     return (f"port {port} on {host} answers, but not from this session's server (pid {own_pid}): "
-            f"it is held by {holder}; stop it or set server.port")
+            f"it is held by {holder}; stop it or set server.port (a server in a container, "
+            "behind its runtime's proxy, proves itself by name: server.session_name = true)")
 
 
 async def served_names(client: httpx.AsyncClient) -> list[str] | None:

@@ -131,7 +131,8 @@ class ServerProcess:
         # The session's own served model name (None: the command takes none, or a pod's), and
         # the name every request of the session gives: that one, else the plan's.
         self.identity_name: str | None = None
-        if self.names_session and takes_served_model_name(self.argv):
+        named = plan.server.session_name
+        if self.names_session and (named or (named is None and takes_served_model_name(self.argv))):
             self.identity_name = session_model_name(self.token)
             self.argv = with_session_name(self.argv, self.identity_name, plan.served_model_name)
         self.served_model = self.identity_name or plan.served_model_name

@@ -19,7 +19,6 @@ objects, stays in the record as evidence; it is never run.)
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Literal
@@ -27,6 +26,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from dspark_tui.engine.servers.server_record import write_session_record
+from dspark_tui.model import numbers, safe_files
 
 LAUNCHER_JSON = "launcher.json"
 
@@ -107,8 +107,8 @@ def _read(path: Path) -> LaunchRecord | None:
 def _read_or_problem(path: Path) -> tuple[LaunchRecord | None, str | None]:
     """The record, or None and (for a file that is there but not a record this tool writes)
     one line saying why it is left alone."""
-    try:
-        data = json.loads(path.read_bytes())
+    try:  # a FIFO, a link to /dev/zero or a huge file is refused, never read whole
+        data = numbers.loads(safe_files.read_bytes(path, safe_files.RECORD_CAP))
     except FileNotFoundError:
         return None, None
     except (OSError, ValueError) as exc:

@@ -82,13 +82,35 @@ def first_host(nodelist: str) -> str | None:
 
 
 def cancel_job(record: LaunchRecord) -> tuple[bool, str]:
-    """scancel by id when it is known, else by the job's unique name; (done, in words)."""
-    target = [record.job_id] if record.job_id else [f"--name={record.job_name}"]
-    result = run_tool(["scancel", *target], timeout=60)
+    """scancel by id when it is known, else by the job's unique name; (done, in words).
+
+    An id read from a run directory is not trusted alone: a crafted record could name another
+    job of the user who resumes it. squeue must first say that the id is still the job of the
+    record's name; a job of another name is left alone and said."""
     what = f"Slurm job {record.job_id or record.job_name}"
+    if record.job_id:
+        if (why := _not_the_recorded_job(record)) is not None:
+            return False, why
+        target = [record.job_id]
+    else:
+        target = [f"--name={record.job_name}"]
+    result = run_tool(["scancel", *target], timeout=60)
     if result.code == 0:
         return True, f"cancelled {what}"
     return False, f"scancel of {what} failed: {result.last_error_line()}"
+
+
+def _not_the_recorded_job(record: LaunchRecord) -> str | None:
+    """Why the record's job id may not be cancelled (None: squeue names it as recorded)."""
+    listed = run_tool(["squeue", f"--jobs={record.job_id}", "--states=all", "--noheader",
+                       "--format=%j"], timeout=30)
+    if listed.code != 0:
+        return f"squeue could not check Slurm job {record.job_id}: {listed.last_error_line()}"
+    names = listed.out.split()
+    if names and names[0] != record.job_name:
+        return (f"Slurm job {record.job_id} is named {names[0][:60]!r}, not the recorded "
+                f"{record.job_name!r}: left alone")
+    return None
 
 
 class SlurmServer(ServerProcess):

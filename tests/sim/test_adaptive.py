@@ -1,0 +1,73 @@
+"""Adaptive verification (vLLM's `enable_adaptive_verification`) and the #49548 fault switch
+in the simulator: the model behind the demo's crossover and `--verify`'s threshold check."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dspark_tui.sim.adaptive import StepPrice, choose_and_verify
+from dspark_tui.sim.cli import SimUsageError, build_parser, serve_config
+from dspark_tui.sim.config import ModelConfig
+from dspark_tui.sim.virtual import sample_lengths, simulate_closed_loop
+
+
+def _throughput(concurrency: int, **config: object) -> float:
+    lengths = sample_lengths(1024, 256, max(4 * concurrency, 16), 1.0, seed=1)
+    return simulate_closed_loop(ModelConfig(**config), lengths, concurrency,  # type: ignore[arg-type]
+                                seed=1).total_throughput
+
+
+def test_adaptive_loses_a_little_alone_and_wins_in_a_crowd_against_fixed_k():
+    # The shape vLLM PR #52362 measured against fixed K=7: a few % behind at small batches
+    # (verifying is nearly free there; the variable-length route costs), ahead at large ones
+    # (unlikely drafts are no longer verified at a compute-bound step's price).
+    alone = _throughput(1, spec_tokens=7, adaptive_verification=True) / _throughput(1, spec_tokens=7)
+    crowd = (_throughput(128, spec_tokens=7, adaptive_verification=True)
+             / _throughput(128, spec_tokens=7))
+    assert 0.88 < alone < 0.97
+    assert crowd > 1.05
+
+
+def test_the_budget_verifies_every_draft_when_verifying_is_free_and_fewer_when_it_costs():
+    rng = np.random.default_rng(0)
+    acceptance = np.tile([0.9, 0.85, 0.8, 0.76, 0.72, 0.68, 0.64], (4, 1))
+    free = StepPrice(memory=1.0, compute=0.0, per_draft=1e-6, fixed=0.0)
+    step = choose_and_verify(rng, acceptance, 4.0, free)
+    assert step.verified == [7, 7, 7, 7]
+    assert all(0 <= a <= v for a, v in zip(step.accepted, step.verified, strict=True))
+    costly = StepPrice(memory=0.0, compute=1.0, per_draft=0.5, fixed=0.0)
+    step = choose_and_verify(rng, acceptance, 4.0, costly)
+    assert sum(step.verified) < 7 * 4
+    assert all(0 <= a <= v for a, v in zip(step.accepted, step.verified, strict=True))
+
+
+def _config(*argv: str):  # type: ignore[no-untyped-def]
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(["serve", "m", *argv])
+    return serve_config(args, unknown, parser)
+
+
+def test_the_speculative_config_key_vllm_reads_turns_it_on():
+    on = _config("--speculative-config",
+                 '{"num_speculative_tokens": 7, "enable_adaptive_verification": true}')
+    assert on.engine.adaptive_verification and on.engine.spec_tokens == 7
+    assert _config("--spec-tokens", "5", "--adaptive-verification").engine.adaptive_verification
+    assert not _config("--spec-tokens", "5").engine.adaptive_verification
+    with pytest.raises(SimUsageError, match="enable_adaptive_verification must be true or false"):
+        _config("--speculative-config",
+                '{"num_speculative_tokens": 7, "enable_adaptive_verification": "yes"}')
+    with pytest.raises(SimUsageError, match="adaptive verification needs speculation"):
+        _config("--adaptive-verification")
+
+
+def test_the_k_flip_fault_drops_a_schedule_below_both_fixed_ks_past_its_boundary():
+    # vLLM #49548: K keyed on a count with queued prefills flips near the boundary, each flip
+    # switches graphs, and the schedule's steps run the slower route.
+    schedule = ((1, 8, 5), (9, 256, 3))
+    for concurrency in (9, 12):
+        fixed = min(_throughput(concurrency, spec_tokens=5), _throughput(concurrency, spec_tokens=3))
+        healthy = _throughput(concurrency, spec_tokens=5, spec_schedule=schedule)
+        faulty = _throughput(concurrency, spec_tokens=5, spec_schedule=schedule, k_flip_fault=True)
+        assert faulty < 0.95 * fixed
+        assert faulty < 0.95 * healthy
