@@ -154,7 +154,7 @@ def analyse(run: LoadedRun) -> RunAnalysis:
         gaps = fr.pair_gap_frame(cells, base, other)
         if gaps.empty:
             continue
-        outlier_parts.append(fr.outlier_frame(gaps))
+        outlier_parts.append(fr.outlier_frame(gaps, cell_noise(verdicts, base, other)))
         # The story of a moving gap is a finding: told from decided cells only.
         open_cells = (set(zip(unsure["scenario"], unsure["concurrency"], strict=True))
                       if not unsure.empty else set())
@@ -197,3 +197,18 @@ def analyse(run: LoadedRun) -> RunAnalysis:
         verdicts=verdicts,
         unsure=unsure,
     )
+
+
+def cell_noise(verdicts: RunVerdicts | None, a: str, b: str) -> float | None:
+    """The standard error of one cell's mean log ratio b/a from the run's own noise: session
+    and residual spread of the pair over its rounds; None for single measurements."""
+    if verdicts is None:
+        return None
+    for noise in verdicts.noise:
+        if {noise.a, noise.b} == {a, b} and noise.rounds > 1:
+            session = noise.session_sd or 0.0
+            residual = noise.residual_sd or 0.0
+            if session == 0.0 and residual == 0.0:
+                return None
+            return float((session ** 2 + residual ** 2) ** 0.5 / noise.rounds ** 0.5)
+    return None

@@ -7,7 +7,7 @@ them, otherwise the text says they were not measured.
 from __future__ import annotations
 
 from dspark_tui.analysis import frames as fr
-from dspark_tui.analysis.analysis import RunAnalysis
+from dspark_tui.analysis.analysis import RunAnalysis, cell_noise
 from dspark_tui.analysis.bands import UNDECIDED, BandAnswer, uniform_arm
 from dspark_tui.report.phrases import (
     counts,
@@ -21,7 +21,7 @@ from dspark_tui.report.phrases import (
 )
 from dspark_tui.report.tables import markdown_table, num, pct, tokens
 from dspark_tui.report.words import Texts
-from dspark_tui.stats.outliers import OUTLIER_LOG_DEVIATION
+from dspark_tui.stats.outliers import OUTLIER_LOG_DEVIATION, OUTLIER_NOISE_Z
 
 
 def band_label(band: str, concurrencies: list[int]) -> str:
@@ -270,6 +270,12 @@ def _outliers(analysis: RunAnalysis, t: Texts) -> list[str]:
     lines = [t("outlier_heading", n="{n}"), ""]
     outliers = analysis.outliers
     if outliers.empty:
+        noises = [n for base, other in fr.arm_pairs(analysis.arms)
+                  if (n := cell_noise(analysis.verdicts, base, other)) is not None]
+        if noises:  # the threshold the run's own noise set (stats/outliers.py)
+            even = OUTLIER_NOISE_Z * max(noises) * 1.5 ** 0.5  # neighbours evenly spaced in log2 c
+            return [*lines, t("no_outliers_noise", threshold=f"{OUTLIER_LOG_DEVIATION:.2f}",
+                              z=f"{OUTLIER_NOISE_Z:g}", noisy=f"{even:.2f}")]
         return [*lines, t("no_outliers", threshold=f"{OUTLIER_LOG_DEVIATION:.2f}")]
     several_pairs = len(analysis.arms) > 2
     for row in outliers.itertuples(index=False):

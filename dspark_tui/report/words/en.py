@@ -186,6 +186,7 @@ WORDS: dict[str, str] = {
     "report.outlier_server": "  Server evidence: {evidence} (neighbours: {neighbours}).",
     "report.no_outliers": "No cell stands far from its neighbouring concurrencies "
     "(threshold: {threshold} in ln ratio).",
+    "report.no_outliers_noise": "No cell stands far from the line through its neighbouring concurrencies (threshold: {threshold} in ln ratio, or {z} of the deviation's standard error from this run's own noise where that is larger: {noisy} here between evenly spaced concurrencies).",
     "report.evidence": "acceptance length {accept}; KV peak {kv}; preemptions {preempt}",
     "report.evidence_prefix": "Server evidence: ",
     "report.failed_heading": "## Failed and missing cells",

@@ -174,6 +174,7 @@ WORDS: dict[str, str] = {
     "report.outlier_no_server": "  本次运行没有服务端指标，原因未测量；建议重复测量该单元以确认它不是噪声。",
     "report.outlier_server": "  服务端证据：{evidence}（邻居：{neighbours}）。",
     "report.no_outliers": "没有发现明显偏离相邻并发的单元（阈值：ln 比值偏离 {threshold}）。",
+    "report.no_outliers_noise": "没有单元明显偏离相邻并发的连线（阈值：ln 比值 {threshold}；若按本次运行自身噪声算出的偏离标准误的 {z} 倍更大，则取后者：本次在均匀间隔的并发之间为 {noisy}）。",
     "report.evidence": "接受长度 {accept}；KV 峰值 {kv}；抢占 {preempt}",
     "report.evidence_prefix": "服务端证据：",
     "report.failed_heading": "## 失败与缺失的单元",
