@@ -189,9 +189,9 @@ def _next_steps(analysis: RunAnalysis, t: Texts) -> list[str]:
     if not analysis.unsure.empty:
         steps.append(t("next_unsure", n=len(analysis.unsure)))
     if not analysis.outliers.empty:
-        cells = t.join(
+        cells = t.join(dict.fromkeys(  # one cell an outlier of several pairs is named once
             f"`{where(r.scenario, r.concurrency)}`" for r in analysis.outliers.itertuples(index=False)
-        )
+        ))
         steps.append(t("next_outlier", cells=cells))
     if not analysis.has_server_metrics and start_failure(analysis.run) is None:
         steps.append(t("next_server"))

@@ -28,6 +28,11 @@ def _gain_text(d: Texts, gain: Gain | Ratio | None) -> str:
     return d("gain_fmt", value=_signed_pct(value), low=_signed_pct(low), high=_signed_pct(high))
 
 
+def _spans_zero(low: float | None, high: float | None) -> bool:
+    """A difference whose interval holds zero is said as not distinguishable from zero."""
+    return low is not None and high is not None and low < 0.0 < high
+
+
 def _c(value: float | None) -> str:
     if value is None:
         return "—"
@@ -86,7 +91,10 @@ def deploy_section(answer: DeployAnswer | None, t: Texts, simulated: bool = Fals
         else:
             lines.append(d("deploy_single", k=single.k, gains=gains))
         if answer.schedule_gain is not None:
-            lines.append(d("deploy_schedule_gain", k=single.k, gain=_gain_text(d, answer.schedule_gain)))
+            gain = answer.schedule_gain
+            spans = gain.low is not None and gain.high is not None and gain.low < 1.0 < gain.high
+            zero = d("zero_note") if spans else ""
+            lines.append(d("deploy_schedule_gain", k=single.k, gain=_gain_text(d, gain) + zero))
         routing = answer.routing
         if routing is not None:
             lines.append(d("deploy_routing", threshold=routing.threshold, low_k=routing.low_k,
@@ -206,6 +214,10 @@ def _position_lines(answer: DeployAnswer, d: Texts) -> list[str]:
             by_scenario.setdefault(gain.scenario, []).append(gain)
         for scenario, items in by_scenario.items():  # the lowest and the highest concurrency
             for gain in (items[0], items[-1]) if len(items) > 1 else items[:1]:
+                if _spans_zero(gain.low, gain.high):
+                    gains.append(d("position_gain_zero", value=f"{gain.gain:+,.0f}", scenario=scenario,
+                                   c=gain.concurrency))
+                    continue
                 word = d("position_adds") if gain.gain >= 0 else d("position_costs")
                 gains.append(d("position_gain", sign=word, value=_num(abs(gain.gain)), scenario=scenario,
                                c=gain.concurrency))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pandas as pd
+
 from dspark_tui.analysis.analysis import RunAnalysis, analyse
 from dspark_tui.analysis.counting import cell_counts, start_failure
 from dspark_tui.analysis.deploy import deploy_answer
@@ -227,7 +229,32 @@ def _winners(analysis: RunAnalysis, t: Texts) -> list[str]:
                    t(f"verdict.{record.verdict}")] if intervals else []),
             ]
         )
-    return [t("winner_heading"), "", *markdown_table(header, rows)]
+    lines = [t("winner_heading"), "", *markdown_table(header, rows)]
+    if intervals:
+        note = _margin_note(winners, arms, t)
+        if note:
+            lines += ["", note]
+    return lines
+
+
+def _margin_note(winners: pd.DataFrame, arms: list[str], t: Texts) -> str:
+    """Where the margin (the paired geometric mean over rounds) and the ratio of the mean Total
+    tok/s in the same row differ as printed, say what the margin is, with the row that differs
+    most."""
+    worst: tuple[float, str, str, str] | None = None
+    for _, row in winners.iterrows():
+        if row["verdict"] == "single" or row["winner"] not in arms or row["runner_up"] not in arms:
+            continue
+        means = float(row[row["winner"]]) / float(row[row["runner_up"]]) - 1.0
+        if pct(means) == pct(row["margin"]):
+            continue
+        gap = abs(means - float(row["margin"]))
+        if worst is None or gap > worst[0]:
+            worst = (gap, f"{row['scenario']} c={int(row['concurrency'])}", pct(row["margin"]), pct(means))
+    if worst is None:
+        return ""
+    _, where, margin, of_means = worst
+    return t("margin_note", where=where, margin=margin, means=of_means)
 
 
 def _problems(analysis: RunAnalysis, t: Texts) -> list[str]:

@@ -94,6 +94,7 @@ WORDS: dict[str, str] = {
     "report.unsure_item": "- `{scenario}` c={c}: `{leader}` leads by {margin} (interval {low} … {high}); {hint}",
     "report.unsure_more": "about {n} more round(s) would likely settle it",
     "report.unsure_edge": "the margin sits near the band's edge; more rounds are unlikely to settle it",
+    "report.unsure_wide": "its interval is too wide for a few more rounds to settle it (the box's noise is the limit)",
     "report.verdict_col": "Verdict",
     "report.interval_col": "Margin interval",
     "report.verdict.wins": "wins",
@@ -123,6 +124,7 @@ WORDS: dict[str, str] = {
     "report.server_heading": "## Server metrics",
     "report.winner_heading": "## Throughput winners",
     "report.margin_col": "Margin",
+    "report.margin_note": "Margin: the geometric mean over rounds of the paired per-round ratio (the interval's centre), not the ratio of the mean Total tok/s in the same row; they differ where sessions moved the arms unevenly, most at {where}: margin {margin}, ratio of the means {means}.",
     "report.winner_col": "Winner (Total tok/s)",
     "report.runner_up_col": "Runner-up",
     "report.findings_heading": "## Key findings",
@@ -273,6 +275,7 @@ WORDS: dict[str, str] = {
     "K = {high_k}; over fixed K = {k}: {gain} (assumes each class reaches its instance at the load it was "
     "measured at).",
     "decision.gain_fmt": "{value} ({low} … {high})",
+    "decision.zero_note": " (not distinguishable from zero)",
     "decision.sweep_heading": "## K sweep",
     "decision.best_k_heading": "### Best K per cell",
     "decision.best_k_lead": "The smallest K shown to be within the tie band ({band}%) of the cell's fastest: "
@@ -321,6 +324,7 @@ WORDS: dict[str, str] = {
     "decision.position_gain": "{sign} {value} tok/s at {scenario} c={c}",
     "decision.position_adds": "adds",
     "decision.position_costs": "costs",
+    "decision.position_gain_zero": "{value} tok/s at {scenario} c={c} (not distinguishable from zero)",
     "decision.positions_header": "| Position | Accepted (cumulative) | Conditional | {columns} |",
     "decision.warn_heading": "### ⚠ Acceptance length and throughput disagree",
     "decision.warn_lead": "In these cells the larger K accepts more tokens per step yet serves fewer tokens per "

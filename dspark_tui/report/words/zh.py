@@ -88,6 +88,7 @@ WORDS: dict[str, str] = {
     "report.unsure_item": "- `{scenario}` c={c}：`{leader}` 领先 {margin}（区间 {low} … {high}），{hint}",
     "report.unsure_more": "再测约 {n} 轮可能判定",
     "report.unsure_edge": "差距贴近持平带边界，多测也难以判定",
+    "report.unsure_wide": "区间太宽，再测几轮也难以判定（受限于机器的噪声）",
     "report.verdict_col": "判定",
     "report.interval_col": "提升区间",
     "report.verdict.wins": "胜出",
@@ -114,6 +115,7 @@ WORDS: dict[str, str] = {
     "report.server_heading": "## 服务端指标",
     "report.winner_heading": "## 吞吐 winner 统计",
     "report.margin_col": "提升",
+    "report.margin_note": "差距：按轮配对的比值在各轮上的几何平均（即区间的中心），而不是同一行平均 Total tok/s 之比；会话使各臂变动不一时两者不同，相差最大的是 {where}：差距 {margin}，平均值之比 {means}。",
     "report.winner_col": "Winner (Total tok/s)",
     "report.runner_up_col": "第二",
     "report.findings_heading": "## 关键发现",
@@ -250,6 +252,7 @@ WORDS: dict[str, str] = {
     "decision.deploy_routing": "- 分流方案：两个实例，并发 ≤ {threshold} 的流量用 K={low_k}，其余用 K={high_k}；"
     "相对固定 K={k}：{gain}（假设各类流量到达其实例时的负载与实测相同）。",
     "decision.gain_fmt": "{value}（{low} … {high}）",
+    "decision.zero_note": "（与零无法区分）",
     "decision.sweep_heading": "## K 扫描",
     "decision.best_k_heading": "### 各单元的最佳 K",
     "decision.best_k_lead": "取已证明与最优者相差不超过持平带（{band}%）的最小 K：其相对最优者比值的区间下界 ≥ "
@@ -295,6 +298,7 @@ WORDS: dict[str, str] = {
     "decision.position_gain": "{scenario} c={c} {sign}{value} tok/s",
     "decision.position_adds": "增加",
     "decision.position_costs": "减少",
+    "decision.position_gain_zero": "{scenario} c={c} 时 {value} tok/s（与零无法区分）",
     "decision.positions_header": "| 位置 | 累计接受率 | 条件接受率 | {columns} |",
     "decision.warn_heading": "### ⚠ 接受长度与吞吐不一致",
     "decision.warn_lead": "以下单元中更大的 K 每步接受更多 token，吞吐却更低：该 batch 下验证开销占主导。",
