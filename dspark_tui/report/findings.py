@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dspark_tui.analysis import frames as fr
 from dspark_tui.analysis.analysis import RunAnalysis, cell_noise
-from dspark_tui.analysis.bands import UNDECIDED, BandAnswer, uniform_arm
+from dspark_tui.analysis.bands import UNDECIDED, BandAnswer, majority_verdict, uniform_arm
 from dspark_tui.report.phrases import (
     counts,
     decisive_wins,
@@ -139,11 +139,13 @@ def _best_per_scenario(analysis: RunAnalysis, t: Texts) -> list[str]:
     if best.empty:
         return []
     lines = [t("best_heading", n="{n}"), ""]
+    compared = analysis.winners["scenario"].value_counts().to_dict()  # decided or not
     for arm in arms:
         unanimous = [
             row["scenario"]
             for _, row in best.iterrows()
             if row["verdict"] == arm and row["cells"] >= 2 and row[f"wins:{arm}"] == row["cells"]
+            and compared.get(row["scenario"], 0) == row["cells"]
         ]
         if unanimous:
             lines.append(t("best_lead_unanimous", arm=arm, scenarios=t.join(unanimous)))
@@ -154,6 +156,13 @@ def _best_per_scenario(analysis: RunAnalysis, t: Texts) -> list[str]:
     for _, row in best.iterrows():
         tally = row
         group = analysis.scenario_winners(row.scenario)
+        total = int(compared.get(row.scenario, row.cells))
+        wins = {arm: int(tally[f"wins:{arm}"]) for arm in arms}
+        if majority_verdict(total, int(row.cells), int(row.ties), wins) == UNDECIDED:
+            rows.append([_scenario_label(analysis, row.scenario), t("best_undecided"),
+                         t("best_reason_undecided", decided=int(row.cells), cells=total,
+                           counts=counts(t, tally, arms))])
+            continue
         if row.verdict in arms:
             shown = row.verdict
             reason = t(

@@ -159,9 +159,11 @@ WORDS: dict[str, str] = {
     "report.best_table_header": "| Scenario | Best {spec} | Evidence |",
     "report.best_even": "about even",
     "report.best_mixed": "depends on concurrency",
+    "report.best_undecided": "not decided",
     "report.best_reason_arm": "wins {wins}/{cells} concurrencies{range}",
     "report.best_reason_even": "{ties}/{cells} concurrencies within {tie}%",
     "report.best_reason_mixed": "{counts}",
+    "report.best_reason_undecided": "only {decided} of {cells} concurrencies decided ({counts})",
     "report.gap_heading": "### {n}. `{scenario}`: the gap moves most with concurrency",
     "report.gap_lead.widens": "As concurrency grows in `{scenario}`, the lead of `{leader}` over "
     "`{trailer}` widens ({first_text} at c={first}, {last_text} at c={last}):",

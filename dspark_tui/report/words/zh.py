@@ -150,9 +150,11 @@ WORDS: dict[str, str] = {
     "report.best_table_header": "| 场景 | 最佳 {spec} | 依据 |",
     "report.best_even": "基本持平",
     "report.best_mixed": "随并发变化",
+    "report.best_undecided": "未判定",
     "report.best_reason_arm": "赢 {wins}/{cells} 个并发{range}",
     "report.best_reason_even": "{ties}/{cells} 个并发差异在 {tie}% 以内",
     "report.best_reason_mixed": "{counts}",
+    "report.best_reason_undecided": "{cells} 个并发中只有 {decided} 个已判定（{counts}）",
     "report.gap_heading": "### {n}. `{scenario}` 的差距随并发变化最大",
     "report.gap_lead.widens": "`{scenario}` 随并发增加，`{leader}` 对 `{trailer}` 的领先拉大"
     "（c={first} 时 {first_text}，c={last} 时 {last_text}）：",
