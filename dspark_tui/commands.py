@@ -3,29 +3,59 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import shlex
 import sys
+import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dspark_tui.config import settings_or_warn
-from dspark_tui.model import Plan, UserError, shown
+from dspark_tui.model import Plan, UserError, parse_plan, shown
 from dspark_tui.model.secrets import redact_argv
 
 if TYPE_CHECKING:
     from dspark_tui.results.scan import RunSummary
 
 
+LIST_NAME_WIDTH = 20
+
+
+def _description(load: Callable[[], Plan]) -> str:
+    """A plan's one-line description (what it runs, where, how long), or why it has none."""
+    try:
+        return load().description or "(no description)"
+    except UserError as exc:
+        return f"(not a valid plan: {str(exc).splitlines()[0]})"
+
+
+def _shipped(name: str) -> Plan:
+    from dspark_tui.plans import shipped_plan_text
+
+    return parse_plan(shipped_plan_text(name), name)
+
+
+def _list_line(name: str, description: str) -> None:
+    """`name  description`, the description wrapped to 80 columns beside the names."""
+    lines = textwrap.wrap(shown.plain(description), 80 - LIST_NAME_WIDTH - 1,
+                          break_on_hyphens=False, break_long_words=False) or [""]
+    print(f"{name:<{LIST_NAME_WIDTH}} {lines[0]}")
+    for line in lines[1:]:
+        print(f"{'':<{LIST_NAME_WIDTH}} {line}")
+
+
 def plan_command(args: argparse.Namespace) -> int:
+    from dspark_tui.model.plan import load_plan
     from dspark_tui.plans import resolve_plan, shipped_plan_names, shipped_plan_text
 
     settings = settings_or_warn(getattr(args, "config", None))
     if args.plan_command == "list":
         for name in shipped_plan_names():
-            print(f"{name:<24} shipped")
+            _list_line(name, _description(functools.partial(_shipped, name)))
         if settings.plans_dir.is_dir():
             for path in sorted(settings.plans_dir.glob("*.toml")):
-                print(f"{path.stem:<24} {path}")
+                _list_line(path.stem, f"{_description(functools.partial(load_plan, path))} ({path})")
         return 0
     if args.plan_command == "show":
         path = Path(args.name).expanduser()

@@ -169,3 +169,35 @@ def test_a_plan_with_two_problems_names_both_each_on_its_line():
     assert len(lines) == 2, lines
     assert any(".output_len: " in line for line in lines) and any(".input_len: " in line for line in lines)
     assert all(line.startswith("two.toml:") for line in lines)
+
+
+def test_plan_list_says_what_each_plan_is_and_how_long_it_took(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    import argparse
+
+    from dspark_tui.commands import plan_command
+    from dspark_tui.plans import shipped_plan_names, shipped_plan_text
+
+    monkeypatch.setenv("DSPARK_CONFIG_DIR", str(tmp_path))
+    plans = tmp_path / "plans"
+    plans.mkdir()
+    (plans / "mine.toml").write_text(shipped_plan_text("demo").replace(
+        'name = "demo"', 'name = "mine"'))
+    (plans / "broken.toml").write_text("name = [\n")
+    assert plan_command(argparse.Namespace(plan_command="list", config=None)) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert all(len(line) <= 80 for line in lines if str(tmp_path) not in line)
+    for name in shipped_plan_names():
+        line = next(line for line in lines if line.startswith(f"{name} "))
+        assert "(no description)" not in line
+    # Every shipped plan says where it runs and how long it takes (measured, or GPU time).
+    for name in shipped_plan_names():
+        described = parse_plan(shipped_plan_text(name), name).description
+        assert described.startswith(("Simulator:", "Real vLLM, no GPU:", "GPU server")), name
+        assert " min" in described or " h " in described or "day" in described, name
+    assert "\nmine                 Simulator: st=3 vs st=5" in out
+    assert any(line.strip() == f"({plans / 'mine.toml'})" or line.endswith(f"({plans / 'mine.toml'})")
+               for line in lines)
+    broken = next(line for line in lines if line.startswith("broken "))
+    assert "(not a valid plan:" in broken
