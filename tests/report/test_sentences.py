@@ -91,7 +91,7 @@ def _band_of_label(label: str) -> tuple[int, float]:
 
 
 def test_the_how_sure_line_counts_the_comparisons_and_sessions(report):
-    name, text, facts = report
+    _, text, facts = report
     (line,) = [ln for ln in _summary(text) if ln.startswith("- How sure:")]
     m = re.search(r"of (\d+) comparisons, (\d+) are wins and (\d+) ties .*, (\d+) unsure.* over "
                   r"([\d–]+) server sessions per arm", line)
@@ -141,7 +141,7 @@ def test_each_band_line_counts_the_bands_cells_and_their_lean(report):
 
 
 def test_the_unsure_list_states_each_cells_margin_and_interval(report):
-    name, text, facts = report
+    _, text, facts = report
     items = [ln for ln in _section(text, "## Unsure cells").splitlines() if ln.startswith("- `")]
     unsure = [(s, c) for s, c in facts.cells() if facts.comparison(s, c)["verdict"] == "unsure"]
     assert len(items) == len(unsure)
@@ -206,15 +206,16 @@ def test_the_verify_summary_says_whether_the_schedule_verified(report):
         return
     assert re.match(r"- \*\*(Verified|Not verified|Not confirmed|Refuted)", first), first
     beaten = re.search(r"K=(\d+) beats it at (.*)\.$", first)
+    fixed = f"K={beaten[1]}" if beaten else "K=6"
     fixed_wins = [(s, c) for s, c in facts.cells()
-                  if (p := facts.pair(s, c, "schedule", f"K={beaten[1]}" if beaten else "K=6"))["verdict"] == "wins"
+                  if (p := facts.pair(s, c, "schedule", fixed))["verdict"] == "wins"
                   and p["winner"] != "schedule"]
     named = [] if beaten is None else [tuple(x.split(" c=")) for x in beaten[2].split(", ")]
     assert [(s, int(c)) for s, c in named] == fixed_wins
 
 
 def test_findings_name_true_neighbours_and_counts_that_hold(report):
-    name, text, facts = report
+    _, text, facts = report
     findings = _section(text, "## Key findings")
     assert findings
     for m in re.finditer(r"`([^`]+) c=(\d+)`: .* while (.*?); ([\d.]+) \(ln ratio\)", findings):
@@ -230,14 +231,15 @@ def test_findings_name_true_neighbours_and_counts_that_hold(report):
             if pairs:
                 won = [p for p in pairs if p["verdict"] == "wins" and p["winner"] == arm]
                 assert len(won) * 2 > len(pairs), band
-    for m in re.finditer(r"\| ([^|(]+?) (?:\([^)]*\) )?\| ([^|]+) \| wins (\d+)/(\d+) concurrencies", findings):
+    scenario_row = r"\| ([^|(]+?) (?:\([^)]*\) )?\| ([^|]+) \| wins (\d+)/(\d+) concurrencies"
+    for m in re.finditer(scenario_row, findings):
         scenario = m[1].strip()
         total = [c for s, c in facts.cells() if s == scenario]
         assert int(m[3]) * 2 > len(total), m[0]  # a scenario's best wins most of its concurrencies
 
 
 def test_lists_name_each_cell_once_and_recommendation_rows_never_disagree(report):
-    name, text, facts = report
+    _, text, facts = report
     for line in text.splitlines():
         if line.startswith(("1. Repeat", "2. Repeat", "3. Repeat", "4. Repeat")):
             cells = re.findall(r"`([^`]+)`", line)
@@ -267,7 +269,7 @@ def test_lists_name_each_cell_once_and_recommendation_rows_never_disagree(report
 
 
 def test_the_margin_note_states_the_margins_definition_where_the_means_differ(report):
-    name, text, facts = report
+    _, text, facts = report
     table = _section(text, "## Throughput winners")
     differs = False
     for s, c in facts.cells():
