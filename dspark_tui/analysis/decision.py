@@ -88,6 +88,14 @@ class CellChoice:
         return (self.scenario, self.concurrency)
 
     @property
+    def status(self) -> str:
+        """`decided` when the comparison the choice rests on is a win, a tie or in band;
+        `unsure` when it is not; `single` without intervals (schedule.json, every screen)."""
+        if not self.verified:
+            return "single"
+        return "decided" if self.verdict in (Verdict.WINS, Verdict.TIE, "in band") else "unsure"
+
+    @property
     def verdict(self) -> str:
         """What the choice rests on: the top's verdict over the runner-up when the top is
         chosen, else the chosen K's against the top (`in band` where the top is shown faster,
