@@ -167,7 +167,20 @@ class KDecision:
 
     @property
     def verified(self) -> bool:
+        """Every comparison a choice rests on has an interval (rounds >= 2)."""
         return bool(self.choices) and all(c.verified for c in self.choices)
+
+    @property
+    def unsure_choices(self) -> list[CellChoice]:
+        """Choices whose deciding comparison has an interval too wide to say (issue 21: 2
+        rounds, intervals -99.9 … +238,000 %, every one unsure)."""
+        return [c for c in self.choices if c.verdict == "unsure"]
+
+    @property
+    def settled(self) -> bool:
+        """Verified and decided: what schedule.json's `verified` says (an interval that decides
+        nothing verifies nothing)."""
+        return self.verified and not self.unsure_choices
 
     def choice(self, scenario: str, concurrency: int) -> CellChoice | None:
         for c in self.choices:

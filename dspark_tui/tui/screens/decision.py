@@ -30,7 +30,15 @@ from dspark_tui.analysis.decision import is_k_sweep
 from dspark_tui.analysis.deploy import DeployAnswer, deploy_answer
 from dspark_tui.analysis.layout import manifest_k_values
 from dspark_tui.analysis.positions import acceptance_by_k
-from dspark_tui.analysis.schedule import DECIDED, SINGLE_ANSWER, UNSURE_ANSWER, Gain, shell_line
+from dspark_tui.analysis.schedule import (
+    DECIDED,
+    MERGE_CONCURRENCY_SPAN,
+    MIN_RUNNING_SAMPLES,
+    SINGLE_ANSWER,
+    UNSURE_ANSWER,
+    Gain,
+    shell_line,
+)
 from dspark_tui.report.decision_section import break_even_items
 from dspark_tui.report.headline import incomplete_lines, schedule_status_line
 from dspark_tui.report.words import Texts
@@ -214,8 +222,16 @@ def schedule_notes(answer: DeployAnswer) -> list[str]:
     notes: list[str] = []
     if schedule is None:
         return notes
-    if schedule.keyed_on == "client_concurrency":
+    if schedule.thin:
+        cells = ", ".join(f"{c.scenario} c={c.concurrency} ({c.samples})" for c in schedule.thin)
+        notes.append(f"Keyed on the client's concurrency: the running batch of {cells} was read "
+                     f"fewer than {MIN_RUNNING_SAMPLES} times.")
+    elif schedule.keyed_on == "client_concurrency":
         notes.append("Keyed on the client's concurrency: some cells have no /metrics running batch.")
+    for anchor in schedule.wide_anchors:
+        cells = ", ".join(f"{c.scenario} c={c.concurrency}" for c in anchor.cells)
+        notes.append(f"K = {anchor.k} at batch {anchor.batch:.1f} joins {cells}: concurrencies more "
+                     f"than {MERGE_CONCURRENCY_SPAN:g}x apart whose running batches overlapped.")
     if schedule.largest_measured_batch < schedule.max_num_seqs:
         source = "the plan's --max-num-seqs" if schedule.max_num_seqs_source == "plan" else "vLLM's default"
         notes.append(f"Beyond the largest measured batch ({schedule.largest_measured_batch}) the last "
