@@ -20,7 +20,7 @@ from dspark_tui.model.kinds import DEFAULT_KIND, ServerKind, server_kind
 from dspark_tui.model.plan import SPECULATIVE_ARG
 from dspark_tui.model.traffic import TrafficMix
 
-SCHEDULE_SCHEMA_VERSION = 1
+SCHEDULE_SCHEMA_VERSION = 2  # 2: status, deploy, incomplete (docs/results-format.md)
 DEFAULT_METHOD = "mtp"
 
 CellId = tuple[str, int]
@@ -124,13 +124,39 @@ def combine_ratios(weighted: list[tuple[float, Ratio]]) -> Gain | None:
     return Gain(math.exp(mid / total), math.exp(low / total), math.exp(high / total), count)
 
 
+# What an answer rests on (schedule.json's `status`, every screen's word for it): every
+# comparison it needs decided, some still unsure, or single measurements (no interval at all).
+DECIDED = "decided"
+UNSURE_ANSWER = "unsure"
+SINGLE_ANSWER = "single"
+
+
 @dataclass(frozen=True)
 class SingleK:
-    """The best fixed K for the traffic: the smallest K whose expected ratio to the highest
-    scoring K is not shown below 1 - tie band; its expected gain over each alternative."""
+    """The best fixed K for the traffic, by the per-cell choice's rule (decision.CellChoice):
+    the smallest K SHOWN to be within the tie band of the highest scoring K (the lower end of its
+    traffic-weighted ratio to the leader >= 1 - tie band), else the leader itself.
+
+    `status` "decided" when the K is shown within the band of, or above, every other K;
+    "unsure" when some K may still beat it by more than the band — then no fixed K is shown best
+    and `k` is the leader (the answer names it as such, and `--verify` measures against it, so
+    the realised gain is not inflated by a weaker K); "single" without intervals (point
+    estimates, as the per-cell choice)."""
 
     k: int
     gains: dict[int, Gain]  # over each other K
+    leader: int = -1  # the highest scoring K on the traffic
+    status: str = DECIDED
+
+    @property
+    def shown_best(self) -> bool:
+        return self.status == DECIDED
+
+
+def _lower(gain: Gain | None) -> float | None:
+    if gain is None:
+        return None
+    return gain.low if gain.low is not None else gain.ratio
 
 
 def best_single_k(decision: KDecision, weights: dict[CellId, float]) -> SingleK | None:
@@ -144,24 +170,32 @@ def best_single_k(decision: KDecision, weights: dict[CellId, float]) -> SingleK 
         return sum(weights[choice.key] * math.log(choice.throughput[k])
                    for choice in decision.choices if choice.key in cells)
 
+    def gain_of(k: int, other: int) -> Gain | None:
+        return weighted_gain(decision, weights, dict.fromkeys(cells, k), dict.fromkeys(cells, other))
+
     top = max(complete, key=lambda k: (score(k), -k))
     chosen = top
     for k in sorted(complete):
         if k == top:
             break
-        gain = weighted_gain(decision, weights, dict.fromkeys(cells, k), dict.fromkeys(cells, top))
-        upper = None if gain is None else (gain.high if gain.high is not None else gain.ratio)
-        if upper is not None and upper >= decision.band.floor:
+        lower = _lower(gain_of(k, top))  # single measurements: the point estimate
+        if lower is not None and lower >= decision.band.floor:
             chosen = k
             break
-    gains = {}
-    for other in complete:
-        if other == chosen:
-            continue
-        gain = weighted_gain(decision, weights, dict.fromkeys(cells, chosen), dict.fromkeys(cells, other))
-        if gain is not None:
-            gains[other] = gain
-    return SingleK(chosen, gains)
+
+    def judged(k: int) -> tuple[dict[int, Gain], str]:
+        gains = {other: g for other in complete if other != k if (g := gain_of(k, other)) is not None}
+        if any(g.low is None or g.high is None for g in gains.values()):
+            return gains, SINGLE_ANSWER
+        if all((_lower(g) or 0.0) >= decision.band.floor for g in gains.values()):
+            return gains, DECIDED
+        return gains, UNSURE_ANSWER
+
+    gains, status = judged(chosen)
+    if status == UNSURE_ANSWER and chosen != top:  # the cheaper K is not shown best: the leader
+        chosen = top
+        gains, status = judged(top)
+    return SingleK(chosen, gains, top, status)
 
 
 @dataclass(frozen=True)

@@ -105,7 +105,7 @@ def test_a_run_that_is_no_finished_sweep_is_refused_in_one_line(tmp_path: Path):
     with pytest.raises(UserError, match="not a K sweep"):
         read_recommendation(SAMPLE_RUN)  # the seed: st=3 vs st=5, no K = 0
     unfinished = tmp_path / "unfinished"
-    k_sweep_run(unfinished, KS, GRID)
+    k_sweep_run(unfinished, KS, GRID, status="running")
     with pytest.raises(UserError, match="running, not completed"):
         read_recommendation(unfinished)
     with pytest.raises(UserError, match="missing"):

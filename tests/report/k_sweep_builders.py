@@ -62,13 +62,16 @@ def k_sweep_run(folder: Path, ks: list[int], scenarios: dict[str, list[int]], *,
                 noise: float = 0.002, server: bool = True, traffic: str = "",
                 command_extra: str = "", model: Model | None = None,
                 running: Callable[[int, str, int], float] | None = None, seed: int = 3,
+                status: str = "completed",
                 readings: Callable[[int, str, int], int] | None = None) -> LoadedRun:
     """A run directory (run.json on disk) whose measurements live in memory, as in
     test_verdicts: rounds x arms x cells, a session offset per round and arm, noise per cell."""
     plan = parse_plan(plan_text(ks, scenarios, traffic=traffic, command_extra=command_extra,
                                 rounds=rounds))
     folder.mkdir(parents=True, exist_ok=True)
-    RunStore(folder).write_manifest(manifest_for_plan(plan, plan_source="test"))
+    manifest = manifest_for_plan(plan, plan_source="test")
+    manifest.status = status  # a finished sweep unless a test says otherwise
+    RunStore(folder).write_manifest(manifest)
     run = load_run(folder)
     rng = np.random.default_rng(seed)
     truth = model or (lambda k, scenario, c: model_throughput(k, c))

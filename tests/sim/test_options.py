@@ -38,8 +38,16 @@ def test_max_num_seqs_queues_the_rest():
         with concurrent.futures.ThreadPoolExecutor(4) as pool:
             futures = [pool.submit(client.post, sim.url + "/v1/completions", json=body)
                        for _ in range(4)]
-            time.sleep(0.3)
-            text = sim.metrics_text()
+            # Until the server holds all four (a fixed 0.3 s was too short on a loaded box:
+            # the posting threads had not all sent). 400 tokens at --speed 1 take seconds.
+            deadline = time.monotonic() + 10
+            while True:
+                text = sim.metrics_text()
+                held = (metric_sum(text, "vllm:num_requests_running")
+                        + metric_sum(text, "vllm:num_requests_waiting"))
+                if held >= 4 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
             assert metric_sum(text, "vllm:num_requests_running") == 2
             assert metric_sum(text, "vllm:num_requests_waiting") == 2
             assert all(f.result().status_code == 200 for f in futures)

@@ -23,7 +23,6 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Literal
 
-from dspark_tui.analysis.verdicts import cells_to_remeasure
 from dspark_tui.engine.checks.disk_budget import refuse_resume_without_room
 from dspark_tui.engine.checks.setup import filter_plan, preflight, prepare_run
 from dspark_tui.engine.drivers.base import BenchDriver
@@ -61,6 +60,15 @@ __all__ = ["RUNNER_PLAN_VAR", "Runner", "filter_plan", "plan_of_run", "preflight
 
 # (measurements, plan, look) -> (scenario, concurrency) to measure again; injectable for tests.
 Remeasure = Callable[[Sequence[CellResult], Plan, int], list[GridCell]]
+
+
+def cells_to_remeasure(measurements: Sequence[CellResult], plan: Plan, look: int) -> list[GridCell]:
+    """The verdicts' choice (analysis/verdicts.py), imported when an adaptive round is first
+    planned: numpy and the statistics are ~0.5 s of CPU that a runner which never gets there
+    (killed, stopped, a plan without adaptive rounds) need not pay at its start."""
+    from dspark_tui.analysis.verdicts import cells_to_remeasure as chosen
+
+    return chosen(measurements, plan, look)
 SessionEnd = Literal["done", "server_died", "not_started", "moved"]
 PROGRESS_EVERY_S = 0.2
 

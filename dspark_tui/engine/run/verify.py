@@ -9,9 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dspark_tui.analysis.analysis import analyse
-from dspark_tui.analysis.deploy import SCHEDULE_FILE, deploy_answer, schedule_json
-from dspark_tui.analysis.schedule import without_k_flags
 from dspark_tui.engine.checks.setup import filter_plan
 from dspark_tui.model import Plan, UserError, numbers, safe_files
 from dspark_tui.model.plan import SPECULATIVE_ARG
@@ -19,6 +16,8 @@ from dspark_tui.results import RunStore
 from dspark_tui.results.manifest import Verification
 from dspark_tui.results.store import load_run
 
+# The analysis (numpy, pandas: ~1 s of imports) is loaded only for a run with --verify: every
+# runner process imports this module, and most never verify.
 SCHEDULE_ARM = "schedule"
 
 
@@ -42,6 +41,9 @@ class Recommendation:
 def read_recommendation(sweep_dir: Path) -> Recommendation:
     """The sweep's schedule.json (computed from its measurements when absent); a run that is
     not a finished K sweep with a schedule and a best fixed K is one UserError line."""
+    from dspark_tui.analysis.analysis import analyse
+    from dspark_tui.analysis.deploy import SCHEDULE_FILE, deploy_answer, schedule_json
+
     sweep_dir = Path(sweep_dir).expanduser()
     manifest = RunStore(sweep_dir).read_manifest()  # a missing or bad run.json: one line
     refuse = f"--verify {sweep_dir}"
@@ -88,6 +90,8 @@ def verification_plan(plan: Plan, recommendation: Recommendation) -> Plan:
     A plan that sets K through a variable (`--spec-tokens {spec_tokens}`) has that flag and any
     `--speculative-config` of its own replaced by `"{speculative}"`: vLLM's own way to set K,
     and the only one that takes a schedule."""
+    from dspark_tui.analysis.schedule import without_k_flags
+
     if not plan.uses_speculative_tables():
         var = recommendation.compared_var
         if f"{{{var}}}" not in " ".join(plan.server.command):

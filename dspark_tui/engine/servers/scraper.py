@@ -23,6 +23,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from dspark_tui.engine.servers.gpu import GpuProbe, GpuSample
+from dspark_tui.engine.servers.tls import verifying_context
 from dspark_tui.model import CellKey, ServerSummary
 from dspark_tui.model.events import MetricsSample, Notice
 from dspark_tui.model.kinds import MetricsDialect
@@ -291,7 +292,8 @@ class MetricsScraper:
         await self.stop()
 
     async def start(self) -> None:
-        self._client = httpx.AsyncClient(timeout=self.timeout_s, headers=self._headers)
+        self._client = httpx.AsyncClient(timeout=self.timeout_s, headers=self._headers,
+                                         verify=verifying_context())
         self._task = asyncio.create_task(self._loop())
 
     async def stop(self) -> None:
