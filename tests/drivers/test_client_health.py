@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 
 from dspark_tui.analysis.measurements import aggregate_cells
-from dspark_tui.engine.drivers import DriverContext, NativeDriver
+from dspark_tui.engine.drivers import DriverContext
+from dspark_tui.engine.drivers.native import NativeDriver
 from dspark_tui.model import BenchConfig, CellKey, CellResult, CellSpec, ClientMetrics
 from dspark_tui.model.client_health import ClientHealth, judge, live_client_line
 from dspark_tui.report.client_lines import client_health_line
