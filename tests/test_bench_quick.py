@@ -28,6 +28,8 @@ SMOKES = {
     "raw_size.py": "tests/test_bench_quick.py",
     "prompt_prep.py": "tests/test_bench_quick.py",
     "parallel_rounds.py": "tests/test_bench_quick.py",
+    "client_health.py": "tests/test_bench_quick.py",
+    "probes.py": "tests/test_bench_quick.py",
 }
 TUI_OVERHEAD_SKIPPED = 3  # bench/tui_overhead.py's exit status without tmux
 
@@ -129,3 +131,18 @@ def test_parallel_rounds_prints_wall_and_throughput_ratios():
                          done.stdout.replace(",", ""), re.M), done.stdout
     assert re.search(rf"^wall parallel/serial {NUMBER}; Total tok/s parallel/serial {NUMBER}, "
                      rf"{NUMBER}; margin shift [+-]{NUMBER} points$", done.stdout, re.M), done.stdout
+
+
+def test_client_health_prints_a_measurement_with_its_verdict():
+    done = _quick("client_health.py")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert re.search(rf"^\s*1\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}%\s+[0-9]+\s.*\s(ok|behind)\b",
+                     done.stdout, re.M), done.stdout
+
+
+def test_probes_smoke_kills_a_run_resumes_it_and_counts_nothing_lost():
+    done = _quick("probes.py", mode="--smoke")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "probe 1/1: SIGKILL at 0.5s" in done.stdout
+    assert ("probes 1, cells lost 0, orphans after resume 0, tracebacks 0, hangs 0, "
+            "resumes unfinished 0") in done.stdout
