@@ -10,8 +10,9 @@ where mu[c] is the true log ratio of the cell, s[r] the difference of the two ar
 offsets in round r — shared by every cell of that round — and e[c, r] the rest (within-session
 drift, last-wave effects, repeats). A cell's mean over its n rounds has variance
 tau^2 / n with tau^2 = var(s) + var(e). We estimate var(e) from the cell x round residuals of
-the additive fit (many degrees of freedom) and var(s) from the round effects (R - 1 degrees of
-freedom, or more with a stated prior), and give the sum the Satterthwaite degrees of freedom of
+the additive fit (many degrees of freedom; per concurrency band when the caller groups cells)
+and var(s) from each arm's own round effects (2(R - 1) degrees of freedom; the pair's round
+effects alone have R - 1; more with a stated prior that the run does not contradict), and give the sum the Satterthwaite degrees of freedom of
 that linear combination. The interval is Student's t at the level the caller gives: with adaptive
 re-measurement, the per-look level of stats/sequential.py, so looking again cannot inflate false
 winners.
@@ -108,8 +109,11 @@ def round_means(cell: np.ndarray, rnd: np.ndarray, log_value: np.ndarray,
     return means.reshape(n_cells, n_rounds)
 
 
-# Which estimate of the session term fit_noise uses when the arms' own round means are given
-# (an experiment switch for bench/noise_processes.py; see docs/statistics.md).
+# The session term when the arms' own round means are given (docs/statistics.md, issue 22):
+# "arms" (the method): the sum of both arms' own round mean squares, 2(R - 1) degrees of freedom;
+# the alternatives bench/noise_processes.py measured against it: "paired" (the pair's round
+# effects alone, R - 1 df: the earlier method), "arms-max" (the larger of the two estimates),
+# "arms-df" (as "arms", the df capped at the session term's) and "r-1" (paired, df = R - 1).
 SESSION_METHOD = "arms"
 
 
