@@ -12,10 +12,10 @@ drift, last-wave effects, repeats). A cell's mean over its n rounds has variance
 tau^2 / n with tau^2 = var(s) + var(e). We estimate var(e) from the cell x round residuals of
 the additive fit (many degrees of freedom; per concurrency band when the caller groups cells)
 and var(s) from each arm's own round effects (2(R - 1) degrees of freedom; the pair's round
-effects alone have R - 1; more with a stated prior that the run does not contradict), and
-give the sum the Satterthwaite degrees of freedom of that linear combination. The interval is Student's t at the level the caller gives: with adaptive
-re-measurement, the per-look level of stats/sequential.py, so looking again cannot inflate false
-winners.
+effects alone have R - 1; more with a stated prior that the run does not contradict), and give
+the sum the Satterthwaite degrees of freedom of that linear combination. The interval is
+Student's t at the level the caller gives: with adaptive re-measurement, the per-look level of
+stats/sequential.py, so looking again cannot inflate false winners.
 
 Only numpy and scipy.special; callers hand in plain arrays.
 """
