@@ -22,6 +22,8 @@ from dspark_tui.analysis.positions import (
 )
 from dspark_tui.analysis.schedule import (
     DECIDED,
+    MERGE_CONCURRENCY_SPAN,
+    MIN_RUNNING_SAMPLES,
     SCHEDULE_SCHEMA_VERSION,
     SINGLE_ANSWER,
     UNSURE_ANSWER,
@@ -34,6 +36,7 @@ from dspark_tui.analysis.schedule import (
     best_routing,
     best_single_k,
     build_schedule,
+    cell_samples,
     cell_weights,
     existing_speculative_config,
     kind_of,
@@ -42,6 +45,7 @@ from dspark_tui.analysis.schedule import (
     plan_of,
     serve_command,
     speculative_config,
+    thin_cells,
     weighted_gain,
 )
 from dspark_tui.analysis.verification import verification_json, verification_of
@@ -143,10 +147,12 @@ def deploy_answer(analysis: RunAnalysis, partial: bool = False) -> DeployAnswer 
     plan = plan_of(analysis.run.manifest.plan or {})
     counters = spec_counters(decision)
     points, keyed_on = batch_points(decision, counters)
+    thin = thin_cells(decision, counters)
     traffic = plan.traffic if plan is not None else None
     weights = cell_weights(decision, traffic, {key: p[0] for key, p in points.items()})
     max_seqs, max_source = max_num_seqs_of(plan)
-    schedule = build_schedule(decision, points, keyed_on, weights, max_seqs, max_source)
+    schedule = build_schedule(decision, points, keyed_on, weights, max_seqs, max_source,
+                              samples=cell_samples(decision, counters), thin=thin)
     method, method_source = method_for(plan)
     config = None
     command = None
@@ -199,6 +205,8 @@ def schedule_json(answer: DeployAnswer) -> dict[str, Any]:
         "not_deployable_because": answer.why_not(),
         "incomplete": answer.run.to_json() if answer.run is not None else None,
         "has_intervals": decision.verified,
+        "unsure_cells": [{"scenario": c.scenario, "concurrency": c.concurrency}
+                         for c in decision.unsure_choices],
         "tie_band": decision.band.fraction,
         "traffic": answer.traffic_source,
     }
@@ -215,8 +223,13 @@ def schedule_json(answer: DeployAnswer) -> dict[str, Any]:
             "speculative_config": answer.config,
             "method_source": answer.method_source,
             "serve_command": answer.command,
+            "key_rule": {"min_running_samples": MIN_RUNNING_SAMPLES,
+                         "merge_concurrency_span": MERGE_CONCURRENCY_SPAN},
+            "thin_cells": [asdict(c) for c in schedule.thin],
             "anchors": [
                 {"batch": round(a.batch, 3), "low": round(a.low, 3), "high": round(a.high, 3), "k": a.k,
+                 "samples": a.samples, "concurrency_span": round(a.concurrency_span, 3),
+                 "wide": a.wide, "covered": a in schedule.covered,
                  "cells": [{"scenario": c.scenario, "concurrency": c.concurrency, "k": c.k,
                             "status": c.status} for c in a.cells]}
                 for a in schedule.anchors

@@ -8,7 +8,13 @@ import json
 from dspark_tui.analysis.decision import Crossing, Ratio
 from dspark_tui.analysis.deploy import DeployAnswer
 from dspark_tui.analysis.positions import PositionGain
-from dspark_tui.analysis.schedule import UNSURE_ANSWER, Gain, shell_line
+from dspark_tui.analysis.schedule import (
+    MERGE_CONCURRENCY_SPAN,
+    MIN_RUNNING_SAMPLES,
+    UNSURE_ANSWER,
+    Gain,
+    shell_line,
+)
 from dspark_tui.report.tables import markdown_table
 from dspark_tui.report.words import Texts
 
@@ -48,11 +54,20 @@ def deploy_section(answer: DeployAnswer | None, t: Texts, simulated: bool = Fals
     if simulated:
         lines += [d("deploy_simulated"), ""]
     client = schedule.keyed_on == "client_concurrency"
-    lines += [d("deploy_schedule_lead_client" if client else "deploy_schedule_lead"), ""]
+    if schedule.thin:
+        cells = ", ".join(f"{c.scenario} c={c.concurrency} K={c.k}: {c.samples}" for c in schedule.thin)
+        lines += [d("deploy_schedule_lead_thin", min=MIN_RUNNING_SAMPLES, cells=cells), ""]
+    else:
+        lines += [d("deploy_schedule_lead_client" if client else "deploy_schedule_lead"), ""]
     rows = []
     for lo, hi, k in schedule.ranges:
         sources = schedule.sources(lo, hi)
-        rows.append([f"{lo}–{hi}", str(k), ", ".join(sources) or "—"])
+        readings = [a.samples for a in schedule.anchors
+                    if lo <= max(1, round(a.batch)) <= hi and a.samples is not None]
+        said = ", ".join(sources) or "—"
+        if readings:
+            said += f" ({d('deploy_readings', n=sum(readings))})"
+        rows.append([f"{lo}–{hi}", str(k), said])
     lines += markdown_table(d("deploy_table_header").strip("| ").split(" | "), rows)
     lines.append("")
     if any(len(a.cells) > 1 for a in schedule.anchors) or len(schedule.anchors) > 1:
@@ -62,8 +77,17 @@ def deploy_section(answer: DeployAnswer | None, t: Texts, simulated: bool = Fals
                        start=schedule.largest_measured_batch + 1, max_seqs=schedule.max_num_seqs,
                        source=d(f"source.{schedule.max_num_seqs_source}"),
                        k=schedule.k_at(schedule.max_num_seqs)))
+    for anchor in schedule.wide_anchors:
+        lines.append(d("deploy_wide_merge", batch=_num(anchor.batch, 1), span=f"{MERGE_CONCURRENCY_SPAN:g}",
+                       k=anchor.k, cells=", ".join(f"{c.scenario} c={c.concurrency}" for c in anchor.cells)))
+    for anchor in schedule.covered:
+        lines.append(d("deploy_covered", batch=_num(anchor.batch, 1), k=anchor.k,
+                       cells=", ".join(f"{c.scenario} c={c.concurrency}" for c in anchor.cells)))
     if not answer.decision.verified:
         lines.append(d("deploy_unverified"))
+    elif unsure := answer.decision.unsure_choices:
+        lines.append(d("deploy_unsure", n=len(unsure), total=len(answer.decision.choices),
+                       cells=", ".join(f"{c.scenario} c={c.concurrency}" for c in unsure)))
     reasons = answer.why_not()
     lines.append(d("deploy_verdict", answer=d("yes") if answer.deploy else d("no"),
                    why=d("deploy_why", reasons=t.join(d(f"why.{r}") for r in reasons)) if reasons else ""))

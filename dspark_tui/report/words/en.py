@@ -411,4 +411,25 @@ WORDS: dict[str, str] = {
     "compare.command": "server commands",
     "compare.prompts": "prompts",
     "compare.warmup": "warmup requests",
+    # the client's health (report header) and the running-batch schedule's notes (decision)
+    "report.client_kept_up": "- Client health: kept up in all {n} measurements (event-loop lag p99 at "
+    "most {lag} ms, token gaps read together at most {same})",
+    "report.client_behind": "- Client fell behind in {k} of {n} measurements ({items}); their TTFT, TPOT, "
+    "ITL and E2E are left out of the tables and latency comparisons (limits: over {same_limit} of "
+    "token gaps read in one burst with the previous token while the event-loop lag p99 was at least "
+    "{lag_fraction} of the mean ITL and {floor} ms; docs/client.md). {throughput}",
+    "report.client_throughput_stands": "Their Total tok/s stands: a late read moves a request's end by "
+    "at most the lag (p99 at most {lag} ms, against a mean E2E of {e2e} ms)",
+    "report.client_throughput_doubtful": "Their Total tok/s is doubtful too: the lag (p99 up to {lag} ms) "
+    "is {share} of the mean E2E ({e2e} ms), and in a closed loop each next request waits for it",
+    "decision.deploy_schedule_lead_thin": "Some cells' running batch was read fewer than {min} times ({cells}), "
+    "too few to tell its steady state from the ramp at the cell's ends, so the table is keyed on "
+    "the client's concurrency; rerun with a smaller `scrape_interval_s` or longer cells:",
+    "decision.deploy_unsure": "- **Unverified**: {n} of {total} choices are unsure (their intervals cross the "
+    "tie band: {cells}); an interval that decides nothing verifies nothing — measure more rounds.",
+    "decision.deploy_wide_merge": "- The anchor at batch {batch} joins cells whose concurrencies differ by more "
+    "than {span}x ({cells}): their running batches overlapped, so one K = {k} serves both loads.",
+    "decision.deploy_covered": "- The anchor at batch {batch} ({cells}, K = {k}) lies within one batch of the "
+    "previous one, whose range covers it.",
+    "decision.deploy_readings": "{n} readings",
 }

@@ -375,4 +375,23 @@ WORDS: dict[str, str] = {
     "compare.command": "服务命令",
     "compare.prompts": "提示词",
     "compare.warmup": "Warmup 请求数",
+    # the client's health (report header) and the running-batch schedule's notes (decision)
+    "report.client_kept_up": "- 客户端状态：{n} 次测量全部跟上（事件循环延迟 p99 最高 {lag} ms，"
+    "同一次读取到的 token 间隔最多 {same}）",
+    "report.client_behind": "- 客户端落后：{k}/{n} 次测量（{items}）；这些测量的 TTFT、TPOT、ITL、E2E "
+    "不进表格和延迟比较（阈值：超过 {same_limit} 的 token 间隔与前一个 token 在同一次读取中成批到达，"
+    "且事件循环延迟 p99 不低于平均 ITL 的 {lag_fraction} 与 {floor} ms；"
+    "见 docs/client.md）。{throughput}",
+    "report.client_throughput_stands": "它们的 Total tok/s 仍然成立：迟读只把请求结束推迟至多一个延迟"
+    "（p99 最高 {lag} ms，平均 E2E {e2e} ms）",
+    "report.client_throughput_doubtful": "它们的 Total tok/s 也可疑：延迟（p99 最高 {lag} ms）达到平均 E2E "
+    "（{e2e} ms）的 {share}，闭环中每个请求都晚发出这么久",
+    "decision.deploy_schedule_lead_thin": "有单元的运行 batch 只读到不足 {min} 次（{cells}），分不清稳态和两端的爬升，"
+    "下表改按客户端并发给出；把 `scrape_interval_s` 调小或让单元更长后重跑：",
+    "decision.deploy_unsure": "- **未验证**：{n}/{total} 个选择未定（区间跨过持平带：{cells}）；区间存在不等于判定，"
+    "多测几轮再部署。",
+    "decision.deploy_wide_merge": "- batch {batch} 处的锚点合并了并发相差超过 {span} 倍的单元（{cells}）："
+    "它们的运行 batch 重叠，所以共用 K={k}。",
+    "decision.deploy_covered": "- 锚点 batch {batch}（{cells}，K={k}）离前一个锚点不到一个 batch，由前一个范围覆盖。",
+    "decision.deploy_readings": "{n} 次读数",
 }
