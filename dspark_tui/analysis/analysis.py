@@ -8,6 +8,7 @@ import pandas as pd
 
 from dspark_tui.analysis import frames as fr
 from dspark_tui.analysis.bands import BandAnswer, band_answers
+from dspark_tui.analysis.completeness import Completeness, completeness
 from dspark_tui.analysis.layout import RunLayout, layout_of
 from dspark_tui.analysis.measurements import aggregate_cells, measurements_of
 from dspark_tui.analysis.verdicts import SINGLE, UNSURE, RunVerdicts, Settings, analyse_measurements
@@ -46,6 +47,8 @@ class RunAnalysis:
     verdicts: RunVerdicts | None = None
     unsure: pd.DataFrame = field(default_factory=pd.DataFrame)
     _by_scenario: dict[str, pd.DataFrame] | None = None
+    _band_answers: list[BandAnswer] | None = None
+    _completeness: Completeness | None = None
 
     @property
     def arms(self) -> list[str]:
@@ -64,7 +67,16 @@ class RunAnalysis:
     @property
     def band_answers(self) -> list[BandAnswer]:
         """Each concurrency band's answer over all its compared cells (analysis/bands.py)."""
-        return band_answers(self.winners, self.decided, self.unsure, self.arms)
+        if self._band_answers is None:
+            self._band_answers = band_answers(self.winners, self.decided, self.unsure, self.arms)
+        return self._band_answers
+
+    @property
+    def completeness(self) -> Completeness:
+        """Whether the run measured its whole plan (analysis/completeness.py), read once."""
+        if self._completeness is None:
+            self._completeness = completeness(self.run, self.layout)
+        return self._completeness
 
     @property
     def has_intervals(self) -> bool:

@@ -13,6 +13,7 @@ from dspark_tui.analysis.counting import cell_outcomes
 from dspark_tui.analysis.layout import RunLayout, layout_of
 from dspark_tui.analysis.measurements import measurements_of
 from dspark_tui.model import CellKey
+from dspark_tui.model.outcome import CellCounts
 from dspark_tui.results.manifest import RunManifest
 from dspark_tui.results.store import LoadedRun
 
@@ -43,6 +44,7 @@ class Completeness:
     not_run: int = 0  # cells with measurements still to make (none failed)
     total: int = 0  # cells of the grid
     ok: int = 0  # cells whose every planned measurement is ok
+    counts: CellCounts = field(default_factory=CellCounts)  # the report header's count
 
     @property
     def complete(self) -> bool:
@@ -81,6 +83,7 @@ def completeness(run: LoadedRun, layout: RunLayout | None = None) -> Completenes
         not_run=sum(1 for outcome in outcomes.values() if outcome == "not_run"),
         total=len(outcomes),
         ok=sum(1 for outcome in outcomes.values() if outcome == "ok"),
+        counts=CellCounts.of(outcomes.values()),
     )
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from dspark_tui.analysis.analysis import RunAnalysis, analyse
-from dspark_tui.analysis.completeness import Completeness, completeness, is_simulated
+from dspark_tui.analysis.completeness import Completeness, is_simulated
 from dspark_tui.analysis.decision import KDecision, decide_k
 from dspark_tui.analysis.positions import (
     Disagreement,
@@ -130,7 +130,7 @@ def deploy_answer(analysis: RunAnalysis, partial: bool = False) -> DeployAnswer 
     decision = decide_k(analysis)
     if decision is None or not decision.choices:
         return None
-    run = completeness(analysis.run, analysis.layout)
+    run = analysis.completeness
     simulated = is_simulated(analysis.run.manifest)
     if run.missing_arms and not partial:
         counters = spec_counters(decision)
@@ -270,7 +270,7 @@ def write_schedule(run: LoadedRun, analysis: RunAnalysis | None = None,
     elif answer is None and (verified := verification_of(analysis)) is not None:
         # A --verify rerun: the schedule it reran and whether it confirmed it.
         document = verification_json(verified, is_simulated(run.manifest),
-                                     completeness(run, analysis.layout).to_json())
+                                     analysis.completeness.to_json())
     if document is None:
         return None
     path = run.path / SCHEDULE_FILE

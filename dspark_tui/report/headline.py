@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dspark_tui.analysis import frames as fr
 from dspark_tui.analysis.analysis import RunAnalysis, analyse
 from dspark_tui.analysis.bands import UNDECIDED
-from dspark_tui.analysis.completeness import Completeness, completeness, is_simulated
+from dspark_tui.analysis.completeness import Completeness, is_simulated
 from dspark_tui.analysis.deploy import DeployAnswer, deploy_answer
 from dspark_tui.analysis.schedule import DECIDED, SINGLE_ANSWER, UNSURE_ANSWER
 from dspark_tui.analysis.verification import VerificationResult, verification_of
@@ -46,7 +46,7 @@ def summary_section(analysis: RunAnalysis, answer: DeployAnswer | None, t: Texts
 
 def headline_lines(analysis: RunAnalysis, answer: DeployAnswer | None, t: Texts,
                    in_report: bool = True) -> list[str]:
-    first = incomplete_lines(completeness(analysis.run, analysis.layout), t)
+    first = incomplete_lines(analysis.completeness, t)
     if analysis.winners.empty:
         return [*first, t("no_findings")]
     simulated = is_simulated(analysis.run.manifest)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from dspark_tui.analysis.analysis import RunAnalysis, analyse
-from dspark_tui.analysis.counting import cell_counts, start_failure
+from dspark_tui.analysis.counting import start_failure
 from dspark_tui.analysis.deploy import deploy_answer
 from dspark_tui.analysis.frames import CORE_COLUMNS, arm_pairs, core_table, server_table
 from dspark_tui.analysis.greedy import greedy_result
@@ -143,7 +143,7 @@ def _header(analysis: RunAnalysis, t: Texts) -> list[str]:
 
 def _cells_line(analysis: RunAnalysis, t: Texts) -> str:
     """Cells counted across rounds (model/outcome.py): a user's skip is not a failure."""
-    counts = cell_counts(analysis.run, analysis.layout)
+    counts = analysis.completeness.counts  # read once with the summary's first line
     if counts.completed:
         status = t("status_completed_skipped", skipped=counts.skipped) if counts.skipped \
             else t("status_completed")
