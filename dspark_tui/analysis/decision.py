@@ -88,6 +88,14 @@ class CellChoice:
         return (self.scenario, self.concurrency)
 
     @property
+    def status(self) -> str:
+        """`decided` when the comparison the choice rests on is a win, a tie or in band;
+        `unsure` when it is not; `single` without intervals (schedule.json, every screen)."""
+        if not self.verified:
+            return "single"
+        return "decided" if self.verdict in (Verdict.WINS, Verdict.TIE, "in band") else "unsure"
+
+    @property
     def verdict(self) -> str:
         """What the choice rests on: the top's verdict over the runner-up when the top is
         chosen, else the chosen K's against the top (`in band` where the top is shown faster,
@@ -159,7 +167,20 @@ class KDecision:
 
     @property
     def verified(self) -> bool:
+        """Every comparison a choice rests on has an interval (rounds >= 2)."""
         return bool(self.choices) and all(c.verified for c in self.choices)
+
+    @property
+    def unsure_choices(self) -> list[CellChoice]:
+        """Choices whose deciding comparison has an interval too wide to say (issue 21: 2
+        rounds, intervals -99.9 … +238,000 %, every one unsure)."""
+        return [c for c in self.choices if c.verdict == "unsure"]
+
+    @property
+    def settled(self) -> bool:
+        """Verified and decided: what schedule.json's `verified` says (an interval that decides
+        nothing verifies nothing)."""
+        return self.verified and not self.unsure_choices
 
     def choice(self, scenario: str, concurrency: int) -> CellChoice | None:
         for c in self.choices:

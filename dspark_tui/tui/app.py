@@ -19,18 +19,22 @@ from typing import ClassVar
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from dspark_tui.config import Settings, save_setting
 from dspark_tui.model import UserError
 from dspark_tui.results import RunStore
+from dspark_tui.tui import safe
+from dspark_tui.tui.keys import resolve_keymap
 from dspark_tui.tui.run_link import AttachedRun, RunLink, run_closed, start_runner
 from dspark_tui.tui.screens.confirm import ConfirmScreen
 from dspark_tui.tui.screens.help import HelpScreen
 from dspark_tui.tui.screens.history import HistoryScreen
 from dspark_tui.tui.screens.plan_picker import PlanPickerScreen, StartRequest
 from dspark_tui.tui.screens.quit_run import QuitRunScreen, detach_all
+from dspark_tui.tui.screens.refusal import RefusalScreen
 from dspark_tui.tui.screens.run_screen import RunScreen
 from dspark_tui.tui.themes import load_themes
 
@@ -75,12 +79,20 @@ class DsparkApp(App[None]):
         self.links: list[RunLink] = []
         self.hung_up = False
 
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = False) -> None:
+        """Every notice as plain text: what it says comes from run files, servers and runners
+        (a cell's failure, a server's error) and must show literally, brackets and control
+        characters included (tui/safe.py); no notice of ours uses markup."""
+        super().notify(safe.lines(message), title=safe.plain(title), severity=severity,
+                       timeout=timeout, markup=False)
+
     # -- start-up --------------------------------------------------------------------------
 
     def on_mount(self) -> None:
         self._install_themes()
-        if self.settings.keymap:
-            self.set_keymap(self.settings.keymap)
+        if self.settings.keymap:  # the user's keys win, over the lists' j/k/g/G too
+            self.set_keymap(resolve_keymap(self.settings.keymap))
         self.push_screen(HistoryScreen(self.history_roots()))
         for warning in self.startup_warnings:
             self.notify(warning, severity="warning", timeout=10)
@@ -151,8 +163,9 @@ class DsparkApp(App[None]):
                 scenarios=request.scenarios, resume=request.resume, detach=request.detach,
                 lang=self.lang, plans_dir=self.settings.plans_dir,
                 other_roots=self.history_roots(), verify=request.verify)
-        except UserError as exc:  # a preflight's problems, one a line: a plain text notice
-            self.notify(str(exc), severity="error", timeout=12, markup=False)
+        except UserError as exc:  # a preflight's problems, one a line: a dialog that stays
+            problems = [line for line in str(exc).splitlines() if line.strip()] or [str(exc)]
+            self.push_screen(RefusalScreen(request.plan, problems))
             return
         self._show_run(link.run_dir, link)
 

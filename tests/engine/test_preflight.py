@@ -296,10 +296,13 @@ async def test_the_runner_tells_its_watchers_whose_gpus_it_shares(tmp_path: Path
            "measurements of both runs will disturb each other" in warnings
 
 
-async def test_the_apps_start_shows_every_problem_in_one_notice_and_creates_nothing(
+async def test_the_apps_start_shows_every_problem_in_a_dialog_that_stays_and_creates_nothing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Issue 23: a dialog, not a notice gone in seconds; it lists every problem, says that
+    nothing started, and is still there when a notice would have gone."""
     from dspark_tui.tui.screens.plan_picker import StartRequest
-    from tests.tui.helpers import make_app, wait_until
+    from dspark_tui.tui.screens.refusal import NOTHING_STARTED, RefusalScreen
+    from tests.tui.helpers import make_app, screen_text, wait_until
 
     if Path(resolve_plan(REAL_PLAN)[0].model).exists():
         pytest.skip("this machine has the real plan's model")
@@ -307,10 +310,18 @@ async def test_the_apps_start_shows_every_problem_in_one_notice_and_creates_noth
     app = make_app(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         app.start_run(StartRequest(plan=REAL_PLAN))
-        await wait_until(pilot, lambda: len(app._notifications) >= 2, what="the refusal")
-        refusal = list(app._notifications)[-1]
-        assert refusal.severity == "error"
-        assert refusal.message.splitlines()[:3] == [
+        await wait_until(pilot, lambda: isinstance(app.screen, RefusalScreen), timeout=30,
+                         what="the refusal")
+        refusal = app.screen
+        assert isinstance(refusal, RefusalScreen)
+        text = screen_text(app)
+        assert f"Not started: {REAL_PLAN}" in text and "Nothing was started" in text, text
+        assert NOTHING_STARTED.startswith("Nothing was started: no server, no run directory.")
+        assert "'vllm' is not on PATH" in text and "does not exist on this" in text, text
+        await pilot.press("j", "k", "tab")  # keys that are no answer leave it standing
+        await pilot.pause(0.5)
+        assert app.screen is refusal
+        assert refusal.problems[:3] == [
             "server.command[0]: 'vllm' is not on PATH; install the server or give its full "
             "path in the plan",
             "bench.python: 'python' is not on PATH; set bench.python to the interpreter that "
@@ -318,4 +329,6 @@ async def test_the_apps_start_shows_every_problem_in_one_notice_and_creates_noth
             "model: /data/models/DeepSeek-V4-Flash-DSpark does not exist on this machine; fix "
             "`model` in the plan or copy the weights there",
         ]
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not isinstance(app.screen, RefusalScreen), what="closed")
     assert not (tmp_path / "results").exists()

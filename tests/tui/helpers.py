@@ -108,7 +108,7 @@ async def history_listed(pilot: Pilot[object], at_least: int = 1) -> HistoryScre
     return app.screen
 
 
-async def run_screen_shown(pilot: Pilot[object], text: str) -> RunScreen:
+async def run_screen_shown(pilot: Pilot[object], text: str, timeout: float = 10.0) -> RunScreen:
     """The run screen on top, its header saying `text` (the first poll is drawn).
 
     Read from the header's content, not by drawing the screen: a draw between a table's new
@@ -121,7 +121,7 @@ async def run_screen_shown(pilot: Pilot[object], text: str) -> RunScreen:
         headers = screen.query(RunHeader) if isinstance(screen, RunScreen) else []
         return any(text in str(header.content) for header in headers)
 
-    await wait_until(pilot, shown, what=f"the run screen saying {text!r}")
+    await wait_until(pilot, shown, timeout, what=f"the run screen saying {text!r}")
     assert isinstance(app.screen, RunScreen)
     return app.screen
 

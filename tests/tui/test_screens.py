@@ -133,12 +133,12 @@ async def test_report_viewer_toggles_language_and_saves(tmp_path: Path):
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await run_screen_shown(pilot, "[completed]")
         await pilot.press("r")
-        text = await until_shown(pilot, app, "[zh] not saved yet (g saves it)")
+        text = await until_shown(pilot, app, "[zh] not saved yet (w saves it)")
         assert isinstance(app.screen, ReportScreen)
         assert f"{run_dir.name}/report.md" in text
         await pilot.press("l")
         text = await until_shown(pilot, app, f"{run_dir.name}/report.en.md")
-        await pilot.press("g")
+        await pilot.press("w")
         await until_shown(pilot, app, "[en] saved:")
         assert (run_dir / "report.en.md").is_file()
 

@@ -23,6 +23,7 @@ from tests.tui.helpers import (
     run_screen_shown,
     screen_text,
     settled,
+    table_text,
     wait_until,
 )
 
@@ -231,3 +232,72 @@ def test_compare_at_80_columns(snap_compare, tmp_path: Path):
         await settled(pilot)
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=compared)
+
+
+# -- 80x24 for many arms, the log and a running sweep (issue 23) -------------------------------
+
+
+def _sweep_mid_run(root: Path) -> tuple[Path, float]:
+    """The K sweep cut short in its second round: every first-round cell in, and K=6's
+    rag c=32 running; K=6 is far below the fold of a 24-row plan tree."""
+    from dspark_tui.model import CellKey
+    from dspark_tui.model.events import CellStarted
+    from tests.tui.k_sweep_dir import write_k_sweep
+
+    run_dir = write_k_sweep(root, rounds=2)
+    store = RunStore(run_dir)
+    lines = store.events_path.read_text().splitlines(keepends=True)
+    # run_started, then 72 first-round measurements, then the second round (arm-major)
+    kept = lines[:1 + 72 + 60]
+    last = parse_event(kept[-1]).t
+    started = CellStarted(t=last + 0.5, key=CellKey(arm="K=6", scenario="rag", concurrency=32),
+                          num_prompts=64, index=134, total=144, round=2)
+    store.events_path.write_text("".join(kept) + started.model_dump_json() + "\n")
+    manifest = store.read_manifest()
+    manifest.status = "running"
+    store.write_manifest(manifest)
+    return run_dir, last + 1.0
+
+
+def test_k_sweep_running_at_80x24(snap_compare, tmp_path: Path):
+    """A running K sweep at 80x24: the plan tree shows the running cell (K=6, far down), and
+    the table keeps Best pinned beside scenario and c once scrolled to the arms' figures."""
+    run_dir, now = _sweep_mid_run(tmp_path / "results")
+
+    async def scrolled(pilot: Pilot[object]) -> None:
+        screen = await run_screen_shown(pilot, "[running]", timeout=60)  # 144 events
+        await wait_until(pilot, lambda: screen.query_one("#ab-table").row_count >= 9,
+                         timeout=30, what="the sweep's rows")
+        await settled(pilot)
+        screen.query_one("#ab-table").focus()
+        await pilot.press(*["right"] * 2)
+        await wait_until(pilot, lambda: "▶ c32" in screen_text(pilot.app), timeout=30,
+                         what="the running cell in view")
+        await settled(pilot)
+        text = screen_text(pilot.app)
+        assert "K=7 tie" in text and "Total K=" in text, text  # Best kept, figures scrolled in
+
+    assert snap_compare(replay_app(tmp_path, run_dir, now=now), terminal_size=(80, 24),
+                        run_before=scrolled)
+
+
+def test_server_log_at_80x24(snap_compare, tmp_path: Path):
+    """The log at 80x24 takes the running cell's numbers' place: every A/B row still shown."""
+    run_dir, last = mid_run_copy(tmp_path)
+
+    async def show_log(pilot: Pilot[object]) -> None:
+        screen = await run_screen_shown(pilot, "[running]", timeout=60)
+        await pilot.press("l")
+        await wait_until(pilot, lambda: screen.query_one("#log-pane").has_class("-visible"),
+                         what="the log shown")
+        await settled(pilot)
+        text = screen_text(pilot.app)
+        assert "Uvicorn running" in text, text
+        rows = table_text(pilot.app, "#ab-table")
+        assert len(rows) == 4, rows
+        shown = [line.split("│")[-1].split()[:2] for line in text.splitlines()]
+        for row in rows:  # every row on screen, its scenario and c
+            assert [row[0], row[1]] in shown, text
+
+    assert snap_compare(replay_app(tmp_path, run_dir, now=last + 2.0), terminal_size=(80, 24),
+                        run_before=show_log)

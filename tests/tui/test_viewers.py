@@ -223,7 +223,7 @@ async def test_report_viewer_wraps_prose_reaches_every_column_and_writes_nothing
         app = make_app(tmp_path, settings={"language": "en"})
         async with app.run_test(size=size) as pilot:
             app.push_screen(ReportScreen(run_dir))
-            await until_shown(pilot, app, "not saved yet (g saves it)")
+            await until_shown(pilot, app, "not saved yet (w saves it)")
             await wait_until(pilot, lambda: app.screen.query(ReportTable), what="tables drawn")
             screen = app.screen
             # A sentence longer than the pane, whole on screen (wrapped, not clipped).

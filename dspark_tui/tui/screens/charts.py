@@ -25,6 +25,7 @@ from dspark_tui.model import CellResult
 from dspark_tui.model.run_state import RunState
 from dspark_tui.results import load_run
 from dspark_tui.results.store import LoadedRun
+from dspark_tui.tui import safe
 from dspark_tui.tui.screens.loading import LoadingScreen
 from dspark_tui.tui.widgets.run_chart import METRICS, RunChart, curves, panel_view
 
@@ -200,11 +201,11 @@ class ChartScreen(LoadingScreen):
         self.query_one(RunChart).show_view(panel_view(chart, panels[0], title, bands=margin))
 
     def _title(self, text: str) -> None:
-        self.query_one("#chart-title", Label).update(f"{text}   ←/→ scenario  m metric")
+        self.query_one("#chart-title", Label).update(safe.text(f"{text}   ←/→ scenario  m metric"))
 
     def _empty(self, why: str, *, shown: bool) -> None:
         label = self.query_one("#chart-empty", Label)
-        label.update(why)
+        label.update(safe.text(why))
         label.display = shown
         self.query_one(RunChart).display = True
 

@@ -17,6 +17,7 @@ from textual.widgets import DataTable, Footer, Label, Markdown
 from dspark_tui.config import locale_language
 from dspark_tui.results import load_run
 from dspark_tui.tui import format as fmt
+from dspark_tui.tui import safe
 from dspark_tui.tui.screens.loading import LoadingScreen
 
 # Scenario, c and arm stay in view while the numbers scroll sideways.
@@ -73,7 +74,7 @@ class CompareScreen(LoadingScreen):
         self.lang = ""
 
     def compose(self) -> ComposeResult:
-        yield Label(f"A {self.run_a.name}  vs  B {self.run_b.name}", id="compare-title")
+        yield Label(safe.text(f"A {self.run_a.name}  vs  B {self.run_b.name}"), id="compare-title")
         with VerticalScroll(id="compare-summary"):
             yield Markdown("comparing …", id="compare-text")
         table: DataTable[rich.text.Text] = DataTable(cursor_type="row", zebra_stripes=True,

@@ -11,6 +11,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label
 
+from dspark_tui.tui import safe
+
 MAX_LINE = 64  # characters of the question on one line before it wraps
 
 
@@ -37,7 +39,7 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.question, id="question", markup=False)
+            yield Label(safe.lines(self.question), id="question", markup=False)
             with Horizontal():
                 yield Button(f"{self.yes} (y)", variant="warning", id="yes")
                 yield Button("No (n)", id="no")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from rich import box
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -29,10 +30,21 @@ from dspark_tui.analysis.decision import is_k_sweep
 from dspark_tui.analysis.deploy import DeployAnswer, deploy_answer
 from dspark_tui.analysis.layout import manifest_k_values
 from dspark_tui.analysis.positions import acceptance_by_k
-from dspark_tui.analysis.schedule import Gain, shell_line
+from dspark_tui.analysis.schedule import (
+    DECIDED,
+    MERGE_CONCURRENCY_SPAN,
+    MIN_RUNNING_SAMPLES,
+    SINGLE_ANSWER,
+    UNSURE_ANSWER,
+    Gain,
+    shell_line,
+)
 from dspark_tui.report.decision_section import break_even_items
+from dspark_tui.report.headline import incomplete_lines, schedule_status_line
+from dspark_tui.report.words import Texts
 from dspark_tui.results import load_run
 from dspark_tui.results.manifest import RunManifest
+from dspark_tui.tui import safe
 from dspark_tui.tui.screens.loading import LoadingScreen
 
 NOT_A_SWEEP = ("not a K sweep: the decision view needs arms that differ only in K, with a K = 0 "
@@ -68,6 +80,7 @@ class DecisionScreen(LoadingScreen):
     DecisionScreen #decision-body { height: 1fr; padding: 0 1; }
     DecisionScreen .heading { color: $accent; text-style: bold; margin-top: 1; width: 1fr; }
     DecisionScreen .note { color: $text-muted; }
+    DecisionScreen .warning { color: $warning; display: none; }
     DecisionScreen #decision-command, DecisionScreen #decision-config {
         background: $boost; padding: 0 1;
     }
@@ -88,8 +101,9 @@ class DecisionScreen(LoadingScreen):
         self.answer: DeployAnswer | None = None
 
     def compose(self) -> ComposeResult:
-        yield Label(f"loading the K sweep of {self.run_dir.name} …", id="decision-title")
+        yield Label(safe.text(f"loading the K sweep of {self.run_dir.name} …"), id="decision-title")
         with VerticalScroll(id="decision-body"):
+            yield Static(id="decision-warnings", classes="warning")
             yield Label("Schedule: running batch → K", classes="heading")
             yield Static(id="decision-schedule")
             yield Static(id="decision-notes", classes="note")
@@ -113,14 +127,16 @@ class DecisionScreen(LoadingScreen):
         title = self.query_one("#decision-title", Label)
         answer = self.answer = data.answer
         if answer is None:
-            title.update(Content(f"{data.manifest.name}: {NOT_A_SWEEP}"))
+            title.update(Content(f"{safe.plain(data.manifest.name)}: {NOT_A_SWEEP}"))
             self.notify(NOT_A_SWEEP, severity="warning")
             return
         decision = answer.decision
-        certainty = ("verified" if decision.verified
-                     else "UNVERIFIED: single measurements, point estimates only")
-        title.update(Content(f"{data.manifest.name}  [{data.manifest.status}]  K = "
-                             f"{', '.join(str(k) for k in decision.ks)}  {certainty}"))
+        title.update(Content(f"{safe.plain(data.manifest.name)}  [{data.manifest.status}]  K = "
+                             f"{', '.join(str(k) for k in decision.ks)}  {certainty(answer)}"))
+        warnings = self.query_one("#decision-warnings", Static)
+        lines = warning_lines(answer)
+        warnings.update(Content(safe.lines("\n".join(lines))))
+        warnings.display = bool(lines)
         self.query_one("#decision-schedule", Static).update(schedule_table(answer))
         self.query_one("#decision-notes", Static).update(Content("\n".join(schedule_notes(answer))))
         self.query_one("#decision-config", Static).update(Content(config_text(answer)))
@@ -159,9 +175,39 @@ def _table(*columns: str) -> Table:
     return table
 
 
+def certainty(answer: DeployAnswer) -> str:
+    """The title's word for what the answer rests on (schedule.json's `status`)."""
+    status = answer.status
+    if status == SINGLE_ANSWER:
+        text = "UNVERIFIED: single measurements, point estimates only"
+    elif status == UNSURE_ANSWER:
+        unsure = sum(1 for c in answer.decision.choices if c.status != DECIDED)
+        text = f"NOT DECIDED: {unsure} of {len(answer.decision.choices)} cells unsure"
+    else:
+        text = "decided (not yet confirmed by --verify)"
+    if not answer.complete:
+        text = "INCOMPLETE RUN; " + text
+    return text
+
+
+def warning_lines(answer: DeployAnswer) -> list[str]:
+    """What the report's summary says first about an incomplete sweep and a withheld schedule,
+    the same sentences (report/headline.py), without Markdown."""
+    t = Texts("en")
+    lines = incomplete_lines(answer.run, t) if answer.run is not None else []
+    if answer.withheld and answer.run is not None:
+        lines.append(t("summary_k_withheld", arms=t.join(f"`{a}`" for a in answer.run.missing_arms),
+                       path=answer.run_path))
+    elif answer.schedule is not None and answer.status != DECIDED:
+        lines.append(schedule_status_line(answer, t))
+    return [line.replace("**", "") for line in lines]
+
+
 def schedule_table(answer: DeployAnswer) -> Table | Text:
     schedule = answer.schedule
     if schedule is None:
+        if answer.withheld:
+            return Text("no schedule: the sweep lacks arms (see above)")
         return Text("no schedule: no cell has a choice")
     key = "batch" if schedule.keyed_on == "running_batch" else "client c"
     table = _table(f"running {key}", "K", "from the cells")
@@ -176,8 +222,16 @@ def schedule_notes(answer: DeployAnswer) -> list[str]:
     notes: list[str] = []
     if schedule is None:
         return notes
-    if schedule.keyed_on == "client_concurrency":
+    if schedule.thin:
+        cells = ", ".join(f"{c.scenario} c={c.concurrency} ({c.samples})" for c in schedule.thin)
+        notes.append(f"Keyed on the client's concurrency: the running batch of {cells} was read "
+                     f"fewer than {MIN_RUNNING_SAMPLES} times.")
+    elif schedule.keyed_on == "client_concurrency":
         notes.append("Keyed on the client's concurrency: some cells have no /metrics running batch.")
+    for anchor in schedule.wide_anchors:
+        cells = ", ".join(f"{c.scenario} c={c.concurrency}" for c in anchor.cells)
+        notes.append(f"K = {anchor.k} at batch {anchor.batch:.1f} joins {cells}: concurrencies more "
+                     f"than {MERGE_CONCURRENCY_SPAN:g}x apart whose running batches overlapped.")
     if schedule.largest_measured_batch < schedule.max_num_seqs:
         source = "the plan's --max-num-seqs" if schedule.max_num_seqs_source == "plan" else "vLLM's default"
         notes.append(f"Beyond the largest measured batch ({schedule.largest_measured_batch}) the last "
@@ -188,6 +242,11 @@ def schedule_notes(answer: DeployAnswer) -> list[str]:
     single = answer.single
     if single is not None:
         line = f"Without the dynamic field: fixed K = {single.k}"
+        if single.status == UNSURE_ANSWER:
+            line = (f"Without the dynamic field: no fixed K is shown best; the leader is K = "
+                    f"{single.k}")
+        elif single.status == SINGLE_ANSWER:
+            line += " (a point estimate)"
         if answer.schedule_gain is not None:
             line += f"; the schedule's expected gain over it {_gain(answer.schedule_gain)}"
         traffic = "the plan's [traffic]" if answer.traffic_source == "plan" else "equal weights"
@@ -214,7 +273,13 @@ def command_text(answer: DeployAnswer) -> str:
     return shell_line(answer.command)
 
 
-def best_k_map(answer: DeployAnswer) -> Table:
+def _captioned(table: Table, caption: str) -> Group:
+    """The table, then its caption as a line of the pane's width: a Rich caption wraps to the
+    table's own width (16 characters for a two-scenario map at 80 columns)."""
+    return Group(table, Text(caption, style="dim"))
+
+
+def best_k_map(answer: DeployAnswer) -> Group:
     """Concurrency down, scenario across (scenarios are few, concurrencies many: fits 80 columns).
     Each cell: the chosen K and the verdict it rests on."""
     decision = answer.decision
@@ -232,13 +297,11 @@ def best_k_map(answer: DeployAnswer) -> Table:
             top = "" if choice.k == choice.top_k else f", top {choice.top_k}"
             row.append(Text.assemble((f"K={choice.k}", "bold"), f" {choice.verdict}{top}"))
         table.add_row(*row)
-    table.caption = (f"chosen: the smallest K within the {decision.band.percent}% tie band of "
-                     "the fastest; verdict of the comparison the choice rests on")
-    table.caption_justify = "left"
-    return table
+    return _captioned(table, f"chosen: the smallest K within the {decision.band.percent}% tie "
+                             "band of the fastest; verdict of the comparison the choice rests on")
 
 
-def acceptance_table(answer: DeployAnswer) -> Table | Text:
+def acceptance_table(answer: DeployAnswer) -> Table | Group | Text:
     arms = acceptance_by_k(answer.counters)
     if not arms:
         return Text("no spec-decode counters (/metrics) in this run")
@@ -250,8 +313,7 @@ def acceptance_table(answer: DeployAnswer) -> Table | Text:
         table.add_row(str(arm.k), str(arm.cells), length, *rates, *([""] * (width - len(rates))))
     conditional = [p.conditional for p in answer.positions]
     if any(c is not None for c in conditional):
-        table.caption = (f"p1…p{width}: share of drafts whose position is accepted; given the one "
-                         "before accepted: "
-                         + " ".join("—" if c is None else f"{c * 100:.0f}%" for c in conditional))
-        table.caption_justify = "left"
+        return _captioned(table, f"p1…p{width}: share of drafts whose position is accepted; "
+                          "given the one before accepted: "
+                          + " ".join("—" if c is None else f"{c * 100:.0f}%" for c in conditional))
     return table

@@ -40,21 +40,35 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll():
             yield Markdown(self._text())
 
+    def keys_here(self) -> list[Binding]:
+        """The screen's keys, then those of its widgets (a list's j/k/g/G, the report's ←/→),
+        then the app's: every key that does something here, each once."""
+        found: list[Binding] = []
+        widgets = [type(widget) for widget in self.below.query("*")]
+        for owner in [type(self.below), *dict.fromkeys(widgets), type(self.app)]:
+            found += [b for b in getattr(owner, "BINDINGS", []) if isinstance(b, Binding) and b.id]
+        return found
+
+    def _key(self, binding: Binding) -> str:
+        """The key as the user's keymap (resolved as the app applied it) has it now."""
+        keymap: dict[str, str] = getattr(self.app, "_keymap", {}) or {}
+        keys = keymap.get(binding.id or "")
+        if keys is None:
+            return self.app.get_key_display(binding)
+        return "/".join(self.app.get_key_display(binding.with_key(key.strip(), key_display=None))
+                        for key in keys.split(","))
+
     def _text(self) -> str:
         lines = ["# Keys", "", "| key | action | id |", "|---|---|---|"]
         describe = "{0.description}: {0.tooltip}".format
         seen: set[str] = set()
-        app_bindings = list(self.app.BINDINGS)
-        for binding in [*self.below.BINDINGS, *app_bindings]:
-            if not isinstance(binding, Binding):
-                continue
+        for binding in self.keys_here():
             action = binding.action.removeprefix("app.")  # a screen's key for an app action
-            if action in seen:
+            if binding.id in seen or action in seen:
                 continue
-            seen.add(action)
-            key = self.app.get_key_display(binding)
+            seen.update({action, binding.id or action})
             what = describe(binding) if binding.tooltip else binding.description or binding.action
-            lines.append(f"| `{key}` | {what} | {binding.id or ''} |")
+            lines.append(f"| `{self._key(binding)}` | {what} | {binding.id or ''} |")
         return "\n".join(lines) + "\n" + ABOUT
 
     def action_close(self) -> None:

@@ -21,7 +21,8 @@ from textual.worker import Worker, get_current_worker
 from dspark_tui.model.run_status import run_status_label
 from dspark_tui.results import RunSummary, scan_runs
 from dspark_tui.results.run_size import format_size
-from dspark_tui.tui import colours
+from dspark_tui.tui import colours, safe
+from dspark_tui.tui.keys import HISTORY_KEYS
 from dspark_tui.tui.run_facts import RunFacts, run_facts
 from dspark_tui.tui.screens.loading import LoadingScreen
 
@@ -40,13 +41,10 @@ COLUMNS = (("", "mark", 1), ("Started", "date", 11), ("Status", "status", 9),
 
 
 class RunTable(DataTable[Text | str]):
-    """The list of runs: Home and End jump to the first and the last run (a plain DataTable
-    scrolls sideways with them)."""
+    """The list of runs: j/k, and g/Home and G/End jump to the first and the last run (a plain
+    DataTable scrolls sideways with Home and End)."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("home", "scroll_top", "First run", id="history.first", show=False),
-        Binding("end", "scroll_bottom", "Last run", id="history.last", show=False),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = [*HISTORY_KEYS]
 
 
 class HistoryScreen(LoadingScreen):
@@ -204,7 +202,8 @@ class HistoryScreen(LoadingScreen):
         noun = "run" if total == 1 else "runs"
         title = self.query_one("#history-title", Label)
         # Folder names on the line (80 columns), the whole paths on hover.
-        title.update(f"History — {count} {noun} in " + ", ".join(r.name or str(r) for r in self.roots))
+        roots = ", ".join(r.name or str(r) for r in self.roots)
+        title.update(safe.text(f"History — {count} {noun} in {roots}"))
         title.tooltip = "\n".join(str(r) for r in self.roots)
 
     @on(Input.Changed, "#history-filter")

@@ -16,6 +16,8 @@ from textual.screen import Screen
 from textual.widgets import Label
 from textual.worker import Worker, WorkerState
 
+from dspark_tui.tui import safe
+
 T = TypeVar("T")
 LOAD_GROUP = "load"
 
@@ -64,4 +66,5 @@ class LoadingScreen(Screen[None]):
         message = f"{what} failed: {type(error).__name__}: {error}"
         self.notify(message, severity="error", timeout=15)
         if self.ERROR_LINE:
-            self.query_one(self.ERROR_LINE, Label).update(Content.assemble((message, "bold $error")))
+            line = Content.assemble((safe.plain(message), "bold $error"))
+            self.query_one(self.ERROR_LINE, Label).update(line)

@@ -16,6 +16,7 @@ from textual.widgets.option_list import Option
 
 from dspark_tui.model import Plan, UserError
 from dspark_tui.plans import resolve_plan, shipped_plan_names
+from dspark_tui.tui import safe
 
 
 @dataclass
@@ -102,7 +103,7 @@ class PlanPickerScreen(ModalScreen[StartRequest | None]):
         try:
             plan, _source = resolve_plan(name_or_path, self.plans_dir)
         except UserError as exc:
-            error.update(str(exc))
+            error.update(safe.text(str(exc)))
             return
         error.update("")
         self.plan, self.source = plan, name_or_path

@@ -34,6 +34,8 @@ from dspark_tui.model.run_status import run_status_label
 from dspark_tui.results import RunStore, load_run
 from dspark_tui.results.store import LoadedRun
 from dspark_tui.tui import format as fmt
+from dspark_tui.tui import safe
+from dspark_tui.tui.keys import DETAIL_KEYS
 from dspark_tui.tui.screens.loading import LoadingScreen
 from dspark_tui.tui.widgets.ab_table import ABTable
 
@@ -74,6 +76,12 @@ def _started(started_at: str | None) -> str:
     return (started_at or "")[:16].replace("T", " ")
 
 
+class CellsTable(DataTable[Text | str]):
+    """Every measurement of the run, one a row: j/k/g/G as in History."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [*DETAIL_KEYS]
+
+
 class RunDetailScreen(LoadingScreen):
     DEFAULT_CSS = """
     RunDetailScreen #detail-title {
@@ -107,15 +115,15 @@ class RunDetailScreen(LoadingScreen):
         self.run: LoadedRun | None = None
 
     def compose(self) -> ComposeResult:
-        yield Label(f"loading {self.run_dir} …", id="detail-title")
+        yield Label(safe.text(f"loading {self.run_dir} …"), id="detail-title")
         with TabbedContent(initial="summary"):
             with TabPane("Summary", id="summary"), VerticalScroll(id="detail-summary"):
                 yield Markdown("loading …", id="detail-headline")
             with TabPane("A/B table", id="ab"):
                 yield ABTable(id="detail-ab")
             with TabPane("Cells", id="cells"):
-                cells: DataTable[Text | str] = DataTable(cursor_type="row", id="detail-cells",
-                                                         fixed_columns=3)  # arm, scenario, c
+                cells = CellsTable(cursor_type="row", id="detail-cells",
+                                   fixed_columns=3)  # arm, scenario, c
                 yield cells
         yield Footer(compact=True)
 
@@ -135,7 +143,7 @@ class RunDetailScreen(LoadingScreen):
         title = (f"{manifest.name}  {_started(manifest.started_at)}  [{status}]  "
                  f"{read.cells_ok}/{total} cells ok  {Path(manifest.model).name or manifest.model}")
         label = self.query_one("#detail-title", Label)
-        label.update(Content(title))  # plain: "[completed]" is no tag
+        label.update(Content(safe.plain(title)))  # plain: "[completed]" is no tag
         label.tooltip = str(run.path)
         await self.query_one("#detail-headline", Markdown).update(read.headline)
         for problem in run.problems:
@@ -223,11 +231,11 @@ class CellDetailScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(Text(self.result.key.id, style="bold"))
+            yield Label(safe.text(self.result.key.id, style="bold"))
             with VerticalScroll():
-                yield Static(_describe(self.result), id="cell-facts")
+                yield Static(Text(safe.lines(_describe(self.result))), id="cell-facts")
                 for name, values in read_series(RunStore(self.run_dir), self.result):
-                    yield Label(f"{name}  min {min(values):.3g}  max {max(values):.3g}",
+                    yield Label(safe.text(f"{name}  min {min(values):.3g}  max {max(values):.3g}"),
                                 classes="series-label")
                     yield Sparkline(values)
 

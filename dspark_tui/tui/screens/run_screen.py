@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -57,7 +57,19 @@ def table_rows(measurements: list[CellResult], arms: list[str], scenarios: list[
 log = logging.getLogger("dspark_tui.tui")
 
 
+# Below this many rows the server log takes the place of the running cell's numbers and
+# sparklines (its title and bar stay), so that at 80x24 the A/B table keeps its rows.
+SHORT_ROWS = 28
+
+
 class RunScreen(Screen[None]):
+    DEFAULT_CSS = """
+    RunScreen.-short LogPane { height: 8; }
+    RunScreen.-short.-log CellPanel #cell-numbers, RunScreen.-short.-log CellPanel #sparks {
+        display: none;
+    }
+    RunScreen.-short.-log RunSummary { max-height: 5; }
+    """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("p", "pause", "Pause", id="run.pause", tooltip="pause after this cell / resume"),
         Binding("s", "skip", "Skip", id="run.skip", tooltip="skip the current cell"),
@@ -119,6 +131,7 @@ class RunScreen(Screen[None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        self.set_class(self.app.size.height < SHORT_ROWS, "-short")
         try:
             self._seed_from_disk()
         except Exception as exc:  # the events still tell the run; a bad file must not end the app
@@ -340,6 +353,10 @@ class RunScreen(Screen[None]):
 
     def action_toggle_log(self) -> None:
         self.query_one(LogPane).toggle_class("-visible")
+        self.set_class(self.query_one(LogPane).has_class("-visible"), "-log")
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.set_class(event.size.height < SHORT_ROWS, "-short")
 
     def action_reason(self) -> None:
         tree = self.query_one(PlanTree)

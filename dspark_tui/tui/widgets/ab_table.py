@@ -21,8 +21,9 @@ from dspark_tui.analysis.live import (
     verdict_text,
 )
 from dspark_tui.analysis.verdicts import Verdict
-from dspark_tui.tui import colours
+from dspark_tui.tui import colours, safe
 from dspark_tui.tui import format as fmt
+from dspark_tui.tui.widgets.columns import step_columns
 
 _PER_ARM = (
     ("Total", "total_tok_s", 1),
@@ -31,6 +32,12 @@ _PER_ARM = (
     ("TPOT", "mean_tpot_ms", 2),
     ("AL", "accept_length", 2),
 )
+
+
+# Scenario and concurrency stay on screen while ←/→ scroll the rest; with N arms the Best
+# column too (which K leads, how sure): at 80 columns the lesser columns go first.
+PINNED = 2
+PINNED_MANY = 3
 
 
 class ABTable(DataTable[Text | str]):
@@ -46,7 +53,7 @@ class ABTable(DataTable[Text | str]):
     """
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, cursor_type="row", zebra_stripes=True, fixed_columns=2)
+        super().__init__(id=id, cursor_type="row", zebra_stripes=True, fixed_columns=PINNED)
         self._arms: list[str] = []
         self._baseline: str | None = None
         self._shown: dict[str, tuple[Text | str, ...]] = {}
@@ -93,6 +100,20 @@ class ABTable(DataTable[Text | str]):
                 self._shown[key] = cells
                 self._drawn[key] = row
 
+    def action_cursor_right(self) -> None:
+        """N arms, row cursor: →/← scroll the unpinned columns a whole column at a time, so
+        that a margin and its interval are never shown cut (two arms scroll as DataTable does)."""
+        if self.many_arms and self.cursor_type == "row":
+            step_columns(self, 1)
+        else:
+            super().action_cursor_right()
+
+    def action_cursor_left(self) -> None:
+        if self.many_arms and self.cursor_type == "row":
+            step_columns(self, -1)
+        else:
+            super().action_cursor_left()
+
     def update_cell_at_row_key(self, row_key: str, column: int, value: Text | str) -> None:
         column_key = self.ordered_columns[column].key
         # Widened to the new value: a cell first shown as "—" or "failed" and measured later
@@ -111,13 +132,14 @@ class ABTable(DataTable[Text | str]):
         self._drawn.clear()
         self._arms = list(arms)
         self._baseline = baseline
+        self.fixed_columns = PINNED_MANY if self.many_arms else PINNED
         self.add_column("Scenario", key="scenario")
         self.add_column("C", key="concurrency")
         if self.many_arms:
             self.add_column("Best", key="winner")
             self.add_column("Margin", key="margin")
             if baseline is not None:
-                self.add_column(f"vs {baseline}", key="baseline")
+                self.add_column(safe.text(f"vs {baseline}"), key="baseline")
         else:
             self.add_column("Winner", key="winner")
             self.add_column("Verdict", key="verdict")
@@ -125,25 +147,26 @@ class ABTable(DataTable[Text | str]):
             self.add_column("Interval", key="interval")
         for label, attr, _ in _PER_ARM:
             for arm in arms:
-                self.add_column(f"{label} {arm}", key=f"{arm}:{attr}")
+                self.add_column(safe.text(f"{label} {arm}"), key=f"{arm}:{attr}")
 
     def _render_row(self, row: ComparisonRow) -> tuple[Text | str, ...]:
         win_style = colours.rich_style(colours.WINNER)
         failed_style = colours.rich_style(colours.FAILED)
-        cells: list[Text | str] = [row.scenario, Text(str(row.concurrency), justify="right")]
+        cells: list[Text | str] = [safe.text(row.scenario), Text(str(row.concurrency), justify="right")]
         if self.many_arms:
             # The leader, even in a tie, then the verdict: `K=6 unsure`, verdicts aligned.
             best = Text()
-            best.append(row.leader or fmt.MISSING, style=win_style if row.winner else "")
+            best.append(safe.plain(row.leader or fmt.MISSING), style=win_style if row.winner else "")
             if row.leader and row.verdict:
-                best.append(" " * (max(len(arm) for arm in self._arms) - len(row.leader) + 1))
+                widest = max(len(safe.plain(arm)) for arm in self._arms)
+                best.append(" " * (widest - len(safe.plain(row.leader)) + 1))
                 best.append(row.verdict)
             margin = f"{_margin(row):>{self._margin_width}} {compact_interval(row, tenths=True)}"
             cells += [best, Text(margin.rstrip())]
             if self._baseline is not None:
                 cells.append(Text(compact_baseline(row) or fmt.MISSING, justify="right"))
         else:
-            cells += [Text(row.winner or _no_winner(row), style=win_style if row.winner else ""),
+            cells += [Text(safe.plain(row.winner or _no_winner(row)), style=win_style if row.winner else ""),
                       verdict_text(row) or fmt.MISSING,
                       Text(fmt.percent(row.margin), justify="right"),
                       Text(compact_interval(row) or fmt.MISSING, justify="right")]

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Grid, Vertical
 from textual.widgets import Label, ProgressBar, Sparkline, Static
 
+from dspark_tui.model.client_health import live_client_line
 from dspark_tui.model.run_state import SERIES_NAMES, RunState
 from dspark_tui.tui import format as fmt
+from dspark_tui.tui import safe
 
 SERIES_LABELS = {
     "tok_s": "out tok/s",
@@ -70,7 +73,8 @@ class CellPanel(Vertical):
             # Rounds in parallel: the header lists every node's cell (a plan index says little).
             where = (f"+{state.in_flight - 1} in flight" if state.in_flight > 1
                      else f"cell {current.index}/{current.total}")
-            title = f"{key.arm} · {key.scenario} · c{key.concurrency}{which}   {where}"
+            arm, scenario = safe.plain(key.arm), safe.plain(key.scenario)
+            title = f"{arm} · {scenario} · c{key.concurrency}{which}   {where}"
             failed = f"  failed {current.failed}" if current.failed else ""
             numbers = (
                 f"{current.completed}/{current.num_prompts} requests{failed}   "
@@ -79,11 +83,16 @@ class CellPanel(Vertical):
                 f"TPOT {fmt.number(current.tpot_p50_ms, 2)}/{fmt.number(current.tpot_p99_ms, 2)} ms"
                 "  (p50/p99)"
             )
+            client, behind = live_client_line(current.client_lag_p99_ms,
+                                              current.same_read_fraction, current.mean_itl_ms)
+            if client:
+                # The client's own health: a client that fell behind times itself, not the server.
+                numbers += "\n" + (f"[$warning]{client}[/]" if behind else client)
             total, progress = max(1, current.num_prompts), current.completed
         shown = (title, numbers, total, progress)
         if shown != self._text:
             self._text = shown
-            self.query_one("#cell-title", Label).update(title)
+            self.query_one("#cell-title", Label).update(Text(title))  # a Text: names are no markup
             self.query_one("#cell-progress", ProgressBar).update(total=total, progress=progress)
             self.query_one("#cell-numbers", Static).update(numbers)
         for name in SERIES_NAMES:

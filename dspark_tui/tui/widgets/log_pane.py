@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.widgets import RichLog
 
 from dspark_tui.model.run_state import RunState
+from dspark_tui.tui import safe
 
 
 class LogPane(RichLog):
@@ -23,5 +24,5 @@ class LogPane(RichLog):
             return
         tail = list(state.log_tail)[-min(new, len(state.log_tail)):]
         for line in tail:
-            self.write(f"[{line.arm}] {line.line}")
+            self.write(safe.text(f"[{line.arm}] {line.line}"))  # a server prints what it likes
         self._seen = state.log_count

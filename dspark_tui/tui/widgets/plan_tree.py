@@ -9,7 +9,7 @@ from textual.widgets.tree import TreeNode
 
 from dspark_tui.model import CellKey
 from dspark_tui.model.run_state import RunState
-from dspark_tui.tui import colours
+from dspark_tui.tui import colours, safe
 from dspark_tui.tui import format as fmt
 
 MARKS = {"pending": "·", "running": "▶", "done": "✓", "failed": "✗", "skipped": "–"}
@@ -32,6 +32,7 @@ class PlanTree(Tree[CellKey | None]):
         self._scenario_nodes: dict[tuple[str, str], TreeNode[CellKey | None]] = {}
         self._labels: dict[CellKey, tuple[str, float | None, bool]] = {}
         self._arm_states: dict[str, str] = {}
+        self._followed: CellKey | None = None  # the running cell last brought into view
 
     def show(self, state: RunState) -> None:
         for key, cell in state.cells.items():
@@ -46,7 +47,31 @@ class PlanTree(Tree[CellKey | None]):
             server = arm.server_state if arm is not None else ""
             if self._arm_states.get(name) != server:
                 self._arm_states[name] = server
-                arm_node.set_label(Text.assemble((name, "bold"), f"  {server}"))
+                arm_node.set_label(Text.assemble((safe.plain(name), "bold"), f"  {safe.plain(server)}"))
+        self._follow(state)
+
+    def _follow(self, state: RunState) -> None:
+        """Bring the running cell into view when it changes (a K sweep's later arms are below
+        the fold at 24 rows); the cursor stays where the user put it."""
+        current = state.current
+        key = current.key if current is not None else None
+        if key is None or key == self._followed:
+            return
+        self._followed = key
+        node = self._cell_nodes.get(key)
+        if node is not None:
+            self.call_after_refresh(self._scroll_to_running, node)
+
+    def _scroll_to_running(self, node: TreeNode[CellKey | None], tries: int = 50) -> None:
+        line = node.line
+        if line < 0 or self.virtual_size.height <= line:
+            # The tree has not laid out its new lines yet (a busy box): at the next refresh.
+            if tries > 0 and node.data == self._followed:
+                self.call_after_refresh(self._scroll_to_running, node, tries - 1)
+            return
+        # Its arm's name above it when there is room: "K=6  ready" and the cell both in view.
+        height = self.scrollable_content_region.height
+        self.scroll_to(y=max(0, line - max(1, height // 3)), animate=False)
 
     def render_label(self, node: TreeNode[CellKey | None], base_style: Style, style: Style) -> Text:
         """A cell's label is built at draw time, so its colours follow the current theme."""
@@ -60,10 +85,10 @@ class PlanTree(Tree[CellKey | None]):
     def _add_cell(self, key: CellKey) -> TreeNode[CellKey | None]:
         arm_node = self._arm_nodes.get(key.arm)
         if arm_node is None:
-            arm_node = self._arm_nodes[key.arm] = self.root.add(key.arm, expand=True)
+            arm_node = self._arm_nodes[key.arm] = self.root.add(safe.text(key.arm), expand=True)
         scenario_node = self._scenario_nodes.get((key.arm, key.scenario))
         if scenario_node is None:
-            scenario_node = arm_node.add(key.scenario, expand=True)
+            scenario_node = arm_node.add(safe.text(key.scenario), expand=True)
             self._scenario_nodes[(key.arm, key.scenario)] = scenario_node
         node = scenario_node.add_leaf(f"c{key.concurrency}", data=key)
         self._cell_nodes[key] = node

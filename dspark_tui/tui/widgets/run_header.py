@@ -7,7 +7,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from dspark_tui.model.run_state import RunState
-from dspark_tui.tui import colours
+from dspark_tui.tui import colours, safe
 from dspark_tui.tui import format as fmt
 
 Part = str | tuple[str, str]
@@ -26,7 +26,7 @@ class RunHeader(Static):
     def show(self, state: RunState, now: float, mode: str) -> None:
         status = "paused" if state.paused and not state.finished else state.status
         status_colour = colours.RUN_STATUS.get(status, "$accent")
-        parts: list[Part] = [(state.name or "run", "bold"),
+        parts: list[Part] = [(safe.plain(state.name or "run"), "bold"),
                              (f"  [{state.status_label}]", f"bold {status_colour}")]
         if mode:
             parts.append(f"  {mode}")
@@ -41,6 +41,7 @@ class RunHeader(Static):
             parts.append(f"  ETA {fmt.duration(state.eta(now))}")
         if greedy := state.greedy_line():
             diverges = any(v.verdict == "diverges" for v in state.greedy)
+            greedy = safe.plain(greedy)
             parts += ["\n", (greedy, f"bold {colours.FAILED}") if diverges else greedy]
         if state.board.lanes:  # rounds in parallel: a line a node, whatever arm it serves now
             parts += _lane_lines(state)
@@ -49,12 +50,12 @@ class RunHeader(Static):
         idle: dict[str, list[str]] = {}
         for arm in state.arms.values():
             if arm.server_state in _IDLE:  # folded below: a K sweep has many arms, 24 rows
-                idle.setdefault(arm.server_state, []).append(arm.name)
+                idle.setdefault(safe.plain(arm.server_state), []).append(safe.plain(arm.name))
                 continue
-            parts += ["\n", (f"{arm.name}: ", "bold"), arm.server_state]
+            parts += ["\n", (f"{safe.plain(arm.name)}: ", "bold"), safe.plain(arm.server_state)]
             detail = arm.progress_line or arm.message
             if detail:
-                parts.append((f"  {detail}"[:160], "italic"))
+                parts.append((f"  {safe.plain(detail)}"[:160], "italic"))
         if idle:
             parts.append("\n")
             parts.append("   ".join(f"{', '.join(names)}: {server}" for server, names in idle.items()))
@@ -72,11 +73,11 @@ def _lane_lines(state: RunState) -> list[Part]:
     the cell it measures."""
     parts: list[Part] = []
     for number, lane in sorted(state.board.lanes.items()):
-        parts += ["\n", (f"{lane.describe()}: ", "bold"), lane.server_state]
+        parts += ["\n", (f"{safe.plain(lane.describe())}: ", "bold"), safe.plain(lane.server_state)]
         cell = state.board.cell_of(number)
         if cell is not None and lane.server_state == "ready":
-            parts.append(f"  {cell.key.scenario} c{cell.key.concurrency} "
+            parts.append(f"  {safe.plain(cell.key.scenario)} c{cell.key.concurrency} "
                          f"{cell.completed}/{cell.num_prompts}")
         elif lane.message:
-            parts.append((f"  {lane.message}"[:120], "italic"))
+            parts.append((f"  {safe.plain(lane.message)}"[:120], "italic"))
     return parts
