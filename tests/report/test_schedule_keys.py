@@ -1,6 +1,6 @@
 """The K schedule's key (issue 21): how many readings each anchor rests on, the fallback to the
 client's concurrency when a cell's running batch was read too few times, merges of cells far
-apart in concurrency said, and schedule.json's `verified` only when every choice is decided."""
+apart in concurrency said, and schedule.json deployable (`deploy`) only when every choice is decided."""
 
 from __future__ import annotations
 
@@ -66,9 +66,10 @@ def test_neighbouring_concurrencies_merge_without_a_word(tmp_path):
     assert "joins cells whose concurrencies" not in render_report(run, lang="en")
 
 
-def test_verified_is_false_when_every_comparison_is_unsure(tmp_path):
+def test_not_deployable_when_every_comparison_is_unsure(tmp_path):
     """Two rounds of noise far wider than the arms' differences: every comparison has an
-    interval, none decides; schedule.json said `"verified": true`."""
+    interval, none decides; schedule.json said `"verified": true` (schema 2: its status is
+    unsure, deploy false, has_intervals true)."""
     run = k_sweep_run(tmp_path / "run", KS, {"chat": [1, 8]}, rounds=2, noise=0.6,
                       model=lambda k, s, c: 1000.0 * c)
     answer = deploy_answer(analyse(run))
@@ -76,6 +77,7 @@ def test_verified_is_false_when_every_comparison_is_unsure(tmp_path):
     assert decision.verified and decision.unsure_choices  # intervals, and undecided
     write_outputs(run, langs=("en",))
     data = json.loads((tmp_path / "run" / SCHEDULE_FILE).read_text())
-    assert data["verified"] is False and data["intervals"] is True
+    assert "verified" not in data and data["has_intervals"] is True
+    assert data["status"] == "unsure" and data["deploy"] is False
     assert data["unsure_cells"]
     assert "choices are unsure" in (tmp_path / "run" / "report.en.md").read_text()
