@@ -138,7 +138,11 @@ def test_a_broken_config_is_one_warning_line_for_every_command(tmp_path: Path):
 
 
 def test_detach_ctl_attach_and_a_second_run_on_the_same_port(tmp_path: Path, port: int):
-    cells = slow_cells((1, 2, 3, 4, 5, 6, 7))
+    # More cells (about a second each) than the test can use before its abort: with seven, the
+    # run could end while a ctl process was still starting on a loaded box, and the runner,
+    # writing its reports, never acknowledged the skip or the abort ("sent; the runner has not
+    # acknowledged it yet"; load 15-18 here). The abort ends the run, so the rest cost nothing.
+    cells = slow_cells(tuple(range(1, 41)))
     plan = write_sim_plan(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=cells)
     results = tmp_path / "results"
     started = run_cli("run", str(plan), "--headless", "--detach", "--results", str(results))
@@ -544,3 +548,38 @@ def test_attach_with_nothing_running_names_the_interrupted_runs_and_their_resume
     assert resumes == [f"dspark-tui run --resume {results / 'lost'}",
                        f"dspark-tui run --resume {results / 'stopped'}"], done.stderr
     assert "done" not in done.stderr.replace(str(tmp_path), "")
+
+
+def test_attach_waits_for_a_runner_winding_down_and_ends_with_its_status(tmp_path: Path):
+    """A runner writes its final status to run.json, then (its reports can take seconds of CPU
+    before that) the run_finished event. Between the two, attach saw no live runner after more
+    than 3 s without events and said the runner was lost (exit 1 after a clean abort)."""
+    from dspark_tui.model.events import RunFinished
+    from dspark_tui.results.run_lock import RunLock
+
+    plan = load_plan(write_sim_plan(tmp_path, 8000))
+    store = RunStore.create(tmp_path / "results", manifest_for_plan(plan, "plan.toml"))
+    lock = RunLock.acquire(store.path)  # this process plays the runner, alive and winding down
+    try:
+        manifest = store.read_manifest()
+        manifest.status = "aborted"
+        manifest.runner_pid = os.getpid()
+        store.write_manifest(manifest)
+        attach = subprocess.Popen([*CLI, "attach", str(store.path), "--headless"], env=cli_env(),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  stdin=subprocess.DEVNULL)
+        try:
+            # past attach's 3 s of quiet (its start included), with the status final
+            with pytest.raises(subprocess.TimeoutExpired):
+                attach.wait(timeout=8)
+            store.append_event(RunFinished(status="aborted", done=0, failed=0, total=4,
+                                           message="aborted by user"))
+        finally:
+            lock.release()
+        out, err = attach.communicate(timeout=60)
+    finally:
+        if attach.poll() is None:
+            attach.kill()
+            attach.wait()
+    assert attach.returncode == 3, out + err
+    assert "run aborted" in out and "is not alive" not in out + err

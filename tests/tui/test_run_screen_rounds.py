@@ -59,7 +59,8 @@ async def test_a_replayed_run_of_rounds_shows_measurements_and_the_current_round
     app = make_app(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         app.open_replay(store.path)
-        await wait_for(pilot, lambda: "r2 p1" in screen_text(app), timeout=10)
+        # wait_for's own patience (45 s): the replay's first draw took over 10 s under load 14
+        await wait_for(pilot, lambda: "r2 p1" in screen_text(app))
         screen = run_screen(app)
         state = screen.state
         assert (state.done, state.total) == (4, 8)

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import DataTable
 
 from dspark_tui.model.events import CellFinished, parse_event
 from dspark_tui.results import RunStore
@@ -222,13 +221,16 @@ def test_compare_at_80_columns(snap_compare, tmp_path: Path):
     app.call_after_refresh(lambda: app.push_screen(CompareScreen(a, b)))
 
     async def compared(pilot: Pilot[object]) -> None:
-        # The rows too, not only the summary: the screen shows the summary first and fills the
-        # table after it, so a picture taken on the summary alone (under load) had the rows with
-        # the columns still at their headers' widths (chat_sho, st=). settled() then waits for
-        # the table to size its columns, which it does only once the rows are in.
-        await wait_until(pilot, lambda: "Matched cells" in screen_text(pilot.app)
-                         and pilot.app.screen.query_one(DataTable).row_count > 0, timeout=30,
-                         what="the comparison")
+        # The rows drawn at their widths too, not only the summary: the screen shows the
+        # summary first and fills the table after it, and a picture taken under load had the
+        # rows with the columns still at their headers' widths (chat_sho, st=, 132,434). The
+        # longest name and figure shown whole are what the picture needs.
+        def whole() -> bool:
+            text = screen_text(pilot.app)
+            return ("Matched cells" in text and "stress_standard" in text
+                    and "176,909.7" in text)
+
+        await wait_until(pilot, whole, timeout=30, what="the comparison, columns sized")
         await settled(pilot)
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=compared)

@@ -39,6 +39,15 @@ def runner_alive(run_dir: Path) -> bool:
     return data.get("status") == "running" and _runner_process_alive(run_dir, data.get("runner_pid"))
 
 
+def winding_down(run_dir: Path) -> bool:
+    """The runner has written its final status to run.json and is still alive: its last events
+    (run_finished) are on the way. Not gone: a watcher that took it for gone here told a run
+    that ended cleanly as a runner lost (attach exit 1 after an abort, on a loaded box)."""
+    data = _manifest(run_dir)
+    return (data.get("status") not in ("running", None)
+            and _runner_process_alive(run_dir, data.get("runner_pid")))
+
+
 def refuse_if_alive(run_dir: Path) -> None:
     """One line naming the live runner's pid, for anything that would start a second one."""
     if runner_alive(run_dir):

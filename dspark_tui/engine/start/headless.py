@@ -17,7 +17,7 @@ from dspark_tui.engine.checks.disk_budget import refuse_resume_without_room
 from dspark_tui.engine.run.finish import answer_lines
 from dspark_tui.engine.run.runner import TERMINAL_CLOSED, Runner, plan_of_run, preflight, prepare_run
 from dspark_tui.engine.run.verify import plan_to_run
-from dspark_tui.engine.rundir.liveness import refuse_if_alive, run_to_attach, runner_alive
+from dspark_tui.engine.rundir.liveness import refuse_if_alive, run_to_attach, runner_alive, winding_down
 from dspark_tui.engine.servers.ports import with_concrete_port
 from dspark_tui.engine.start.launch import (
     RESUME_NO_FILTERS,
@@ -200,7 +200,8 @@ def attach_command(args: argparse.Namespace) -> int:
                                      *answer_lines(run_dir, settings.language)]:
                             print(line, flush=True)
                 return EXIT_CODES.get(state.status, 1)
-            if not runner_alive(run_dir) and time.monotonic() - quiet_since > 3.0:
+            if (not runner_alive(run_dir) and not winding_down(run_dir)
+                    and time.monotonic() - quiet_since > 3.0):
                 printer.runner_gone(time.time(), run_dir)
                 return 1
             time.sleep(0.3)
