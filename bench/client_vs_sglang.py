@@ -50,7 +50,8 @@ from _common import print_table, simulator
 
 from dspark_tui.engine.datasets.prepare import prepare_keys, set_key
 from dspark_tui.engine.datasets.prompts import DEFAULT_VOCAB_SIZE
-from dspark_tui.engine.drivers import DriverContext, NativeDriver, warmup
+from dspark_tui.engine.drivers import DriverContext
+from dspark_tui.engine.drivers.native import NativeDriver, warmup
 from dspark_tui.model import BenchConfig, CellKey, CellSpec
 from dspark_tui.results.importers import import_sglang_jsonl
 

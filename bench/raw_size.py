@@ -27,7 +27,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import print_table, simulator
 
-from dspark_tui.engine.drivers import DriverContext, NativeDriver
+from dspark_tui.engine.drivers import DriverContext
+from dspark_tui.engine.drivers.native import NativeDriver
 from dspark_tui.engine.drivers.stats import RequestRecord, measured_raw
 from dspark_tui.model import BenchConfig, CellKey, CellSpec
 from dspark_tui.results.atomic import atomic_write_text

@@ -21,7 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import REPO, median_seconds, print_table, simulator
 
 from dspark_tui.analysis.verdicts import Settings, analyse_measurements
-from dspark_tui.engine.drivers import DriverContext, NativeDriver
+from dspark_tui.engine.drivers import DriverContext
+from dspark_tui.engine.drivers.native import NativeDriver
 from dspark_tui.model import BenchConfig, CellKey, CellResult, CellSpec, ClientMetrics
 from dspark_tui.report.markdown import render_report
 from dspark_tui.results import RunStore, load_run, scan_runs

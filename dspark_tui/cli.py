@@ -65,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_report.add_argument("--stdout", action="store_true", help="print instead of writing report.md")
     p_report.add_argument("--json", action="store_true",
                           help="print the verdicts (analysis.json) instead of the report")
+    p_report.add_argument("--partial-schedule", action="store_true",
+                          help="a K sweep that lacks arms: make its schedule (and schedule.json) "
+                          "from the arms it has, saying so")
 
     p_noise = sub.add_parser("noise", help="pool the box's session noise from earlier runs "
                              "(prints the plan line that states it as a prior)")

@@ -174,8 +174,9 @@ def report_command(args: argparse.Namespace) -> int:
 
         sys.stdout.write(analysis_json(run))  # computed in memory: works on read-only runs
         return 0
+    partial = bool(getattr(args, "partial_schedule", False))
     if args.stdout:
-        sys.stdout.write(render_report(run, lang=args.lang))
+        sys.stdout.write(render_report(run, lang=args.lang, partial_schedule=partial))
         return 0
     from dspark_tui.report.outputs import write_outputs
     from dspark_tui.results.store import RUN_JSON
@@ -185,7 +186,7 @@ def report_command(args: argparse.Namespace) -> int:
         raise UserError(f"{run.path / RUN_JSON}: unreadable, so no report is written over the "
                         "saved one; `--stdout` prints what can be rendered")
     try:  # the report, analysis.json and (K sweeps) schedule.json, as a finishing runner does
-        path, *_ = write_outputs(run, (args.lang,))
+        path, *_ = write_outputs(run, (args.lang,), partial_schedule=partial)
     except OSError as exc:
         raise UserError(f"{run.path}: cannot write the report ({exc.strerror})") from None
     print(path)

@@ -20,6 +20,8 @@ from tests import exclusive, slow
 from tests.ports import free_port
 from tests.processes import SESSION_MARK, describe, marked_processes, python_processes_started
 
+pytest_plugins = ["tests.cpu_profile"]  # per-test CPU, opt-in by DSPARK_TEST_CPU=FILE
+
 __all__ = ["FIXTURES", "REPO", "SAMPLE_RUN", "SEED_REPORT", "SESSION_MARK", "free_port", "marked_processes"]
 
 REPO = Path(__file__).resolve().parent.parent

@@ -28,6 +28,7 @@ SMOKES = {
     "raw_size.py": "tests/test_bench_quick.py",
     "prompt_prep.py": "tests/test_bench_quick.py",
     "parallel_rounds.py": "tests/test_bench_quick.py",
+    "client_health.py": "tests/test_bench_quick.py",
 }
 TUI_OVERHEAD_SKIPPED = 3  # bench/tui_overhead.py's exit status without tmux
 
@@ -129,3 +130,10 @@ def test_parallel_rounds_prints_wall_and_throughput_ratios():
                          done.stdout.replace(",", ""), re.M), done.stdout
     assert re.search(rf"^wall parallel/serial {NUMBER}; Total tok/s parallel/serial {NUMBER}, "
                      rf"{NUMBER}; margin shift [+-]{NUMBER} points$", done.stdout, re.M), done.stdout
+
+
+def test_client_health_prints_a_measurement_with_its_verdict():
+    done = _quick("client_health.py")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert re.search(rf"^\s*1\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}%\s+[0-9]+\s.*\s(ok|behind)\b",
+                     done.stdout, re.M), done.stdout

@@ -9,8 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from dspark_tui.analysis.decision import manifest_k_values
-from dspark_tui.analysis.layout import compared_values
+from dspark_tui.analysis.layout import compared_values, manifest_k_values
 from dspark_tui.analysis.schedule import (
     Schedule,
     existing_speculative_config,

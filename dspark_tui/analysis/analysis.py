@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from dspark_tui.analysis import frames as fr
+from dspark_tui.analysis.bands import BandAnswer, band_answers
 from dspark_tui.analysis.layout import RunLayout, layout_of
 from dspark_tui.analysis.measurements import aggregate_cells, measurements_of
 from dspark_tui.analysis.verdicts import SINGLE, UNSURE, RunVerdicts, Settings, analyse_measurements
@@ -59,6 +60,11 @@ class RunAnalysis:
     def decided(self) -> pd.DataFrame:
         """The winner table without its unsure cells: what findings and advice may rest on."""
         return self.winners[self.winners["verdict"] != UNSURE]
+
+    @property
+    def band_answers(self) -> list[BandAnswer]:
+        """Each concurrency band's answer over all its compared cells (analysis/bands.py)."""
+        return band_answers(self.winners, self.decided, self.unsure, self.arms)
 
     @property
     def has_intervals(self) -> bool:
@@ -148,7 +154,7 @@ def analyse(run: LoadedRun) -> RunAnalysis:
         gaps = fr.pair_gap_frame(cells, base, other)
         if gaps.empty:
             continue
-        outlier_parts.append(fr.outlier_frame(gaps))
+        outlier_parts.append(fr.outlier_frame(gaps, cell_noise(verdicts, base, other)))
         # The story of a moving gap is a finding: told from decided cells only.
         open_cells = (set(zip(unsure["scenario"], unsure["concurrency"], strict=True))
                       if not unsure.empty else set())
@@ -191,3 +197,18 @@ def analyse(run: LoadedRun) -> RunAnalysis:
         verdicts=verdicts,
         unsure=unsure,
     )
+
+
+def cell_noise(verdicts: RunVerdicts | None, a: str, b: str) -> float | None:
+    """The standard error of one cell's mean log ratio b/a from the run's own noise: session
+    and residual spread of the pair over its rounds; None for single measurements."""
+    if verdicts is None:
+        return None
+    for noise in verdicts.noise:
+        if {noise.a, noise.b} == {a, b} and noise.rounds > 1:
+            session = noise.session_sd or 0.0
+            residual = noise.residual_sd or 0.0
+            if session == 0.0 and residual == 0.0:
+                return None
+            return float((session ** 2 + residual ** 2) ** 0.5 / noise.rounds ** 0.5)
+    return None

@@ -11,10 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from dspark_tui.analysis.layout import RunLayout, compared_values
+from dspark_tui.analysis.layout import arm_k_values
 from dspark_tui.analysis.verdicts import SINGLE, RunVerdicts, Verdict
 from dspark_tui.model.statistics import TieBand
-from dspark_tui.results.manifest import RunManifest
 
 if TYPE_CHECKING:  # analysis imports live.py, which imports this module
     from dspark_tui.analysis.analysis import RunAnalysis
@@ -57,32 +56,6 @@ def ratio_between(verdicts: RunVerdicts, scenario: str, concurrency: int, x: str
     return Ratio(1.0 / pair.ratio, low, high, pair.verdict)
 
 
-def arm_k_values(layout: RunLayout) -> dict[str, int] | None:
-    """K of each arm when the arms differ in one integer variable (`spec_tokens`), else None."""
-    if layout.compared_var is None or len(layout.arm_values) != len(layout.arms):
-        return None
-    return _k_values(layout.arm_values)
-
-
-def manifest_k_values(manifest: RunManifest) -> dict[str, int] | None:
-    """The same from run.json alone, before any cell is read (a screen's quick check)."""
-    arms = manifest.arm_names()
-    var, _, values = compared_values(manifest, arms)
-    if var is None or not arms:
-        return None
-    return _k_values(values)
-
-
-def _k_values(arm_values: dict[str, str]) -> dict[str, int] | None:
-    try:
-        values = {arm: int(text) for arm, text in arm_values.items()}
-    except ValueError:
-        return None
-    if any(k < 0 for k in values.values()) or len(set(values.values())) != len(values):
-        return None
-    return values
-
-
 def is_k_sweep(k_of: dict[str, int] | None) -> bool:
     """A sweep worth a schedule: a K = 0 baseline or at least three K values. (Two hand-picked
     values, as in the seed, keep the seed's report.)"""
@@ -113,6 +86,14 @@ class CellChoice:
     @property
     def key(self) -> tuple[str, int]:
         return (self.scenario, self.concurrency)
+
+    @property
+    def status(self) -> str:
+        """`decided` when the comparison the choice rests on is a win, a tie or in band;
+        `unsure` when it is not; `single` without intervals (schedule.json, every screen)."""
+        if not self.verified:
+            return "single"
+        return "decided" if self.verdict in (Verdict.WINS, Verdict.TIE, "in band") else "unsure"
 
     @property
     def verdict(self) -> str:
@@ -186,7 +167,20 @@ class KDecision:
 
     @property
     def verified(self) -> bool:
+        """Every comparison a choice rests on has an interval (rounds >= 2)."""
         return bool(self.choices) and all(c.verified for c in self.choices)
+
+    @property
+    def unsure_choices(self) -> list[CellChoice]:
+        """Choices whose deciding comparison has an interval too wide to say (issue 21: 2
+        rounds, intervals -99.9 … +238,000 %, every one unsure)."""
+        return [c for c in self.choices if c.verdict == "unsure"]
+
+    @property
+    def settled(self) -> bool:
+        """Verified and decided: what schedule.json's `verified` says (an interval that decides
+        nothing verifies nothing)."""
+        return self.verified and not self.unsure_choices
 
     def choice(self, scenario: str, concurrency: int) -> CellChoice | None:
         for c in self.choices:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from dspark_tui.analysis.analysis import RunAnalysis, analyse
+from dspark_tui.analysis.completeness import Completeness, completeness, is_simulated
 from dspark_tui.analysis.decision import KDecision, decide_k
 from dspark_tui.analysis.positions import (
     Disagreement,
@@ -20,7 +21,12 @@ from dspark_tui.analysis.positions import (
     spec_counters,
 )
 from dspark_tui.analysis.schedule import (
+    DECIDED,
+    MERGE_CONCURRENCY_SPAN,
+    MIN_RUNNING_SAMPLES,
     SCHEDULE_SCHEMA_VERSION,
+    SINGLE_ANSWER,
+    UNSURE_ANSWER,
     CellId,
     Gain,
     Routing,
@@ -30,6 +36,7 @@ from dspark_tui.analysis.schedule import (
     best_routing,
     best_single_k,
     build_schedule,
+    cell_samples,
     cell_weights,
     existing_speculative_config,
     kind_of,
@@ -38,8 +45,10 @@ from dspark_tui.analysis.schedule import (
     plan_of,
     serve_command,
     speculative_config,
+    thin_cells,
     weighted_gain,
 )
+from dspark_tui.analysis.verification import verification_json, verification_of
 from dspark_tui.results import atomic_write_text
 from dspark_tui.results.store import LoadedRun
 
@@ -63,21 +72,87 @@ class DeployAnswer:
     single: SingleK | None
     schedule_gain: Gain | None  # the schedule over the best single K, on the traffic
     routing: Routing | None
+    run: Completeness | None = None  # whether the sweep measured every arm and cell
+    simulated: bool = False
+    withheld: bool = False  # arms are missing: no schedule, no fixed K (unless asked)
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def status(self) -> str:
+        """What the schedule rests on: `single` (some choice has no interval), `unsure` (some
+        choice is not decided), `decided` (every cell's choice is). A --verify rerun that
+        confirms it says `confirmed` in its own schedule.json (analysis/verification.py)."""
+        if not self.decision.verified:
+            return SINGLE_ANSWER
+        if any(choice.status != DECIDED for choice in self.decision.choices):
+            return UNSURE_ANSWER
+        return DECIDED
 
-def deploy_answer(analysis: RunAnalysis) -> DeployAnswer | None:
-    """None unless the run's arms are a K sweep (report/decision.is_k_sweep)."""
+    @property
+    def run_path(self) -> Path:
+        return self.decision.analysis.run.path
+
+    @property
+    def complete(self) -> bool:
+        return self.run is None or self.run.complete
+
+    @property
+    def deploy(self) -> bool:
+        """Whether a consumer may deploy the schedule as it stands: decided, from a whole run on
+        the real server. (A --verify rerun that confirms it is the stronger word.)"""
+        return (self.schedule is not None and self.status == DECIDED and self.complete
+                and not self.simulated and not self.withheld)
+
+    def why_not(self) -> list[str]:
+        """The reasons `deploy` is false, as schedule.json names them."""
+        reasons = []
+        if self.schedule is None:
+            reasons.append("no_schedule")
+        if self.withheld or (self.run is not None and self.run.missing_arms):
+            reasons.append("missing_arms")
+        if self.run is not None and self.run.failed:
+            reasons.append("failed_cells")
+        if self.run is not None and (self.run.stopped or self.run.status == "running"
+                                     or self.run.not_run):
+            reasons.append(f"run_{self.run.status}" if self.run.status != "completed" else "cells_not_run")
+        if self.status != DECIDED:
+            reasons.append(self.status)
+        if self.simulated:
+            reasons.append("simulated")
+        return reasons
+
+
+def deploy_answer(analysis: RunAnalysis, partial: bool = False) -> DeployAnswer | None:
+    """None unless the run's arms are a K sweep (report/decision.is_k_sweep). A sweep that
+    lacks arms (aborted, a crashed arm) gets no schedule and no fixed K — their choices would
+    come from the arms that happened to run — unless `partial` asks for one, which then says so
+    (`withheld` False, `run` naming what is missing)."""
     decision = decide_k(analysis)
     if decision is None or not decision.choices:
         return None
+    run = completeness(analysis.run, analysis.layout)
+    simulated = is_simulated(analysis.run.manifest)
+    if run.missing_arms and not partial:
+        counters = spec_counters(decision)
+        points, _ = batch_points(decision, counters)
+        plan = plan_of(analysis.run.manifest.plan or {})
+        traffic = plan.traffic if plan is not None else None
+        return DeployAnswer(
+            decision=decision, counters=counters, positions=position_values(decision, counters),
+            warnings=disagreements(decision, counters),
+            weights=cell_weights(decision, traffic, {key: p[0] for key, p in points.items()}),
+            traffic_source="plan" if traffic is not None else "equal", points=points,
+            schedule=None, method="", method_source="", config=None, command=None, single=None,
+            schedule_gain=None, routing=None, run=run, simulated=simulated, withheld=True)
     plan = plan_of(analysis.run.manifest.plan or {})
     counters = spec_counters(decision)
     points, keyed_on = batch_points(decision, counters)
+    thin = thin_cells(decision, counters)
     traffic = plan.traffic if plan is not None else None
     weights = cell_weights(decision, traffic, {key: p[0] for key, p in points.items()})
     max_seqs, max_source = max_num_seqs_of(plan)
-    schedule = build_schedule(decision, points, keyed_on, weights, max_seqs, max_source)
+    schedule = build_schedule(decision, points, keyed_on, weights, max_seqs, max_source,
+                              samples=cell_samples(decision, counters), thin=thin)
     method, method_source = method_for(plan)
     config = None
     command = None
@@ -110,6 +185,8 @@ def deploy_answer(analysis: RunAnalysis) -> DeployAnswer | None:
         single=single,
         schedule_gain=schedule_gain,
         routing=routing,
+        run=run,
+        simulated=simulated,
     )
 
 
@@ -123,7 +200,13 @@ def schedule_json(answer: DeployAnswer) -> dict[str, Any]:
 
     out: dict[str, Any] = {
         "schema_version": SCHEDULE_SCHEMA_VERSION,
-        "verified": decision.verified,
+        "status": answer.status,
+        "deploy": answer.deploy,
+        "not_deployable_because": answer.why_not(),
+        "incomplete": answer.run.to_json() if answer.run is not None else None,
+        "has_intervals": decision.verified,
+        "unsure_cells": [{"scenario": c.scenario, "concurrency": c.concurrency}
+                         for c in decision.unsure_choices],
         "tie_band": decision.band.fraction,
         "traffic": answer.traffic_source,
     }
@@ -140,16 +223,23 @@ def schedule_json(answer: DeployAnswer) -> dict[str, Any]:
             "speculative_config": answer.config,
             "method_source": answer.method_source,
             "serve_command": answer.command,
+            "key_rule": {"min_running_samples": MIN_RUNNING_SAMPLES,
+                         "merge_concurrency_span": MERGE_CONCURRENCY_SPAN},
+            "thin_cells": [asdict(c) for c in schedule.thin],
             "anchors": [
                 {"batch": round(a.batch, 3), "low": round(a.low, 3), "high": round(a.high, 3), "k": a.k,
+                 "samples": a.samples, "concurrency_span": round(a.concurrency_span, 3),
+                 "wide": a.wide, "covered": a in schedule.covered,
                  "cells": [{"scenario": c.scenario, "concurrency": c.concurrency, "k": c.k,
-                            "verified": c.verified} for c in a.cells]}
+                            "status": c.status} for c in a.cells]}
                 for a in schedule.anchors
             ],
         })
     if answer.single is not None:
         out["single_best_k"] = {
             "k": answer.single.k,
+            "status": answer.single.status,
+            "leader": answer.single.leader,
             "gain_over": {str(k): gain(g) for k, g in answer.single.gains.items()},
         }
     out["schedule_gain_over_single_k"] = gain(answer.schedule_gain)
@@ -159,18 +249,30 @@ def schedule_json(answer: DeployAnswer) -> dict[str, Any]:
                           "gain_over_single_k": gain(answer.routing.gain)}
     out["cells"] = [
         {"scenario": c.scenario, "concurrency": c.concurrency, "k": c.k, "top_k": c.top_k,
-         "verified": c.verified, "running_batch": round(answer.points[c.key][0], 3),
+         "status": c.status, "has_interval": c.verified,
+         "running_batch": round(answer.points[c.key][0], 3),
          "weight": round(answer.weights.get(c.key, 0.0), 6)}
         for c in decision.choices
     ]
     return out
 
 
-def write_schedule(run: LoadedRun, analysis: RunAnalysis | None = None) -> Path | None:
-    """Write `schedule.json` next to report.md when the run is a K sweep; OSError to the caller."""
-    answer = deploy_answer(analysis if analysis is not None else analyse(run))
-    if answer is None:
+def write_schedule(run: LoadedRun, analysis: RunAnalysis | None = None,
+                   partial: bool = False) -> Path | None:
+    """Write `schedule.json` next to report.md when the run is a K sweep with every arm
+    measured (or `partial` asks for one anyway: it says what is missing); OSError to the
+    caller."""
+    analysis = analysis if analysis is not None else analyse(run)
+    answer = deploy_answer(analysis, partial)
+    document: dict[str, Any] | None = None
+    if answer is not None and not answer.withheld:
+        document = schedule_json(answer)
+    elif answer is None and (verified := verification_of(analysis)) is not None:
+        # A --verify rerun: the schedule it reran and whether it confirmed it.
+        document = verification_json(verified, is_simulated(run.manifest),
+                                     completeness(run, analysis.layout).to_json())
+    if document is None:
         return None
     path = run.path / SCHEDULE_FILE
-    atomic_write_text(path, json.dumps(schedule_json(answer), indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
     return path

@@ -302,16 +302,17 @@ def most_moving(trends: pd.DataFrame) -> pd.Series | None:
     return trends.loc[trends["change"].abs().idxmax()]
 
 
-def outlier_frame(gaps: pd.DataFrame) -> pd.DataFrame:
+def outlier_frame(gaps: pd.DataFrame, noise: float | None = None) -> pd.DataFrame:
     """Cells whose gap is far from the line through their neighbours in the same scenario
-    (stats/outliers.py, the rule the runner re-measures by too)."""
+    (stats/outliers.py, the rule the runner re-measures by too), judged with the run's own
+    noise (`noise`: the standard error of one cell's log ratio for this pair) when it has one."""
     rows = []
     for _, group in gaps.groupby("scenario_pos", sort=True):
         if len(group) < 3:
             continue
         records = group.to_dict("records")
         for found in outliers(group["concurrency"].to_numpy(dtype=float),
-                              group["log_gap"].to_numpy(dtype=float)):
+                              group["log_gap"].to_numpy(dtype=float), noise):
             cell = records[found.index]
             neighbours = [records[i] for i in found.neighbours]
             rows.append(

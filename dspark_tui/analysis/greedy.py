@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from dspark_tui.analysis.live import baseline_arm
+from dspark_tui.analysis.layout import baseline_arm
 from dspark_tui.model import Plan
 from dspark_tui.model.greedy import GreedyAnswer, GreedyAnswers, GreedyVerdict
 from dspark_tui.model.speculation import differs_beyond_speculation

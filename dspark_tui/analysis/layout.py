@@ -149,3 +149,39 @@ def _scenario_shapes(
             known.add(name)
             shapes.append(ScenarioShape(name=name, concurrencies=tuple(sorted(seen.get(name, ())))))
     return shapes
+
+
+# K of each arm: the shape of a K sweep, read without the statistics (a runner asks for the
+# baseline at its greedy check; numpy is not loaded for it).
+def arm_k_values(layout: RunLayout) -> dict[str, int] | None:
+    """K of each arm when the arms differ in one integer variable (`spec_tokens`), else None."""
+    if layout.compared_var is None or len(layout.arm_values) != len(layout.arms):
+        return None
+    return _k_values(layout.arm_values)
+
+
+def manifest_k_values(manifest: RunManifest) -> dict[str, int] | None:
+    """The same from run.json alone, before any cell is read (a screen's quick check)."""
+    arms = manifest.arm_names()
+    var, _, values = compared_values(manifest, arms)
+    if var is None or not arms:
+        return None
+    return _k_values(values)
+
+
+def _k_values(arm_values: dict[str, str]) -> dict[str, int] | None:
+    try:
+        values = {arm: int(text) for arm, text in arm_values.items()}
+    except ValueError:
+        return None
+    if any(k < 0 for k in values.values()) or len(set(values.values())) != len(values):
+        return None
+    return values
+
+
+def baseline_arm(manifest: RunManifest) -> str | None:
+    """The arm that runs K = 0 (no speculation) when the arms are K values, else None."""
+    k_of = manifest_k_values(manifest)
+    if k_of is None:
+        return None
+    return next((arm for arm, k in k_of.items() if k == 0), None)

@@ -7,11 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from dspark_tui.analysis.decision import manifest_k_values, ratio_between
+from dspark_tui.analysis.decision import ratio_between
 from dspark_tui.analysis.measurements import acceptance_length, aggregate_cells
 from dspark_tui.analysis.verdicts import RunVerdicts, Settings, Verdict, analyse_measurements
 from dspark_tui.model import CellResult
-from dspark_tui.results.manifest import RunManifest
 
 
 @dataclass(frozen=True)
@@ -96,14 +95,6 @@ def comparison_rows(
         if baseline in arms:
             _against_baseline(row, baseline, verdicts)
     return rows
-
-
-def baseline_arm(manifest: RunManifest) -> str | None:
-    """The arm that runs K = 0 (no speculation) when the arms are K values, else None."""
-    k_of = manifest_k_values(manifest)
-    if k_of is None:
-        return None
-    return next((arm for arm, k in k_of.items() if k == 0), None)
 
 
 def _decide(row: ComparisonRow, arms: list[str], verdicts: RunVerdicts) -> None:

@@ -18,10 +18,11 @@ def aggregate_cells(measurements: Iterable[CellResult]) -> dict[CellKey, CellRes
     """One CellResult per cell: a single measurement as it is; several ok ones as the mean of
     each client and server number (latency percentiles too: the mean of the measurements'
     percentiles, not a percentile of the pooled requests; the report says so). A cell with no ok
-    measurement shows its latest failed or skipped one."""
+    measurement shows its latest failed or skipped one. A measurement whose client fell behind
+    (model/client_health.py) gives no latency: its TTFT, TPOT, ITL and E2E are the client's."""
     by_key: dict[CellKey, list[CellResult]] = {}
     for m in measurements:
-        by_key.setdefault(m.key, []).append(m)
+        by_key.setdefault(m.key, []).append(without_client_latencies(m) if m.client_behind else m)
     out: dict[CellKey, CellResult] = {}
     for key, group in by_key.items():
         ok = [m for m in group if m.ok]
@@ -32,6 +33,16 @@ def aggregate_cells(measurements: Iterable[CellResult]) -> dict[CellKey, CellRes
         else:
             out[key] = max(group, key=lambda m: (m.round, m.repeat))
     return out
+
+
+_CLIENT_LATENCIES = ("_ttft_ms", "_tpot_ms", "_itl_ms", "_e2e_latency_ms")
+
+
+def without_client_latencies(m: CellResult) -> CellResult:
+    """The measurement with its latencies unset: what it says about the server is its
+    throughput and counts, not the times a late client gave its tokens."""
+    unset = {name: None for name in ClientMetrics.model_fields if name.endswith(_CLIENT_LATENCIES)}
+    return m.model_copy(update={"metrics": m.metrics.model_copy(update=unset)})
 
 
 def _mean_of(group: list[CellResult]) -> CellResult:
@@ -48,6 +59,8 @@ def _mean_of(group: list[CellResult]) -> CellResult:
             fields[peak] = max(values) if values else None
         for total in ("samples", "scrape_gaps", "counter_resets"):
             fields[total] = sum(int(d.get(total) or 0) for d in dumps)
+        counted = [int(d["running_samples"]) for d in dumps if d.get("running_samples") is not None]
+        fields["running_samples"] = sum(counted) if counted else None
         server = ServerSummary.model_validate(fields)
     return latest.model_copy(update={"metrics": metrics, "server": server})
 

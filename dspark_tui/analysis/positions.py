@@ -29,6 +29,11 @@ class SpecCounters:
     accepted_per_s: float | None
     running_mean: float | None
     running_peak: float | None
+    # Readings of the running batch behind running_mean: all of the cell's measurements
+    # together, and the fewest of any one (None: a measurement from before they were counted).
+    running_samples: int | None = None
+    running_samples_min: int | None = None
+    running_steady: float | None = None  # the median reading (engine/scraper.steady_running)
 
     @property
     def wasted_per_s(self) -> float | None:
@@ -57,6 +62,9 @@ def spec_counters(decision: KDecision) -> dict[tuple[str, int, int], SpecCounter
         cumulative = [sum(s.per_position_acceptance[i] for s in servers) / len(servers)
                       for i in range(min(width, k))]
         peaks = [s.running_peak for s in servers if s.running_peak is not None]
+        readings = [s.running_samples for s in servers if s.running_mean is not None]
+        counted = [n for n in readings if n is not None]
+        known = bool(readings) and len(counted) == len(readings)
         out[(scenario, concurrency, k)] = SpecCounters(
             scenario=scenario,
             concurrency=concurrency,
@@ -68,6 +76,9 @@ def spec_counters(decision: KDecision) -> dict[tuple[str, int, int], SpecCounter
             accepted_per_s=_mean([r for m in group if (r := _rate_of(m, "accepted_tokens")) is not None]),
             running_mean=_mean([s.running_mean for s in servers if s.running_mean is not None]),
             running_peak=max(peaks) if peaks else None,
+            running_samples=sum(counted) if known else None,
+            running_steady=_mean([s.running_steady for s in servers if s.running_steady is not None]),
+            running_samples_min=min(counted) if known else None,
         )
     return out
 

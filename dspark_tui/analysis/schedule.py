@@ -20,7 +20,7 @@ from dspark_tui.model.kinds import DEFAULT_KIND, ServerKind, server_kind
 from dspark_tui.model.plan import SPECULATIVE_ARG
 from dspark_tui.model.traffic import TrafficMix
 
-SCHEDULE_SCHEMA_VERSION = 1
+SCHEDULE_SCHEMA_VERSION = 2  # 2: status, deploy, incomplete (docs/results-format.md)
 DEFAULT_METHOD = "mtp"
 
 CellId = tuple[str, int]
@@ -124,13 +124,39 @@ def combine_ratios(weighted: list[tuple[float, Ratio]]) -> Gain | None:
     return Gain(math.exp(mid / total), math.exp(low / total), math.exp(high / total), count)
 
 
+# What an answer rests on (schedule.json's `status`, every screen's word for it): every
+# comparison it needs decided, some still unsure, or single measurements (no interval at all).
+DECIDED = "decided"
+UNSURE_ANSWER = "unsure"
+SINGLE_ANSWER = "single"
+
+
 @dataclass(frozen=True)
 class SingleK:
-    """The best fixed K for the traffic: the smallest K whose expected ratio to the highest
-    scoring K is not shown below 1 - tie band; its expected gain over each alternative."""
+    """The best fixed K for the traffic, by the per-cell choice's rule (decision.CellChoice):
+    the smallest K SHOWN to be within the tie band of the highest scoring K (the lower end of its
+    traffic-weighted ratio to the leader >= 1 - tie band), else the leader itself.
+
+    `status` "decided" when the K is shown within the band of, or above, every other K;
+    "unsure" when some K may still beat it by more than the band — then no fixed K is shown best
+    and `k` is the leader (the answer names it as such, and `--verify` measures against it, so
+    the realised gain is not inflated by a weaker K); "single" without intervals (point
+    estimates, as the per-cell choice)."""
 
     k: int
     gains: dict[int, Gain]  # over each other K
+    leader: int = -1  # the highest scoring K on the traffic
+    status: str = DECIDED
+
+    @property
+    def shown_best(self) -> bool:
+        return self.status == DECIDED
+
+
+def _lower(gain: Gain | None) -> float | None:
+    if gain is None:
+        return None
+    return gain.low if gain.low is not None else gain.ratio
 
 
 def best_single_k(decision: KDecision, weights: dict[CellId, float]) -> SingleK | None:
@@ -144,24 +170,32 @@ def best_single_k(decision: KDecision, weights: dict[CellId, float]) -> SingleK 
         return sum(weights[choice.key] * math.log(choice.throughput[k])
                    for choice in decision.choices if choice.key in cells)
 
+    def gain_of(k: int, other: int) -> Gain | None:
+        return weighted_gain(decision, weights, dict.fromkeys(cells, k), dict.fromkeys(cells, other))
+
     top = max(complete, key=lambda k: (score(k), -k))
     chosen = top
     for k in sorted(complete):
         if k == top:
             break
-        gain = weighted_gain(decision, weights, dict.fromkeys(cells, k), dict.fromkeys(cells, top))
-        upper = None if gain is None else (gain.high if gain.high is not None else gain.ratio)
-        if upper is not None and upper >= decision.band.floor:
+        lower = _lower(gain_of(k, top))  # single measurements: the point estimate
+        if lower is not None and lower >= decision.band.floor:
             chosen = k
             break
-    gains = {}
-    for other in complete:
-        if other == chosen:
-            continue
-        gain = weighted_gain(decision, weights, dict.fromkeys(cells, chosen), dict.fromkeys(cells, other))
-        if gain is not None:
-            gains[other] = gain
-    return SingleK(chosen, gains)
+
+    def judged(k: int) -> tuple[dict[int, Gain], str]:
+        gains = {other: g for other in complete if other != k if (g := gain_of(k, other)) is not None}
+        if any(g.low is None or g.high is None for g in gains.values()):
+            return gains, SINGLE_ANSWER
+        if all((_lower(g) or 0.0) >= decision.band.floor for g in gains.values()):
+            return gains, DECIDED
+        return gains, UNSURE_ANSWER
+
+    gains, status = judged(chosen)
+    if status == UNSURE_ANSWER and chosen != top:  # the cheaper K is not shown best: the leader
+        chosen = top
+        gains, status = judged(top)
+    return SingleK(chosen, gains, top, status)
 
 
 @dataclass(frozen=True)
@@ -204,6 +238,17 @@ def best_routing(decision: KDecision, weights: dict[CellId, float], single: Sing
 
 # -- the schedule -------------------------------------------------------------------------------
 
+# The running batch of a cell is the mean of its window's readings of num_requests_running; a
+# measurement with fewer readings than this cannot tell the ramp at the window's ends from its
+# steady state (issue 21: 2 readings read a c=8 cell's batch as 1, its peak 7), and the
+# schedule is then keyed on the client's concurrency instead, saying why.
+MIN_RUNNING_SAMPLES = 4
+# Cells join one anchor when their running batches overlap; an anchor whose cells' client
+# concurrencies differ by more than this factor (neighbours on a doubling grid differ by 2) is
+# named in the report and schedule.json: one K then serves loads the plan meant as different.
+MERGE_CONCURRENCY_SPAN = 2.0
+
+
 @dataclass(frozen=True)
 class Anchor:
     """Cells whose running-batch spreads overlap, and the one K they get."""
@@ -213,6 +258,27 @@ class Anchor:
     high: float
     k: int
     cells: list[CellChoice]
+    samples: int | None = None  # readings of the running batch behind it (None: not counted)
+
+    @property
+    def concurrency_span(self) -> float:
+        concurrencies = [c.concurrency for c in self.cells]
+        return max(concurrencies) / min(concurrencies)
+
+    @property
+    def wide(self) -> bool:
+        """Cells of concurrencies further apart than MERGE_CONCURRENCY_SPAN share this K."""
+        return self.concurrency_span > MERGE_CONCURRENCY_SPAN
+
+
+@dataclass(frozen=True)
+class ThinCell:
+    """A cell whose running batch rests on too few readings to key the schedule on."""
+
+    scenario: str
+    concurrency: int
+    k: int
+    samples: int  # the fewest readings of any of its measurements
 
 
 @dataclass
@@ -223,6 +289,13 @@ class Schedule:
     keyed_on: str  # "running_batch" | "client_concurrency"
     largest_measured_batch: int
     anchors: list[Anchor] = field(default_factory=list)
+    # Why it is keyed on the client's concurrency: no /metrics, or too few readings (`thin`).
+    thin: list[ThinCell] = field(default_factory=list)
+    covered: list[Anchor] = field(default_factory=list)  # anchors within a batch of the previous
+
+    @property
+    def wide_anchors(self) -> list[Anchor]:
+        return [a for a in self.anchors if a.wide]
 
     def sources(self, lo: int, hi: int) -> list[str]:
         """The cells whose measured batch falls in [lo, hi]: where a range's K comes from."""
@@ -243,24 +316,53 @@ class Schedule:
 
 def batch_points(decision: KDecision, counters: dict[tuple[str, int, int], SpecCounters]
                  ) -> tuple[dict[CellId, tuple[float, float, float]], str]:
-    """(mean, low, high) running batch of each cell under its chosen K: the window's mean of
-    `vllm:num_requests_running` and its [mean, peak] spread. Without /metrics in every cell,
-    the client's concurrency for all cells (and the key says so)."""
+    """(mean, low, high) running batch of each cell under its chosen K: the batch the window
+    held (the median reading without its ends, `running_steady`; the mean for files from before
+    it) of `vllm:num_requests_running` and its [held, peak] spread. Without /metrics in every cell, or
+    with a cell whose measurements read the batch fewer than MIN_RUNNING_SAMPLES times
+    (`thin_cells`), the client's concurrency for all cells (and the key says so)."""
     points: dict[CellId, tuple[float, float, float]] = {}
+    by_concurrency = ({ch.key: (float(ch.concurrency),) * 3 for ch in decision.choices},
+                      "client_concurrency")
+    if thin_cells(decision, counters):
+        return by_concurrency
     for choice in decision.choices:
         counter = counters.get((choice.scenario, choice.concurrency, choice.k))
         if counter is None or counter.running_mean is None:
-            return ({ch.key: (float(ch.concurrency),) * 3 for ch in decision.choices},
-                    "client_concurrency")
-        mean = max(1.0, counter.running_mean)
+            return by_concurrency
+        held = counter.running_steady if counter.running_steady is not None else counter.running_mean
+        mean = max(1.0, held)
         peak = max(mean, counter.running_peak if counter.running_peak is not None else mean)
         points[choice.key] = (mean, mean, peak)
     return points, "running_batch"
 
 
+def thin_cells(decision: KDecision, counters: dict[tuple[str, int, int], SpecCounters]) -> list[ThinCell]:
+    """The chosen cells whose running batch some measurement read fewer than
+    MIN_RUNNING_SAMPLES times (cells whose readings were not counted, older files, pass)."""
+    out = []
+    for choice in decision.choices:
+        counter = counters.get((choice.scenario, choice.concurrency, choice.k))
+        fewest = None if counter is None or counter.running_mean is None else counter.running_samples_min
+        if fewest is not None and fewest < MIN_RUNNING_SAMPLES:
+            out.append(ThinCell(choice.scenario, choice.concurrency, choice.k, fewest))
+    return out
+
+
+def cell_samples(decision: KDecision, counters: dict[tuple[str, int, int], SpecCounters]
+                 ) -> dict[CellId, int | None]:
+    """Readings of the running batch behind each chosen cell (None: not counted)."""
+    out: dict[CellId, int | None] = {}
+    for choice in decision.choices:
+        counter = counters.get((choice.scenario, choice.concurrency, choice.k))
+        out[choice.key] = None if counter is None else counter.running_samples
+    return out
+
+
 def build_schedule(decision: KDecision, points: dict[CellId, tuple[float, float, float]],
                    keyed_on: str, weights: dict[CellId, float], max_num_seqs: int,
-                   max_num_seqs_source: str) -> Schedule | None:
+                   max_num_seqs_source: str, samples: dict[CellId, int | None] | None = None,
+                   thin: list[ThinCell] | None = None) -> Schedule | None:
     """Anchors: cells grouped where their batch spreads overlap; one K per anchor (a single
     cell's own choice; for several, the K with the best traffic-weighted throughput relative to
     each cell's top, the smallest within the tie band). A batch between two anchors takes the
@@ -281,6 +383,9 @@ def build_schedule(decision: KDecision, points: dict[CellId, tuple[float, float,
         else:
             groups.append([key])
     anchors = [_anchor(decision, [by_key[k] for k in group], points, weights) for group in groups]
+    if keyed_on == "running_batch" and samples is not None:
+        anchors = [_with_samples(a, samples) for a in anchors]
+    covered: list[Anchor] = []
     ranges: list[list[int]] = []
     end = 0
     for i, anchor in enumerate(anchors):
@@ -290,7 +395,8 @@ def build_schedule(decision: KDecision, points: dict[CellId, tuple[float, float,
             cut = max_num_seqs
         cut = min(cut, max_num_seqs)
         if cut <= end:
-            continue  # anchors closer than one batch size: the neighbour's range covers it
+            covered.append(anchor)  # within one batch size of the previous: its range covers it
+            continue
         ranges.append([end + 1, cut, anchor.k])
         end = cut
         if end >= max_num_seqs:
@@ -304,7 +410,15 @@ def build_schedule(decision: KDecision, points: dict[CellId, tuple[float, float,
         else:
             merged.append([lo, hi, k])
     largest = max(math.ceil(points[key][2]) for key in order)
-    return Schedule(merged, max_num_seqs, max_num_seqs_source, keyed_on, largest, anchors)
+    return Schedule(merged, max_num_seqs, max_num_seqs_source, keyed_on, largest, anchors,
+                    thin=list(thin or []), covered=covered)
+
+
+def _with_samples(anchor: Anchor, samples: dict[CellId, int | None]) -> Anchor:
+    counts = [samples.get(c.key) for c in anchor.cells]
+    known = [n for n in counts if n is not None]
+    total = sum(known) if counts and len(known) == len(counts) else None
+    return Anchor(anchor.batch, anchor.low, anchor.high, anchor.k, anchor.cells, total)
 
 
 def _anchor(decision: KDecision, cells: list[CellChoice], points: dict[CellId, tuple[float, float, float]],

@@ -369,8 +369,23 @@ def analyse_measurements(measurements: Iterable[CellResult], arms: Sequence[str]
         # Rounds of a server never restarted are no sessions: a prior enters as the fixed
         # term, never pooled with their spread as if it were session spread.
         prior = None if unreplicated else settings.prior
-        fit = fit_noise(d, prior)
-        verdicts = _sequential_verdicts(d, settings, fit, prior, fixed)
+        own = None if unreplicated or pairing.nodes > 1 else (means[ia], means[ib])
+        labels = None
+        if GROUPS == "resid":
+            labels = np.zeros(n_cells, dtype=int)
+            for label, members in enumerate(noise_groups([c for _, c in table.cells])):
+                labels[members] = label
+        fit = fit_noise(d, prior, own, labels)
+        verdicts = []
+        for group in ([np.arange(n_cells)] if GROUPS == "resid" else
+                      noise_groups([c for _, c in table.cells])):
+            if len(group) == n_cells:
+                verdicts += _sequential_verdicts(d, settings, fit, prior, fixed, own, labels)
+                continue
+            sub = None if own is None else (own[0][group], own[1][group])
+            verdicts += [replace(v, cell=int(group[v.cell])) for v in _sequential_verdicts(
+                d[group], settings, fit_noise(d[group], prior, sub), prior, fixed, sub)]
+        verdicts.sort(key=lambda v: v.cell)
         noise = _pair_noise(a, b, fit, settings, unreplicated, fixed is not None)
         result.noise.append(_with_nodes(noise, pairing, settings))
         for v in verdicts:
@@ -388,8 +403,37 @@ def analyse_measurements(measurements: Iterable[CellResult], arms: Sequence[str]
     return result
 
 
+# Cells whose noise is fitted together: concurrency bands (c = 1, 2-32, 33-64, >= 65), a band
+# with fewer than MIN_GROUP_CELLS cells joined with the next (docs/statistics.md).
+NOISE_BAND_EDGES = (1, 32, 64)
+MIN_GROUP_CELLS = 3
+GROUPS = "resid"  # "none": one noise level for every cell (bench/noise_processes.py compares)
+
+
+def noise_groups(concurrencies: Sequence[int]) -> list[np.ndarray]:
+    """Indices of the cells fitted together, in concurrency bands of MIN_GROUP_CELLS or more."""
+    if GROUPS not in ("bands", "resid"):
+        return [np.arange(len(concurrencies))]
+    band = np.searchsorted(np.asarray(NOISE_BAND_EDGES), np.asarray(concurrencies), side="left")
+    groups: list[list[int]] = []
+    current: list[int] = []
+    for b in range(len(NOISE_BAND_EDGES) + 1):
+        current += [int(i) for i in np.flatnonzero(band == b)]
+        if len(current) >= MIN_GROUP_CELLS:
+            groups.append(current)
+            current = []
+    if current:
+        if groups:
+            groups[-1] += current
+        else:
+            groups.append(current)
+    return [np.asarray(sorted(g), dtype=int) for g in groups]
+
+
 def _sequential_verdicts(d: np.ndarray, settings: Settings, fit: NoiseFit | None,
-                         prior: SessionPrior | None, fixed: FixedSessionTerm | None) -> list[PairVerdict]:
+                         prior: SessionPrior | None, fixed: FixedSessionTerm | None,
+                         arms: tuple[np.ndarray, np.ndarray] | None = None,
+                         groups: np.ndarray | None = None) -> list[PairVerdict]:
     """Each cell judged at the look after which it was last measured, on the data of that look
     (rounds 1 .. rounds + look - 1): exactly the decision the runner's schedule made, so the
     per-look level of stats/sequential.py covers it. Without adaptive rounds: one look, all data."""
@@ -397,7 +441,7 @@ def _sequential_verdicts(d: np.ndarray, settings: Settings, fit: NoiseFit | None
     looks_run = d.shape[1] - planned + 1
     if settings.adaptive_rounds == 0 or looks_run <= 1:  # one look: all the data, `fit` of it
         return decide(d, tie_band=settings.tie_band, alpha=settings.look_alpha, prior=prior,
-                      fit=fit, fixed=fixed)
+                      fit=fit, fixed=fixed, groups=groups)
     present = ~np.isnan(d)
     last_round = np.where(present.any(axis=1), d.shape[1] - np.argmax(present[:, ::-1], axis=1), 0)
     look_of_cell = np.clip(last_round - planned + 1, 1, looks_run)
@@ -405,8 +449,10 @@ def _sequential_verdicts(d: np.ndarray, settings: Settings, fit: NoiseFit | None
     for look in range(1, looks_run + 1):
         if not np.any(look_of_cell == look):
             continue
-        at_look = decide(d[:, :planned + look - 1], tie_band=settings.tie_band,
-                         alpha=settings.look_alpha, prior=prior, fixed=fixed)
+        upto = planned + look - 1
+        at_look = decide(d[:, :upto], tie_band=settings.tie_band, alpha=settings.look_alpha,
+                         prior=prior, fixed=fixed, groups=groups,
+                         arms=None if arms is None else (arms[0][:, :upto], arms[1][:, :upto]))
         chosen.update((v.cell, v) for v in at_look if look_of_cell[v.cell] == look)
     return [chosen[i] for i in sorted(chosen)]
 
@@ -484,6 +530,69 @@ def _cell_stats(table: _Table, means: list[np.ndarray]) -> list[CellArmStats]:
     return out
 
 
+@dataclass(frozen=True)
+class GroupVerdict:
+    """Two arms over a group of cells (a concurrency band, a scenario, a traffic mix): the
+    weighted geometric mean of the cells' ratios b/a, its interval, and the verdict of that
+    interval against the tie band."""
+
+    a: str
+    b: str
+    cells: int  # cells of the group with an interval
+    missing: int  # cells of the group without one (not measured, or single)
+    ratio: float
+    ci_low: float | None
+    ci_high: float | None
+    verdict: Verdict
+    winner: str | None
+
+
+def group_verdict(verdicts: RunVerdicts, keys: Iterable[tuple[str, int]], a: str, b: str,
+                  weights: dict[tuple[str, int], float] | None = None) -> GroupVerdict | None:
+    """One answer for a group of cells, with the run-level error the summary needs: the
+    interval of the group's weighted mean log ratio is the weighted mean of the cells' interval
+    ends (exact when the cells' errors move together, as the shared session term makes them;
+    wider otherwise), so it holds at each cell's level however many cells the group has. A
+    group of identical arms gets `wins` about as rarely as one cell does, where counting the
+    cells' own wins ("wins 1 of 1 decided cells") makes a false winner of any one of them.
+    `wins` needs every cell of the group to have an interval; None when no cell has a pair."""
+    band = verdicts.settings.band.log_edge
+    total = mid = low = high = 0.0
+    cells = missing = 0
+    for key in keys:
+        weight = 1.0 if weights is None else weights.get(key, 0.0)
+        pair = verdicts.pair(key[0], key[1], a, b)
+        if pair is None or weight <= 0:
+            missing += pair is None
+            continue
+        flip = pair.a != a
+        log_ratio = -math.log(pair.ratio) if flip else math.log(pair.ratio)
+        total += weight
+        mid += weight * log_ratio
+        if pair.ci_low is None or pair.ci_high is None or pair.verdict == SINGLE:
+            missing += 1
+            continue
+        lo, hi = math.log(pair.ci_low), math.log(pair.ci_high)
+        low += weight * (-hi if flip else lo)
+        high += weight * (-lo if flip else hi)
+        cells += 1
+    if total <= 0:
+        return None
+    if missing or cells == 0:
+        return GroupVerdict(a, b, cells, missing, math.exp(mid / total), None, None, UNSURE, None)
+    low, high = low / total, high / total
+    if low > band:
+        verdict, winner = WINS, b
+    elif high < -band:
+        verdict, winner = WINS, a
+    elif low >= -band and high <= band:
+        verdict, winner = TIE, None
+    else:
+        verdict, winner = UNSURE, None
+    return GroupVerdict(a, b, cells, 0, math.exp(mid / total), math.exp(low), math.exp(high),
+                        verdict, winner)
+
+
 def best_arm_line(verdicts: RunVerdicts) -> str:
     """History's one-line answer: the arm that beats every other arm in the most cells, by the
     verdicts (`st=5 3/5`: wins 3 of 5 compared cells), `tie 4/5` when most cells are ties,
@@ -553,12 +662,14 @@ __all__ = [
     "UNSURE",
     "VERDICTS",
     "WINS",
+    "GroupVerdict",
     "PairResult",
     "RunVerdicts",
     "Settings",
     "Verdict",
     "analyse_measurements",
     "cells_to_remeasure",
+    "group_verdict",
     "outlier_cells",
 ]
 

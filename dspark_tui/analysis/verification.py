@@ -7,13 +7,21 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from dspark_tui.analysis.analysis import RunAnalysis
 from dspark_tui.analysis.decision import Ratio, ratio_between
-from dspark_tui.analysis.schedule import CellId, Gain, combine_ratios, plan_of, traffic_weights
+from dspark_tui.analysis.schedule import (
+    SCHEDULE_SCHEMA_VERSION,
+    CellId,
+    Gain,
+    combine_ratios,
+    plan_of,
+    traffic_weights,
+)
 from dspark_tui.model.statistics import TieBand
 from dspark_tui.results.manifest import Verification
-from dspark_tui.stats.paired import SINGLE, WINS, Verdict, classify
+from dspark_tui.stats.paired import SINGLE, TIE, WINS, Verdict, classify
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,23 @@ class VerificationResult:
     @property
     def fixed_wins(self) -> list[VerifiedCell]:
         return [cell for cell in self.cells if cell.fixed_wins]
+
+    @property
+    def outcome(self) -> str:
+        """Whether the rerun confirmed the schedule: `confirmed` (its traffic-weighted gain over
+        the fixed K is shown, and the fixed K beats it in no cell), `no_gain` (a tie: the fixed
+        K serves as well), `refuted` (the fixed K is shown faster), `unsure`, or `single`
+        (no interval). The verification run's schedule.json `status`."""
+        gain = self.gain
+        if gain is None or gain.low is None or gain.high is None:
+            return "single"
+        if self.gain_verdict == WINS:
+            if gain.ratio < 1.0:
+                return "refuted"
+            return "confirmed" if not self.fixed_wins else "unsure"
+        if self.gain_verdict == TIE:
+            return "no_gain"
+        return "unsure"
 
 
 def schedule_k_at(ranges: list[list[int]], batch: float) -> int | None:
@@ -110,3 +135,36 @@ def _running_batches(analysis: RunAnalysis, arm: str) -> dict[CellId, float | No
         if m.server is not None and m.server.running_mean is not None:
             values.append(m.server.running_mean)
     return {key: (sum(v) / len(v) if v else None) for key, v in seen.items()}
+
+
+def verification_json(result: VerificationResult, simulated: bool,
+                      incomplete: dict[str, Any] | None) -> dict[str, Any]:
+    """A verification run's schedule.json: the schedule it reran, and whether it was confirmed
+    (`status`, `deploy`), for a consumer that deploys only what a rerun confirmed."""
+    record = result.record
+    gain = result.gain
+    reasons = [] if result.outcome == "confirmed" else [result.outcome]
+    if incomplete is not None:
+        reasons.append("incomplete")
+    if simulated:
+        reasons.append("simulated")
+    return {
+        "schema_version": SCHEDULE_SCHEMA_VERSION,
+        "status": result.outcome,
+        "deploy": not reasons,
+        "not_deployable_because": reasons,
+        "incomplete": incomplete,
+        "verifies": record.sweep,
+        "sweep_name": record.sweep_name,
+        "keyed_on": record.keyed_on,
+        "num_speculative_tokens_per_batch_size": record.schedule,
+        "fixed_k": record.fixed_k,
+        "tie_band": result.band.fraction,
+        "traffic": result.traffic_source,
+        "gain_over_fixed_k": None if gain is None else {
+            "ratio": round(gain.ratio, 6), "low": None if gain.low is None else round(gain.low, 6),
+            "high": None if gain.high is None else round(gain.high, 6), "cells": gain.cells},
+        "gain_verdict": str(result.gain_verdict),
+        "fixed_k_wins_at": [{"scenario": c.scenario, "concurrency": c.concurrency}
+                            for c in result.fixed_wins],
+    }

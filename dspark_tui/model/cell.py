@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
+from dspark_tui.model.client_health import ClientHealth
 from dspark_tui.model.naming import safe_name
 from dspark_tui.model.numbers import OUT_OF_RANGE, out_of_range
 
@@ -138,6 +139,11 @@ class ServerSummary(BaseModel):
     kv_usage_peak: float | None = None
     running_mean: float | None = None
     running_peak: float | None = None
+    # Readings of the running batch in the window (the scraper reads it every 0.25 s inside a
+    # cell); None: a file from before it was counted. The K schedule's key needs 4 (docs/decision.md).
+    running_samples: int | None = None
+    # The median reading without the window's first and last: the batch the cell held.
+    running_steady: float | None = None
     waiting_mean: float | None = None
     waiting_peak: float | None = None
     preemptions: float | None = None
@@ -204,6 +210,14 @@ class CellResult(BaseModel):
     metrics: ClientMetrics = Field(default_factory=ClientMetrics)
     server: ServerSummary | None = None
     provenance: Provenance = Field(default_factory=Provenance)
+    # The native client's health over the measurement (model/client_health.py); None: not
+    # measured (a peer driver, a file from before 2026-12). `behind`: its latencies are the
+    # client's, kept out of latency comparisons.
+    client: ClientHealth | None = None
+
+    @property
+    def client_behind(self) -> bool:
+        return self.client is not None and self.client.behind
 
     @model_validator(mode="before")
     @classmethod
@@ -216,11 +230,15 @@ class CellResult(BaseModel):
         return data
 
     @model_serializer(mode="wrap")
-    def _without_absent_failure(self, handler: Any) -> Any:
-        """A measurement that did not fail for a known kind is saved as it was before the key."""
+    def _without_absent_keys(self, handler: Any) -> Any:
+        """A measurement that did not fail for a known kind, or has no client health (peer
+        drivers, imports), saves as it did before those keys existed (one serializer: pydantic
+        keeps only the last a class defines)."""
         data = handler(self)
-        if isinstance(data, dict) and data.get("failure", "") is None:
-            del data["failure"]
+        if isinstance(data, dict):
+            for key in ("failure", "client"):
+                if key in data and data[key] is None:
+                    del data[key]
         return data
 
     @classmethod

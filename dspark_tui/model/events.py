@@ -93,6 +93,11 @@ class CellProgress(OnLane):
     ttft_p99_ms: float | None = None
     tpot_p50_ms: float | None = None
     tpot_p99_ms: float | None = None
+    # The native client's health so far (model/client_health.py): its event loop's lag p99 over
+    # the last seconds, and the share of token gaps read together with the previous token.
+    client_lag_p99_ms: float | None = None
+    same_read_fraction: float | None = None
+    mean_itl_ms: float | None = None  # the mean inter-token gap so far, the lag's scale
 
 
 class MetricsSample(OnLane):
@@ -226,7 +231,9 @@ def event_json(event: Event) -> str:
 # a field at its default (failed 0, gap false) is left out, as None is: readers take the default.
 # Every other kind is written whole (event_json).
 _FILE_DECIMALS: dict[str, dict[str, int]] = {
-    "cell_progress": {"ttft_p50_ms": 1, "ttft_p99_ms": 1, "tpot_p50_ms": 2, "tpot_p99_ms": 2},
+    "cell_progress": {"ttft_p50_ms": 1, "ttft_p99_ms": 1, "tpot_p50_ms": 2, "tpot_p99_ms": 2,
+                      "client_lag_p99_ms": 1, "same_read_fraction": 2,
+                      "mean_itl_ms": 2},
     "metrics_sample": {"running": 0, "waiting": 0, "kv_usage": 2, "acceptance_length": 2,
                        "gpu_util": 0, "gpu_memory_mib": 0, "gpu_power_w": 0,
                        "generation_tok_s": 1, "prompt_tok_s": 1, "preemptions": 0,

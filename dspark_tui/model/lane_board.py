@@ -33,6 +33,9 @@ class CurrentCell:
     ttft_p99_ms: float | None = None
     tpot_p50_ms: float | None = None
     tpot_p99_ms: float | None = None
+    client_lag_p99_ms: float | None = None
+    same_read_fraction: float | None = None
+    mean_itl_ms: float | None = None
 
     @property
     def fraction(self) -> float:
@@ -44,7 +47,8 @@ class CurrentCell:
         return slot_label(self.round, self.repeat)
 
 
-_PROGRESS_FIELDS = ("output_tok_s", "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms")
+_PROGRESS_FIELDS = ("output_tok_s", "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms",
+                    "client_lag_p99_ms", "same_read_fraction", "mean_itl_ms")
 
 
 @dataclass

@@ -7,7 +7,7 @@ announced for the cells still unsure. `rounds_of(plan, events)` is that list of 
 Everything that counts planned measurements asks these: the runner's schedule
 (engine/schedule.py), a watcher's RunState (model/measurements.RoundSchedule, from the events
 alone, since the runner announces its planned rounds too), the report's cell counts
-(analysis/counting.py) and the disk budget (engine/disk_budget.py).
+(analysis/counting.py) and the disk budget (engine/checks/disk_budget.py).
 
 Round r runs the arms in plan order when r is odd and reversed when it is even (A B | B A | A B),
 so a linear drift cancels instead of landing on one arm.

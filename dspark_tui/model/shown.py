@@ -14,7 +14,7 @@ escapes what it would act on:
   the characters Markdown acts on (`|`, `<`, `>`, backquote, `[`, `]`) as look-alikes that it
   does not;
 - Rich and Textual markup: `plain`, then that library's own `escape` (in the layer that imports
-  it: engine/printer.py, tui/).
+  it: engine/start/printer.py, tui/).
 """
 
 from __future__ import annotations

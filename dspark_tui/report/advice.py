@@ -10,6 +10,7 @@ import pandas as pd
 
 from dspark_tui.analysis import frames as fr
 from dspark_tui.analysis.analysis import RunAnalysis
+from dspark_tui.analysis.bands import UNDECIDED, majority_verdict
 from dspark_tui.analysis.counting import start_failure
 from dspark_tui.report.findings import band_label
 from dspark_tui.report.headline import is_simulated
@@ -49,15 +50,20 @@ def _setting_cell(analysis: RunAnalysis, t: Texts, verdict: str) -> str:
     layout = analysis.layout
     if verdict in layout.arms:
         return f"**{layout.spec_label(verdict)}**"
+    if verdict == UNDECIDED:
+        return t("rec_undecided")
     if verdict == fr.EVEN:
         sep = " 或 " if t.lang == "zh" else " / "
         return t("rec_even", values=sep.join(layout.spec_label(a) for a in layout.arms))
     return t("rec_mixed")
 
 
-def _note(analysis: RunAnalysis, t: Texts, group: pd.DataFrame, verdict: str) -> str:
+def _note(analysis: RunAnalysis, t: Texts, group: pd.DataFrame, verdict: str,
+          cells: int | None = None) -> str:
     arms = analysis.arms
     ties = int(group["tie"].sum())
+    if verdict == UNDECIDED:
+        return t("rec_note_undecided", decided=len(group), cells=cells if cells is not None else len(group))
     if verdict in arms:
         won = decisive_wins(group, verdict)
         better, compared = lower_p99_count(analysis, won)
@@ -84,14 +90,18 @@ def _note(analysis: RunAnalysis, t: Texts, group: pd.DataFrame, verdict: str) ->
 
 
 def _merged_bands(analysis: RunAnalysis) -> list[tuple[list[str], list[int], str]]:
-    """Consecutive bands with one verdict become one row: (band ids, concurrencies, verdict)."""
+    """Consecutive bands with one answer become one row: (band ids, concurrencies, verdict).
+    The answer counts every compared cell of the band (analysis/bands.py), so a band whose
+    cells are mostly unsure is "not decided", never an arm."""
     merged: list[tuple[list[str], list[int], str]] = []
-    for _, band in analysis.bands.iterrows():
-        if merged and merged[-1][2] == band["verdict"]:
-            merged[-1][0].append(band["band"])
-            merged[-1][1].extend(band["concurrencies"])
+    for band in analysis.band_answers:
+        if band.decided == 0 and band.verdict == UNDECIDED and analysis.decided.empty:
+            continue
+        if merged and merged[-1][2] == band.verdict:
+            merged[-1][0].append(band.band)
+            merged[-1][1].extend(band.concurrencies)
         else:
-            merged.append(([band["band"]], list(band["concurrencies"]), band["verdict"]))
+            merged.append(([band.band], list(band.concurrencies), band.verdict))
     return merged
 
 
@@ -111,15 +121,19 @@ def _recommendation_rows(analysis: RunAnalysis, t: Texts) -> list[list[str]]:
         return []
     rows: list[list[str]] = []
     separator = "、" if t.lang == "zh" else " / "
+    band_arm: dict[str, str] = {}  # band id -> the arm its row recommends
+    every = analysis.winners
     for band_ids, concurrencies, verdict in _merged_bands(analysis):
         group = winners[winners["band"].isin(band_ids)]
         names = separator.join(t(f"band.{b}") for b in band_ids)
         label = _merged_label(band_ids, concurrencies)
+        if verdict in analysis.arms:
+            band_arm.update(dict.fromkeys(band_ids, verdict))
         rows.append(
             [
                 t("rec_band", names=names, label=label),
                 _setting_cell(analysis, t, verdict),
-                _note(analysis, t, group, verdict),
+                _note(analysis, t, group, verdict, cells=int(every["band"].isin(band_ids).sum())),
             ]
         )
     thresholds = {"rec_long_input": 4096, "rec_long_output": 1024, "rec_short": 0}
@@ -127,13 +141,25 @@ def _recommendation_rows(analysis: RunAnalysis, t: Texts) -> list[list[str]]:
         group = winners[winners["scenario"].isin(scenarios)]
         ties = int(group["tie"].sum())
         wins = {a: len(decisive_wins(group, a)) for a in analysis.arms}
-        verdict = fr.verdict(len(group), ties, wins)
+        compared = int(every["scenario"].isin(scenarios).sum())
+        verdict = majority_verdict(compared, len(group), ties, wins)
         label_n = f"{thresholds[key] // 1024}K" if thresholds[key] else ""
+        # One answer a workload: a group whose cells a concurrency row above gives another arm
+        # does not give its own (the rows would overlap with two answers for one cell).
+        others = sorted({band_arm[b] for b in group["band"] if b in band_arm} - {verdict})
+        if verdict in analysis.arms and others:
+            overlap = [b for b in dict.fromkeys(group["band"]) if band_arm.get(b, verdict) != verdict]
+            rows.append([
+                t(key, n=label_n, scenarios=t.join(scenarios)),
+                t("rec_mixed"),
+                t("rec_note_overlap", bands=t.join(t(f"band.{b}") for b in overlap)),
+            ])
+            continue
         rows.append(
             [
                 t(key, n=label_n, scenarios=t.join(scenarios)),
                 _setting_cell(analysis, t, verdict),
-                _note(analysis, t, group, verdict),
+                _note(analysis, t, group, verdict, cells=compared),
             ]
         )
     return rows
@@ -148,7 +174,8 @@ def _next_steps(analysis: RunAnalysis, t: Texts) -> list[str]:
     arm_verdicts = [v for _, _, v in merged if v in layout.arms]
     if merged and len(merged) == 1 and arm_verdicts:
         steps.append(t(f"next_uniform{sim}", setting=f"`{layout.setting(arm_verdicts[0])}`"))
-    elif len(set(arm_verdicts)) > 1 or (arm_verdicts and len(merged) > 1):
+    elif len(set(arm_verdicts)) > 1 or (arm_verdicts and any(v not in (UNDECIDED,) for _, _, v in merged
+                                                             if v not in layout.arms)):
         band_ids, concurrencies, verdict = merged[-1]
         others = {v for _, _, v in merged[:-1] if v in layout.arms}
         if band_ids[-1] == "high" and verdict in layout.arms and others - {verdict}:
@@ -163,9 +190,9 @@ def _next_steps(analysis: RunAnalysis, t: Texts) -> list[str]:
     if not analysis.unsure.empty:
         steps.append(t("next_unsure", n=len(analysis.unsure)))
     if not analysis.outliers.empty:
-        cells = t.join(
+        cells = t.join(dict.fromkeys(  # one cell an outlier of several pairs is named once
             f"`{where(r.scenario, r.concurrency)}`" for r in analysis.outliers.itertuples(index=False)
-        )
+        ))
         steps.append(t("next_outlier", cells=cells))
     if not analysis.has_server_metrics and start_failure(analysis.run) is None:
         steps.append(t("next_server"))

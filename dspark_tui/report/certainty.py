@@ -30,7 +30,12 @@ def how_sure(analysis: RunAnalysis, t: Texts, in_report: bool = True) -> str:
         return t("summary_single", band=band) + "".join(" " + note for note in (external, nodes) if note)
     verdicts = winners["verdict"].tolist()
     noise = analysis.verdicts.noise[0] if analysis.verdicts and analysis.verdicts.noise else None
-    rounds = noise.rounds if noise else 0
+    rounds: int | str = noise.rounds if noise else 0
+    # Per cell, the sessions both arms of a pair have: say the range when cells differ.
+    paired = sorted({p.n for p in analysis.verdicts.pairs if p.verdict != "single"}) \
+        if analysis.verdicts else []
+    if len(paired) > 1:
+        rounds = f"{paired[0]}–{paired[-1]}"
     # Rounds of a server never restarted are not server sessions: the note after says why.
     line = t(
         "summary_sure_external" if external else "summary_sure", wins=verdicts.count(WINS),
@@ -91,7 +96,10 @@ def unsure_section(analysis: RunAnalysis, t: Texts) -> list[str]:
     for row in unsure.itertuples(index=False):
         more = row.rounds_to_settle
         settles = isinstance(more, float) and not math.isnan(more) and more <= MAX_ROUNDS_WORTH_SAYING
-        hint = t("unsure_more", n=int(more)) if settles else t("unsure_edge")
+        # "Near the band's edge" only when the margin is: within twice the band of it.
+        near_edge = abs(row.margin - analysis.band.fraction) <= analysis.band.fraction
+        hint = t("unsure_more", n=int(more)) if settles else \
+            t("unsure_edge") if near_edge else t("unsure_wide")
         lines.append(t("unsure_item", scenario=row.scenario, c=int(row.concurrency),
                        leader=row.winner, margin=pct(row.margin, 1),
                        low=_signed(row.margin_low), high=_signed(row.margin_high), hint=hint))

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from dspark_tui.analysis.analysis import RunAnalysis
-from dspark_tui.analysis.decision import manifest_k_values
+from dspark_tui.analysis.layout import manifest_k_values
 from dspark_tui.analysis.measurements import aggregate_cells, measurements_of
 
 CHARTS_DIR = "charts"

@@ -8,7 +8,13 @@ import json
 from dspark_tui.analysis.decision import Crossing, Ratio
 from dspark_tui.analysis.deploy import DeployAnswer
 from dspark_tui.analysis.positions import PositionGain
-from dspark_tui.analysis.schedule import Gain, shell_line
+from dspark_tui.analysis.schedule import (
+    MERGE_CONCURRENCY_SPAN,
+    MIN_RUNNING_SAMPLES,
+    UNSURE_ANSWER,
+    Gain,
+    shell_line,
+)
 from dspark_tui.report.tables import markdown_table
 from dspark_tui.report.words import Texts
 
@@ -28,6 +34,11 @@ def _gain_text(d: Texts, gain: Gain | Ratio | None) -> str:
     return d("gain_fmt", value=_signed_pct(value), low=_signed_pct(low), high=_signed_pct(high))
 
 
+def _spans_zero(low: float | None, high: float | None) -> bool:
+    """A difference whose interval holds zero is said as not distinguishable from zero."""
+    return low is not None and high is not None and low < 0.0 < high
+
+
 def _c(value: float | None) -> str:
     if value is None:
         return "—"
@@ -43,11 +54,20 @@ def deploy_section(answer: DeployAnswer | None, t: Texts, simulated: bool = Fals
     if simulated:
         lines += [d("deploy_simulated"), ""]
     client = schedule.keyed_on == "client_concurrency"
-    lines += [d("deploy_schedule_lead_client" if client else "deploy_schedule_lead"), ""]
+    if schedule.thin:
+        cells = ", ".join(f"{c.scenario} c={c.concurrency} K={c.k}: {c.samples}" for c in schedule.thin)
+        lines += [d("deploy_schedule_lead_thin", min=MIN_RUNNING_SAMPLES, cells=cells), ""]
+    else:
+        lines += [d("deploy_schedule_lead_client" if client else "deploy_schedule_lead"), ""]
     rows = []
     for lo, hi, k in schedule.ranges:
         sources = schedule.sources(lo, hi)
-        rows.append([f"{lo}–{hi}", str(k), ", ".join(sources) or "—"])
+        readings = [a.samples for a in schedule.anchors
+                    if lo <= max(1, round(a.batch)) <= hi and a.samples is not None]
+        said = ", ".join(sources) or "—"
+        if readings:
+            said += f" ({d('deploy_readings', n=sum(readings))})"
+        rows.append([f"{lo}–{hi}", str(k), said])
     lines += markdown_table(d("deploy_table_header").strip("| ").split(" | "), rows)
     lines.append("")
     if any(len(a.cells) > 1 for a in schedule.anchors) or len(schedule.anchors) > 1:
@@ -57,8 +77,20 @@ def deploy_section(answer: DeployAnswer | None, t: Texts, simulated: bool = Fals
                        start=schedule.largest_measured_batch + 1, max_seqs=schedule.max_num_seqs,
                        source=d(f"source.{schedule.max_num_seqs_source}"),
                        k=schedule.k_at(schedule.max_num_seqs)))
+    for anchor in schedule.wide_anchors:
+        lines.append(d("deploy_wide_merge", batch=_num(anchor.batch, 1), span=f"{MERGE_CONCURRENCY_SPAN:g}",
+                       k=anchor.k, cells=", ".join(f"{c.scenario} c={c.concurrency}" for c in anchor.cells)))
+    for anchor in schedule.covered:
+        lines.append(d("deploy_covered", batch=_num(anchor.batch, 1), k=anchor.k,
+                       cells=", ".join(f"{c.scenario} c={c.concurrency}" for c in anchor.cells)))
     if not answer.decision.verified:
         lines.append(d("deploy_unverified"))
+    elif unsure := answer.decision.unsure_choices:
+        lines.append(d("deploy_unsure", n=len(unsure), total=len(answer.decision.choices),
+                       cells=", ".join(f"{c.scenario} c={c.concurrency}" for c in unsure)))
+    reasons = answer.why_not()
+    lines.append(d("deploy_verdict", answer=d("yes") if answer.deploy else d("no"),
+                   why=d("deploy_why", reasons=t.join(d(f"why.{r}") for r in reasons)) if reasons else ""))
     if answer.config is None:
         lines.append(d("deploy_no_spec"))
     else:
@@ -75,9 +107,18 @@ def deploy_section(answer: DeployAnswer | None, t: Texts, simulated: bool = Fals
     if single is not None:
         gains = "; ".join(d("deploy_single_gain", other=k, gain=_gain_text(d, g))
                           for k, g in sorted(single.gains.items()))
-        lines.append(d("deploy_single", k=single.k, gains=gains))
+        if single.status == UNSURE_ANSWER:
+            others = [k for k, g in sorted(single.gains.items())
+                      if (g.low if g.low is not None else g.ratio) < answer.decision.band.floor]
+            lines.append(d("deploy_single_unsure", k=single.k, others=", K = ".join(map(str, others)),
+                           gains=gains))
+        else:
+            lines.append(d("deploy_single", k=single.k, gains=gains))
         if answer.schedule_gain is not None:
-            lines.append(d("deploy_schedule_gain", k=single.k, gain=_gain_text(d, answer.schedule_gain)))
+            gain = answer.schedule_gain
+            spans = gain.low is not None and gain.high is not None and gain.low < 1.0 < gain.high
+            zero = d("zero_note") if spans else ""
+            lines.append(d("deploy_schedule_gain", k=single.k, gain=_gain_text(d, gain) + zero))
         routing = answer.routing
         if routing is not None:
             lines.append(d("deploy_routing", threshold=routing.threshold, low_k=routing.low_k,
@@ -98,7 +139,7 @@ def sweep_section(answer: DeployAnswer | None, t: Texts) -> list[str]:
             c.scenario, str(c.concurrency), _c(answer.points[c.key][0]), str(c.k), str(c.top_k),
             _gain_text(d, c.vs_top.get(c.k)) if c.k != c.top_k else "—",
             _gain_text(d, c.vs_baseline) if c.k != 0 else "—",
-            _gain_text(d, c.top_vs_runner_up), d("yes") if c.verified else d("no"),
+            _gain_text(d, c.top_vs_runner_up), d(f"status.{c.status}"),
         ])
     lines += markdown_table(d("best_k_header").strip("| ").split(" | "), rows)
     lines += _break_even_lines(answer, d)
@@ -197,6 +238,10 @@ def _position_lines(answer: DeployAnswer, d: Texts) -> list[str]:
             by_scenario.setdefault(gain.scenario, []).append(gain)
         for scenario, items in by_scenario.items():  # the lowest and the highest concurrency
             for gain in (items[0], items[-1]) if len(items) > 1 else items[:1]:
+                if _spans_zero(gain.low, gain.high):
+                    gains.append(d("position_gain_zero", value=f"{gain.gain:+,.0f}", scenario=scenario,
+                                   c=gain.concurrency))
+                    continue
                 word = d("position_adds") if gain.gain >= 0 else d("position_costs")
                 gains.append(d("position_gain", sign=word, value=_num(abs(gain.gain)), scenario=scenario,
                                c=gain.concurrency))

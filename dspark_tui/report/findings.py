@@ -7,7 +7,8 @@ them, otherwise the text says they were not measured.
 from __future__ import annotations
 
 from dspark_tui.analysis import frames as fr
-from dspark_tui.analysis.analysis import RunAnalysis
+from dspark_tui.analysis.analysis import RunAnalysis, cell_noise
+from dspark_tui.analysis.bands import UNDECIDED, BandAnswer, majority_verdict, uniform_arm
 from dspark_tui.report.phrases import (
     counts,
     decisive_wins,
@@ -20,7 +21,7 @@ from dspark_tui.report.phrases import (
 )
 from dspark_tui.report.tables import markdown_table, num, pct, tokens
 from dspark_tui.report.words import Texts
-from dspark_tui.stats.outliers import OUTLIER_LOG_DEVIATION
+from dspark_tui.stats.outliers import OUTLIER_LOG_DEVIATION, OUTLIER_NOISE_Z
 
 
 def band_label(band: str, concurrencies: list[int]) -> str:
@@ -29,6 +30,16 @@ def band_label(band: str, concurrencies: list[int]) -> str:
     if band == "high":
         return f"c≥{low}"
     return f"c={low}" if low == high else f"c={low}~{high}"
+
+
+def lean_text(t: Texts, band: BandAnswer) -> str:
+    """`to K=3 in 2 (by 11.0%–14.2%), to K=5 in 1 (by 3.1%)`: the unsure cells' point leaders."""
+    items = []
+    for arm, n in band.lean.items():
+        low, high = band.lean_margins[arm]
+        by = pct(low, 1) if pct(low, 1) == pct(high, 1) else f"{pct(low, 1)}–{pct(high, 1)}"
+        items.append(t("lean_item", arm=arm, n=n, by=by))
+    return t.join(items)
 
 
 def findings_section(analysis: RunAnalysis, t: Texts) -> list[str]:
@@ -58,8 +69,10 @@ def _bands(analysis: RunAnalysis, t: Texts) -> list[str]:
     arms = analysis.arms
     verdicts = list(bands["verdict"])
     arm_verdicts = {v for v in verdicts if v in arms}
-    if len(arm_verdicts) == 1 and all(v in arm_verdicts for v in verdicts) and len(verdicts) > 1:
-        heading = t("band_heading_uniform", n="{n}", arm=next(iter(arm_verdicts)))
+    answers = {a.band: a for a in analysis.band_answers}
+    uniform = uniform_arm(list(answers.values()), arms)  # counting the unsure cells too
+    if uniform is not None:
+        heading = t("band_heading_uniform", n="{n}", arm=uniform)
     elif len(set(verdicts)) > 1 and arm_verdicts:
         heading = t("band_heading_decisive", n="{n}")
     else:
@@ -101,6 +114,11 @@ def _bands(analysis: RunAnalysis, t: Texts) -> list[str]:
             )
         else:
             lines.append(t("band_mixed", name=name, label=label, counts=counts(t, tally, arms)))
+        answer = answers.get(band.band)
+        if answer is not None and answer.unsure:
+            lines.append("  " + t("band_unsure_note", n=answer.unsure, cells=answer.cells,
+                                  lean=lean_text(t, answer),
+                                  undecided=t("band_undecided") if answer.verdict == UNDECIDED else ""))
         keys = list(zip(group["scenario"], group["concurrency"].astype(int), strict=True))
         evidence = analysis.evidence(keys)
         if evidence:
@@ -121,11 +139,13 @@ def _best_per_scenario(analysis: RunAnalysis, t: Texts) -> list[str]:
     if best.empty:
         return []
     lines = [t("best_heading", n="{n}"), ""]
+    compared = analysis.winners["scenario"].value_counts().to_dict()  # decided or not
     for arm in arms:
         unanimous = [
             row["scenario"]
             for _, row in best.iterrows()
             if row["verdict"] == arm and row["cells"] >= 2 and row[f"wins:{arm}"] == row["cells"]
+            and compared.get(row["scenario"], 0) == row["cells"]
         ]
         if unanimous:
             lines.append(t("best_lead_unanimous", arm=arm, scenarios=t.join(unanimous)))
@@ -136,6 +156,13 @@ def _best_per_scenario(analysis: RunAnalysis, t: Texts) -> list[str]:
     for _, row in best.iterrows():
         tally = row
         group = analysis.scenario_winners(row.scenario)
+        total = int(compared.get(row.scenario, row.cells))
+        wins = {arm: int(tally[f"wins:{arm}"]) for arm in arms}
+        if majority_verdict(total, int(row.cells), int(row.ties), wins) == UNDECIDED:
+            rows.append([_scenario_label(analysis, row.scenario), t("best_undecided"),
+                         t("best_reason_undecided", decided=int(row.cells), cells=total,
+                           counts=counts(t, tally, arms))])
+            continue
         if row.verdict in arms:
             shown = row.verdict
             reason = t(
@@ -252,6 +279,12 @@ def _outliers(analysis: RunAnalysis, t: Texts) -> list[str]:
     lines = [t("outlier_heading", n="{n}"), ""]
     outliers = analysis.outliers
     if outliers.empty:
+        noises = [n for base, other in fr.arm_pairs(analysis.arms)
+                  if (n := cell_noise(analysis.verdicts, base, other)) is not None]
+        if noises:  # the threshold the run's own noise set (stats/outliers.py)
+            even = OUTLIER_NOISE_Z * max(noises) * 1.5 ** 0.5  # neighbours evenly spaced in log2 c
+            return [*lines, t("no_outliers_noise", threshold=f"{OUTLIER_LOG_DEVIATION:.2f}",
+                              z=f"{OUTLIER_NOISE_Z:g}", noisy=f"{even:.2f}")]
         return [*lines, t("no_outliers", threshold=f"{OUTLIER_LOG_DEVIATION:.2f}")]
     several_pairs = len(analysis.arms) > 2
     for row in outliers.itertuples(index=False):

@@ -13,24 +13,15 @@ from collections.abc import Sequence
 
 from dspark_tui.analysis import frames as fr
 from dspark_tui.analysis.analysis import RunAnalysis, analyse
+from dspark_tui.analysis.bands import UNDECIDED
+from dspark_tui.analysis.completeness import Completeness, completeness, is_simulated
 from dspark_tui.analysis.deploy import DeployAnswer, deploy_answer
+from dspark_tui.analysis.schedule import DECIDED, SINGLE_ANSWER, UNSURE_ANSWER
+from dspark_tui.analysis.verification import VerificationResult, verification_of
 from dspark_tui.report.certainty import how_sure, node_warnings
-from dspark_tui.report.findings import band_label
+from dspark_tui.report.findings import band_label, lean_text
 from dspark_tui.report.words import Texts
-from dspark_tui.results.manifest import RunManifest
 from dspark_tui.results.store import LoadedRun
-
-SIMULATOR_MARK = "dspark_tui.sim"
-
-
-def is_simulated(manifest: RunManifest) -> bool:
-    """True when the run's server was the simulator: its backend label or its server command
-    names dspark_tui.sim."""
-    if SIMULATOR_MARK in (manifest.backend_label or ""):
-        return True
-    server = manifest.plan.get("server") if isinstance(manifest.plan, dict) else None
-    command = server.get("command", []) if isinstance(server, dict) else []
-    return any(SIMULATOR_MARK in str(part) for part in command)
 
 
 def headline_markdown(run: LoadedRun, lang: str) -> str:
@@ -55,11 +46,17 @@ def summary_section(analysis: RunAnalysis, answer: DeployAnswer | None, t: Texts
 
 def headline_lines(analysis: RunAnalysis, answer: DeployAnswer | None, t: Texts,
                    in_report: bool = True) -> list[str]:
+    first = incomplete_lines(completeness(analysis.run, analysis.layout), t)
     if analysis.winners.empty:
-        return [t("no_findings")]
+        return [*first, t("no_findings")]
     simulated = is_simulated(analysis.run.manifest)
-    lines = _sweep_lines(answer, t, simulated) if _has_schedule(answer) else \
-        _band_lines(analysis, t, simulated)
+    first += verification_lines(verification_of(analysis), t)
+    if answer is not None and answer.withheld:
+        lines = [*first, _withheld_line(analysis, answer, t)]
+    elif _has_schedule(answer):
+        lines = [*first, *_sweep_lines(analysis, answer, t, simulated)]
+    else:
+        lines = [*first, *_band_lines(analysis, t, simulated)]
     lines += ["", how_sure(analysis, t, in_report), *node_warnings(analysis, t)]
     if simulated:
         lines.append(t("summary_simulated"))
@@ -70,48 +67,124 @@ def _has_schedule(answer: DeployAnswer | None) -> bool:
     return answer is not None and answer.schedule is not None
 
 
-def _sweep_lines(answer: DeployAnswer | None, t: Texts, simulated: bool) -> list[str]:
+# Failed cells named in the summary's first line; the rest are in "Failed and missing cells".
+FAILED_NAMED = 3
+
+
+def incomplete_lines(run: Completeness, t: Texts) -> list[str]:
+    """The summary's first line for a run that did not measure its whole plan: its status, the
+    arms never measured, the failed cells (arm, cell, why). Nothing for a whole run."""
+    if run.complete:
+        return []
+    arms = t("summary_incomplete_arms", arms=t.join(f"`{a}`" for a in run.missing_arms)) \
+        if run.missing_arms else ""
+    failed = ""
+    if run.failed:
+        named = t.join(t("summary_incomplete_failed_item", arm=c.arm, scenario=c.scenario,
+                         c=c.concurrency, reason=c.reason) for c in run.failed[:FAILED_NAMED])
+        more = t("summary_incomplete_more", n=len(run.failed) - FAILED_NAMED) \
+            if len(run.failed) > FAILED_NAMED else ""
+        failed = t("summary_incomplete_failed", n=len(run.failed), cells=named + more)
+    status = t.get(f"run_status.{run.status}", run.status)
+    return [t("summary_incomplete", status=status, ok=run.ok, total=run.total, arms=arms,
+              failed=failed)]
+
+
+def verification_lines(result: VerificationResult | None, t: Texts) -> list[str]:
+    """A --verify rerun's answer first: whether the schedule it reran was confirmed against the
+    fixed K (analysis/verification.VerificationResult.outcome), with the gain it rests on."""
+    if result is None:
+        return []
+    gain = result.gain
+    if gain is None:
+        text = "—"
+    else:
+        text = f"{(gain.ratio - 1) * 100:+.1f}%"
+        if gain.low is not None and gain.high is not None:
+            text += f" ({(gain.low - 1) * 100:+.1f}% … {(gain.high - 1) * 100:+.1f}%)"
+    cells = t.join(f"{c.scenario} c={c.concurrency}" for c in result.fixed_wins)
+    record = result.record
+    return [t(f"summary_verify.{result.outcome}", sweep=record.sweep_name or record.sweep,
+              k=record.fixed_k, gain=text, band=result.band.percent,
+              cells=t("summary_verify_cells", k=record.fixed_k, cells=cells) if cells else "")]
+
+
+def _withheld_line(analysis: RunAnalysis, answer: DeployAnswer, t: Texts) -> str:
+    assert answer.run is not None
+    arms = t.join(f"`{a}`" for a in answer.run.missing_arms)
+    return t("summary_k_withheld", arms=arms, path=analysis.run.path)
+
+
+def _sweep_lines(analysis: RunAnalysis, answer: DeployAnswer | None, t: Texts,
+                 simulated: bool) -> list[str]:
     assert answer is not None and answer.schedule is not None
     schedule = answer.schedule
     ranges = t.join(t("summary_k_range", lo=lo, hi=hi, k=k) for lo, hi, k in schedule.ranges)
     keyed = "summary_k_keyed_client" if schedule.keyed_on == "client_concurrency" else \
         "summary_k_keyed_batch"
-    lead = "summary_k_sim" if simulated else "summary_k_deploy"
+    lead = "summary_k_sim" if simulated else ("summary_k_deploy" if answer.deploy else "summary_k_leaders")
     lines = [t(lead, keyed=t(keyed), ranges=ranges)]
+    if answer.run is not None and answer.run.missing_arms:  # asked for with --partial-schedule
+        lines.append(t("summary_k_partial", arms=t.join(f"`{a}`" for a in answer.run.missing_arms)))
+    lines.append(schedule_status_line(answer, t))
     if answer.single is not None:
-        lines.append(t("summary_k_single_sim" if simulated else "summary_k_single", k=answer.single.k))
+        lines.append(single_k_line(answer, t, simulated))
     return lines
 
 
+def schedule_status_line(answer: DeployAnswer, t: Texts) -> str:
+    """How many cells' choices the schedule rests on are decided, and which are not."""
+    choices = answer.decision.choices
+    status = answer.status
+    if status == DECIDED:
+        return t("summary_k_status_decided", n=len(choices))
+    if status == SINGLE_ANSWER:
+        return t("summary_k_status_single", n=len(choices))
+    open_cells = [c for c in choices if c.status != DECIDED]
+    cells = t.join(f"{c.scenario} c={c.concurrency}" for c in open_cells)
+    return t("summary_k_status_unsure", unsure=len(open_cells), n=len(choices), cells=cells)
+
+
+def single_k_line(answer: DeployAnswer, t: Texts, simulated: bool) -> str:
+    """The best fixed K by the per-cell rule (analysis/schedule.best_single_k): shown, a point
+    estimate, or no K shown best and the leader named."""
+    single = answer.single
+    assert single is not None
+    sim = "_sim" if simulated else ""
+    if single.status == UNSURE_ANSWER:
+        others = [k for k, g in sorted(single.gains.items())
+                  if (g.low if g.low is not None else g.ratio) < answer.decision.band.floor]
+        return t(f"summary_k_single_unsure{sim}", k=single.k,
+                 others=", K=".join(str(k) for k in others))
+    if single.status == SINGLE_ANSWER:
+        return t(f"summary_k_single_point{sim}", k=single.k)
+    return t(f"summary_k_single{sim}", k=single.k)
+
+
 def _band_lines(analysis: RunAnalysis, t: Texts, simulated: bool) -> list[str]:
-    """One line a concurrency band: the arm its decided cells favour, a tie, or no winner."""
+    """One line a concurrency band (analysis/bands.py): the arm that wins most of its cells, a
+    tie, no consistent winner, or not decided — and how many of its cells decided, and which
+    way the unsure ones lean."""
     layout = analysis.layout
 
     def label(arm: str) -> str:
         return f"`{layout.setting(arm)}`" if layout.compared_flag or layout.compared_var else f"`{arm}`"
 
-    decided = {band["band"]: band for band in analysis.bands.to_dict("records")}
-    unsure = analysis.unsure
     lines: list[str] = []
-    for band_id in [b.id for b in fr.BANDS]:
-        open_cells = unsure[unsure["band"] == band_id] if not unsure.empty else unsure
-        band = decided.get(band_id)
-        if band is None and open_cells.empty:
-            continue
-        if band is None:
-            concurrencies = sorted(int(c) for c in open_cells["concurrency"].unique())
-            lines.append(t("summary_unsure", where=band_label(band_id, concurrencies),
-                           n=len(open_cells)))
-            continue
-        where = band_label(band_id, band["concurrencies"])
-        verdict, cells = band["verdict"], band["cells"]
-        extra = t("summary_unsure_extra", n=len(open_cells)) if not open_cells.empty else ""
-        if verdict in analysis.arms:
+    for band in analysis.band_answers:
+        where = band_label(band.band, band.concurrencies)
+        extra = t("summary_unsure_extra", n=band.unsure, lean=lean_text(t, band)) if band.unsure else ""
+        if band.verdict in analysis.arms:
             key = "summary_sim_favours" if simulated else "summary_deploy"
-            lines.append(t(key, where=where, setting=label(verdict),
-                           wins=int(band[f"wins:{verdict}"]), cells=cells, extra=extra))
-        elif verdict == fr.EVEN:
-            lines.append(t("summary_even", where=where, ties=band["ties"], cells=cells, extra=extra))
+            lines.append(t(key, where=where, setting=label(band.verdict),
+                           wins=band.wins[band.verdict], cells=band.decided, extra=extra))
+        elif band.verdict == fr.EVEN:
+            lines.append(t("summary_even", where=where, ties=band.ties, cells=band.decided, extra=extra))
+        elif band.verdict == UNDECIDED:
+            won = t.join(t("counts_item", arm=arm, n=n) for arm, n in band.wins.items() if n)
+            lines.append(t("summary_undecided", where=where, decided=band.decided, cells=band.cells,
+                           won=t("summary_undecided_won", wins=won) if won else "",
+                           lean=lean_text(t, band) if band.unsure else t("summary_no_lean")))
         else:
-            lines.append(t("summary_mixed", where=where, cells=cells, extra=extra))
+            lines.append(t("summary_mixed", where=where, cells=band.decided, extra=extra))
     return lines

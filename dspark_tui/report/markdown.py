@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pandas as pd
+
 from dspark_tui.analysis.analysis import RunAnalysis, analyse
 from dspark_tui.analysis.counting import cell_counts, start_failure
 from dspark_tui.analysis.deploy import deploy_answer
@@ -15,6 +17,7 @@ from dspark_tui.report.advice import advice_section
 from dspark_tui.report.categories import category_section
 from dspark_tui.report.certainty import margin_interval_text, unsure_section
 from dspark_tui.report.charts import existing_charts
+from dspark_tui.report.client_lines import client_health_line
 from dspark_tui.report.decision_section import deploy_section, sweep_section
 from dspark_tui.report.external_servers import external_server_lines
 from dspark_tui.report.findings import findings_section
@@ -46,17 +49,19 @@ SEPARATOR = "---"
 
 
 def render_report(run: LoadedRun, lang: str = "zh", analysis: RunAnalysis | None = None,
-                  charts: Sequence[tuple[str, str]] | None = None) -> str:
+                  charts: Sequence[tuple[str, str]] | None = None,
+                  partial_schedule: bool = False) -> str:
     """The Markdown report of a run, in Chinese (the seed's language) or English; pass the
     run's `analyse(run)` when it is at hand, to compute it once for several outputs. `charts`
     are (kind, path relative to the run directory) of the charts drawn beside it
     (report/charts.py), linked from the summary and shown after the winner table; None links
     those already in the run's charts/ folder (a report regenerated from a screen keeps them).
+    `partial_schedule` makes a K sweep that lacks arms a schedule anyway (it says so).
 
     The title, then the answer (report/headline.py), then the run's facts and the tables."""
     t = Texts(lang)
     analysis = analysis if analysis is not None else analyse(run)
-    answer = deploy_answer(analysis)  # None unless the arms are a K sweep
+    answer = deploy_answer(analysis, partial_schedule)  # None unless the arms are a K sweep
     if charts is None:
         charts = existing_charts(run.path)
     titled = [(t(f"chart.{kind}"), path) for kind, path in charts]
@@ -128,6 +133,8 @@ def _header(analysis: RunAnalysis, t: Texts) -> list[str]:
     sources = {c.provenance.source for c in run.cells.values() if c.provenance.source}
     if len(sources) == 1:
         lines.append(t("source_line", source=next(iter(sources))))
+    if (client := client_health_line(run, t)) is not None:
+        lines.append(client)
     if len(layout.arms) > 2:
         pairs = ", ".join(f"{b} vs {a}" for a, b in arm_pairs(layout.arms))
         lines.append(t("pairs_line", n=len(layout.arms), base=layout.baseline, pairs=pairs))
@@ -225,7 +232,32 @@ def _winners(analysis: RunAnalysis, t: Texts) -> list[str]:
                    t(f"verdict.{record.verdict}")] if intervals else []),
             ]
         )
-    return [t("winner_heading"), "", *markdown_table(header, rows)]
+    lines = [t("winner_heading"), "", *markdown_table(header, rows)]
+    if intervals:
+        note = _margin_note(winners, arms, t)
+        if note:
+            lines += ["", note]
+    return lines
+
+
+def _margin_note(winners: pd.DataFrame, arms: list[str], t: Texts) -> str:
+    """Where the margin (the paired geometric mean over rounds) and the ratio of the mean Total
+    tok/s in the same row differ as printed, say what the margin is, with the row that differs
+    most."""
+    worst: tuple[float, str, str, str] | None = None
+    for _, row in winners.iterrows():
+        if row["verdict"] == "single" or row["winner"] not in arms or row["runner_up"] not in arms:
+            continue
+        means = float(row[row["winner"]]) / float(row[row["runner_up"]]) - 1.0
+        if pct(means) == pct(row["margin"]):
+            continue
+        gap = abs(means - float(row["margin"]))
+        if worst is None or gap > worst[0]:
+            worst = (gap, f"{row['scenario']} c={int(row['concurrency'])}", pct(row["margin"]), pct(means))
+    if worst is None:
+        return ""
+    _, where, margin, of_means = worst
+    return t("margin_note", where=where, margin=margin, means=of_means)
 
 
 def _problems(analysis: RunAnalysis, t: Texts) -> list[str]:

@@ -40,7 +40,7 @@ def _warn(line: str) -> None:
 
 
 def write_outputs(run: LoadedRun, langs: tuple[str, ...] = ("zh", "en"),
-                  warn: Callable[[str], None] = _warn) -> list[Path]:
+                  warn: Callable[[str], None] = _warn, partial_schedule: bool = False) -> list[Path]:
     """Write the reports in `langs`, analysis.json, (K sweeps) schedule.json and the charts,
     from one analysis of the run; OSError of the reports goes to the caller, a chart that is
     not written to `warn` (stderr; a runner's goes to runner.log). The reports come first in
@@ -54,7 +54,8 @@ def write_outputs(run: LoadedRun, langs: tuple[str, ...] = ("zh", "en"),
     charts = chart_data(analysis)  # plain data: cheap, and no matplotlib yet
 
     def write_reports(links: list[tuple[str, str]]) -> list[Path]:
-        return [store.write_report(render_report(run, lang=lang, analysis=analysis, charts=links),
+        return [store.write_report(render_report(run, lang=lang, analysis=analysis, charts=links,
+                                                 partial_schedule=partial_schedule),
                                    lang) for lang in langs]
 
     # The reports before the charts: drawing can fail or be slow, the report must not wait on it.
@@ -62,7 +63,7 @@ def write_outputs(run: LoadedRun, langs: tuple[str, ...] = ("zh", "en"),
 
     planned = [chart_link(chart) for chart in charts]
     written = write_reports(planned)
-    schedule = write_schedule(run, analysis)  # K sweeps only (docs/decision.md)
+    schedule = write_schedule(run, analysis, partial_schedule)  # K sweeps only (docs/decision.md)
     drawn, problems = write_charts(charts, run.path)
     for problem in problems:
         warn(problem)

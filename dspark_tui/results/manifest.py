@@ -77,6 +77,15 @@ class PromptSetRecord(BaseModel):
     prepare_s: float | None = None
 
 
+class VocabularyRecord(BaseModel):
+    """The served model's vocabulary size that `random-ids` prompts are drawn from
+    (engine/datasets/vocab.py), and where it was read: a resume draws the same prompts."""
+
+    size: int
+    source: str  # "tokenizer.json", "config.json", "server", "default"
+    detail: str = ""  # the file, or the probes the server answered
+
+
 class RunManifest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -106,6 +115,7 @@ class RunManifest(BaseModel):
     notes: list[str] = Field(default_factory=list)
     verification: Verification | None = None
     prompt_sets: list[PromptSetRecord] = Field(default_factory=list)
+    vocabulary: VocabularyRecord | None = None
 
     @model_serializer(mode="wrap")
     def _without_absent_verification(self, handler: Any) -> Any:
@@ -116,6 +126,8 @@ class RunManifest(BaseModel):
             del data["verification"]
         if isinstance(data, dict) and data.get("prompt_sets", 0) == []:
             del data["prompt_sets"]
+        if isinstance(data, dict) and data.get("vocabulary", 0) is None:
+            del data["vocabulary"]
         return data
 
     def arm_names(self) -> list[str]:

@@ -67,6 +67,25 @@ class Generation:
     return_token_ids: bool = False
 
 
+class OutOfVocabulary(BadRequest):
+    """A prompt id beyond `--vocab-size`: vLLM's words; streamed, vLLM says it inside the stream
+    (HTTP 200, one `data: {"error": ...}` chunk, then `[DONE]`), else HTTP 400."""
+
+    def __init__(self, token_id: int) -> None:
+        super().__init__(f"Token id {token_id} is out of vocabulary")
+
+
+def streamed_error(exc: BadRequest) -> AsyncIterator[str]:
+    """vLLM's in-stream error: the headers went out, so the error is a chunk of its own."""
+    body = {"error": {"message": str(exc), "type": exc.kind, "param": None, "code": exc.status}}
+
+    async def chunks() -> AsyncIterator[str]:
+        yield f"data: {json.dumps(body)}\n\n"
+        yield "data: [DONE]\n\n"
+
+    return chunks()
+
+
 class StreamCut(Exception):
     """Raised inside a streamed answer: the server closes the connection mid-stream."""
 
@@ -159,6 +178,7 @@ class SimApi:
             if not isinstance(tokens, list) or not all(
                     isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in tokens):
                 raise BadRequest("tokens must be a list of token ids (non-negative integers)")
+            self._check_vocabulary(tokens)
         except BadRequest as exc:
             return error_response(str(exc), exc.status, exc.kind)
         return JSONResponse({"prompt": toy_tokenizer.decode(tokens)})
@@ -180,6 +200,10 @@ class SimApi:
         try:
             body = await self._json_body(request)
             generation = self._validate(body, chat)
+        except OutOfVocabulary as exc:
+            if body.get("stream") is True:
+                return StreamingResponse(streamed_error(exc), media_type="text/event-stream")
+            return error_response(str(exc), exc.status, exc.kind)
         except BadRequest as exc:
             return error_response(str(exc), exc.status, exc.kind)
         if self.config.faults.echo_key_401 and generation.stream:
@@ -271,11 +295,18 @@ class SimApi:
             return max(1, count_text_tokens(prompt))
         if (isinstance(prompt, list) and prompt
                 and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt)):
+            self._check_vocabulary(prompt)
             return len(prompt)
         if prompt is None:
             raise BadRequest("Field required: prompt")
         raise BadRequest("prompt must be a string or a non-empty list of token ids "
                          "(one prompt per request)")
+
+    def _check_vocabulary(self, ids: list[int]) -> None:
+        """vLLM's check of a prompt's ids against the tokenizer (`max_token_id`)."""
+        size = self.config.vocab_size
+        if size is not None and ids and (top := max(ids)) >= size:
+            raise OutOfVocabulary(top)
 
     def _chat_prompt(self, body: dict[str, object]) -> int:
         messages = body.get("messages")

@@ -19,6 +19,7 @@ from dspark_tui.model.prompt_file import BUILTIN_PROMPT_FILE, PromptFileError, r
 from dspark_tui.sim.config import (
     DEFAULT_ACCEPTANCE,
     DEFAULT_DRIFT_TIME_S,
+    NGRAM_DRAFT_RATE,
     FaultConfig,
     ModelConfig,
     NoiseParams,
@@ -55,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     spec.add_argument("--spec-tokens", type=int, help="draft tokens verified per step (K)")
     spec.add_argument("--speculative-config", help="vLLM JSON, e.g. '{\"num_speculative_tokens\": 5}'")
     spec.add_argument("--spec-method", help="accepted for compatibility (ignored)")
+    spec.add_argument("--draft-rate", type=float,
+                      help="share of decode steps that get drafts (default 1; with method ngram "
+                           f"{NGRAM_DRAFT_RATE}, where its lookup matched on real vLLM)")
     spec.add_argument("--adaptive-verification", action="store_true",
                       help="verify a budget of the K drafts chosen from their confidence, as "
                            "vLLM's enable_adaptive_verification (docs/simulator.md)")
@@ -87,6 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
     model.add_argument("--eos-mean-tokens", type=int, default=0,
                        help="without ignore_eos, stop early at a random length of this mean "
                        "(default 0: always generate max_tokens)")
+    model.add_argument("--vocab-size", type=int, metavar="N",
+                       help="refuse prompt token ids >= N as vLLM does ('Token id N is out of "
+                       "vocabulary'; streamed: an error in the stream); default: no bound")
     model.add_argument("--max-chunk-rate", type=float, default=8000.0,
                        help="SSE chunks per second, all streams together, before steps coalesce")
 
@@ -200,6 +207,7 @@ def serve_config(args: argparse.Namespace, unknown: Sequence[str],
         max_model_len=args.max_model_len,
         adaptive_verification=adaptive,
         k_flip_fault=args.k_flip_fault,
+        draft_rate=_draft_rate(args),
     )
     faults = FaultConfig(
         fail_start=args.fail_start,
@@ -226,6 +234,7 @@ def serve_config(args: argparse.Namespace, unknown: Sequence[str],
         startup_delay_s=max(0.0, args.startup_delay),
         max_chunk_rate=args.max_chunk_rate,
         eos_mean_tokens=max(0, args.eos_mean_tokens),
+        vocab_size=_vocab_size(args.vocab_size),
         access_log=args.access_log,
         engine=engine,
         noise=_noise(args),
@@ -250,6 +259,12 @@ def _content(args: argparse.Namespace, base: tuple[float, ...]) -> ContentAccept
     except (ProfileError, PromptFileError) as exc:
         raise SimUsageError(str(exc)) from None
     return ContentAcceptance.build(profiles, entries)
+
+
+def _vocab_size(value: int | None) -> int | None:
+    if value is not None and value < 4:
+        raise SimUsageError(f"--vocab-size must be >= 4 (the special tokens and one more), got {value}")
+    return value
 
 
 def _at_least_zero(flag: str, value: int | None) -> int | None:
@@ -303,6 +318,11 @@ def _speculation(args: argparse.Namespace) -> tuple[int, tuple[ScheduleEntry, ..
         if from_json is not None:
             if not isinstance(from_json, int):
                 raise SimUsageError("--speculative-config: num_speculative_tokens must be an integer")
+            if from_json <= 0:
+                # vLLM 0.32 refuses it ("Input should be greater than 0"): K = 0 is no flag.
+                raise SimUsageError("--speculative-config: num_speculative_tokens must be greater "
+                                    "than 0 (as vLLM says; for no speculation give no "
+                                    "speculative flag)")
             if spec_tokens is not None and spec_tokens != from_json:
                 raise SimUsageError(f"--spec-tokens {spec_tokens} contradicts --speculative-config "
                                     f"num_speculative_tokens={from_json}")
@@ -320,6 +340,15 @@ def _speculation(args: argparse.Namespace) -> tuple[int, tuple[ScheduleEntry, ..
     if not 0 <= spec_tokens <= MAX_SPEC_TOKENS:
         raise SimUsageError(f"--spec-tokens must be in 0..{MAX_SPEC_TOKENS}, got {spec_tokens}")
     return int(spec_tokens), schedule
+
+
+def _draft_rate(args: argparse.Namespace) -> float:
+    """--draft-rate, else ngram's measured rate for method ngram, else 1 (always drafts)."""
+    if args.draft_rate is not None:
+        if not 0.0 <= args.draft_rate <= 1.0:
+            raise SimUsageError(f"--draft-rate must be in 0..1, got {args.draft_rate}")
+        return float(args.draft_rate)
+    return NGRAM_DRAFT_RATE if _spec_method(args) == "ngram" else 1.0
 
 
 def _spec_method(args: argparse.Namespace) -> str:

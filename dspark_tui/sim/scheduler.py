@@ -305,9 +305,19 @@ class Scheduler:
         base = self._accept_cdf(k)
         draw = self.rng.random
         histogram = [0] * (k + 1)
+        rate = self.config.draft_rate
+        undrafted = 0
         for index, request in enumerate(decoding):
             if adaptive is not None:
                 accepted = adaptive.accepted[index]
+            elif k and rate < 1.0 and draw() >= rate:  # no proposal this step (ngram: no match)
+                undrafted += 1
+                emitted = self._emit(request, 1, end)
+                result.generation_tokens += emitted
+                result.touched.append(request)
+                if request.finished:
+                    result.finished.append(request)
+                continue
             else:
                 profile = request.acceptance
                 cdf = base if profile is None else self._accept_cdf(k, profile)
@@ -322,8 +332,9 @@ class Scheduler:
         for position in range(k - 1, -1, -1):
             above += histogram[position + 1]
             result.accepted_per_pos[position] = above
-        result.num_drafts = len(decoding) if k else 0
-        result.draft_tokens = sum(adaptive.verified) if adaptive is not None else len(decoding) * k
+        drafted = len(decoding) - undrafted
+        result.num_drafts = drafted if k else 0
+        result.draft_tokens = sum(adaptive.verified) if adaptive is not None else drafted * k
 
     def _prefill(self, prefills: list[tuple[SimRequest, int]], result: StepResult,
                  end: float) -> None:

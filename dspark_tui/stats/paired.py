@@ -63,6 +63,14 @@ class NoiseFit:
     rounds: int
     cells: int
     prior_used: bool = False
+    # Per noise group (fit_noise's `groups`): the group's own tau2 and df, by group label.
+    group_tau2: dict[int, tuple[float, float]] | None = None
+
+    def of_cell(self, group: int | None) -> tuple[float, float]:
+        """(tau2, df) for a cell of `group` (the pooled values without groups)."""
+        if self.group_tau2 is None or group is None or group not in self.group_tau2:
+            return self.tau2, self.df
+        return self.group_tau2[group]
 
 
 @dataclass(frozen=True)
@@ -100,12 +108,26 @@ def round_means(cell: np.ndarray, rnd: np.ndarray, log_value: np.ndarray,
     return means.reshape(n_cells, n_rounds)
 
 
-def fit_noise(d: np.ndarray, prior: SessionPrior | None = None) -> NoiseFit | None:
+# Which estimate of the session term fit_noise uses when the arms' own round means are given
+# (an experiment switch for bench/noise_processes.py; see docs/statistics.md).
+SESSION_METHOD = "arms"
+
+
+def fit_noise(d: np.ndarray, prior: SessionPrior | None = None,
+              arms: tuple[np.ndarray, np.ndarray] | None = None,
+              groups: np.ndarray | None = None) -> NoiseFit | None:
     """Variance components of the additive model from a cells x rounds matrix of paired log
     ratios (NaN = not measured in that round). None when nothing is replicated across rounds
     (one round): a prior adds degrees of freedom to the session term, it does not replace the
-    rounds' own estimate of tau2."""
-    rows, mask, _ = _replicated(d)
+    rounds' own estimate of tau2.
+
+    `arms`: the two arms' own round means (cells x rounds, log scale) whose difference is `d`;
+    with them the session term is also read from each arm's own round-to-round spread."""
+    present = ~np.isnan(d)
+    replicated = present.sum(axis=1) >= 2
+    rows, mask = d[replicated], present[replicated]
+    rounds_used = mask.any(axis=0)
+    rows, mask = rows[:, rounds_used], mask[:, rounds_used]
     n_cells, n_rounds = rows.shape
     if n_cells == 0 or n_rounds < 2:
         return None
@@ -117,26 +139,103 @@ def fit_noise(d: np.ndarray, prior: SessionPrior | None = None) -> NoiseFit | No
     c_tilde = n_rounds / float(np.sum(1.0 / per_round))  # harmonic mean of cells per round
     ms_round = float(np.sum((s - s.mean()) ** 2) / (n_rounds - 1))  # var(s) + var(e) / c~
     df_round = float(n_rounds - 1)
+    session_parts: list[tuple[float, float]] = [(ms_round, df_round)]
+    method = SESSION_METHOD if arms is not None else "paired"
+    if method != "paired" and arms is not None:
+        own = []
+        for means in arms:
+            arm_rows = means[replicated][:, rounds_used]
+            _, o = _additive_fit(np.where(mask, arm_rows, 0.0), mask)
+            own.append(float(np.sum((o - o.mean()) ** 2) / (n_rounds - 1)))
+        v_arms = own[0] + own[1]
+        if method in ("arms", "arms-max", "arms-df"):
+            v = max(v_arms, ms_round) if method == "arms-max" else v_arms
+            session_parts = [(v * own[0] / v_arms if v_arms > 0 else 0.0, df_round),
+                             (v * own[1] / v_arms if v_arms > 0 else 0.0, df_round)]
+            if v_arms <= 0:
+                session_parts = [(ms_round, df_round)]
+    prior_used = False
     if prior is not None:
         # The prior counts as prior.df more rounds of session spread; its var(e)/c~ part is
-        # taken from this run's residuals.
+        # taken from this run's residuals. It is an upper bound checked against the run: when
+        # this run's own session spread exceeds it beyond chance (one-sided F test at
+        # PRIOR_CHECK_LEVEL), the prior understates this box's noise and is not used.
         residual_hint = float(np.sum(resid**2) / df_e) if df_e > 0 else 0.0
         prior_ms = prior.sd**2 + residual_hint / c_tilde
-        ms_round = (prior.df * prior_ms + df_round * ms_round) / (prior.df + df_round)
-        df_round += prior.df
+        run_ms = sum(v for v, _ in session_parts)
+        run_df = _satterthwaite(session_parts)
+        if not prior_contradicted(run_ms, run_df, prior_ms, prior.df):
+            prior_used = True
+            session_parts = [((prior.df * prior_ms + run_df * run_ms) / (prior.df + run_df),
+                              prior.df + run_df)]
+    ms_session = sum(v for v, _ in session_parts)
+    df_session = _satterthwaite(session_parts)
     if df_e <= 0:  # one cell (or a saturated design): its own spread over rounds is all we have
-        tau2 = ms_round
-        return NoiseFit(max(ms_round, 0.0), 0.0, tau2, df_round, n_rounds, n_cells, prior is not None)
+        tau2 = ms_session
+        return NoiseFit(max(ms_session, 0.0), 0.0, tau2, df_session, n_rounds, n_cells,
+                        prior_used)
     ms_e = float(np.sum(resid**2) / df_e)
-    part_round, part_e = ms_round, (1.0 - 1.0 / c_tilde) * ms_e
-    tau2 = part_round + part_e
+    part_e = (1.0 - 1.0 / c_tilde) * ms_e
+    tau2 = ms_session + part_e
     if tau2 < ms_e:
         # Round effects smaller than the residuals predict: var(s) estimates below zero. Hold
         # tau2 at var(e), a conservative floor, with the residuals' degrees of freedom.
-        return NoiseFit(0.0, ms_e, ms_e, float(df_e), n_rounds, n_cells, prior is not None)
-    df = tau2**2 / (part_round**2 / df_round + part_e**2 / df_e)
-    return NoiseFit(max(ms_round - ms_e / c_tilde, 0.0), ms_e, tau2, df, n_rounds, n_cells,
-                    prior is not None)
+        return NoiseFit(0.0, ms_e, ms_e, float(df_e), n_rounds, n_cells, prior_used)
+    df = tau2**2 / (sum(v**2 / f for v, f in session_parts if v > 0) + part_e**2 / df_e)
+    if method in ("r-1", "arms-df"):
+        df = min(df, df_session)
+    group_tau2 = None
+    if groups is not None:
+        group_tau2 = _group_terms(resid, mask, groups[replicated], df_e / (n_obs - n_cells),
+                                  session_parts, ms_e / c_tilde)
+    return NoiseFit(max(ms_session - ms_e / c_tilde, 0.0), ms_e, tau2, df, n_rounds, n_cells,
+                    prior_used, group_tau2)
+
+
+def _group_terms(resid: np.ndarray, mask: np.ndarray, labels: np.ndarray, df_share: float,
+                 session_parts: list[tuple[float, float]], pooled_e_share: float,
+                 ) -> dict[int, tuple[float, float]]:
+    """Each group's tau2 = the whole grid's session term + the group's own residual variance:
+    cells of one concurrency band share a noise level, and a band much noisier than the rest
+    (short c = 1 cells) must not borrow the quiet bands' level. The session term keeps all the
+    cells' information (its degrees of freedom are the rounds', however many cells)."""
+    out: dict[int, tuple[float, float]] = {}
+    ms_session = sum(v for v, _ in session_parts)
+    for label in np.unique(labels):
+        rows = labels == label
+        obs = int(mask[rows].sum())
+        df_g = (obs - int(rows.sum())) * df_share
+        if df_g <= 0:
+            continue
+        ms_g = float(np.sum(resid[rows] ** 2) / df_g)
+        session = max(ms_session - pooled_e_share, 0.0)
+        tau2 = session + ms_g
+        parts = [(v * session / ms_session if ms_session > 0 else 0.0, f) for v, f in session_parts]
+        denominator = sum(v**2 / f for v, f in parts if v > 0) + ms_g**2 / df_g
+        out[int(label)] = (tau2, tau2**2 / denominator if denominator > 0 else df_g)
+    return out
+
+
+PRIOR_CHECK_LEVEL = 0.05
+
+
+def prior_contradicted(run_ms: float, run_df: float, prior_ms: float, prior_df: float) -> bool:
+    """The run's session mean square is larger than the prior's beyond chance: F = run / prior
+    on (run_df, prior_df) degrees of freedom, one-sided at PRIOR_CHECK_LEVEL."""
+    from scipy.special import fdtrc
+
+    if prior_ms <= 0:
+        return run_ms > 0
+    if run_df <= 0 or run_ms <= prior_ms:
+        return False
+    return float(fdtrc(run_df, prior_df, run_ms / prior_ms)) < PRIOR_CHECK_LEVEL
+
+
+def _satterthwaite(parts: list[tuple[float, float]]) -> float:
+    """Degrees of freedom of a sum of independent mean squares (value, df)."""
+    total = sum(v for v, _ in parts)
+    denominator = sum(v**2 / f for v, f in parts if v > 0)
+    return total**2 / denominator if denominator > 0 else sum(f for _, f in parts)
 
 
 def _replicated(d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -241,11 +340,13 @@ class FixedSessionTerm:
 
 def decide(d: np.ndarray, *, tie_band: float, alpha: float,
            prior: SessionPrior | None = None, fit: NoiseFit | None = None,
-           fixed: FixedSessionTerm | None = None) -> list[PairVerdict]:
+           fixed: FixedSessionTerm | None = None,
+           arms: tuple[np.ndarray, np.ndarray] | None = None,
+           groups: np.ndarray | None = None) -> list[PairVerdict]:
     """One verdict per row (cell) of the cells x rounds matrix `d` of paired log ratios b/a,
     each interval two-sided at 1 - alpha. With `fixed`, a cell's mean over n rounds has variance
     fixed.var + tau2 / n, with the Satterthwaite degrees of freedom of that sum."""
-    fit = fit if fit is not None else fit_noise(d, prior)
+    fit = fit if fit is not None else fit_noise(d, prior, arms, groups)
     band = math.log1p(tie_band)
     t = t_quantile(1.0 - alpha / 2.0, fit.df) if fit is not None else None
     counts = (~np.isnan(d)).sum(axis=1)
@@ -256,17 +357,19 @@ def decide(d: np.ndarray, *, tie_band: float, alpha: float,
         if fit is None or t is None:
             out.append(PairVerdict(int(index), n, mean, None, None, SINGLE, None, None))
             continue
-        var, t_cell = fit.tau2 / n, t
+        tau2, df_cell = fit.of_cell(None if groups is None else int(groups[index]))
+        var = tau2 / n
+        t_cell = t if df_cell == fit.df else t_quantile(1.0 - alpha / 2.0, df_cell)
         if fixed is not None and fixed.var > 0:
-            var = fixed.var + fit.tau2 / n
-            df = var**2 / (fixed.var**2 / fixed.df + (fit.tau2 / n) ** 2 / fit.df)
+            var = fixed.var + tau2 / n
+            df = var**2 / (fixed.var**2 / fixed.df + (tau2 / n) ** 2 / df_cell)
             t_cell = t_quantile(1.0 - alpha / 2.0, df)
         half = t_cell * math.sqrt(var)
         low, high = mean - half, mean + half
         verdict, winner = classify(low, high, band)
         settle = None
         if verdict == UNSURE:
-            settle = rounds_to_settle(mean, fit.tau2, t_cell, band, n,
+            settle = rounds_to_settle(mean, tau2, t_cell, band, n,
                                       fixed.var if fixed is not None else 0.0)
         out.append(PairVerdict(int(index), n, mean, low, high, verdict, winner, settle))
     return out

@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from dspark_tui.engine.datasets.prompts import random_id_prompts
-from dspark_tui.engine.drivers import CellError, DriverContext, NativeDriver, warmup
+from dspark_tui.engine.drivers import CellError, DriverContext
+from dspark_tui.engine.drivers.native import NativeDriver, warmup
 from dspark_tui.model import BenchConfig, CellKey, CellSpec
 from dspark_tui.model.events import CellProgress
 from tests.simulator import running_sim

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from dspark_tui.engine.drivers import CellError, DriverContext, NativeDriver
+from dspark_tui.engine.drivers import CellError, DriverContext
+from dspark_tui.engine.drivers.native import NativeDriver
 from dspark_tui.model import BenchConfig, CellKey, CellSpec
 
 TOKENS = 5

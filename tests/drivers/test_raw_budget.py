@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dspark_tui.engine.drivers import DriverContext, NativeDriver
+from dspark_tui.engine.drivers import DriverContext
+from dspark_tui.engine.drivers.native import NativeDriver
 from dspark_tui.model import BenchConfig, CellKey, CellResult, CellSpec
 from dspark_tui.results.importers import cell_from_native_raw, import_result_file
 from dspark_tui.results.native_raw import (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import time
@@ -172,3 +173,40 @@ async def test_the_record_is_written_before_the_spawn(tmp_path: Path, port: int)
         await server.start()
     record = read_record(tmp_path)
     assert record is not None and record.token == server.token and record.state == "stopped"
+
+
+def test_a_stop_does_not_wait_out_a_group_of_zombies():
+    """A zombie answers killpg(pgid, 0) until it is reaped. vLLM's EngineCore, orphaned when its
+    API server exits, waits for init to reap it (slow on this box), and every stop of real vLLM
+    took the whole grace (stop_timeout_s, 15 s) and then reported nothing killed. Here the orphan
+    comes to this process (a subreaper for the test), which reaps it only afterwards."""
+    import ctypes
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from dspark_tui.engine.servers.procs import group_alive, terminate_tree
+
+    pr_set_child_subreaper = 36
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.prctl(pr_set_child_subreaper, 1, 0, 0, 0) == 0
+    code = ("import os, signal, time\n"
+            "if os.fork() == 0:\n    os._exit(0)\n"  # a child that is never reaped by its parent
+            "signal.signal(signal.SIGTERM, lambda *a: os._exit(0))\ntime.sleep(60)\n")
+    leader = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    try:
+        time.sleep(1.0)
+        started = time.monotonic()
+        killed = terminate_tree(pgid=leader.pid, refs=[], token=None, grace_s=10.0)
+        took = time.monotonic() - started
+        assert group_alive(leader.pid), "the orphan is a zombie until this process reaps it"
+        assert killed == [] and took < 3.0, (killed, took)
+    finally:
+        if leader.poll() is None:
+            os.killpg(leader.pid, signal.SIGKILL)
+        leader.wait()
+        libc.prctl(pr_set_child_subreaper, 0, 0, 0, 0)
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG) != (0, 0):
+                pass

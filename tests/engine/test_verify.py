@@ -61,6 +61,32 @@ def test_the_plan_runs_the_schedule_against_the_best_fixed_k(tmp_path: Path):
                             "num_speculative_tokens": recommendation.fixed_k}
 
 
+def test_a_best_fixed_k_of_0_starts_without_any_speculative_flag(tmp_path: Path):
+    """Upstream vLLM refuses K = 0 in every form (`--spec-tokens 0`, `"num_speculative_tokens":
+    0`): the fixed arm of K = 0 has no flag at all, even when the plan sets K through a
+    variable (it used to get `--speculative-config '{..."num_speculative_tokens":0}'`)."""
+    grid = {"chat": [1, 16, 128]}
+
+    def tokens_per_s(k: int, scenario: str, c: int) -> float:  # K = 1 pays at c = 1 only
+        return 100.0 * c * (1.0 + (0.3 * k if c == 1 else -0.2 * k))
+
+    run = k_sweep_run(tmp_path / "sweep", KS[:4], grid, model=tokens_per_s,
+                      traffic="[traffic]\nconcurrency = { 1 = 0.1, 128 = 0.9 }\n")
+    assert write_schedule(run) is not None
+    store = RunStore(tmp_path / "sweep")
+    manifest = store.read_manifest()
+    manifest.status = "completed"
+    store.write_manifest(manifest)
+    recommendation = read_recommendation(tmp_path / "sweep")
+    assert recommendation.fixed_k == 0 and recommendation.ranges[0][2] > 0, recommendation
+    plan = parse_plan(plan_text(KS[:4], grid))
+    verifying = verification_plan(plan, recommendation)
+    fixed = verifying.server_argv(verifying.arm("K=0"))
+    assert not any("spec" in part for part in fixed), fixed
+    schedule = verifying.server_argv(verifying.arm(SCHEDULE_ARM))
+    assert schedule.count("--speculative-config") == 1 and "--spec-tokens" not in schedule
+
+
 def test_without_schedule_json_the_recommendation_is_computed(tmp_path: Path):
     sweep = finished_sweep(tmp_path / "sweep")
     saved = json.loads((sweep / "schedule.json").read_text())
@@ -79,7 +105,7 @@ def test_a_run_that_is_no_finished_sweep_is_refused_in_one_line(tmp_path: Path):
     with pytest.raises(UserError, match="not a K sweep"):
         read_recommendation(SAMPLE_RUN)  # the seed: st=3 vs st=5, no K = 0
     unfinished = tmp_path / "unfinished"
-    k_sweep_run(unfinished, KS, GRID)
+    k_sweep_run(unfinished, KS, GRID, status="running")
     with pytest.raises(UserError, match="running, not completed"):
         read_recommendation(unfinished)
     with pytest.raises(UserError, match="missing"):

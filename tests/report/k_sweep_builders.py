@@ -61,13 +61,17 @@ Model = Callable[[int, str, int], float]
 def k_sweep_run(folder: Path, ks: list[int], scenarios: dict[str, list[int]], *, rounds: int = 3,
                 noise: float = 0.002, server: bool = True, traffic: str = "",
                 command_extra: str = "", model: Model | None = None,
-                running: Callable[[int, str, int], float] | None = None, seed: int = 3) -> LoadedRun:
+                running: Callable[[int, str, int], float] | None = None, seed: int = 3,
+                status: str = "completed",
+                readings: Callable[[int, str, int], int] | None = None) -> LoadedRun:
     """A run directory (run.json on disk) whose measurements live in memory, as in
     test_verdicts: rounds x arms x cells, a session offset per round and arm, noise per cell."""
     plan = parse_plan(plan_text(ks, scenarios, traffic=traffic, command_extra=command_extra,
                                 rounds=rounds))
     folder.mkdir(parents=True, exist_ok=True)
-    RunStore(folder).write_manifest(manifest_for_plan(plan, plan_source="test"))
+    manifest = manifest_for_plan(plan, plan_source="test")
+    manifest.status = status  # a finished sweep unless a test says otherwise
+    RunStore(folder).write_manifest(manifest)
     run = load_run(folder)
     rng = np.random.default_rng(seed)
     truth = model or (lambda k, scenario, c: model_throughput(k, c))
@@ -79,14 +83,15 @@ def k_sweep_run(folder: Path, ks: list[int], scenarios: dict[str, list[int]], *,
                 for c in concurrencies:
                     total = truth(k, scenario, c) * math.exp(session + rng.normal(0, noise))
                     measured.append(_cell(k, scenario, c, rnd, total, server,
-                                          running(k, scenario, c) if running else c * 0.97))
+                                          running(k, scenario, c) if running else c * 0.97,
+                                          readings(k, scenario, c) if readings else None))
     run.measurements = measured
     run.cells = {m.key: m for m in measured if m.round == rounds}
     return run
 
 
 def _cell(k: int, scenario: str, c: int, rnd: int, total: float, server: bool,
-          running: float) -> CellResult:
+          running: float, readings: int | None = None) -> CellResult:
     duration = 20.0
     summary = None
     if server:
@@ -103,6 +108,7 @@ def _cell(k: int, scenario: str, c: int, rnd: int, total: float, server: bool,
             per_position_acceptance=cumulative,
             running_mean=running,
             running_peak=math.ceil(running * 1.03),
+            running_samples=readings,
             kv_usage_peak=0.3,
         )
     return CellResult(arm=f"K={k}", scenario=scenario, concurrency=c, round=rnd,

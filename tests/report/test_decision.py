@@ -191,7 +191,9 @@ def test_schedule_json_is_written_next_to_the_report(tmp_path):
     assert_valid_schedule(data["num_speculative_tokens_per_batch_size"], 7, 256)
     assert data["speculative_config"]["num_speculative_tokens_per_batch_size"] == \
         data["num_speculative_tokens_per_batch_size"]
-    assert data["keyed_on"] == "running_batch" and data["verified"] is True
+    # "verified" meant "has intervals" (issue 22): the status says what the choices rest on.
+    assert data["keyed_on"] == "running_batch" and data["has_intervals"] is True
+    assert data["status"] == "decided" and data["deploy"] is True and data["incomplete"] is None
     assert data["beyond_measured"]["k"] == data["num_speculative_tokens_per_batch_size"][-1][2]
     en = (tmp_path / "run" / "report.en.md").read_text()
     # The answer first: the summary (with the schedule in one line), then its details.
@@ -221,16 +223,17 @@ def test_a_bad_traffic_table_is_one_clear_line(traffic, message):
     assert message in text and "\n" not in text and text.startswith("plan.toml")
 
 
-@pytest.mark.timing  # runs alone: its 1 s limit is wall time (1.03 s with other tests alongside)
+@pytest.mark.timing  # runs alone: a CPU budget, kept clear of cache contention
 def test_eight_arms_by_forty_cells_by_five_measurements_report_in_a_second(tmp_path):
     grid = {f"s{i}": [1, 2, 4, 8, 16, 32, 64, 128, 256, 512] for i in range(4)}
     run = k_sweep_run(tmp_path, KS, grid, rounds=5)
     assert len(run.measurements) == 8 * 40 * 5
-    start = time.perf_counter()
+    # CPU time: wall time measured the neighbours (8 s of wall for 0.9 s of CPU under load 15)
+    start = time.process_time()
     text = render_report(run, lang="en")
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     assert "## What to deploy" in text
-    assert elapsed <= 1.0, f"8 arms x 40 cells x 5 measurements took {elapsed:.2f} s"
+    assert elapsed <= 1.0, f"8 arms x 40 cells x 5 measurements took {elapsed:.2f} s of CPU"
 
 
 def test_a_choice_names_the_verdict_it_rests_on():
@@ -266,3 +269,44 @@ def test_a_cheaper_k_must_be_shown_within_the_band_not_merely_not_shown_worse(tm
     for choice in wide:
         assert choice.vs_top[1].lower < 0.98
         assert choice.k == 3
+
+
+def _k2_behind_k3(k: int, scenario: str, c: int) -> float:
+    """K=3 fastest at every concurrency, K=2 16.9 % behind it (the demo-k-sweep report's case)."""
+    return {0: 0.55, 1: 0.72, 2: 0.831, 3: 1.0, 4: 0.9}[k] * 1000.0 * c ** 0.5
+
+
+def test_the_best_fixed_k_uses_the_cells_rule_not_merely_not_shown_worse(tmp_path):
+    """demo-k-sweep said "best fixed K: K=2" while its own tables showed K=2 16.9 % slower than
+    K=3 and "K=3 is faster at every measured concurrency": the fixed K took the smallest K whose
+    traffic-weighted interval against the top merely reached the band. The per-cell rule (the
+    whole interval within the band of the top) names K=3, or no K at all with K=3 as leader."""
+    run = k_sweep_run(tmp_path, [0, 1, 2, 3, 4], {"chat": [1, 4, 16, 64, 128]}, rounds=2,
+                      noise=0.08, model=_k2_behind_k3, seed=10)
+    answer = deploy_answer(analyse(run))
+    assert answer is not None and answer.single is not None
+    assert answer.single.leader == 3
+    vs_k2 = answer.single.gains[2]
+    assert vs_k2.ratio > 1.1  # the report's own numbers: K=3 well ahead of K=2
+    # The old rule's loophole is open in this run: K=2's interval against K=3 reaches the band.
+    assert 1.0 / vs_k2.low >= answer.decision.band.floor
+    assert answer.single.k == 3
+    en = render_report(run, lang="en")
+    assert "fixed K for all traffic: K=2" not in en
+
+
+def test_the_fixed_k_that_is_not_shown_best_is_named_as_the_leader_only(tmp_path):
+    """Two K nearly equal on very noisy rounds: neither is shown within the band of the other's
+    best, so the answer names the leader and says no fixed K is shown best (never "deploy")."""
+    def close(k: int, scenario: str, c: int) -> float:
+        return {0: 0.6, 3: 1.0, 4: 1.01}[k] * 1000.0
+
+    run = k_sweep_run(tmp_path, [0, 3, 4], {"chat": [1, 16, 64]}, rounds=2, noise=0.15, model=close,
+                      seed=2)
+    answer = deploy_answer(analyse(run))
+    assert answer is not None and answer.single is not None
+    assert answer.single.status == "unsure"
+    assert answer.single.k == answer.single.leader
+    en = render_report(run, lang="en")
+    assert f"no fixed K is shown best; the leader is K={answer.single.leader}" in en
+    assert "With one fixed K for all traffic: K=" not in en

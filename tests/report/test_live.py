@@ -71,7 +71,8 @@ def test_a_sweep_row_names_the_leader_and_its_margin_over_k0(tmp_path):
     """N arms: the leader is named even in a tie; its margin over K = 0 is the verdict
     analysis' ratio, with its interval."""
     from dspark_tui.analysis.decision import ratio_between
-    from dspark_tui.analysis.live import baseline_arm, baseline_text
+    from dspark_tui.analysis.layout import baseline_arm
+    from dspark_tui.analysis.live import baseline_text
     from dspark_tui.analysis.verdicts import Settings, analyse_measurements
     from tests.report.k_sweep_builders import k_sweep_run
 
@@ -96,7 +97,7 @@ def test_a_sweep_row_names_the_leader_and_its_margin_over_k0(tmp_path):
 
 
 def test_two_arms_keep_their_rows_and_know_no_k0(sample):
-    from dspark_tui.analysis.live import baseline_arm
+    from dspark_tui.analysis.layout import baseline_arm
 
     assert baseline_arm(sample.manifest) is None  # st=3 against st=5: no K = 0 arm
     rows = comparison_rows(sample.cells.values(), ["st=3", "st=5"], sample.manifest.scenarios)

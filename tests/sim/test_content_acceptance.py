@@ -205,7 +205,8 @@ async def test_the_native_driver_sends_a_category_pure_cell_the_simulator_recogn
     """The real client path: the cell's prepared set holds its category's lines as written (so
     each starts with the words the simulator keys on), and the server's acceptance over the
     cell is that category's (position 1 within 4 SE)."""
-    from dspark_tui.engine.drivers import DriverContext, NativeDriver
+    from dspark_tui.engine.drivers import DriverContext
+    from dspark_tui.engine.drivers.native import NativeDriver
     from dspark_tui.model import BenchConfig
 
     cell = _category_cell("chat", 48, concurrency=8)

@@ -38,8 +38,16 @@ def test_max_num_seqs_queues_the_rest():
         with concurrent.futures.ThreadPoolExecutor(4) as pool:
             futures = [pool.submit(client.post, sim.url + "/v1/completions", json=body)
                        for _ in range(4)]
-            time.sleep(0.3)
-            text = sim.metrics_text()
+            # Until the server holds all four (a fixed 0.3 s was too short on a loaded box:
+            # the posting threads had not all sent). 400 tokens at --speed 1 take seconds.
+            deadline = time.monotonic() + 10
+            while True:
+                text = sim.metrics_text()
+                held = (metric_sum(text, "vllm:num_requests_running")
+                        + metric_sum(text, "vllm:num_requests_waiting"))
+                if held >= 4 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
             assert metric_sum(text, "vllm:num_requests_running") == 2
             assert metric_sum(text, "vllm:num_requests_waiting") == 2
             assert all(f.result().status_code == 200 for f in futures)
@@ -52,6 +60,18 @@ def test_bad_command_line_is_one_line_and_exit_2():
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "--speculative-config" in lines[0]
+
+
+def test_k_0_in_a_speculative_config_is_refused_as_vllm_refuses_it():
+    """vLLM 0.32: `"num_speculative_tokens": 0` is "Input should be greater than 0"; K = 0 is no
+    speculative flag at all. The simulator took it as no speculation (issue 21)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "dspark_tui.sim", "serve", "m", "--speculative-config",
+         '{"method": "ngram", "num_speculative_tokens": 0}'],
+        capture_output=True, text=True, timeout=20)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "num_speculative_tokens must be greater than 0" in lines[0], lines
 
 
 def test_a_port_out_of_range_is_one_line_and_exit_2():

@@ -39,3 +39,25 @@ def test_report_and_runner_name_the_same_cells():
         PairResult("chat", c, "a", "b", 1, r, None, None, "single", "a")
         for c, r in zip(CONCURRENCIES, RATIOS, strict=True)])
     assert report == outlier_cells(verdicts) == {("chat", 8)}
+
+
+def test_a_point_is_judged_only_against_its_true_neighbours():
+    """Issue 22: c=4 was judged against c=1 and c=128 once c=16 had been taken out. Two
+    spikes next to each other: the worst is found, its neighbour is not judged against a
+    farther point."""
+    concurrencies = [1, 4, 16, 64, 128]
+    log_ratios = [math.log(r) for r in (1.0, 1.3, 1.9, 1.0, 1.0)]
+    found = outliers(concurrencies, log_ratios)
+    for outlier in found:
+        low, high = outlier.neighbours
+        assert (low, high) == (outlier.index - 1, outlier.index + 1)
+    assert [o.index for o in found] == [2]
+
+
+def test_the_runs_own_noise_raises_the_threshold():
+    """A deviation of 0.25 is an outlier on a quiet run and not on one whose points each move
+    by 0.1 (3 of the deviation's standard errors: 0.37)."""
+    log_ratios = [0.0, 0.25, 0.0]
+    assert [o.index for o in outliers([1, 2, 4], log_ratios)] == [1]
+    assert [o.index for o in outliers([1, 2, 4], log_ratios, noise=0.01)] == [1]
+    assert outliers([1, 2, 4], log_ratios, noise=0.1) == []

@@ -49,9 +49,11 @@ def test_the_check_can_fail(checks):
 
     original = paired.fit_noise
 
-    def overconfident(d, prior=None):
-        fit = original(d, prior)
-        return None if fit is None else fit.__class__(**{**fit.__dict__, "tau2": fit.tau2 / 100})
+    def overconfident(d, prior=None, arms=None, groups=None):
+        fit = original(d, prior, arms, groups)
+        # the per-group variances go too, so every cell gets the lying pooled one
+        return None if fit is None else fit.__class__(
+            **{**fit.__dict__, "tau2": fit.tau2 / 100, "group_tau2": None})
 
     paired.fit_noise = overconfident
     try:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import DataTable
 
 from dspark_tui.model.events import CellFinished, parse_event
 from dspark_tui.results import RunStore
@@ -221,7 +222,12 @@ def test_compare_at_80_columns(snap_compare, tmp_path: Path):
     app.call_after_refresh(lambda: app.push_screen(CompareScreen(a, b)))
 
     async def compared(pilot: Pilot[object]) -> None:
-        await wait_until(pilot, lambda: "Matched cells" in screen_text(pilot.app), timeout=30,
+        # The rows too, not only the summary: the screen shows the summary first and fills the
+        # table after it, so a picture taken on the summary alone (under load) had the rows with
+        # the columns still at their headers' widths (chat_sho, st=). settled() then waits for
+        # the table to size its columns, which it does only once the rows are in.
+        await wait_until(pilot, lambda: "Matched cells" in screen_text(pilot.app)
+                         and pilot.app.screen.query_one(DataTable).row_count > 0, timeout=30,
                          what="the comparison")
         await settled(pilot)
 

@@ -16,8 +16,8 @@ import urllib.parse
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import httpx
 import psutil
 
 from dspark_tui.engine.checks import disk_budget
@@ -29,10 +29,14 @@ from dspark_tui.engine.servers.gpu import GpuDevice, detect_gpu
 from dspark_tui.engine.servers.launchers import launcher_problems
 from dspark_tui.engine.servers.ports import describe_taken_port, port_is_free
 from dspark_tui.engine.servers.server_record import read_record
+from dspark_tui.engine.servers.tls import verifying_context
 from dspark_tui.model import Plan, UserError
 from dspark_tui.model.kinds import ServerKind
 from dspark_tui.model.secrets import secret_values
 from dspark_tui.results import RunStore
+
+if TYPE_CHECKING:
+    import httpx  # imported where an endpoint is probed: ~0.2 s that most runs never use
 
 SIMULATOR_MODULE = "dspark_tui.sim"
 IMPORT_TIMEOUT_S = 60.0  # sglang's import pulls in transformers: seconds on a cold disk
@@ -188,7 +192,10 @@ def check_endpoints(plan: Plan) -> list[Finding]:
                                     "host and port only; for https or a path prefix use "
                                     'bench.driver = "native" or "vllm"'))
             continue
-        with httpx.Client(base_url=url, headers=headers, timeout=ENDPOINT_TIMEOUT_S) as client:
+        import httpx
+
+        with httpx.Client(base_url=url, headers=headers, timeout=ENDPOINT_TIMEOUT_S,
+                          verify=verifying_context()) as client:
             findings += _check_endpoint(client, url, plan.served_model_name, key, plan.kind)
     return findings
 
@@ -222,6 +229,8 @@ def _check_endpoint(client: httpx.Client, url: str, wanted: str, key: str,
 
 def _get(client: httpx.Client, url: str, path: str, json: bool = False) -> int | list[str] | str:
     """200 (or, with `json`, the model ids of a /v1/models answer); else why not, in words."""
+    import httpx
+
     try:
         response = client.get(path)
     except httpx.HTTPError as exc:

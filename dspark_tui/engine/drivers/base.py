@@ -35,6 +35,9 @@ class DriverContext:
     # The plan's secret values (Plan.secrets): scrubbed from a server's error body before a
     # driver keeps it (raw/, the cell's error).
     secrets: frozenset[str] = frozenset()
+    # The served model's vocabulary that `random-ids` ids are drawn below (engine/datasets/
+    # vocab.py); None: DEFAULT_VOCAB_SIZE, as before the run knew it.
+    vocab_size: int | None = None
 
 
 class BenchDriver(Protocol):

@@ -24,16 +24,18 @@ import json
 import time
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import aiohttp
 
-from dspark_tui.engine.datasets.prompts import PromptSpec, random_id_prompts
+from dspark_tui.engine.datasets.prompts import DEFAULT_VOCAB_SIZE, PromptSpec, random_id_prompts
 from dspark_tui.engine.drivers.base import CellError, DriverContext, ProgressCallback
 from dspark_tui.engine.drivers.cli_driver import raw_relpath
 from dspark_tui.engine.drivers.stats import RequestRecord, measured_raw
 from dspark_tui.engine.servers.auth import bearer_headers
 from dspark_tui.model import CellResult, CellSpec
+from dspark_tui.model.client_health import TICK_S, ClientHealth, judge
 from dspark_tui.model.events import CellProgress
 from dspark_tui.model.secrets import Scrubber
 from dspark_tui.results.manifest import now_iso
@@ -46,6 +48,7 @@ _ROLLING_REQUESTS = 256
 _TEXT_KEY = b'"text":'
 _ERROR_BODY_LIMIT = 4096
 _CONNECT_TIMEOUT_S = 30.0
+_HEALTH_TICKS = 2000  # the live lag is over the last 10 s of ticks
 
 
 class _StreamError(Exception):
@@ -82,6 +85,24 @@ class LiveStats:
         self.ttfts: deque[float] = deque(maxlen=_ROLLING_REQUESTS)
         self.tpots: deque[float] = deque(maxlen=_ROLLING_REQUESTS)
         self._samples: deque[tuple[float, int]] = deque()
+        self._ticker: LoopTicker | None = None
+        self._arrivals: Arrivals | None = None
+
+    def watch(self, ticker: LoopTicker, arrivals: Arrivals) -> None:
+        """The client's health so far goes into each progress event (the cell panel's line)."""
+        self._ticker, self._arrivals = ticker, arrivals
+
+    def _health_so_far(self) -> tuple[float | None, float | None, float | None]:
+        """Loop lag p99 (ms) over the last ticks, the same-read share of the gaps so far and
+        their mean (ms)."""
+        lag = same = itl = None
+        if self._ticker is not None and self._ticker.lags:
+            recent = self._ticker.lags[-_HEALTH_TICKS:]
+            lag = percentile(recent, 99) * 1000
+        if self._arrivals is not None and self._arrivals.gaps:
+            same = self._arrivals.same_read / self._arrivals.gaps
+            itl = self._arrivals.gap_total_s / self._arrivals.gaps * 1000
+        return lag, same, itl
 
     def finish(self, record: RequestRecord, chunks: int) -> None:
         if record.ok:
@@ -103,6 +124,7 @@ class LiveStats:
         first_t, first_tokens = self._samples[0]
         rate = (self.tokens_estimate - first_tokens) / (now - first_t) if now > first_t else None
         ttft, tpot = self.ttfts, self.tpots
+        lag, same, itl = self._health_so_far()
         return CellProgress(
             key=cell.key,
             completed=self.completed,
@@ -113,7 +135,61 @@ class LiveStats:
             ttft_p99_ms=percentile(ttft, 99) * 1000 if ttft else None,
             tpot_p50_ms=percentile(tpot, 50) * 1000 if tpot else None,
             tpot_p99_ms=percentile(tpot, 99) * 1000 if tpot else None,
+            client_lag_p99_ms=lag,
+            same_read_fraction=same,
+            mean_itl_ms=itl,
         )
+
+
+@dataclass
+class Arrivals:
+    """Inter-token gaps timed over a run of requests, and how many of them came in the same
+    socket read as the stream's previous token (the client read late: model/client_health.py)."""
+
+    gaps: int = 0
+    same_read: int = 0
+    gap_total_s: float = 0.0
+
+
+class LoopTicker:
+    """How late the event loop runs: a task that asks to be woken every TICK_S and records how
+    late each wake came. Its cost is one timer a tick (200 a second)."""
+
+    def __init__(self) -> None:
+        self.lags: list[float] = []
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._tick())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _tick(self) -> None:
+        clock = time.perf_counter
+        due = clock() + TICK_S
+        while True:
+            await asyncio.sleep(TICK_S)
+            now = clock()
+            self.lags.append(max(0.0, now - due))
+            due = now + TICK_S
+
+
+def client_health(ticker: LoopTicker, arrivals: Arrivals, records: Sequence[RequestRecord]) -> ClientHealth:
+    """The measurement's client health, judged against the limits of model/client_health.py."""
+    lags_ms = [lag * 1000 for lag in ticker.lags]
+    itls = [gap for r in records if r.ok for gap in r.itl]
+    return judge(ClientHealth(
+        loop_lag_p50_ms=round(percentile(lags_ms, 50), 3) if lags_ms else 0.0,
+        loop_lag_p99_ms=round(percentile(lags_ms, 99), 3) if lags_ms else 0.0,
+        loop_lag_max_ms=round(max(lags_ms), 3) if lags_ms else 0.0,
+        ticks=len(lags_ms), gaps=arrivals.gaps, same_read_gaps=arrivals.same_read,
+        median_itl_ms=round(percentile(itls, 50) * 1000, 4) if itls else None,
+        mean_itl_ms=round(sum(itls) / len(itls) * 1000, 4) if itls else None,
+    ))  # fmt: skip
 
 
 class NativeClient:
@@ -123,7 +199,8 @@ class NativeClient:
     always free when it asks for one. Create it inside the running loop; `aclose` it at the end.
     """
 
-    def __init__(self, ctx: DriverContext, slots: int) -> None:
+    def __init__(self, ctx: DriverContext, slots: int, arrivals: Arrivals | None = None) -> None:
+        self.arrivals = arrivals if arrivals is not None else Arrivals()
         headers = {"Content-Type": "application/json", **bearer_headers(ctx.bench.api_key)}
         self.model = ctx.served_model_name
         self.scrubber = Scrubber(ctx.secrets)
@@ -172,9 +249,11 @@ class NativeClient:
                     raise _StreamError(await _http_error(resp))
                 content = resp.content
                 pending = b""
+                arrivals = self.arrivals
                 while data := await content.readany():
                     lines = (pending + data).split(b"\n")
                     pending = lines.pop()
+                    in_this_read = 0  # text chunks of this stream found in this one read
                     for raw in lines:
                         if not raw.startswith(b"data:"):
                             continue
@@ -191,6 +270,11 @@ class NativeClient:
                                 ttft = now - start
                             else:
                                 itl.append(now - last_token_at)
+                                arrivals.gaps += 1
+                                arrivals.gap_total_s += now - last_token_at
+                                if in_this_read:
+                                    arrivals.same_read += 1
+                            in_this_read += 1
                             last_token_at = now
                             chunks += 1
                             if live is not None:
@@ -263,6 +347,7 @@ async def _run_requests(
     prompts: Sequence[PromptSpec],
     concurrency: int,
     live: LiveStats | None,
+    arrivals: Arrivals | None = None,
 ) -> tuple[list[RequestRecord], float]:
     """All requests, at most `concurrency` in flight, sent in order as slots free up.
 
@@ -274,7 +359,7 @@ async def _run_requests(
         for i, p in enumerate(prompts)
     ]
     slots = min(concurrency, len(prompts))
-    client = NativeClient(ctx, slots)
+    client = NativeClient(ctx, slots, arrivals)
     queue = iter(range(len(prompts)))
     cell_start = time.perf_counter()
 
@@ -312,7 +397,8 @@ def cell_prompts(cell: CellSpec, ctx: DriverContext) -> list[PromptSpec]:
     the run prepared them (prompts/)."""
     if cell.dataset == "random-ids":
         return random_id_prompts(cell.input_len, cell.output_len, cell.range_ratio,
-                                 cell.num_prompts, ctx.bench.seed)
+                                 cell.num_prompts, ctx.bench.seed,
+                                 ctx.vocab_size or DEFAULT_VOCAB_SIZE)
     from dspark_tui.engine.datasets import DatasetError, load_prompt_set  # imports the drivers
 
     if ctx.run_dir is None:
@@ -331,10 +417,13 @@ class NativeDriver:
         concurrency = cell.key.concurrency
         live = LiveStats(total=len(prompts))
         started_at = now_iso()
+        ticker, arrivals = LoopTicker(), Arrivals()
+        live.watch(ticker, arrivals)
+        ticker.start()
         reporter = asyncio.create_task(_report_progress(live, cell, on_progress))
         try:
             async with asyncio.timeout(ctx.bench.cell_timeout_s):
-                records, duration = await _run_requests(ctx, prompts, concurrency, live)
+                records, duration = await _run_requests(ctx, prompts, concurrency, live, arrivals)
         except TimeoutError:
             raise CellError(
                 f"native client timed out after {ctx.bench.cell_timeout_s:g}s (cell_timeout_s) "
@@ -344,6 +433,7 @@ class NativeDriver:
             reporter.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await reporter
+            await ticker.stop()
         on_progress(live.progress(cell))
         raw_path = ctx.raw_dir / f"{cell.key.file_stem}.jsonl"
         raw = measured_raw(records, duration)
@@ -354,6 +444,9 @@ class NativeDriver:
         notes: list[str] = []
         if failures:
             notes.append(f"{len(failures)} of {len(records)} requests failed; first: {failures[0].error}")
+        health = client_health(ticker, arrivals, records)
+        if health.behind:
+            notes.append("the client fell behind: " + "; ".join(health.reasons))
         missing_usage = sum(1 for r in records if r.ok and not r.usage_reported)
         if missing_usage:
             notes.append(f"{missing_usage} responses had no usage; their max_tokens was counted")
@@ -371,17 +464,55 @@ class NativeDriver:
                 source="native",
                 notes=notes,
             ),
+            client=health,
         )
 
 
-async def warmup(ctx: DriverContext, n_requests: int) -> None:
-    """Warm the server (graphs, caches) before any cell; any failed request fails the warmup."""
+WARMUP_OUTPUT_TOKENS = 16  # a warmup request's longest answer: it warms, it does not measure
+WARMUP_CONCURRENCY = 16
+
+
+def warmup_prompts(ctx: DriverContext, cells: Sequence[CellSpec], n_requests: int) -> list[PromptSpec]:
+    """`n_requests` prompts of the cells' datasets, taken in turn from each cell's set, answers
+    cut to WARMUP_OUTPUT_TOKENS: a text set's prepared prompts; `random-ids` of the cell's
+    lengths, drawn below the model's vocabulary like the cells' ids. A text set the native
+    client did not prepare (a peer driver draws its own) is replaced by `random-ids`."""
+    sets: list[list[PromptSpec]] = []
+    for cell in cells:
+        if cell.dataset == "random-ids" or ctx.bench.driver != "native":
+            # Drawn with the next seed, as the cells' are with theirs: the same lengths and
+            # vocabulary, none of the same prompts (a prefix cache warmed by the cells' own
+            # prompts would flatter the first measurement's TTFT).
+            count = min(cell.num_prompts, n_requests)
+            sets.append(random_id_prompts(cell.input_len, cell.output_len, cell.range_ratio, count,
+                                          ctx.bench.seed + 1, ctx.vocab_size or DEFAULT_VOCAB_SIZE))
+        else:
+            sets.append(cell_prompts(cell, ctx))
+    sets = [s for s in sets if s]
+    if not sets:
+        return []
+    prompts: list[PromptSpec] = []
+    for i in range(n_requests):
+        chosen = sets[i % len(sets)]
+        prompt = chosen[(i // len(sets)) % len(chosen)]
+        prompts.append(replace(prompt, output_len=min(prompt.output_len, WARMUP_OUTPUT_TOKENS)))
+    return prompts
+
+
+async def warmup(ctx: DriverContext, n_requests: int, cells: Sequence[CellSpec] = ()) -> None:
+    """Warm the server (graphs, caches) before any cell with the cells' datasets (without cells:
+    `random-ids` of 32 tokens); any failed request fails the warmup (CellError), and the caller
+    measures no cell."""
     if n_requests <= 0:
         return
-    prompts = random_id_prompts(32, 16, 1.0, n_requests, ctx.bench.seed + 1)
+    prompts = (warmup_prompts(ctx, cells, n_requests) if cells else
+               random_id_prompts(32, WARMUP_OUTPUT_TOKENS, 1.0, n_requests, ctx.bench.seed + 1,
+                                 ctx.vocab_size or DEFAULT_VOCAB_SIZE))
+    if not prompts:
+        return
     try:
         async with asyncio.timeout(ctx.bench.cell_timeout_s):
-            records, _ = await _run_requests(ctx, prompts, min(n_requests, 16), None)
+            records, _ = await _run_requests(ctx, prompts, min(n_requests, WARMUP_CONCURRENCY), None)
     except TimeoutError:
         raise CellError(f"warmup timed out after {ctx.bench.cell_timeout_s:g}s") from None
     failures = [r for r in records if not r.ok]

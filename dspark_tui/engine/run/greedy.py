@@ -16,6 +16,7 @@ from collections.abc import Callable
 import httpx
 
 from dspark_tui.analysis.greedy import greedy_verdicts
+from dspark_tui.engine.servers.tls import verifying_context
 from dspark_tui.model import Arm, Plan
 from dspark_tui.model.events import Event, GreedyChecked, Notice
 from dspark_tui.model.greedy import GreedyAnswer, GreedyAnswers
@@ -69,7 +70,8 @@ async def collect(base_url: str, plan: Plan, arm: Arm, *, session: str, round: i
     started = time.monotonic()
     limit = asyncio.Semaphore(MAX_IN_FLIGHT)
     timeout = httpx.Timeout(plan.bench.cell_timeout_s, connect=10.0)
-    async with httpx.AsyncClient(base_url=base_url, headers=headers, timeout=timeout) as client:
+    async with httpx.AsyncClient(base_url=base_url, headers=headers, timeout=timeout,
+                                 verify=verifying_context()) as client:
 
         async def one(prompt: str) -> GreedyAnswer:
             async with limit:

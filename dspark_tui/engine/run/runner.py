@@ -23,7 +23,6 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Literal
 
-from dspark_tui.analysis.verdicts import cells_to_remeasure
 from dspark_tui.engine.checks.disk_budget import refuse_resume_without_room
 from dspark_tui.engine.checks.setup import filter_plan, preflight, prepare_run
 from dspark_tui.engine.drivers.base import BenchDriver
@@ -61,6 +60,15 @@ __all__ = ["RUNNER_PLAN_VAR", "Runner", "filter_plan", "plan_of_run", "preflight
 
 # (measurements, plan, look) -> (scenario, concurrency) to measure again; injectable for tests.
 Remeasure = Callable[[Sequence[CellResult], Plan, int], list[GridCell]]
+
+
+def cells_to_remeasure(measurements: Sequence[CellResult], plan: Plan, look: int) -> list[GridCell]:
+    """The verdicts' choice (analysis/verdicts.py), imported when an adaptive round is first
+    planned: numpy and the statistics are ~0.5 s of CPU that a runner which never gets there
+    (killed, stopped, a plan without adaptive rounds) need not pay at its start."""
+    from dspark_tui.analysis.verdicts import cells_to_remeasure as chosen
+
+    return chosen(measurements, plan, look)
 SessionEnd = Literal["done", "server_died", "not_started", "moved"]
 PROGRESS_EVERY_S = 0.2
 
@@ -108,6 +116,8 @@ class Runner:
         self._last_progress_t: dict[Slot, float] = {}  # per measurement in flight
         self._parent_watch: asyncio.Task[None] | None = None
         self._prompts_ready = False
+        self._vocab_size: int | None = None
+        self._behind_told = False  # a measurement whose client fell behind was warned of
         self._prompts_lock = asyncio.Lock()
 
     # -- subscribers and control -----------------------------------------------------------
@@ -386,11 +396,18 @@ class Runner:
                               placement=lanes.placement(lane)) as session:
             lane.locating = lambda: session.node  # the other lanes keep off it while it starts
             try:
-                problem = await session.open()
+                problem = await session.open(prepare=self._prepare_prompts)
+            except UserError as exc:  # prompts the file cannot give (too few), or not tokenized
+                self._emit(ev.Notice(level="error", message=str(exc)))
+                self._fail_every_unrun(f"not run: prompts not prepared: {exc}", session_id)
+                return "done"
             finally:
                 lane.locating = None
             if problem is not None:
                 if problem.aborted:
+                    return "not_started"
+                if problem.warmup:  # the server started: the node is not to blame
+                    self._fail_unrun(rnd, arm, f"not run: {problem.reason}", None, session_id)
                     return "not_started"
                 pinned = lane.node
                 if lanes.move_off(lane):
@@ -403,12 +420,6 @@ class Runner:
                                  session_id)
                 return "not_started"
             lanes.placed(lane, session.node)
-            try:
-                await self._prepare_prompts(session)
-            except UserError as exc:  # prompts the file cannot give (too few), or not tokenized
-                self._emit(ev.Notice(level="error", message=str(exc)))
-                self._fail_every_unrun(f"not run: prompts not prepared: {exc}", session_id)
-                return "done"
             while todo := self._schedule.todo(rnd.round, arm.name):
                 if not await self._may_go_on():
                     return "done"
@@ -420,15 +431,18 @@ class Runner:
             return "done"
 
     async def _prepare_prompts(self, session: ArmSession) -> None:
-        """A text dataset's prompts, once per run, as soon as a server is ready (it tokenizes
-        them); kept in prompts/ and recorded in run.json, so a resume reuses them. Lanes that
-        reach this together wait for the first: every arm and node sends the same prompts."""
+        """A text dataset's prompts and the model's vocabulary (`random-ids`), once per run, as
+        soon as a server is ready (it tokenizes them, it bounds the ids), before its warmup
+        sends them; kept in prompts/ and recorded in run.json, so a resume reuses them. Lanes
+        that reach this together wait for the first: every arm and node sends the same prompts."""
         async with self._prompts_lock:
             if not self._prompts_ready:
                 await self._prepare_prompts_once(session)
+            session.vocab_size = self._vocab_size
 
     async def _prepare_prompts_once(self, session: ArmSession) -> None:
         from dspark_tui.engine.datasets import needs_preparing, peer_records, prepare_prompt_sets
+        from dspark_tui.engine.datasets.vocab import draws_random_ids, model_vocabulary, vocabulary_line
 
         manifest = self.store.read_manifest()
         if needs_preparing(self.plan):
@@ -442,10 +456,17 @@ class Runner:
                     f"({fresh[0].dataset}, {fresh[0].tokenizer}) in prompts/")))
         else:
             records = await asyncio.to_thread(peer_records, self.plan)  # hashes the file
+        vocabulary = manifest.vocabulary
+        if vocabulary is None and draws_random_ids(self.plan):
+            vocabulary = await model_vocabulary(self.plan.model, session.server.base_url,
+                                                self.plan.served_model_name, auth_headers(self.plan))
+            manifest.vocabulary = vocabulary
+            self._emit(ev.Notice(message=vocabulary_line(vocabulary)))
+        self._vocab_size = vocabulary.size if vocabulary is not None else None
         self._prompts_ready = True
         files = {r.file for r in records}
         records += [r for r in manifest.prompt_sets if r.file not in files]  # narrowed resumes
-        if records != manifest.prompt_sets:
+        if records != manifest.prompt_sets or vocabulary is not None:
             manifest.prompt_sets = records
             self.store.write_manifest(manifest)
 
@@ -468,6 +489,18 @@ class Runner:
         if outcome.result is not None:
             outcome.result.node = session.node  # the block the analysis pairs arms within
             self._record(outcome.result, outcome.kind)
+            health = outcome.result.client
+            if health is not None and health.behind:
+                # A warning (a toast in the app) the first time only: one a measurement piled
+                # toasts over the app's dialogs on a busy box and slowed its UI (the keyboard
+                # tests failed on it). The later ones are in the log; the report counts them all.
+                first = not self._behind_told
+                self._behind_told = True
+                later = "; later ones are in the log only" if first else ""
+                emit(ev.Notice(level="warning" if first else "info", message=(
+                    f"{key.id} r{m.round} p{m.repeat}: the client fell behind "
+                    f"({'; '.join(health.reasons)}); its latencies are left out of comparisons"
+                    f"{later}")))
         return outcome
 
     def _record(self, result: CellResult, kind: str) -> None:
@@ -491,7 +524,7 @@ class Runner:
             self._emit(ev.CellFailed(key=result.key, reason=result.error or "failed",
                                      round=result.round, repeat=result.repeat))
 
-    def _fail_unrun(self, rnd: RoundPlan, arm: Arm, reason: str, failure: FailureKind,
+    def _fail_unrun(self, rnd: RoundPlan, arm: Arm, reason: str, failure: FailureKind | None,
                     session: str | None = None) -> None:
         assert self._schedule is not None
         driver = self.plan.bench.driver

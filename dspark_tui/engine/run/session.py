@@ -25,7 +25,7 @@ from dspark_tui.engine.servers.launchers import make_server
 from dspark_tui.engine.servers.placement import Placement
 from dspark_tui.engine.servers.scraper import MetricsScraper
 from dspark_tui.engine.servers.server import ServerError, ServerProcess
-from dspark_tui.model import Arm, Plan
+from dspark_tui.model import Arm, CellSpec, Plan
 from dspark_tui.model.events import Event, Notice, ServerStateChanged, SessionStarted
 from dspark_tui.results import RunStore
 from dspark_tui.results.manifest import record_server_info
@@ -39,6 +39,11 @@ ArmServer = ServerProcess | ExternalServer
 class StartProblem:
     reason: str
     aborted: bool = False  # the user stopped the run during startup: no cell is to blame
+    warmup: bool = False  # the server started; its warmup failed (the node is not to blame)
+
+
+class WarmupFailed(Exception):
+    """The warmup's requests failed: the cells would send the same prompts and fail the same way."""
 
 
 class ArmSession:
@@ -60,6 +65,9 @@ class ArmSession:
                         run_dir=store.path, emit=emit, gpu=gpu, session=session,
                         placement=placement))
         self.scraper: MetricsScraper | None = None
+        # The served model's vocabulary for `random-ids` (engine/datasets/vocab.py), set by the
+        # runner's preparation before the warmup; None: the default size.
+        self.vocab_size: int | None = None
 
     @property
     def node(self) -> str | None:
@@ -72,8 +80,10 @@ class ArmSession:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
-    async def open(self) -> StartProblem | None:
-        """Start, wait ready, warm up; an abort cuts a long startup short."""
+    async def open(self, prepare: Callable[[ArmSession], Awaitable[None]] | None = None
+                   ) -> StartProblem | None:
+        """Start, wait ready, `prepare` (the run's prompts, once), warm up with them; an abort
+        cuts a long startup short. A failed warmup is a start problem: no cell is measured."""
         try:
             if not await self._unless_stopping(self.server.start()):
                 return StartProblem("aborted", aborted=True)
@@ -89,6 +99,8 @@ class ArmSession:
                 told=self._evidence_told, dialect=self.plan.kind.metrics,
             )
             await self.scraper.start()
+            if prepare is not None and not await self._unless_stopping(prepare(self)):
+                return StartProblem("aborted", aborted=True)
             if not await self._unless_stopping(self._warm_up()):
                 return StartProblem("aborted", aborted=True)
             if not await self._unless_stopping(self._check_greedy()):
@@ -96,6 +108,9 @@ class ArmSession:
         except ServerError as exc:
             self._emit(Notice(level="error", message=f"{self.arm.name}: {exc.with_tail(10)}"))
             return StartProblem(exc.reason)
+        except WarmupFailed as exc:
+            self._emit(Notice(level="error", message=f"{self.arm.name}: {exc}"))
+            return StartProblem(str(exc), warmup=True)
         return None
 
     def _record_external(self, server: ExternalServer) -> None:
@@ -124,6 +139,7 @@ class ArmSession:
             served_model_name=self.server.served_model, model_path=self.plan.model,
             bench=self.plan.bench, raw_dir=self.store.raw_dir(self.arm.name, round, repeat),
             run_dir=self.store.path, secrets=frozenset(self.plan.secrets()),
+            vocab_size=self.vocab_size,
         )
 
     async def _unless_stopping(self, work: Awaitable[_T]) -> bool:
@@ -159,21 +175,32 @@ class ArmSession:
         from dspark_tui.engine.drivers.native import warmup
 
         timeout = self.plan.bench.cell_timeout_s
+        failure: str | None = None
         try:
             # A server that stalls (/health 200, no token counted) or dies ends the wait, and
             # the session with it: a stalled server is never measured.
             await self._watched(asyncio.wait_for(
-                warmup(self.driver_context(self.round, 0), count), timeout=timeout), "warmup")
+                warmup(self.driver_context(self.round, 0), count, self.warmup_cells()),
+                timeout=timeout), "warmup")
         except TimeoutError:
-            self._emit(Notice(level="warning", message=f"{name}: warmup incomplete (not done "
-                              f"after {timeout:g}s, bench.cell_timeout_s)"))
+            failure = f"warmup: not done after {timeout:g}s (bench.cell_timeout_s)"
         except (CellError, OSError) as exc:
-            why = str(exc) or type(exc).__name__
-            self._emit(Notice(level="warning", message=f"{name}: warmup incomplete ({why})"))
+            failure = str(exc) or type(exc).__name__
         death = server.death_reason()
         if death is not None:
             raise ServerError(f"{death} during warmup", server.tail())
+        if failure is not None:
+            raise WarmupFailed(failure if failure.startswith("warmup") else f"warmup: {failure}")
         self._emit(ServerStateChanged(arm=name, state="ready", message="warmed up", pid=server.pid))
+
+    def warmup_cells(self) -> list[CellSpec]:
+        """Whose prompts the warmup sends: the first cell of each of the arm's scenarios (their
+        prompt sets), so every dataset the cells use is sent before any cell counts."""
+        first: dict[str, CellSpec] = {}
+        for cell in self.plan.cells():
+            if cell.key.arm == self.arm.name:
+                first.setdefault(cell.key.scenario, cell)
+        return list(first.values())
 
     async def _check_greedy(self) -> None:
         """The greedy equivalence check (engine/run/greedy.py), once per arm and round."""

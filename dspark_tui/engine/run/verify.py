@@ -5,23 +5,20 @@ best fixed K as the other, on the plan's grid with the plan's rounds (docs/decis
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dspark_tui.analysis.analysis import analyse
-from dspark_tui.analysis.deploy import SCHEDULE_FILE, deploy_answer, schedule_json
-from dspark_tui.analysis.schedule import without_k_flags
 from dspark_tui.engine.checks.setup import filter_plan
 from dspark_tui.model import Plan, UserError, numbers, safe_files
+from dspark_tui.model.plan import SPECULATIVE_ARG
 from dspark_tui.results import RunStore
 from dspark_tui.results.manifest import Verification
 from dspark_tui.results.store import load_run
 
+# The analysis (numpy, pandas: ~1 s of imports) is loaded only for a run with --verify: every
+# runner process imports this module, and most never verify.
 SCHEDULE_ARM = "schedule"
-# The one template variable both arms set: the whole --speculative-config JSON.
-CONFIG_VAR = "speculative_config"
 
 
 @dataclass(frozen=True)
@@ -44,6 +41,9 @@ class Recommendation:
 def read_recommendation(sweep_dir: Path) -> Recommendation:
     """The sweep's schedule.json (computed from its measurements when absent); a run that is
     not a finished K sweep with a schedule and a best fixed K is one UserError line."""
+    from dspark_tui.analysis.analysis import analyse
+    from dspark_tui.analysis.deploy import SCHEDULE_FILE, deploy_answer, schedule_json
+
     sweep_dir = Path(sweep_dir).expanduser()
     manifest = RunStore(sweep_dir).read_manifest()  # a missing or bad run.json: one line
     refuse = f"--verify {sweep_dir}"
@@ -83,39 +83,21 @@ def fixed_arm_name(k: int) -> str:
 
 
 def verification_plan(plan: Plan, recommendation: Recommendation) -> Plan:
-    """The plan with exactly two arms, `schedule` and `K=<best fixed>`. The flag carrying the
-    compared K (`--spec-tokens {spec_tokens}`) and any `--speculative-config` of the plan are
-    replaced by `--speculative-config {speculative_config}`, which each arm fills: vLLM's own
-    way to set K, and the only one that takes a schedule. A plan whose arms give
-    `[arms.speculative]` tables keeps its command; the two arms get tables (a fixed K = 0 none,
-    so its server starts without speculation)."""
-    if plan.uses_speculative_tables():
-        return _verification_plan_of_tables(plan, recommendation)
-    var = recommendation.compared_var
-    if f"{{{var}}}" not in " ".join(plan.server.command):
-        raise UserError(f"plan {plan.name!r}: server.command has no {{{var}}}, the K the sweep "
-                        f"{recommendation.sweep_name} compared; verify with the sweep's own plan")
-    command = [*without_k_flags(plan.server.command, var), "--speculative-config",
-               f"{{{CONFIG_VAR}}}"]
-    schedule_config = dict(recommendation.config)
-    fixed_config = {key: value for key, value in schedule_config.items()
-                    if key != "num_speculative_tokens_per_batch_size"}
-    fixed_config["num_speculative_tokens"] = recommendation.fixed_k
-    data = plan.model_dump()
-    data["name"] = f"{plan.name}_verify"
-    data["description"] = (f"verifies the K schedule of {recommendation.sweep_name} "
-                           f"against its best fixed K = {recommendation.fixed_k}")
-    data["server"]["command"] = command
-    data["arms"] = [
-        {"name": SCHEDULE_ARM, "vars": {CONFIG_VAR: _json(schedule_config)},
-         "description": "the sweep's num_speculative_tokens_per_batch_size schedule"},
-        {"name": fixed_arm_name(recommendation.fixed_k), "vars": {CONFIG_VAR: _json(fixed_config)},
-         "description": "the sweep's best fixed K for the plan's traffic"},
-    ]
-    return Plan.model_validate(data)
+    """The plan with exactly two arms, `schedule` and `K=<best fixed>`, each with its
+    speculative table (`[arms.speculative]`) given where the command says `"{speculative}"`:
+    the schedule's `--speculative-config`, the fixed K's, and for a fixed K = 0 none at all, so
+    its server starts without any speculative flag (upstream vLLM refuses K = 0 in every form).
+    A plan that sets K through a variable (`--spec-tokens {spec_tokens}`) has that flag and any
+    `--speculative-config` of its own replaced by `"{speculative}"`: vLLM's own way to set K,
+    and the only one that takes a schedule."""
+    from dspark_tui.analysis.schedule import without_k_flags
 
-
-def _verification_plan_of_tables(plan: Plan, recommendation: Recommendation) -> Plan:
+    if not plan.uses_speculative_tables():
+        var = recommendation.compared_var
+        if f"{{{var}}}" not in " ".join(plan.server.command):
+            raise UserError(f"plan {plan.name!r}: server.command has no {{{var}}}, the K the "
+                            f"sweep {recommendation.sweep_name} compared; verify with the sweep's "
+                            f"own plan")
     schedule_config = dict(recommendation.config)
     fixed_config = {key: value for key, value in schedule_config.items()
                     if key != plan.kind.schedule_key}
@@ -124,6 +106,10 @@ def _verification_plan_of_tables(plan: Plan, recommendation: Recommendation) -> 
     data["name"] = f"{plan.name}_verify"
     data["description"] = (f"verifies the K schedule of {recommendation.sweep_name} "
                            f"against its best fixed K = {recommendation.fixed_k}")
+    if not plan.uses_speculative_tables():
+        data["server"]["command"] = [*without_k_flags(plan.server.command,
+                                                      recommendation.compared_var, plan.kind),
+                                     SPECULATIVE_ARG]
     data["arms"] = [
         {"name": SCHEDULE_ARM, "speculative": schedule_config,
          "description": "the sweep's num_speculative_tokens_per_batch_size schedule"},
@@ -140,10 +126,6 @@ def verification_record(recommendation: Recommendation) -> Verification:
                         sweep_name=recommendation.sweep_name, schedule=recommendation.ranges,
                         keyed_on=recommendation.keyed_on, fixed_k=recommendation.fixed_k,
                         schedule_arm=SCHEDULE_ARM, fixed_arm=fixed_arm_name(recommendation.fixed_k))
-
-
-def _json(config: dict[str, Any]) -> str:
-    return json.dumps(config, separators=(",", ":"))
 
 
 def plan_to_run(plan: Plan, verify: Path | None, arms: list[str] | None,

@@ -22,6 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from dspark_tui.engine.servers.auth import bearer_headers
 from dspark_tui.engine.servers.server import ServerError
+from dspark_tui.engine.servers.tls import verifying_context
 from dspark_tui.model import Arm, Plan
 from dspark_tui.model.events import Event, ServerState, ServerStateChanged
 from dspark_tui.model.secrets import mask_value
@@ -100,7 +101,7 @@ class ExternalServer:
         return []  # its log is on its own machine
 
     def _client(self, timeout: float) -> httpx.AsyncClient:
-        return httpx.AsyncClient(base_url=self.base_url, timeout=timeout,
+        return httpx.AsyncClient(base_url=self.base_url, timeout=timeout, verify=verifying_context(),
                                  headers=bearer_headers(self.plan.bench.api_key))
 
     def _set_state(self, state: ServerState, message: str) -> None:

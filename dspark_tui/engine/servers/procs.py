@@ -98,6 +98,22 @@ def group_alive(pgid: int) -> bool:
         return False
 
 
+def live_in_group(pgid: int) -> bool:
+    """A process of the group still runs. Not `group_alive`: a zombie answers killpg(pgid, 0)
+    until its parent reaps it, and vLLM's EngineCore, orphaned when its API server exits, was
+    one for the whole stop_timeout_s: every stop of real vLLM waited it out (15 s) and then
+    reported nothing killed (docs/vllm-cpu.md)."""
+    if not group_alive(pgid):
+        return False
+    for proc in psutil.process_iter():
+        try:
+            if os.getpgid(proc.pid) == pgid and _alive(proc):
+                return True
+        except (OSError, psutil.Error):
+            continue
+    return False
+
+
 def kill_all(procs: Iterable[psutil.Process], sig: signal.Signals = signal.SIGKILL) -> int:
     count = 0
     for proc in procs:
@@ -136,9 +152,13 @@ def terminate_tree(
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
         tracked = [p for p in tracked if _alive(p)]
-        if not tracked and (pgid is None or not group_alive(pgid)):
+        if not tracked and (pgid is None or not live_in_group(pgid)):
             return []
-        wait_gone(tracked, min(0.2, max(0.0, deadline - time.monotonic())))
+        step = min(0.2, max(0.0, deadline - time.monotonic()))
+        if tracked:
+            wait_gone(tracked, step)
+        else:
+            time.sleep(step)
     leftovers = {p.pid: p for p in _tracked(pgid, refs, token) if _alive(p)}
     leftovers.update({p.pid: p for p in tracked if _alive(p)})
     if pgid is not None and group_alive(pgid):

@@ -23,6 +23,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from dspark_tui.engine.servers.gpu import GpuProbe, GpuSample
+from dspark_tui.engine.servers.tls import verifying_context
 from dspark_tui.model import CellKey, ServerSummary
 from dspark_tui.model.events import MetricsSample, Notice
 from dspark_tui.model.kinds import MetricsDialect
@@ -31,6 +32,10 @@ from dspark_tui.results.atomic import atomic_write_text
 
 # The names /metrics is read by are the server kind's (model/kinds/): vLLM's by default.
 # Counters whose movement shows the engine is doing work.
+# Inside a cell's window /metrics is read this often (quietly, between the plan's scrapes): a
+# closed loop's running batch ramps up and down at the cell's ends, and a short cell read at
+# 1 s gave 2 readings and a batch of 1 where the peak was 7 (issue 21).
+WINDOW_SAMPLE_S = 0.25
 PROGRESS_COUNTERS = ("generation_tokens", "prompt_tokens", "drafts")
 
 SERIES_COLUMNS = [
@@ -153,6 +158,8 @@ def summarize_window(snapshots: Sequence[MetricsSnapshot], gaps: int = 0) -> Ser
         ]
     summary.kv_usage_mean, summary.kv_usage_peak = _mean_peak(snapshots, "kv_usage")
     summary.running_mean, summary.running_peak = _mean_peak(snapshots, "running")
+    summary.running_samples = sum(1 for s in snapshots if "running" in s.gauges)
+    summary.running_steady = steady_running(snapshots)
     summary.waiting_mean, summary.waiting_peak = _mean_peak(snapshots, "waiting")
     gpus = [s.gpu for s in snapshots if s.gpu is not None]
     utils = [g.util_percent for g in gpus if g.util_percent is not None]
@@ -162,6 +169,19 @@ def summarize_window(snapshots: Sequence[MetricsSnapshot], gaps: int = 0) -> Ser
     summary.gpu_memory_peak_mib = max(memory) if memory else None
     summary.gpu_power_mean_w = sum(power) / len(power) if power else None
     return summary
+
+
+def steady_running(snapshots: Sequence[MetricsSnapshot]) -> float | None:
+    """The running batch the cell held: the median of its readings, without the window's first
+    and last (taken before the first request and after the last: the ramp, not the load). The
+    mean of a short closed-loop cell is pulled down by its ends (0, 8, 8, 1, 8, 8, 0 reads 4.7
+    where the load was 8); the median is not while the steady part is most of the readings."""
+    inner = snapshots[1:-1] if len(snapshots) > 2 else snapshots
+    values = sorted(s.gauges["running"] for s in inner if "running" in s.gauges)
+    if not values:
+        return None
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
 
 
 def _mean_peak(snapshots: Sequence[MetricsSnapshot], gauge: str) -> tuple[float | None, float | None]:
@@ -246,6 +266,7 @@ class MetricsScraper:
         self._client: httpx.AsyncClient | None = None
         self._task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
+        self._window_opened = asyncio.Event()
         self._last: MetricsSnapshot | None = None
         self._key: CellKey | None = None
         self._window: list[MetricsSnapshot] = []
@@ -271,7 +292,8 @@ class MetricsScraper:
         await self.stop()
 
     async def start(self) -> None:
-        self._client = httpx.AsyncClient(timeout=self.timeout_s, headers=self._headers)
+        self._client = httpx.AsyncClient(timeout=self.timeout_s, headers=self._headers,
+                                         verify=verifying_context())
         self._task = asyncio.create_task(self._loop())
 
     async def stop(self) -> None:
@@ -296,6 +318,7 @@ class MetricsScraper:
             self._window_gaps = 0
             self._progress_t = time.monotonic()
         await self.scrape_once()
+        self._window_opened.set()
 
     async def end_window(self) -> tuple[ServerSummary, list[MetricsSample]]:
         await self.scrape_once()
@@ -319,12 +342,25 @@ class MetricsScraper:
         return time.monotonic() - self._progress_t
 
     async def _loop(self) -> None:
+        """Scrape every `interval_s`; inside a cell's window every WINDOW_SAMPLE_S too (quietly:
+        those snapshots feed the cell's summary, its running batch above all, not the events)."""
+        emitted = -math.inf
         while True:
             started = time.monotonic()
-            await self.scrape_once()
-            await asyncio.sleep(max(0.05, self.interval_s - (time.monotonic() - started)))
+            loud = self._key is None or started - emitted >= self.interval_s * 0.9
+            await self.scrape_once(emit=loud)
+            emitted = started if loud else emitted
+            every = self.interval_s if self._key is None else min(self.interval_s, WINDOW_SAMPLE_S)
+            self._window_opened.clear()
+            # A window opening cuts the plan's interval short: its readings start at once.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._window_opened.wait(),
+                                       max(0.05, every - (time.monotonic() - started)))
 
-    async def scrape_once(self) -> None:
+    async def scrape_once(self, emit: bool = True) -> None:
+        if not emit:
+            await self._quiet_scrape()
+            return
         snapshot, problem = await self._fetch()
         if problem is not None:
             self._tell_missing(problem)
@@ -350,6 +386,16 @@ class MetricsScraper:
             if self._key is not None:
                 self._window_samples.append(sample)
             self._emit(sample)
+
+    async def _quiet_scrape(self) -> None:
+        """A snapshot for the open window only: no event, no gap counted, rates untouched."""
+        snapshot, _ = await self._fetch()
+        if snapshot is None:
+            return
+        async with self._lock:
+            self._note_progress(snapshot)
+            if self._key is not None:
+                self._window.append(snapshot)
 
     def _note_progress(self, snapshot: MetricsSnapshot) -> None:
         values = {k: snapshot.counters[k] for k in PROGRESS_COUNTERS if k in snapshot.counters}

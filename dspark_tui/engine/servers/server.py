@@ -36,6 +36,7 @@ from dspark_tui.engine.servers.placement import Placement
 from dspark_tui.engine.servers.ports import describe_taken_port, port_is_free, wait_port_free
 from dspark_tui.engine.servers.procs import TOKEN_VAR, ProcRef, descendants, terminate_tree
 from dspark_tui.engine.servers.server_record import RecordedProc, ServerRecord, write_record
+from dspark_tui.engine.servers.tls import verifying_context
 from dspark_tui.model import Arm, Plan
 from dspark_tui.model.events import Event, ServerLog, ServerState, ServerStateChanged
 from dspark_tui.model.secrets import scrub_argv, secret_values
@@ -445,7 +446,7 @@ class ServerProcess:
     # -- internals -------------------------------------------------------------------------
 
     def _client(self, timeout: float) -> httpx.AsyncClient:
-        return httpx.AsyncClient(base_url=self.base_url, timeout=timeout,
+        return httpx.AsyncClient(base_url=self.base_url, timeout=timeout, verify=verifying_context(),
                                  headers=bearer_headers(self.plan.bench.api_key))
 
     async def _health(self, client: httpx.AsyncClient) -> bool:

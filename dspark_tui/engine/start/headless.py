@@ -10,10 +10,8 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-
-from dspark_tui.analysis.live import baseline_arm
 from dspark_tui.config import settings_or_warn
 from dspark_tui.engine.checks.disk_budget import refuse_resume_without_room
 from dspark_tui.engine.run.finish import answer_lines
@@ -27,11 +25,18 @@ from dspark_tui.engine.start.launch import (
     RunnerProcess,
     refused_resume,
 )
-from dspark_tui.engine.start.printer import HeadlessPrinter, summary_lines
 from dspark_tui.model import UserError
 from dspark_tui.results import RunStore
 from dspark_tui.results.follow import EventFollower
+from dspark_tui.results.manifest import RunManifest
 from dspark_tui.results.run_lock import RunLock
+
+if TYPE_CHECKING:
+    from dspark_tui.engine.start.printer import HeadlessPrinter
+
+# The printer (rich, and the live verdicts: numpy, the statistics) is imported when a printer is
+# made: a runner the app or --detach started prints nothing, and a command refused by a pre-run
+# check ends before it prints a table.
 
 EXIT_CODES = {"completed": 0, "failed": 1, "aborted": 3, "interrupted": 130}
 
@@ -86,7 +91,7 @@ def run_command(args: argparse.Namespace) -> int:
     printer: HeadlessPrinter | None = None
     on_hangup = None
     if not quiet:
-        printer = headless_printer(args, baseline_arm(store.read_manifest()))
+        printer = headless_printer(args, store.read_manifest())
         if resume is not None:
             _seed_from_run(printer, store)
         runner.subscribe(printer)
@@ -95,6 +100,8 @@ def run_command(args: argparse.Namespace) -> int:
     # A runner the app started (quiet) is told of a lost terminal by the app, which chooses.
     status = asyncio.run(_run(runner, on_hangup))
     if printer is not None and not printer.broken:
+        from dspark_tui.engine.start.printer import summary_lines
+
         with contextlib.suppress(OSError):
             for line in summary_lines(store.path, printer.state, status):
                 print(line, flush=True)
@@ -103,9 +110,15 @@ def run_command(args: argparse.Namespace) -> int:
     return EXIT_CODES.get(status, 1)
 
 
-def headless_printer(args: argparse.Namespace, baseline: str | None) -> HeadlessPrinter:
+def headless_printer(args: argparse.Namespace, manifest: RunManifest) -> HeadlessPrinter:
     """Colours and tables for a terminal; for a pipe or a file (a log over SSH), plain lines
     that are never cut to a width, and tables without box drawing (`--pretty` keeps them)."""
+    from rich.console import Console
+
+    from dspark_tui.analysis.layout import baseline_arm
+    from dspark_tui.engine.start.printer import HeadlessPrinter
+
+    baseline = baseline_arm(manifest)
     if getattr(args, "pretty", False) or sys.stdout.isatty():
         console = Console(highlight=False, force_terminal=getattr(args, "pretty", False) or None)
         return HeadlessPrinter(console, baseline=baseline)
@@ -167,7 +180,7 @@ def attach_command(args: argparse.Namespace) -> int:
         run_dir = run_to_attach(settings.history_roots())
     run_dir = Path(run_dir).expanduser()
     manifest = RunStore(run_dir).read_manifest()
-    printer = headless_printer(args, baseline_arm(manifest))
+    printer = headless_printer(args, manifest)
     follower = EventFollower(run_dir)
     quiet_since = time.monotonic()
     try:
@@ -180,6 +193,8 @@ def attach_command(args: argparse.Namespace) -> int:
             state = printer.state
             if state.finished and not runner_alive(run_dir):
                 if not printer.broken:
+                    from dspark_tui.engine.start.printer import summary_lines
+
                     with contextlib.suppress(OSError):
                         for line in [*summary_lines(run_dir, state, state.status or "failed"),
                                      *answer_lines(run_dir, settings.language)]:

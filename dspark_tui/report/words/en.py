@@ -11,8 +11,11 @@ WORDS: dict[str, str] = {
     "report.summary_even": "- **{where}**: either ({ties} of {cells} decided cells are ties{extra})",
     "report.summary_mixed": "- **{where}**: no consistent winner ({cells} decided cells{extra}); see the "
     "scenarios below",
-    "report.summary_unsure": "- **{where}**: too close to call ({n} unsure)",
-    "report.summary_unsure_extra": "; {n} more unsure",
+    "report.summary_unsure_extra": "; {n} more unsure, leaning {lean}",
+    "report.summary_undecided": "- **{where}**: not decided, too close to call — {decided} of {cells} cells decided{won}; the unsure ones lean {lean}",
+    "report.summary_undecided_won": ": {wins}",
+    "report.summary_no_lean": "nowhere (none is unsure)",
+    "report.lean_item": "to `{arm}` in {n} (by {by})",
     "report.summary_single": "- How sure: one measurement per cell, so no intervals; margins under "
     "{band}% count as ties and larger ones may still be noise. Re-run with `rounds >= 2` "
     "for verdicts.",
@@ -48,10 +51,36 @@ WORDS: dict[str, str] = {
     "report.summary_k_keyed_client": "by client concurrency; this run has no `/metrics`",
     "report.summary_k_deploy": "- **Deploy the K schedule** ({keyed}): {ranges} (`--speculative-config` "
     "below)",
+    "report.summary_k_leaders": "- **The K schedule of the leaders — not to deploy yet** ({keyed}): {ranges}",
+    "report.summary_k_partial": "- Asked for with `--partial-schedule`: this schedule comes from a sweep without {arms}; it is no answer for them.",
+    "report.summary_k_withheld": "- **No K schedule**: the sweep has no measurement of {arms}, and a schedule made from the arms that happened to run would answer for K values it never measured. Resume it (`dspark-tui run --resume {path}`) or ask for one anyway (`dspark-tui report {path} --partial-schedule`).",
+    "report.summary_k_status_decided": "- Decided: the choice of every one of the {n} cells is a win, a tie or within the tie band of the fastest.",
+    "report.summary_k_status_unsure": "- Not decided: {unsure} of {n} cells' choices are unsure ({cells}); the schedule follows their leaders, and more rounds (`bench.rounds`, `bench.adaptive_rounds`) must settle them before it is deployed.",
+    "report.summary_k_status_single": "- Single measurements: each of the {n} cells' choices is a point estimate without an interval; rerun with `rounds >= 2` before deploying.",
     "report.summary_k_sim": "- **The simulator's K schedule** ({keyed}): {ranges}",
     "report.summary_k_single": "- With one fixed K for all traffic: K={k}",
     "report.summary_k_single_sim": "- The simulator's best fixed K: K={k}",
+    "report.summary_k_single_unsure": "- With one fixed K for all traffic: no fixed K is shown best; the leader is K={k}, and K={others} may still beat it by more than the tie band",
+    "report.summary_k_single_unsure_sim": "- The simulator's best fixed K: no fixed K is shown best; the leader is K={k}, and K={others} may still beat it by more than the tie band",
+    "report.summary_k_single_point": "- With one fixed K for all traffic: K={k} (single measurements: a point estimate, not shown)",
+    "report.summary_k_single_point_sim": "- The simulator's best fixed K: K={k} (single measurements: a point estimate, not shown)",
     "report.summary_charts": "- Charts: {links}",
+    "report.summary_incomplete": "- **Incomplete run** ({status}): {ok} of {total} cells measured{arms}{failed}; every answer below rests only on what was measured.",
+    "report.summary_incomplete_arms": "; no measurement at all of {arms}",
+    "report.summary_incomplete_failed": "; {n} failed: {cells}",
+    "report.summary_incomplete_failed_item": "`{arm}` {scenario} c={c} ({reason})",
+    "report.summary_incomplete_more": " and {n} more (see Failed and missing cells)",
+    "report.summary_verify.confirmed": "- **Verified: the schedule of `{sweep}` is confirmed** — its realised gain over fixed K={k} is {gain}, shown, and K={k} beats it in no cell.",
+    "report.summary_verify.no_gain": "- **Not confirmed: the schedule of `{sweep}` gains nothing shown** — {gain} over fixed K={k} is a tie within ±{band}%: fixed K={k} serves as well{cells}.",
+    "report.summary_verify.refuted": "- **Refuted: fixed K={k} beats the schedule of `{sweep}`** — the schedule's realised gain is {gain}{cells}.",
+    "report.summary_verify.unsure": "- **Not verified: the schedule of `{sweep}` is not shown better than fixed K={k}** — its realised gain is {gain}, unsure{cells}.",
+    "report.summary_verify.single": "- **Not verified: single measurements** — the schedule of `{sweep}` over fixed K={k} is {gain}, a point estimate{cells}.",
+    "report.summary_verify_cells": "; K={k} beats it at {cells}",
+    "report.run_status.completed": "completed",
+    "report.run_status.aborted": "aborted",
+    "report.run_status.interrupted": "interrupted",
+    "report.run_status.failed": "failed",
+    "report.run_status.running": "still running",
     "report.status_completed": "completed",
     "report.status_completed_skipped": "completed, {skipped} skipped",
     "report.status_incomplete": "incomplete",
@@ -65,6 +94,7 @@ WORDS: dict[str, str] = {
     "report.unsure_item": "- `{scenario}` c={c}: `{leader}` leads by {margin} (interval {low} … {high}); {hint}",
     "report.unsure_more": "about {n} more round(s) would likely settle it",
     "report.unsure_edge": "the margin sits near the band's edge; more rounds are unlikely to settle it",
+    "report.unsure_wide": "its interval is too wide for a few more rounds to settle it (the box's noise is the limit)",
     "report.verdict_col": "Verdict",
     "report.interval_col": "Margin interval",
     "report.verdict.wins": "wins",
@@ -94,6 +124,7 @@ WORDS: dict[str, str] = {
     "report.server_heading": "## Server metrics",
     "report.winner_heading": "## Throughput winners",
     "report.margin_col": "Margin",
+    "report.margin_note": "Margin: the geometric mean over rounds of the paired per-round ratio (the interval's centre), not the ratio of the mean Total tok/s in the same row; they differ where sessions moved the arms unevenly, most at {where}: margin {margin}, ratio of the means {means}.",
     "report.winner_col": "Winner (Total tok/s)",
     "report.runner_up_col": "Runner-up",
     "report.findings_heading": "## Key findings",
@@ -109,6 +140,8 @@ WORDS: dict[str, str] = {
     "report.band_arm": "- **{name} ({label})**: `{arm}` wins {wins}/{cells} cells{range}{ties}{latency}.",
     "report.band_even": "- **{name} ({label})**: {both}about even, {ties}/{cells} cells within {tie}%{exceptions}.",
     "report.band_mixed": "- **{name} ({label})**: no consistent winner ({counts}).",
+    "report.band_unsure_note": "{n} more of the band's {cells} cells are unsure, leaning {lean}{undecided}.",
+    "report.band_undecided": "; too few are decided to name a setting for the band",
     "report.win_range": " (by {low}–{high}, most at {where})",
     "report.win_single": " (by {high}, {where})",
     "report.win_same": " (by {high} each)",
@@ -126,9 +159,11 @@ WORDS: dict[str, str] = {
     "report.best_table_header": "| Scenario | Best {spec} | Evidence |",
     "report.best_even": "about even",
     "report.best_mixed": "depends on concurrency",
+    "report.best_undecided": "not decided",
     "report.best_reason_arm": "wins {wins}/{cells} concurrencies{range}",
     "report.best_reason_even": "{ties}/{cells} concurrencies within {tie}%",
     "report.best_reason_mixed": "{counts}",
+    "report.best_reason_undecided": "only {decided} of {cells} concurrencies decided ({counts})",
     "report.gap_heading": "### {n}. `{scenario}`: the gap moves most with concurrency",
     "report.gap_lead.widens": "As concurrency grows in `{scenario}`, the lead of `{leader}` over "
     "`{trailer}` widens ({first_text} at c={first}, {last_text} at c={last}):",
@@ -155,6 +190,7 @@ WORDS: dict[str, str] = {
     "report.outlier_server": "  Server evidence: {evidence} (neighbours: {neighbours}).",
     "report.no_outliers": "No cell stands far from its neighbouring concurrencies "
     "(threshold: {threshold} in ln ratio).",
+    "report.no_outliers_noise": "No cell stands far from the line through its neighbouring concurrencies (threshold: {threshold} in ln ratio, or {z} of the deviation's standard error from this run's own noise where that is larger: {noisy} here between evenly spaced concurrencies).",
     "report.evidence": "acceptance length {accept}; KV peak {kv}; preemptions {preempt}",
     "report.evidence_prefix": "Server evidence: ",
     "report.failed_heading": "## Failed and missing cells",
@@ -172,9 +208,12 @@ WORDS: dict[str, str] = {
     "report.rec_short": "Short input and output: {scenarios}",
     "report.rec_even": "{values}: either",
     "report.rec_mixed": "depends on concurrency",
+    "report.rec_undecided": "not decided",
     "report.rec_note_arm": "wins {wins}/{cells} cells{range}{latency}{exceptions}",
     "report.rec_note_even": "{ties}/{cells} cells within {tie}%{exceptions}",
     "report.rec_note_mixed": "{counts}",
+    "report.rec_note_undecided": "only {decided} of {cells} cells decided: too few to recommend a setting",
+    "report.rec_note_overlap": "the concurrency rows above give these scenarios' cells another setting ({bands}): follow them",
     "report.rec_latency": "; lower P99 E2E in {n}/{m}",
     "report.next_heading": "### Next steps",
     "report.next_high": "If the traffic is mostly high-concurrency ({label}), make {setting} the default.",
@@ -230,6 +269,7 @@ WORDS: dict[str, str] = {
     "decision.deploy_traffic_equal": "The plan has no `[traffic]`: every scenario and concurrency weighs the same "
     "(add a `[traffic]` table to the plan to weigh your own mix).",
     "decision.deploy_single": "- Fixed K = {k}: {gains}",
+    "decision.deploy_single_unsure": "- No fixed K is shown best: the leader is K = {k}, and K = {others} may still beat it by more than the tie band; {gains}",
     "decision.deploy_single_gain": "vs K = {other} {gain}",
     "decision.deploy_schedule_gain": "- The schedule's expected gain over fixed K = {k}: {gain}",
     "decision.deploy_routing": "- Routing: two instances, traffic at concurrency <= {threshold} on K = "
@@ -237,15 +277,32 @@ WORDS: dict[str, str] = {
     "K = {high_k}; over fixed K = {k}: {gain} (assumes each class reaches its instance at the load it was "
     "measured at).",
     "decision.gain_fmt": "{value} ({low} … {high})",
+    "decision.zero_note": " (not distinguishable from zero)",
     "decision.sweep_heading": "## K sweep",
     "decision.best_k_heading": "### Best K per cell",
     "decision.best_k_lead": "The smallest K shown to be within the tie band ({band}%) of the cell's fastest: "
     "its ratio's lower bound against the fastest is >= 1 − {band}%; the fastest itself when no "
     "cheaper K is.",
     "decision.best_k_header": "| Scenario | Concurrency | Running batch | Chosen K | Fastest K | Chosen/fastest | "
-    "Chosen/K=0 | Fastest/runner-up | Verified |",
+    "Chosen/K=0 | Fastest/runner-up | Status |",
+    "decision.status.decided": "decided",
+    "decision.status.unsure": "unsure",
+    "decision.status.single": "single",
     "decision.yes": "yes",
-    "decision.no": "no (single)",
+    "decision.no": "no",
+    "decision.deploy_verdict": "- Deployable as it stands: **{answer}**{why} (schedule.json's `deploy`).",
+    "decision.deploy_why": " — {reasons}",
+    "decision.why.no_schedule": "no schedule",
+    "decision.why.missing_arms": "arms without a measurement",
+    "decision.why.failed_cells": "failed cells",
+    "decision.why.run_aborted": "the run was aborted",
+    "decision.why.run_interrupted": "the run was interrupted",
+    "decision.why.run_failed": "the run failed",
+    "decision.why.run_running": "the run is still running",
+    "decision.why.cells_not_run": "cells not run",
+    "decision.why.unsure": "some choices are unsure",
+    "decision.why.single": "single measurements",
+    "decision.why.simulated": "measured on the simulator",
     "decision.break_heading": "### Break-even concurrency",
     "decision.break_item": "- `{scenario}` K={low_k}→{high_k}: {text}",
     "decision.break_at": "c ≈ {at} (interval {low} … {high})",
@@ -269,6 +326,7 @@ WORDS: dict[str, str] = {
     "decision.position_gain": "{sign} {value} tok/s at {scenario} c={c}",
     "decision.position_adds": "adds",
     "decision.position_costs": "costs",
+    "decision.position_gain_zero": "{value} tok/s at {scenario} c={c} (not distinguishable from zero)",
     "decision.positions_header": "| Position | Accepted (cumulative) | Conditional | {columns} |",
     "decision.warn_heading": "### ⚠ Acceptance length and throughput disagree",
     "decision.warn_lead": "In these cells the larger K accepts more tokens per step yet serves fewer tokens per "
@@ -353,4 +411,25 @@ WORDS: dict[str, str] = {
     "compare.command": "server commands",
     "compare.prompts": "prompts",
     "compare.warmup": "warmup requests",
+    # the client's health (report header) and the running-batch schedule's notes (decision)
+    "report.client_kept_up": "- Client health: kept up in all {n} measurements (event-loop lag p99 at "
+    "most {lag} ms, token gaps read together at most {same})",
+    "report.client_behind": "- Client fell behind in {k} of {n} measurements ({items}); their TTFT, TPOT, "
+    "ITL and E2E are left out of the tables and latency comparisons (limits: over {same_limit} of "
+    "token gaps read in one burst with the previous token while the event-loop lag p99 was at least "
+    "{lag_fraction} of the mean ITL and {floor} ms; docs/client.md). {throughput}",
+    "report.client_throughput_stands": "Their Total tok/s stands: a late read moves a request's end by "
+    "at most the lag (p99 at most {lag} ms, against a mean E2E of {e2e} ms)",
+    "report.client_throughput_doubtful": "Their Total tok/s is doubtful too: the lag (p99 up to {lag} ms) "
+    "is {share} of the mean E2E ({e2e} ms), and in a closed loop each next request waits for it",
+    "decision.deploy_schedule_lead_thin": "Some cells' running batch was read fewer than {min} times ({cells}), "
+    "too few to tell its steady state from the ramp at the cell's ends, so the table is keyed on "
+    "the client's concurrency; rerun with a smaller `scrape_interval_s` or longer cells:",
+    "decision.deploy_unsure": "- **Unverified**: {n} of {total} choices are unsure (their intervals cross the "
+    "tie band: {cells}); an interval that decides nothing verifies nothing — measure more rounds.",
+    "decision.deploy_wide_merge": "- The anchor at batch {batch} joins cells whose concurrencies differ by more "
+    "than {span}x ({cells}): their running batches overlapped, so one K = {k} serves both loads.",
+    "decision.deploy_covered": "- The anchor at batch {batch} ({cells}, K = {k}) lies within one batch of the "
+    "previous one, whose range covers it.",
+    "decision.deploy_readings": "{n} readings",
 }

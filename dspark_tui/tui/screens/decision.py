@@ -26,11 +26,22 @@ from textual.screen import Screen
 from textual.widgets import Footer, Label, Markdown, Static
 
 from dspark_tui.analysis.analysis import analyse
-from dspark_tui.analysis.decision import is_k_sweep, manifest_k_values
+from dspark_tui.analysis.decision import is_k_sweep
 from dspark_tui.analysis.deploy import DeployAnswer, deploy_answer
+from dspark_tui.analysis.layout import manifest_k_values
 from dspark_tui.analysis.positions import acceptance_by_k
-from dspark_tui.analysis.schedule import Gain, shell_line
+from dspark_tui.analysis.schedule import (
+    DECIDED,
+    MERGE_CONCURRENCY_SPAN,
+    MIN_RUNNING_SAMPLES,
+    SINGLE_ANSWER,
+    UNSURE_ANSWER,
+    Gain,
+    shell_line,
+)
 from dspark_tui.report.decision_section import break_even_items
+from dspark_tui.report.headline import incomplete_lines, schedule_status_line
+from dspark_tui.report.words import Texts
 from dspark_tui.results import load_run
 from dspark_tui.results.manifest import RunManifest
 from dspark_tui.tui import safe
@@ -69,6 +80,7 @@ class DecisionScreen(LoadingScreen):
     DecisionScreen #decision-body { height: 1fr; padding: 0 1; }
     DecisionScreen .heading { color: $accent; text-style: bold; margin-top: 1; width: 1fr; }
     DecisionScreen .note { color: $text-muted; }
+    DecisionScreen .warning { color: $warning; display: none; }
     DecisionScreen #decision-command, DecisionScreen #decision-config {
         background: $boost; padding: 0 1;
     }
@@ -91,6 +103,7 @@ class DecisionScreen(LoadingScreen):
     def compose(self) -> ComposeResult:
         yield Label(safe.text(f"loading the K sweep of {self.run_dir.name} …"), id="decision-title")
         with VerticalScroll(id="decision-body"):
+            yield Static(id="decision-warnings", classes="warning")
             yield Label("Schedule: running batch → K", classes="heading")
             yield Static(id="decision-schedule")
             yield Static(id="decision-notes", classes="note")
@@ -118,10 +131,12 @@ class DecisionScreen(LoadingScreen):
             self.notify(NOT_A_SWEEP, severity="warning")
             return
         decision = answer.decision
-        certainty = ("verified" if decision.verified
-                     else "UNVERIFIED: single measurements, point estimates only")
         title.update(Content(f"{safe.plain(data.manifest.name)}  [{data.manifest.status}]  K = "
-                             f"{', '.join(str(k) for k in decision.ks)}  {certainty}"))
+                             f"{', '.join(str(k) for k in decision.ks)}  {certainty(answer)}"))
+        warnings = self.query_one("#decision-warnings", Static)
+        lines = warning_lines(answer)
+        warnings.update(Content(safe.lines("\n".join(lines))))
+        warnings.display = bool(lines)
         self.query_one("#decision-schedule", Static).update(schedule_table(answer))
         self.query_one("#decision-notes", Static).update(Content("\n".join(schedule_notes(answer))))
         self.query_one("#decision-config", Static).update(Content(config_text(answer)))
@@ -160,9 +175,39 @@ def _table(*columns: str) -> Table:
     return table
 
 
+def certainty(answer: DeployAnswer) -> str:
+    """The title's word for what the answer rests on (schedule.json's `status`)."""
+    status = answer.status
+    if status == SINGLE_ANSWER:
+        text = "UNVERIFIED: single measurements, point estimates only"
+    elif status == UNSURE_ANSWER:
+        unsure = sum(1 for c in answer.decision.choices if c.status != DECIDED)
+        text = f"NOT DECIDED: {unsure} of {len(answer.decision.choices)} cells unsure"
+    else:
+        text = "decided (not yet confirmed by --verify)"
+    if not answer.complete:
+        text = "INCOMPLETE RUN; " + text
+    return text
+
+
+def warning_lines(answer: DeployAnswer) -> list[str]:
+    """What the report's summary says first about an incomplete sweep and a withheld schedule,
+    the same sentences (report/headline.py), without Markdown."""
+    t = Texts("en")
+    lines = incomplete_lines(answer.run, t) if answer.run is not None else []
+    if answer.withheld and answer.run is not None:
+        lines.append(t("summary_k_withheld", arms=t.join(f"`{a}`" for a in answer.run.missing_arms),
+                       path=answer.run_path))
+    elif answer.schedule is not None and answer.status != DECIDED:
+        lines.append(schedule_status_line(answer, t))
+    return [line.replace("**", "") for line in lines]
+
+
 def schedule_table(answer: DeployAnswer) -> Table | Text:
     schedule = answer.schedule
     if schedule is None:
+        if answer.withheld:
+            return Text("no schedule: the sweep lacks arms (see above)")
         return Text("no schedule: no cell has a choice")
     key = "batch" if schedule.keyed_on == "running_batch" else "client c"
     table = _table(f"running {key}", "K", "from the cells")
@@ -177,8 +222,16 @@ def schedule_notes(answer: DeployAnswer) -> list[str]:
     notes: list[str] = []
     if schedule is None:
         return notes
-    if schedule.keyed_on == "client_concurrency":
+    if schedule.thin:
+        cells = ", ".join(f"{c.scenario} c={c.concurrency} ({c.samples})" for c in schedule.thin)
+        notes.append(f"Keyed on the client's concurrency: the running batch of {cells} was read "
+                     f"fewer than {MIN_RUNNING_SAMPLES} times.")
+    elif schedule.keyed_on == "client_concurrency":
         notes.append("Keyed on the client's concurrency: some cells have no /metrics running batch.")
+    for anchor in schedule.wide_anchors:
+        cells = ", ".join(f"{c.scenario} c={c.concurrency}" for c in anchor.cells)
+        notes.append(f"K = {anchor.k} at batch {anchor.batch:.1f} joins {cells}: concurrencies more "
+                     f"than {MERGE_CONCURRENCY_SPAN:g}x apart whose running batches overlapped.")
     if schedule.largest_measured_batch < schedule.max_num_seqs:
         source = "the plan's --max-num-seqs" if schedule.max_num_seqs_source == "plan" else "vLLM's default"
         notes.append(f"Beyond the largest measured batch ({schedule.largest_measured_batch}) the last "
@@ -189,6 +242,11 @@ def schedule_notes(answer: DeployAnswer) -> list[str]:
     single = answer.single
     if single is not None:
         line = f"Without the dynamic field: fixed K = {single.k}"
+        if single.status == UNSURE_ANSWER:
+            line = (f"Without the dynamic field: no fixed K is shown best; the leader is K = "
+                    f"{single.k}")
+        elif single.status == SINGLE_ANSWER:
+            line += " (a point estimate)"
         if answer.schedule_gain is not None:
             line += f"; the schedule's expected gain over it {_gain(answer.schedule_gain)}"
         traffic = "the plan's [traffic]" if answer.traffic_source == "plan" else "equal weights"

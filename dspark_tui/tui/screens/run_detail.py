@@ -132,7 +132,8 @@ class RunDetailScreen(LoadingScreen):
         self.load(partial(read_run, self.run_dir, lang), self._show_run, f"loading {self.run_dir.name}")
 
     async def _show_run(self, read: ReadRun) -> None:
-        from dspark_tui.analysis.live import baseline_arm, comparison_rows
+        from dspark_tui.analysis.layout import baseline_arm
+        from dspark_tui.analysis.live import comparison_rows
 
         run = self.run = read.run
         arms = run.manifest.arm_names()

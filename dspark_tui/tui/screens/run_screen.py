@@ -149,7 +149,7 @@ class RunScreen(Screen[None]):
         self.state.name = manifest.name
         self._scenarios = list(manifest.scenarios)
         self._manifest = manifest
-        from dspark_tui.analysis.live import baseline_arm
+        from dspark_tui.analysis.layout import baseline_arm
 
         self._baseline = baseline_arm(manifest)
         try:
@@ -388,7 +388,8 @@ class RunScreen(Screen[None]):
         self.app.push_screen(ReportScreen(self.run_dir))
 
     def _is_sweep(self) -> bool:
-        from dspark_tui.analysis.decision import is_k_sweep, manifest_k_values
+        from dspark_tui.analysis.decision import is_k_sweep
+        from dspark_tui.analysis.layout import manifest_k_values
 
         return self._manifest is not None and is_k_sweep(manifest_k_values(self._manifest))
 

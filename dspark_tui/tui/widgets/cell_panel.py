@@ -7,6 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import Grid, Vertical
 from textual.widgets import Label, ProgressBar, Sparkline, Static
 
+from dspark_tui.model.client_health import live_client_line
 from dspark_tui.model.run_state import SERIES_NAMES, RunState
 from dspark_tui.tui import format as fmt
 from dspark_tui.tui import safe
@@ -82,6 +83,11 @@ class CellPanel(Vertical):
                 f"TPOT {fmt.number(current.tpot_p50_ms, 2)}/{fmt.number(current.tpot_p99_ms, 2)} ms"
                 "  (p50/p99)"
             )
+            client, behind = live_client_line(current.client_lag_p99_ms,
+                                              current.same_read_fraction, current.mean_itl_ms)
+            if client:
+                # The client's own health: a client that fell behind times itself, not the server.
+                numbers += "\n" + (f"[$warning]{client}[/]" if behind else client)
             total, progress = max(1, current.num_prompts), current.completed
         shown = (title, numbers, total, progress)
         if shown != self._text:

@@ -1,0 +1,94 @@
+"""What each concurrency band may be said to favour, counting every compared cell of the band,
+decided or not: one false win among unsure cells must not become "deploy".
+
+An arm is a band's answer only when it wins more than half of the band's cells (not only of its
+decided ones); "even" only when more than half are ties; with half or fewer of the cells
+decided the band is "not decided", and the unsure cells' leaders say which way it leans. With
+single measurements every cell counts as decided (the seed's rule, one measurement a cell).
+The summary, the findings' heading and the recommendations all read this one rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from dspark_tui.analysis import frames as fr
+
+UNDECIDED = "undecided"
+
+
+@dataclass(frozen=True)
+class BandAnswer:
+    band: str  # frames.BANDS id
+    concurrencies: list[int]  # every compared concurrency of the band
+    cells: int  # compared cells, decided or not
+    decided: int
+    ties: int
+    wins: dict[str, int]  # decided wins per arm
+    verdict: str  # an arm, frames.EVEN, frames.MIXED or UNDECIDED
+    lean: dict[str, int] = field(default_factory=dict)  # unsure cells per point leader
+    lean_margins: dict[str, tuple[float, float]] = field(default_factory=dict)  # their range
+
+    @property
+    def unsure(self) -> int:
+        return self.cells - self.decided
+
+
+def band_answers(winners: pd.DataFrame, decided: pd.DataFrame, unsure: pd.DataFrame,
+                 arms: list[str]) -> list[BandAnswer]:
+    """One answer per band with compared cells, in band order. `winners` holds every compared
+    cell, `decided` and `unsure` split it by verdict (RunAnalysis)."""
+    out = []
+    for band in fr.BANDS:
+        every = winners[winners["band"] == band.id] if not winners.empty else winners
+        if every.empty:
+            continue
+        sure = decided[decided["band"] == band.id] if not decided.empty else decided
+        open_cells = unsure[unsure["band"] == band.id] if not unsure.empty else unsure
+        wins = dict.fromkeys(arms, 0)
+        ties = 0
+        for winner, tie in zip(sure["winner"].tolist(), sure["tie"].tolist(), strict=True):
+            if tie:
+                ties += 1
+            else:
+                wins[winner] += 1
+        cells, count = len(every), len(sure)
+        lean: dict[str, int] = {}
+        margins: dict[str, tuple[float, float]] = {}
+        for leader, margin in zip(open_cells["winner"].tolist(), open_cells["margin"].tolist(),
+                                  strict=True):
+            lean[leader] = lean.get(leader, 0) + 1
+            low, high = margins.get(leader, (margin, margin))
+            margins[leader] = (min(low, margin), max(high, margin))
+        out.append(BandAnswer(
+            band=band.id,
+            concurrencies=sorted(int(c) for c in every["concurrency"].unique()),
+            cells=cells, decided=count, ties=ties, wins=wins,
+            verdict=majority_verdict(cells, count, ties, wins),
+            lean=dict(sorted(lean.items(), key=lambda kv: -kv[1])), lean_margins=margins))
+    return out
+
+
+def majority_verdict(cells: int, decided: int, ties: int, wins: dict[str, int]) -> str:
+    """The rule of this module for any group of `cells` compared cells, `decided` of them
+    decided with `ties` ties and `wins` per arm (a band, a workload group)."""
+    among_decided = fr.verdict(decided, ties, wins)
+    if among_decided in wins and wins[among_decided] * 2 > cells:
+        return among_decided
+    if among_decided == fr.EVEN and ties * 2 > cells:
+        return fr.EVEN
+    if decided * 2 <= cells or among_decided != fr.MIXED:
+        return UNDECIDED
+    return fr.MIXED
+
+
+def uniform_arm(answers: list[BandAnswer], arms: list[str]) -> str | None:
+    """The arm that is the answer of every band (more than one band), else None: only then may
+    a sentence say it "wins in every concurrency band"."""
+    verdicts = {a.verdict for a in answers}
+    if len(answers) > 1 and len(verdicts) == 1:
+        (only,) = verdicts
+        return only if only in arms else None
+    return None
