@@ -23,7 +23,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import print_table, simulator
 
-from dspark_tui.engine.drivers import DriverContext, NativeDriver
+from dspark_tui.engine.drivers import DriverContext
+from dspark_tui.engine.drivers.native import NativeDriver
 from dspark_tui.model import BenchConfig, CellKey, CellSpec
 
 CLIENT_CORE, SERVER_CORE = 0, 1

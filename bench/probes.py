@@ -13,6 +13,7 @@ run directory appears (the seed fixes the moments and signals), then resumes the
 - unfinished: a resume that did not bring every planned measurement in.
 
     python bench/probes.py [--probes 12] [--seed 7]     (about 20 s a probe on an idle box)
+    python bench/probes.py --smoke                        (one probe of a one-cell plan)
 """
 
 from __future__ import annotations
@@ -76,6 +77,13 @@ output_len = 48
 concurrencies = [1, 4]
 num_prompts = 8
 """
+
+
+# --smoke: one arm, one cell, one round: a kill, a resume and the counts, in seconds.
+SMOKE_PLAN = (PLAN.replace('[[arms]]\nname = "st=5"\nvars = { spec_tokens = 5 }\n\n', "")
+              .replace("rounds = 2", "rounds = 1").replace("concurrencies = [1, 4]",
+                                                              "concurrencies = [1]")
+              .replace("num_prompts = 8", "num_prompts = 4"))
 
 
 @dataclass
@@ -199,16 +207,18 @@ def main() -> int:
     parser.add_argument("--probes", type=int, default=12)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="two probes (KILL, HUP)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="one KILL probe of a one-arm, one-cell plan (the suite's check)")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     totals = Totals()
     with tempfile.TemporaryDirectory(prefix="dspark-probes-") as folder:
         workdir = Path(folder)
-        (workdir / "plan.toml").write_text(PLAN)
-        count = 2 if args.quick else args.probes
+        (workdir / "plan.toml").write_text(SMOKE_PLAN if args.smoke else PLAN)
+        count = 1 if args.smoke else 2 if args.quick else args.probes
         for index in range(count):
-            name = ["KILL", "HUP"][index] if args.quick else rng.choice(list(SIGNALS))
-            delay = rng.uniform(1.0, 12.0)
+            name = ["KILL", "HUP"][index] if args.quick or args.smoke else rng.choice(list(SIGNALS))
+            delay = 0.5 if args.smoke else rng.uniform(1.0, 12.0)
             probe(index, name, delay, workdir, totals)
             print(f"probe {index + 1}/{count}: SIG{name} at {delay:.1f}s", flush=True)
     print(f"probes {totals.probes}, cells lost {totals.lost}, orphans after resume "

@@ -29,6 +29,7 @@ SMOKES = {
     "prompt_prep.py": "tests/test_bench_quick.py",
     "parallel_rounds.py": "tests/test_bench_quick.py",
     "client_health.py": "tests/test_bench_quick.py",
+    "probes.py": "tests/test_bench_quick.py",
 }
 TUI_OVERHEAD_SKIPPED = 3  # bench/tui_overhead.py's exit status without tmux
 
@@ -137,3 +138,11 @@ def test_client_health_prints_a_measurement_with_its_verdict():
     assert done.returncode == 0, done.stderr[-2000:]
     assert re.search(rf"^\s*1\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}%\s+[0-9]+\s.*\s(ok|behind)\b",
                      done.stdout, re.M), done.stdout
+
+
+def test_probes_smoke_kills_a_run_resumes_it_and_counts_nothing_lost():
+    done = _quick("probes.py", mode="--smoke")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "probe 1/1: SIGKILL at 0.5s" in done.stdout
+    assert ("probes 1, cells lost 0, orphans after resume 0, tracebacks 0, hangs 0, "
+            "resumes unfinished 0") in done.stdout

@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 
 from dspark_tui.analysis.measurements import aggregate_cells
-from dspark_tui.engine.drivers import DriverContext, NativeDriver
+from dspark_tui.engine.drivers import DriverContext
+from dspark_tui.engine.drivers.native import NativeDriver
 from dspark_tui.model import BenchConfig, CellKey, CellResult, CellSpec, ClientMetrics
 from dspark_tui.model.client_health import ClientHealth, judge, live_client_line
 from dspark_tui.report.client_lines import client_health_line
@@ -127,3 +128,31 @@ def test_the_cell_panel_gets_the_clients_health_from_the_progress_events():
     assert behind and line == "client behind: loop lag p99 12.3 ms, 30% same-read gaps"
     written = ev.file_json(progress)
     assert '"client_lag_p99_ms":12.3' in written and '"same_read_fraction":0.3' in written
+
+
+async def test_a_run_warns_once_that_its_client_fell_behind_and_logs_the_rest(tmp_path: Path):
+    """One warning (a toast in the app) a measurement piled over the app's quit and abort
+    dialogs on a busy box, and the keyboard tests failed on it: the first behind measurement
+    of a run is a warning, the later ones are in the log (info) only."""
+    from dspark_tui.engine.run.runner import Runner, prepare_run
+    from dspark_tui.model import load_plan
+    from tests.conftest import free_port
+    from tests.engine.helpers import Recorder, write_sim_plan
+
+    cells = ('[[scenarios]]\nname = "chat"\ninput_len = 64\noutput_len = 96\n'
+             'concurrencies = [1, 2, 4]\nnum_prompts = 4\n')
+    plan = load_plan(write_sim_plan(tmp_path, free_port(), arms=(3,), speed=1, warmup=0,
+                                    cells=cells))
+    runner = Runner(plan, prepare_run(plan, tmp_path / "results"), gpu=None)
+    events = Recorder()
+    runner.subscribe(events)
+    hog = asyncio.create_task(_hog(0.03, 0.05))
+    try:
+        assert await runner.run() == "completed"
+    finally:
+        hog.cancel()
+    told = [(e.level, e.message) for e in events.of("notice") if "fell behind" in e.message]
+    behind = [m for m in load_run(runner.store.path).measurements if m.client_behind]
+    assert len(behind) >= 2 and len(told) == len(behind), (behind, told)
+    assert [level for level, _ in told] == ["warning"] + ["info"] * (len(told) - 1), told
+    assert told[0][1].endswith("later ones are in the log only")

@@ -16,7 +16,8 @@ from dspark_tui.engine.datasets.vocab import (
     vocab_from_files,
     vocab_from_server,
 )
-from dspark_tui.engine.drivers import CellError, DriverContext, NativeDriver, warmup
+from dspark_tui.engine.drivers import CellError, DriverContext
+from dspark_tui.engine.drivers.native import NativeDriver, warmup
 from dspark_tui.model import BenchConfig, CellKey, CellSpec
 from tests.simulator import running_sim
 

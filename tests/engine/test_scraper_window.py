@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from dspark_tui.engine.drivers import DriverContext, NativeDriver
+from dspark_tui.engine.drivers import DriverContext
+from dspark_tui.engine.drivers.native import NativeDriver
 from dspark_tui.engine.servers.scraper import WINDOW_SAMPLE_S, MetricsScraper
 from dspark_tui.model import BenchConfig, CellKey, CellSpec
 from dspark_tui.model.events import MetricsSample
