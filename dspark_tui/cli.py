@@ -61,7 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_report = sub.add_parser("report", help="write (or print) the Markdown report of a run")
     p_report.add_argument("run_dir", type=Path)
-    p_report.add_argument("--lang", choices=["zh", "en"], default="zh")
+    p_report.add_argument("--lang", choices=["zh", "en"], default=None,
+                          help="the report's language; default: with --stdout the app's (the "
+                          "`language` setting, else zh under a zh locale, else en), else zh "
+                          "(report.md)")
     p_report.add_argument("--stdout", action="store_true", help="print instead of writing report.md")
     p_report.add_argument("--json", action="store_true",
                           help="print the verdicts (analysis.json) instead of the report")

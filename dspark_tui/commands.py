@@ -176,7 +176,9 @@ def report_command(args: argparse.Namespace) -> int:
         return 0
     partial = bool(getattr(args, "partial_schedule", False))
     if args.stdout:
-        sys.stdout.write(render_report(run, lang=args.lang, partial_schedule=partial))
+        # Printed for a person: in the language the app opens in (issue 23), unless asked.
+        lang = args.lang or settings_or_warn(getattr(args, "config", None)).language
+        sys.stdout.write(render_report(run, lang=lang, partial_schedule=partial))
         return 0
     from dspark_tui.report.outputs import write_outputs
     from dspark_tui.results.store import RUN_JSON
@@ -186,7 +188,7 @@ def report_command(args: argparse.Namespace) -> int:
         raise UserError(f"{run.path / RUN_JSON}: unreadable, so no report is written over the "
                         "saved one; `--stdout` prints what can be rendered")
     try:  # the report, analysis.json and (K sweeps) schedule.json, as a finishing runner does
-        path, *_ = write_outputs(run, (args.lang,), partial_schedule=partial)
+        path, *_ = write_outputs(run, (args.lang or "zh",), partial_schedule=partial)
     except OSError as exc:
         raise UserError(f"{run.path}: cannot write the report ({exc.strerror})") from None
     print(path)

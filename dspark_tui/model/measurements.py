@@ -139,6 +139,9 @@ class Tally:
     wall_s_sum: float = 0.0
     wall_s_count: int = 0
     repeated: bool = False  # a slot other than r1 p1 was seen
+    # Wall seconds per (scenario, concurrency), over every arm: a cell's pace learnt from the
+    # measurements of its own workload (c=128 takes longer than c=1), for the ETA.
+    pace: dict[tuple[str, int], list[float]] = field(default_factory=dict)
 
     def add(self, measurement: Measurement, sign: int = 1) -> None:
         """Count a record in (sign 1) or out (sign -1)."""
@@ -148,12 +151,21 @@ class Tally:
         if wall_s is not None:
             self.wall_s_sum += sign * wall_s
             self.wall_s_count += sign
+            key = measurement.key
+            seen = self.pace.setdefault((key.scenario, key.concurrency), [0.0, 0.0])
+            seen[0] += sign * wall_s
+            seen[1] += sign
         if measurement.slot != (1, 1):
             self.repeated = True
 
     @property
     def mean_wall_s(self) -> float | None:
         return self.wall_s_sum / self.wall_s_count if self.wall_s_count > 0 else None
+
+    def wall_s_of(self, key: CellKey) -> float | None:
+        """The mean wall time of this cell's workload so far, else of every measurement."""
+        total, count = self.pace.get((key.scenario, key.concurrency), (0.0, 0.0))
+        return total / count if count > 0 else self.mean_wall_s
 
 
 @dataclass

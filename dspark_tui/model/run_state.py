@@ -116,6 +116,7 @@ class RunState:
     tally: Tally = field(default_factory=Tally)
     _cell_phases: Counter[CellPhase] = field(default_factory=Counter)
     _planned_repeats: bool = False  # a cell is planned more than one measurement
+    _rounds: dict[int, str] = field(default_factory=dict)  # round -> "planned" / "adaptive"
     _total_hint: int = 0  # ev.RunStarted.total_cells, ev.CellStarted.total: used without a schedule
     _seq: int = 0
     _starts: dict[tuple[str, int | None], _Start] = field(default_factory=dict)
@@ -230,6 +231,7 @@ class RunState:
             self._arm(name)
 
     def _on_round_planned(self, event: ev.RoundPlanned) -> None:
+        self._rounds[event.round] = event.reason
         touched: dict[CellKey, CellState] = {}
         for key, slot in self.schedule.plan(event):
             cell = touched[key] = self._cell(key)
@@ -472,20 +474,48 @@ class RunState:
         return max(0.0, end - self.started_t)
 
     def eta(self, now: float) -> float | None:
-        """Seconds left: the measurements still to end at the mean wall time of those this
-        watcher saw run, plus the server starts still ahead at the pace seen; None until a
-        measurement was timed. The one ETA of every view. Rounds in parallel share the work
-        out over their lanes (adaptive rounds, one at a time, make it a little optimistic)."""
+        """Seconds left: each measurement still to end at the pace its own workload (scenario
+        and concurrency, any arm) has shown, else the mean of all; then the adaptive rounds the
+        plan allows and has not announced yet, each as large as the last round, at that pace;
+        plus the server starts still ahead at the pace seen. None until a measurement was
+        timed. The one ETA of every view. Rounds in parallel share the work over their lanes."""
         if self.finished:
             return 0.0
-        per_measurement = self.tally.mean_wall_s
-        if per_measurement is None:
+        mean = self.tally.mean_wall_s
+        if mean is None:
             return None
-        remaining = max(0, self.total - self.ended)
-        eta = remaining * per_measurement
-        for cell in self.board.cells.values():
-            eta -= min(per_measurement, max(0.0, now - cell.started_t))
-        return (max(0.0, eta) + self._startups_left()) / self._lanes_busy()
+        eta = 0.0
+        left = max(0, self.total - self.ended)
+        if self.schedule.known:
+            for key, cell in self.cells.items():
+                open_here = max(0, self.schedule.planned_for(key) - sum(
+                    1 for m in cell.measurements.values() if m.ended))
+                if open_here:
+                    eta += open_here * (self.tally.wall_s_of(key) or mean)
+                    left -= open_here
+        eta += max(0, left) * mean  # measurements no cell of the schedule accounts for
+        for running in self.board.cells.values():
+            pace = self.tally.wall_s_of(running.key) or mean
+            eta -= min(pace, max(0.0, now - running.started_t))
+        eta = max(0.0, eta) + self._adaptive_left(mean)
+        return (eta + self._startups_left()) / self._lanes_busy()
+
+    def _adaptive_left(self, mean: float) -> float:
+        """The adaptive rounds still allowed and not announced, each as large as the last
+        round announced (the most it can be: it measures only the cells still unsure, so this
+        falls as they are decided), at the pace of those cells; 0 once the run has used them
+        all or has none."""
+        allowed = self.settings.adaptive_rounds
+        if allowed <= 0 or not self.schedule.known or not self._rounds:
+            return 0.0
+        announced = sum(1 for reason in self._rounds.values() if reason == "adaptive")
+        still = max(0, allowed - announced)
+        if not still:
+            return 0.0
+        last = max(self._rounds)
+        seconds = sum(self.tally.wall_s_of(key) or mean for key, cell in self.cells.items()
+                      for slot in self.schedule.planned.slots.get(key, ()) if slot[0] == last)
+        return still * seconds
 
     def _lanes_busy(self) -> int:
         """Lanes the work left keeps busy: bench.parallel, fewer once fewer rounds are left."""

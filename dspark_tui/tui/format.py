@@ -20,3 +20,8 @@ def duration(seconds: float | None) -> str:
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """`1 cell`, `2 cells`: never "1 cells"."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"

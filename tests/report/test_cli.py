@@ -7,19 +7,26 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.cli import cli_env
 from tests.conftest import REPO, SAMPLE_RUN, SEED_REPORT
 from tests.report.markdown_tables import table_after
 
 
-def dspark(*args: str) -> subprocess.CompletedProcess[str]:
+def dspark(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "dspark_tui", *args],
         capture_output=True, text=True, timeout=60, cwd=REPO, check=False,
+        env=None if env is None else cli_env(env),
     )
 
 
+# --stdout prints in the app's language (issue 23): a zh locale here, as the seed's report is.
+ZH = {"LANG": "zh_CN.UTF-8", "LC_ALL": "", "LC_MESSAGES": ""}
+EN = {"LANG": "en_US.UTF-8", "LC_ALL": "", "LC_MESSAGES": ""}
+
+
 def test_report_stdout_prints_the_seeds_tables():
-    done = dspark("report", str(SAMPLE_RUN), "--stdout")
+    done = dspark("report", str(SAMPLE_RUN), "--stdout", env=ZH)
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     seed = SEED_REPORT.read_text(encoding="utf-8")
@@ -77,3 +84,22 @@ def test_plan_check_masks_the_servers_secrets(tmp_path: Path):
     assert done.returncode == 0, done.stderr
     # each arm's command is a shell line, where the mask is quoted
     assert "sk-plan-check-secret" not in done.stdout and "--api-key '***'" in done.stdout
+
+
+def test_report_stdout_follows_the_apps_language_rule():
+    """An English locale prints the English report, a Chinese one the Chinese, as the app
+    opens; --lang still decides when given."""
+    english = dspark("report", str(SAMPLE_RUN), "--stdout", env=EN)
+    assert english.returncode == 0, english.stderr
+    assert english.stdout == render_en()
+    chinese = dspark("report", str(SAMPLE_RUN), "--stdout", env=ZH)
+    assert chinese.stdout == (SAMPLE_RUN / "report.md").read_text(encoding="utf-8")
+    asked = dspark("report", str(SAMPLE_RUN), "--stdout", "--lang", "zh", env=EN)
+    assert asked.stdout == chinese.stdout != english.stdout
+
+
+def render_en() -> str:
+    from dspark_tui.report.markdown import render_report
+    from dspark_tui.results import load_run
+
+    return render_report(load_run(SAMPLE_RUN), lang="en")

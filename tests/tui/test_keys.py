@@ -74,13 +74,13 @@ async def test_report_viewer_keys(tmp_path: Path):
         assert isinstance(screen, ReportScreen)
         matches = find_in(scroll, "stress_standard")
         assert len(matches) >= 3
-        await until_shown(pilot, app, f"stress_standard: 1 of {len(matches)}")
+        await until_shown(pilot, app, f"/stress_standard 1/{len(matches)} (n/N)")
         await pilot.press("n")
-        await until_shown(pilot, app, f"stress_standard: 2 of {len(matches)}")
+        await until_shown(pilot, app, f"/stress_standard 2/{len(matches)} (n/N)")
         second = scroll.scroll_y
         assert "stress_standard" in screen_text(app)
         await pilot.press("n", "N")
-        await until_shown(pilot, app, f"stress_standard: 2 of {len(matches)}")
+        await until_shown(pilot, app, f"/stress_standard 2/{len(matches)} (n/N)")
         assert scroll.scroll_y == second
         await pilot.press("slash", *"no such words", "enter")
         await until_shown(pilot, app, "not found: no such words")

@@ -384,3 +384,38 @@ def test_the_byte_level_skip_drops_exactly_what_the_parsed_rule_drops(tmp_path: 
         assert [e.model_dump() for e in caught_up] == \
             [e.model_dump() for e in without_superseded(everything)]
         assert len(caught_up) < len(everything)
+
+
+# -- the ETA learns from the cells and counts the adaptive rounds (issue 23) -------------------
+
+SLOW = CellKey(arm="st=3", scenario="chat_short", concurrency=1)  # a stand-in for a big cell
+
+
+def test_the_eta_times_each_measurement_at_its_own_workloads_pace():
+    """Measurements of c=1 took 2 s and of c=16 10 s: the 13 still open take 6·2 + 7·10 s,
+    not 13 times the mean of all three (as one pace would say: 13 · 4.67 s)."""
+    state = _planned_run()
+    _measure(state, SLOW, 1, 1, T0, seconds=2.0)
+    _measure(state, SLOW, 1, 2, T0 + 2, seconds=2.0)
+    _measure(state, KEY, 1, 1, T0 + 4, seconds=10.0)
+    # 16 planned (2 arms x 2 rounds x 2 repeats a cell), 3 ended: 6 of c=1 open, 7 of c=16.
+    assert state.eta(T0 + 14) == pytest.approx(6 * 2.0 + 7 * 10.0)
+
+
+def test_the_eta_counts_the_adaptive_rounds_the_plan_still_allows():
+    """adaptive_rounds = 2, none announced: two more rounds as large as the last (8
+    measurements at 4 s) are in the ETA; announced, each leaves it; the last one used: none."""
+    state = RunState()
+    state.apply(ev.RunStarted(t=T0, run_dir="/x", name="ab", arms=ARMS, total_cells=4,
+                              statistics=StatisticsSettings(rounds=2, adaptive_rounds=2)))
+    state.apply(ev.RoundPlanned(t=T0, round=1, arms=ARMS, cells=CELLS, repeats=2))
+    state.apply(ev.RoundPlanned(t=T0, round=2, arms=ARMS[::-1], cells=CELLS, repeats=2))
+    _measure(state, KEY, 1, 1, T0, seconds=4.0)
+    planned = 15 * 4.0
+    assert state.eta(T0 + 4) == pytest.approx(planned + 2 * 8 * 4.0)
+    state.apply(ev.RoundPlanned(t=T0 + 4, round=3, arms=ARMS, cells=[("chat_short", 16)],
+                                reason="adaptive", repeats=2))  # 4 measurements
+    assert state.eta(T0 + 4) == pytest.approx(planned + 4 * 4.0 + 1 * 4 * 4.0)
+    state.apply(ev.RoundPlanned(t=T0 + 4, round=4, arms=ARMS, cells=[("chat_short", 16)],
+                                reason="adaptive", repeats=2))
+    assert state.eta(T0 + 4) == pytest.approx(planned + 8 * 4.0)

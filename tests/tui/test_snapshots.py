@@ -272,9 +272,13 @@ def test_k_sweep_running_at_80x24(snap_compare, tmp_path: Path):
                          timeout=30, what="the sweep's rows")
         await settled(pilot)
         screen.query_one("#ab-table").focus()
-        await pilot.press(*["right"] * 2)
-        await wait_until(pilot, lambda: "▶ c32" in screen_text(pilot.app), timeout=30,
-                         what="the running cell in view")
+        await pilot.press(*["right"] * 2)  # past Margin and vs K=0, a whole column each
+
+        def drawn() -> bool:
+            text = screen_text(pilot.app)
+            return "▶ c32" in text and "Margin" not in text and "Best        Total K=0" in text
+
+        await wait_until(pilot, drawn, timeout=30, what="the running cell, the table scrolled")
         await settled(pilot)
         text = screen_text(pilot.app)
         assert "K=7 tie" in text and "Total K=" in text, text  # Best kept, figures scrolled in

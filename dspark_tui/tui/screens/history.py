@@ -203,8 +203,17 @@ class HistoryScreen(LoadingScreen):
         title = self.query_one("#history-title", Label)
         # Folder names on the line (80 columns), the whole paths on hover.
         roots = ", ".join(r.name or str(r) for r in self.roots)
-        title.update(safe.text(f"History — {count} {noun} in {roots}"))
+        # First, on a first start (80 columns cut the line's end): how to make a run.
+        hint = "" if self._has_own_runs() else "no runs of yours yet: n starts one (try demo) · "
+        title.update(safe.text(f"History — {hint}{count} {noun} in {roots}"))
         title.tooltip = "\n".join(str(r) for r in self.roots)
+
+    def _has_own_runs(self) -> bool:
+        """A run in the results folder (not only the shipped sample): else the title says how
+        to start one, for a first start."""
+        own = self.roots[0].expanduser().resolve() if self.roots else None
+        return not self._scanned or any(own in run.path.expanduser().resolve().parents
+                                        for run in self.runs)
 
     @on(Input.Changed, "#history-filter")
     def _filter_changed(self) -> None:

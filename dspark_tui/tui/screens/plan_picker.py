@@ -16,6 +16,7 @@ from textual.widgets.option_list import Option
 
 from dspark_tui.model import Plan, UserError
 from dspark_tui.plans import resolve_plan, shipped_plan_names
+from dspark_tui.tui import format as fmt
 from dspark_tui.tui import safe
 
 
@@ -126,7 +127,7 @@ class PlanPickerScreen(ModalScreen[StartRequest | None]):
             return
         request = self.request()
         self.query_one("#plan-summary", Label).update(
-            f"{self.plan.name}: {request.cells} cells · driver {self.plan.bench.driver} · "
+            f"{self.plan.name}: {fmt.count(request.cells, 'cell')} · driver {self.plan.bench.driver} · "
             "space toggles, tab moves")
 
     def request(self) -> StartRequest:

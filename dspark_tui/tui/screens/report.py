@@ -219,6 +219,7 @@ class ReportScreen(LoadingScreen):
         self.text = ""
         self.query_text = ""  # the last search
         self.match = -1  # which of its matches is shown
+        self.path_line = ""  # the line above the report, before any search's count
 
     def compose(self) -> ComposeResult:
         yield Label("", id="report-path")
@@ -240,7 +241,8 @@ class ReportScreen(LoadingScreen):
         state = "saved:" if rendered.is_saved else "not saved yet (w saves it):"
         label = self.query_one("#report-path", Label)
         where = f"{rendered.saved.parent.name}/{rendered.saved.name}"  # the whole path on hover
-        label.update(Text(f"[{rendered.lang}] {state} {where}"))
+        self.path_line = f"[{rendered.lang}] {state} {where}"
+        label.update(Text(self.path_line))
         label.tooltip = str(rendered.saved)
         scroll = self.query_one(ReportScroll)
         widgets: list[Widget] = [
@@ -302,7 +304,9 @@ class ReportScreen(LoadingScreen):
         self.match = (self.match + direction) % len(found) if self.match >= 0 else 0
         widget, line = found[self.match]
         self._show_line(widget, line)
-        self.notify(f"{self.query_text}: {self.match + 1} of {len(found)}  (n/N)", timeout=3)
+        # On the line above the report, not in a notice: n pressed ten times piles no toasts.
+        where = f"/{self.query_text} {self.match + 1}/{len(found)} (n/N)   "
+        self.query_one("#report-path", Label).update(Text(where + self.path_line))
 
     def action_section(self, direction: int) -> None:
         scroll = self.query_one(ReportScroll)

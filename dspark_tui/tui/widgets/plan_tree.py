@@ -16,6 +16,10 @@ MARKS = {"pending": "·", "running": "▶", "done": "✓", "failed": "✗", "ski
 PART_DONE = "◐"  # measured in some of its planned rounds: the mean so far, more to come
 
 
+FOLLOW_RETRY_S = 0.1
+FOLLOW_TRIES = 300  # 30 s
+
+
 class PlanTree(Tree[CellKey | None]):
     DEFAULT_CSS = """
     /* 23 with a one-column scrollbar: its longest label (`│ └ ✓ c16   132,434.4`) whole, and
@@ -62,12 +66,13 @@ class PlanTree(Tree[CellKey | None]):
         if node is not None:
             self.call_after_refresh(self._scroll_to_running, node)
 
-    def _scroll_to_running(self, node: TreeNode[CellKey | None], tries: int = 50) -> None:
+    def _scroll_to_running(self, node: TreeNode[CellKey | None], tries: int = FOLLOW_TRIES) -> None:
         line = node.line
         if line < 0 or self.virtual_size.height <= line:
-            # The tree has not laid out its new lines yet (a busy box): at the next refresh.
+            # The tree has not laid out its new lines yet (a busy box): look again shortly,
+            # for a while in time rather than a count of refreshes, which a busy box runs fast.
             if tries > 0 and node.data == self._followed:
-                self.call_after_refresh(self._scroll_to_running, node, tries - 1)
+                self.set_timer(FOLLOW_RETRY_S, lambda: self._scroll_to_running(node, tries - 1))
             return
         # Its arm's name above it when there is room: "K=6  ready" and the cell both in view.
         height = self.scrollable_content_region.height
