@@ -30,6 +30,7 @@ SMOKES = {
     "parallel_rounds.py": "tests/test_bench_quick.py",
     "client_health.py": "tests/test_bench_quick.py",
     "probes.py": "tests/test_bench_quick.py",
+    "noise_processes.py": "tests/stats/test_noise_processes.py",
 }
 TUI_OVERHEAD_SKIPPED = 3  # bench/tui_overhead.py's exit status without tmux
 
