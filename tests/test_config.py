@@ -135,7 +135,7 @@ def test_the_cli_warns_in_one_line_and_applies_the_other_keys(tmp_path: Path):
     assert done.returncode == 0, done.stderr
     assert done.stderr == (f"dspark-tui: warning: {tmp_path / 'config.toml'}: key 'language' ignored, "
                            "Input should be 'zh' or 'en', got 'fr'\n")
-    assert f"mine                     {plans / 'mine.toml'}" in done.stdout
+    assert "\nmine " in done.stdout and str(plans / "mine.toml") in done.stdout  # plan list: a user plan
 
 
 @pytest.mark.parametrize(("env", "expected"), [
