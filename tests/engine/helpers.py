@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dspark_tui.model import Plan
 from dspark_tui.model.events import Event
+
+if TYPE_CHECKING:
+    from dspark_tui.engine.run.runner import Runner
 
 FAKES = Path(__file__).resolve().parent.parent / "fakes"
 FAKE_SERVER = FAKES / "fake_server_http.py"
@@ -88,3 +91,16 @@ def write_sim_plan(folder: Path, port: int, *sim_flags: str, **kwargs: Any) -> P
     path = folder / "plan.toml"
     path.write_text(sim_plan_text(port, *sim_flags, **kwargs))
     return path
+
+
+def sim_runner(tmp_path: Path, port: int, *flags: str, **kwargs: Any) -> tuple[Runner, Recorder]:
+    """A Runner of a simulator plan (sim_plan_text's keywords) in tmp_path/results, with a
+    Recorder subscribed to its events."""
+    from dspark_tui.engine.run.runner import Runner, prepare_run
+    from dspark_tui.model import load_plan
+
+    plan = load_plan(write_sim_plan(tmp_path, port, *flags, **kwargs))
+    runner = Runner(plan, prepare_run(plan, tmp_path / "results"), gpu=None)
+    recorder = Recorder()
+    runner.subscribe(recorder)
+    return runner, recorder

@@ -14,13 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from dspark_tui.engine.run.runner import Runner, prepare_run
 from dspark_tui.engine.rundir.save_errors import save_advice, save_problem
-from dspark_tui.model import CellResult, ClientMetrics, load_plan
+from dspark_tui.model import CellResult, ClientMetrics
 from dspark_tui.results import RunStore
 from tests.cli import CLI, run_cli, slow_cells
 from tests.conftest import SAMPLE_RUN
-from tests.engine.helpers import Recorder, write_sim_plan
+from tests.engine.helpers import sim_runner, write_sim_plan
 
 
 @pytest.mark.slow
@@ -77,17 +76,9 @@ def test_a_resume_leaves_cells_outside_the_plan_out_of_its_counts(tmp_path: Path
     assert "st=9" not in (run_dir / "report.md").read_text().split("outside the plan")[0]
 
 
-def _runner(tmp_path: Path, port: int, *flags: str, **kwargs: object) -> tuple[Runner, Recorder]:
-    plan = load_plan(write_sim_plan(tmp_path, port, *flags, **kwargs))  # type: ignore[arg-type]
-    runner = Runner(plan, prepare_run(plan, tmp_path / "results"), gpu=None)
-    recorder = Recorder()
-    runner.subscribe(recorder)
-    return runner, recorder
-
-
 @pytest.mark.slow
 async def test_a_cut_stream_is_named_once_in_the_failure(tmp_path: Path, port: int):
-    runner, _ = _runner(tmp_path, port, "--cut-stream-every", "3", arms=(3,), warmup=0)
+    runner, _ = sim_runner(tmp_path, port, "--cut-stream-every", "3", arms=(3,), warmup=0)
     assert await runner.run() == "failed"
     errors = {key.id: cell.error for key, cell in runner.store.load_cells()[0].items()}
     # c1 sends requests 1-4 (the 3rd is cut), c4 requests 5-8 (the 6th is cut)
@@ -102,7 +93,7 @@ async def test_no_restart_is_announced_when_the_server_dies_in_its_last_cell(tmp
     cells = ('[[scenarios]]\nname = "short"\ninput_len = 64\noutput_len = 16\nconcurrencies = [1]\n'
              'num_prompts = 4\n\n[[scenarios]]\nname = "last"\ninput_len = 64\noutput_len = 512\n'
              'concurrencies = [1]\nnum_prompts = 4\n')
-    runner, events = _runner(tmp_path, port, "--crash-after-requests", "7", arms=(3,), warmup=0,
+    runner, events = sim_runner(tmp_path, port, "--crash-after-requests", "7", arms=(3,), warmup=0,
                              speed=5, cells=cells)
     assert await runner.run() == "failed"
     cells = {key.id: cell for key, cell in runner.store.load_cells()[0].items()}

@@ -14,7 +14,7 @@ import pytest
 from dspark_tui.engine.run.runner import Runner, filter_plan, plan_of_run, prepare_run
 from dspark_tui.model import CellStatus, UserError, load_plan
 from dspark_tui.results import RunStore, load_run
-from tests.engine.helpers import Recorder, write_sim_plan
+from tests.engine.helpers import Recorder, sim_runner, write_sim_plan
 
 ONE_ARM_THREE_CELLS = """[[scenarios]]
 name = "big"
@@ -33,15 +33,6 @@ num_prompts = 1
 """
 
 
-def _runner(tmp_path: Path, port: int, *flags: str, **kwargs: object) -> tuple[Runner, Recorder]:
-    plan = load_plan(write_sim_plan(tmp_path, port, *flags, **kwargs))  # type: ignore[arg-type]
-    store = prepare_run(plan, tmp_path / "results")
-    runner = Runner(plan, store, gpu=None)
-    recorder = Recorder()
-    runner.subscribe(recorder)
-    return runner, recorder
-
-
 def _statuses(store: RunStore) -> dict[str, str]:
     cells, problems = store.load_cells()
     assert not problems
@@ -58,7 +49,7 @@ def _manifest(store: RunStore) -> dict:
 
 
 async def test_full_run_saves_cells_series_csv_report_and_events(tmp_path: Path, port: int):
-    runner, events = _runner(tmp_path, port)
+    runner, events = sim_runner(tmp_path, port)
     assert await runner.run() == "completed"
     store = runner.store
     assert _statuses(store) == {f"st={k}/chat/c{c}": "ok" for k in (3, 5) for c in (1, 4)}
@@ -83,7 +74,7 @@ async def test_full_run_saves_cells_series_csv_report_and_events(tmp_path: Path,
 
 
 async def test_server_that_fails_to_start_fails_its_cells_with_the_reason(tmp_path: Path, port: int):
-    runner, events = _runner(tmp_path, port, "--fail-start", arms=(3,))
+    runner, events = sim_runner(tmp_path, port, "--fail-start", arms=(3,))
     assert await runner.run() == "failed"
     cells, _ = runner.store.load_cells()
     assert {c.status for c in cells.values()} == {CellStatus.FAILED}
@@ -93,14 +84,14 @@ async def test_server_that_fails_to_start_fails_its_cells_with_the_reason(tmp_pa
 
 
 async def test_server_hanging_at_startup_times_out(tmp_path: Path, port: int):
-    runner, _ = _runner(tmp_path, port, "--hang-startup", arms=(3,), startup_timeout_s=2)
+    runner, _ = sim_runner(tmp_path, port, "--hang-startup", arms=(3,), startup_timeout_s=2)
     assert await runner.run() == "failed"
     cells, _ = runner.store.load_cells()
     assert cells and all("not ready after 2s (startup_timeout_s)" in c.error for c in cells.values())
 
 
 async def test_port_taken_refuses_to_start_naming_the_holder(tmp_path: Path, port: int):
-    runner, events = _runner(tmp_path, port, arms=(3,))
+    runner, events = sim_runner(tmp_path, port, arms=(3,))
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", port))
         holder.listen()
@@ -117,7 +108,7 @@ async def test_crash_mid_cell_fails_that_cell_and_restarts_the_server_once(
 ):
     # The readiness probe and 5 requests of the first cell reach 6; after the restart the
     # other two cells need only 1 + 1 + 1 requests.
-    runner, events = _runner(tmp_path, port, "--crash-after-requests", "6", "--crash-exit-code",
+    runner, events = sim_runner(tmp_path, port, "--crash-after-requests", "6", "--crash-exit-code",
                              str(exit_code), arms=(3,), warmup=0, speed=5,
                              cells=ONE_ARM_THREE_CELLS)
     assert await runner.run() == "failed"
@@ -135,7 +126,7 @@ async def test_a_server_dying_twice_fails_the_rest_of_its_arm(tmp_path: Path, po
     # of 256 tokens outlast those 50 ms, so the cell after the second death's is never started.
     cells = (ONE_ARM_THREE_CELLS.replace("concurrencies = [1, 2]", "concurrencies = [1, 2, 3, 4]")
              .replace("output_len = 16", "output_len = 256"))
-    runner, events = _runner(tmp_path, port, "--crash-after-requests", "2", arms=(3,), warmup=0,
+    runner, events = sim_runner(tmp_path, port, "--crash-after-requests", "2", arms=(3,), warmup=0,
                              speed=5, cells=cells)
     assert await runner.run() == "failed"
     cells_by_id = {k.id: c for k, c in runner.store.load_cells()[0].items()}
@@ -145,7 +136,7 @@ async def test_a_server_dying_twice_fails_the_rest_of_its_arm(tmp_path: Path, po
 
 
 async def test_stall_with_health_200_is_detected(tmp_path: Path, port: int):
-    runner, _ = _runner(tmp_path, port, "--stall-after-requests", "4", arms=(3,), warmup=0,
+    runner, _ = sim_runner(tmp_path, port, "--stall-after-requests", "4", arms=(3,), warmup=0,
                         speed=5, cells=ONE_ARM_THREE_CELLS, stall_timeout_s=1.5)
     assert await runner.run() == "failed"
     cells, _ = runner.store.load_cells()
@@ -155,7 +146,7 @@ async def test_stall_with_health_200_is_detected(tmp_path: Path, port: int):
 
 
 async def test_sigterm_ignored_and_workers_spawned_leave_no_process(tmp_path: Path, port: int):
-    runner, events = _runner(tmp_path, port, "--ignore-sigterm", "--spawn-workers", "2",
+    runner, events = sim_runner(tmp_path, port, "--ignore-sigterm", "--spawn-workers", "2",
                              arms=(3,), stop_timeout_s=1)
     assert await runner.run() == "completed"
     stopped = [e for e in events.of("server_state") if e.state == "stopped"]
@@ -167,7 +158,7 @@ async def test_sigterm_ignored_and_workers_spawned_leave_no_process(tmp_path: Pa
 
 
 async def test_log_flood_does_not_flood_the_event_log(tmp_path: Path, port: int):
-    runner, events = _runner(tmp_path, port, "--log-flood", "3000000", arms=(3,))
+    runner, events = sim_runner(tmp_path, port, "--log-flood", "3000000", arms=(3,))
     assert await runner.run() == "completed"
     assert runner.store.server_log_path("st=3", "s1").stat().st_size > 300_000
     assert len(events.of("server_log")) < 400
@@ -176,7 +167,7 @@ async def test_log_flood_does_not_flood_the_event_log(tmp_path: Path, port: int)
 async def test_control_pause_skip_abort_in_process(tmp_path: Path, port: int):
     cells = ('[[scenarios]]\nname = "slow"\ninput_len = 64\noutput_len = 512\nrange_ratio = 1.0\n'
              'concurrencies = [1, 2, 3, 4]\nnum_prompts = 2\n')
-    runner, events = _runner(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=cells)
+    runner, events = sim_runner(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=cells)
     task = asyncio.create_task(runner.run())
 
     async def until(predicate, timeout: float = 20.0) -> None:
@@ -209,7 +200,7 @@ async def test_control_pause_skip_abort_in_process(tmp_path: Path, port: int):
 async def test_skip_with_no_cell_running_says_so_and_skips_nothing(tmp_path: Path, port: int):
     cells = ('[[scenarios]]\nname = "slow"\ninput_len = 64\noutput_len = 512\nrange_ratio = 1.0\n'
              'concurrencies = [1, 2]\nnum_prompts = 2\n')
-    runner, events = _runner(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=cells)
+    runner, events = sim_runner(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=cells)
     task = asyncio.create_task(runner.run())
     async with asyncio.timeout(20):
         while not events.of("cell_started"):
@@ -230,7 +221,7 @@ async def test_a_run_whose_only_gaps_are_user_skips_completes_and_retry_redoes_t
         tmp_path: Path, port: int):
     cells = ('[[scenarios]]\nname = "slow"\ninput_len = 64\noutput_len = 512\nrange_ratio = 1.0\n'
              'concurrencies = [1, 2]\nnum_prompts = 2\n')
-    runner, events = _runner(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=cells)
+    runner, events = sim_runner(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=cells)
     # Skip the first cell once it is measuring; the second runs to its end.
     runner.subscribe(lambda e: runner.skip() if e.kind == "cell_progress"
                      and len(events.of("cell_started")) == 1 else None)
@@ -243,7 +234,7 @@ async def test_a_run_whose_only_gaps_are_user_skips_completes_and_retry_redoes_t
 
     # `t` while a run goes: the skipped cell is measured again in the same run.
     (tmp_path / "again").mkdir()
-    again, events = _runner(tmp_path / "again", port, arms=(3,), speed=2, warmup=0, cells=cells)
+    again, events = sim_runner(tmp_path / "again", port, arms=(3,), speed=2, warmup=0, cells=cells)
     again.subscribe(lambda e: again.skip() if e.kind == "cell_progress"
                     and len(events.of("cell_started")) == 1 else None)
     again.subscribe(lambda e: again.retry() if e.kind == "cell_skipped" else None)
@@ -264,7 +255,7 @@ def test_filter_plan_names_unknown_arms(tmp_path: Path, port: int):
 
 
 async def test_abort_during_a_long_startup_stops_at_once(tmp_path: Path, port: int):
-    runner, events = _runner(tmp_path, port, "--hang-startup", arms=(3,), startup_timeout_s=60)
+    runner, events = sim_runner(tmp_path, port, "--hang-startup", arms=(3,), startup_timeout_s=60)
     task = asyncio.create_task(runner.run())
     async with asyncio.timeout(20):
         while "loading" not in [e.state for e in events.of("server_state")]:
@@ -297,7 +288,7 @@ async def test_retry_runs_failed_cells_again_in_the_same_run(tmp_path: Path, por
 
 
 async def test_resume_reruns_failed_cells_only(tmp_path: Path, port: int):
-    runner, _ = _runner(tmp_path, port, "--crash-after-requests", "6", arms=(3,), warmup=0,
+    runner, _ = sim_runner(tmp_path, port, "--crash-after-requests", "6", arms=(3,), warmup=0,
                         speed=5, cells=ONE_ARM_THREE_CELLS)
     assert await runner.run() == "failed"
     store = runner.store
@@ -331,7 +322,7 @@ num_prompts = 12
 async def test_requests_failing_on_a_live_server_fail_the_cell_but_keep_its_numbers(
         tmp_path: Path, port: int):
     # --max-model-len 600: prompts drawn above ~584 tokens are rejected with 400, the rest serve.
-    runner, events = _runner(tmp_path, port, "--max-model-len", "600", arms=(3,), cells=PARTLY_TOO_LONG)
+    runner, events = sim_runner(tmp_path, port, "--max-model-len", "600", arms=(3,), cells=PARTLY_TOO_LONG)
     assert await runner.run() == "failed"
     cell = next(iter(load_run(runner.store.path).cells.values()))
     assert cell.status == CellStatus.FAILED

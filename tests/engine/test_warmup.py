@@ -7,24 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from dspark_tui.engine.run.runner import Runner, prepare_run
-from dspark_tui.model import load_plan
-from tests.engine.helpers import Recorder, write_sim_plan
-
-
-def _runner(tmp_path: Path, port: int, *flags: str, **kwargs: object) -> tuple[Runner, Recorder]:
-    plan = load_plan(write_sim_plan(tmp_path, port, *flags, **kwargs))  # type: ignore[arg-type]
-    runner = Runner(plan, prepare_run(plan, tmp_path / "results"), gpu=None)
-    recorder = Recorder()
-    runner.subscribe(recorder)
-    return runner, recorder
+from tests.engine.helpers import sim_runner
 
 
 @pytest.mark.slow
 async def test_random_ids_and_warmup_draw_below_the_served_vocabulary(tmp_path: Path, port: int):
     """A 3,000-token model: 32,000-wide ids failed every arm's warmup and most requests; the
     run finds the size from the server, records it and every cell is ok."""
-    runner, events = _runner(tmp_path, port, "--vocab-size", "3000", arms=(3,), warmup=4)
+    runner, events = sim_runner(tmp_path, port, "--vocab-size", "3000", arms=(3,), warmup=4)
     assert await runner.run() == "completed"
     vocabulary = runner.store.read_manifest().vocabulary
     assert vocabulary is not None and (vocabulary.size, vocabulary.source) == (3000, "server")
@@ -38,7 +28,7 @@ async def test_random_ids_and_warmup_draw_below_the_served_vocabulary(tmp_path: 
 async def test_a_failed_warmup_is_one_error_and_no_cell_is_measured(tmp_path: Path, port: int):
     """Every stream cut: the warmup fails; the arm's cells are not run (failed, naming the
     warmup) instead of each failing the same way after a warning."""
-    runner, events = _runner(tmp_path, port, "--cut-stream-every", "1", arms=(3,), warmup=3)
+    runner, events = sim_runner(tmp_path, port, "--cut-stream-every", "1", arms=(3,), warmup=3)
     assert await runner.run() == "failed"
     errors = [e.message for e in events.of("notice") if e.level == "error"]
     assert errors == ["st=3: warmup: 3 of 3 requests failed; first: RemoteProtocolError: the "

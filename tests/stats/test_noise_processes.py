@@ -6,13 +6,11 @@ only a real regression fails, not the few seeds."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 
 import pytest
 
-from tests.conftest import REPO
+from tests.bench_module import load_bench
 
 SEEDS = 16
 FALSE_WINS, EXCLUSION, POWER_10 = 0.03, 0.07, 0.75
@@ -24,12 +22,7 @@ def margin(p: float, n: int) -> float:
 
 @pytest.fixture(scope="module")
 def bench():
-    path = REPO / "bench" / "noise_processes.py"
-    spec = importlib.util.spec_from_file_location("noise_processes", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["noise_processes"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("noise_processes.py")
 
 
 def a_vs_a(bench, process: str, grid: str):

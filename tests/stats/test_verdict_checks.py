@@ -3,22 +3,14 @@ schedule, the simulator's noise model on the demo grid, the report's own verdict
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import pytest
 
-from tests.conftest import REPO
+from tests.bench_module import load_bench
 
 
 @pytest.fixture(scope="module")
 def checks():
-    path = REPO / "bench" / "verdict_checks.py"
-    spec = importlib.util.spec_from_file_location("verdict_checks", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["verdict_checks"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("verdict_checks.py")
 
 
 def test_identical_arms_rarely_exclude_one_and_almost_never_win(checks):
