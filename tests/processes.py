@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import time
 import uuid
 from typing import Any
 
@@ -23,8 +22,11 @@ SESSION_MARK = "DSPARK_TEST_SESSION"
 os.environ[SESSION_MARK] = uuid.uuid4().hex
 # A process older than the marker cannot carry it, so the guard reads the environment only of
 # newer ones (reading every process's environment twice per test cost ~6 ms a test on a busy
-# machine). psutil's start times rest on the whole-second boot time, hence the margin.
-_MARKED_SINCE = time.time() - 5.0
+# machine). The cutoff is this process's own start time as psutil reads it, not time.time():
+# psutil's start times rest on the kernel's boot time, which in a container can disagree with
+# the wall clock by more than any margin (CI's run found no child at all with a wall-clock
+# cutoff). Every process a test starts is younger than the pytest process that starts it.
+_MARKED_SINCE = psutil.Process().create_time() - 1.0
 
 _python_starts = 0
 
