@@ -352,38 +352,65 @@ def _measure_with(folder: Path, plan: Path, env: dict[str, str], attempt: int = 
     return {m.concurrency: m for m in run.measurements}
 
 
-def _agree(native: dict, peer: dict, where: str) -> list[str]:
-    """The pairs outside AGREEMENT (TTFT is printed, not judged: see docs/vllm-cpu.md)."""
-    lines, off = [], []
-    for c in sorted(native):
+def _figures(field: str, run: dict[int, object], c: int) -> float:
+    return float(getattr(run[c].metrics, field))  # type: ignore[attr-defined]
+
+
+def _steady(first: float, second: float) -> bool:
+    """The same client read the same cell twice within AGREEMENT of each other."""
+    return min(first, second) > 0 and max(first, second) / min(first, second) - 1 <= AGREEMENT
+
+
+def _agree(native: tuple[dict, dict], peer: tuple[dict, dict], where: str) -> tuple[list[str], int]:
+    """The pairs outside AGREEMENT, each client's figure the mean of its two measurements, and
+    how many pairs were judged. A pair is judged only where each client's own two measurements
+    agree within AGREEMENT: where the same client reads the same cell 2x apart (seen at load 4-6
+    here: vllm bench 105.6 and 204.7 tok/s at c = 1), the box, not the clients, is measured.
+    TTFT is printed, not judged: see docs/vllm-cpu.md."""
+    lines, off, judged = [], [], 0
+    for c in sorted(native[0]):
         for field in ("total_throughput", "mean_tpot_ms", "mean_ttft_ms"):
-            a, b = getattr(native[c].metrics, field), getattr(peer[c].metrics, field)
+            n1, n2 = (_figures(field, run, c) for run in native)
+            b1, b2 = (_figures(field, run, c) for run in peer)
+            a, b = (n1 + n2) / 2, (b1 + b2) / 2
             ratio = b / a if a else float("inf")
-            lines.append(f"{where} c={c} {field}: native {a:.2f}, vllm bench {b:.2f} ({ratio:.2f}x)")
-            if field != "mean_ttft_ms" and abs(ratio - 1) > AGREEMENT:
+            steady = _steady(n1, n2) and _steady(b1, b2)
+            lines.append(f"{where} c={c} {field}: native {a:.2f}, vllm bench {b:.2f} ({ratio:.2f}x;"
+                         f" in time order native {n1:.2f}, bench {b1:.2f}, bench {b2:.2f}, native"
+                         f" {n2:.2f}){'' if steady else ' not judged: a client disagrees with itself'}")
+            if field == "mean_ttft_ms" or not steady:
+                continue
+            judged += 1
+            if abs(ratio - 1) > AGREEMENT:
                 off.append(lines[-1])
     print("\n".join(lines))
-    return off
+    return off, judged
 
 
 def _both_clients(folder: Path, name: str, model: Path, url: str, served: str,
-                  env: dict[str, str]) -> list[str]:
-    """Native then `vllm bench serve` on the same cells; again (up to 3 times) while the native
-    client fell behind (model/client_health.py): a starved client measures itself, and the
-    agreement is judged where the client kept up (the issue: "where the server is not
-    CPU-starved"); skipped, saying so, when it never did. Returns the pairs that disagree."""
+                  env: dict[str, str]) -> tuple[list[str], int]:
+    """Native, `vllm bench serve`, `vllm bench serve`, native on the same cells (ABBA: a server
+    that warms up or a neighbour that slowly comes and goes shifts both clients alike; the first
+    order, one each, read 1.56x apart at c = 4 on a fresh vLLM under load 6), each client's
+    figure the mean of its two. Again (up to 2 times) while the native client fell behind
+    (model/client_health.py): a starved client measures itself, and the agreement is judged where
+    the client kept up (the issue: "where the server is not CPU-starved"); skipped, saying so,
+    when it never did. Returns the pairs that disagree and how many were judged."""
     native_plan = _external_plan(folder, name, model, url, served, "native")
     bench_plan = _external_plan(folder, name, model, url, served, "vllm")
     behind: list[str] = []
-    for attempt in range(1, 4):
-        native = _measure_with(folder, native_plan, env, attempt)
-        behind = [f"c={c}: {'; '.join(m.client.reasons)}" for c, m in native.items()
+    for attempt in range(1, 3):
+        first = _measure_with(folder, native_plan, env, attempt)
+        bench = (_measure_with(folder, bench_plan, env, 2 * attempt - 1),
+                 _measure_with(folder, bench_plan, env, 2 * attempt))
+        native = (first, _measure_with(folder, native_plan, env, 10 + attempt))
+        behind = [f"c={c}: {'; '.join(m.client.reasons)}" for run in native for c, m in run.items()
                   if m.client is not None and m.client.behind]
         if behind:
             print(f"{name} attempt {attempt}: the native client fell behind ({behind})")
             continue
-        return _agree(native, _measure_with(folder, bench_plan, env, attempt), name)
-    pytest.skip(f"{name}: the native client fell behind in 3 attempts (the box starves it, so "
+        return _agree(native, bench, name)
+    pytest.skip(f"{name}: the native client fell behind in 2 attempts (the box starves it, so "
                 f"the clients' agreement cannot be judged here): {behind}")
 
 
@@ -439,12 +466,16 @@ def test_native_client_vllm_bench_serve_and_the_simulator_agree(tmp_path: Path, 
     try:
         if pinned:  # the runner and `vllm bench serve` this test starts inherit it
             os.sched_setaffinity(0, {CLIENT_CORE})
-        off = _both_clients(tmp_path, "vllm", tiny_model, vllm_server, "tiny-llama", env)
+        off, judged = _both_clients(tmp_path, "vllm", tiny_model, vllm_server, "tiny-llama", env)
         with running_sim("--vocab-size", "2048", model=str(tiny_model), spec_tokens=None,
                          speed=4) as sim:
             if pinned:
                 os.sched_setaffinity(sim.pid, {SERVER_CORE})
-            off += _both_clients(tmp_path, "sim", tiny_model, sim.url, str(tiny_model), env)
+            sim_off, _ = _both_clients(tmp_path, "sim", tiny_model, sim.url, str(tiny_model),
+                                                env)
     finally:
         os.sched_setaffinity(0, everywhere)
-    assert not off, off
+    assert not off + sim_off, off + sim_off
+    if judged == 0:  # the simulator's pairs alone do not say the clients agree on real vLLM
+        pytest.skip("vllm: every pair had a client disagree with itself beyond the tolerance "
+                    "(the box, not the clients, was measured); nothing judged on real vLLM")
