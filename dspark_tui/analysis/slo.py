@@ -345,8 +345,8 @@ def _slo_answer(analysis: RunAnalysis) -> SloAnswer | None:
     for c in cells:
         by_cell.setdefault(c.key, {})[c.arm] = c
     band_floor = analysis.band.floor
-    choices = [_choose(analysis, key, arms, k_of, band_floor) for key, arms in sorted(by_cell.items())]
-    choices = [c for c in choices if c is not None]
+    choices = [choice for key, arms in sorted(by_cell.items())
+               if (choice := _choose(analysis, key, arms, k_of, band_floor)) is not None]
     traffic = _traffic_of(run)
     weights = traffic_weights(sorted(by_cell), traffic, {})
     single = _single(by_cell, weights, analysis.arms)
