@@ -11,6 +11,7 @@ Requests are clustered by server session (the arm's round): docs/statistics.md, 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,10 +19,25 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from dspark_tui.analysis.decision import Ratio, ratio_between
+from dspark_tui.analysis.decision import KDecision, Ratio, decide_k, ratio_between
 from dspark_tui.analysis.layout import arm_k_values
 from dspark_tui.analysis.measurements import measurements_of
-from dspark_tui.analysis.schedule import traffic_weights
+from dspark_tui.analysis.positions import spec_counters
+from dspark_tui.analysis.schedule import (
+    Schedule,
+    batch_points,
+    build_schedule,
+    cell_samples,
+    cell_weights,
+    existing_speculative_config,
+    kind_of,
+    max_num_seqs_of,
+    method_for,
+    plan_of,
+    speculative_config,
+    thin_cells,
+    traffic_weights,
+)
 from dspark_tui.model import CellResult
 from dspark_tui.model.slo import Limit, Slo
 from dspark_tui.model.traffic import TrafficMix
@@ -265,6 +281,7 @@ class SloAnswer:
     choices: list[SloChoice]
     single: SingleUnderSlo | None
     k_of: dict[str, int] | None
+    schedule: SloSchedule | None = None
 
     def cell(self, arm: str, scenario: str, concurrency: int) -> SloCell | None:
         for c in self.cells:
@@ -289,6 +306,7 @@ class SloAnswer:
                     "high": _r(ch.choice_vs_fastest.high), "verdict": str(ch.choice_vs_fastest.verdict)},
                 "unsure": ch.unsure, "closest": ch.closest,
             } for ch in self.choices],
+            "schedule": None if self.schedule is None else self.schedule.to_json(),
             "best_fixed": None if self.single is None else {
                 "arm": self.single.arm, "candidates": self.single.candidates,
                 "fastest_without_slo": self.single.fastest,
@@ -350,7 +368,9 @@ def _slo_answer(analysis: RunAnalysis) -> SloAnswer | None:
     traffic = _traffic_of(run)
     weights = traffic_weights(sorted(by_cell), traffic, {})
     single = _single(by_cell, weights, analysis.arms)
-    return SloAnswer(slo=slo, alpha=alpha, cells=cells, choices=choices, single=single, k_of=k_of)
+    answer = SloAnswer(slo=slo, alpha=alpha, cells=cells, choices=choices, single=single, k_of=k_of)
+    answer.schedule = slo_schedule(analysis, answer)
+    return answer
 
 
 def _traffic_of(run: LoadedRun) -> TrafficMix | None:
@@ -422,3 +442,63 @@ def _single(by_cell: dict[CellId, dict[str, SloCell]], weights: dict[CellId, flo
     fastest = max(measured, key=score) if measured else None
     return SingleUnderSlo(arm=best, candidates=candidates, weights=weights, missing_cells=missing,
                           fastest=fastest)
+
+
+# -- the K schedule under the SLO (K sweeps) -------------------------------------------------------
+
+@dataclass(frozen=True)
+class SloSchedule:
+    """The K sweep's schedule (analysis/schedule.py, the same anchors and cuts) built from the
+    choices under the SLO: each cell's K is its SLO choice, and where cells share an anchor
+    only the K values shown to meet the SLO in all of them compete. A cell where no K meets it
+    takes its closest K (the highest attainment) and is named in `without_k`."""
+
+    schedule: Schedule
+    config: dict[str, Any] | None
+    without_k: list[CellId]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ranges": self.schedule.ranges, "keyed_on": self.schedule.keyed_on,
+                "speculative_config": self.config,
+                "cells_without_k_meeting": [f"{s}/c{c}" for s, c in self.without_k]}
+
+
+def slo_schedule(analysis: RunAnalysis, answer: SloAnswer) -> SloSchedule | None:
+    """None unless the run is a K sweep whose every cell has a choice or a closest K."""
+    decision = decide_k(analysis)
+    k_of = answer.k_of
+    if decision is None or not decision.choices or k_of is None:
+        return None
+    by_key = {c.key: c for c in answer.choices}
+    choices = []
+    without: list[CellId] = []
+    for ch in decision.choices:
+        slo_choice = by_key.get(ch.key)
+        arm = None if slo_choice is None else (slo_choice.choice or slo_choice.closest)
+        if slo_choice is None or arm is None or arm not in k_of:
+            return None
+        if slo_choice.choice is None:
+            without.append(ch.key)
+        meeting = {k_of[a] for a, cell in slo_choice.cells.items() if a in k_of and cell.status == "meets"}
+        k = k_of[arm]
+        allowed = {kk: v for kk, v in ch.throughput.items() if kk in meeting} or {k: ch.throughput[k]}
+        top = max(allowed, key=lambda kk: allowed[kk])
+        choices.append(dataclasses.replace(ch, k=k, top_k=top, throughput=allowed))
+    constrained = KDecision(decision.analysis, decision.k_of, decision.band, choices=choices)
+    plan = plan_of(analysis.run.manifest.plan or {})
+    counters = spec_counters(constrained)
+    points, keyed_on = batch_points(constrained, counters)
+    traffic = plan.traffic if plan is not None else None
+    weights = cell_weights(constrained, traffic, {key: p[0] for key, p in points.items()})
+    max_seqs, max_source = max_num_seqs_of(plan)
+    try:
+        schedule = build_schedule(constrained, points, keyed_on, weights, max_seqs, max_source,
+                                  samples=cell_samples(constrained, counters),
+                                  thin=thin_cells(constrained, counters))
+    except ValueError:  # cells sharing an anchor have no K in common that meets the SLO
+        return None
+    if schedule is None:
+        return None
+    method, _ = method_for(plan)
+    config = speculative_config(schedule, method, existing_speculative_config(plan), kind_of(plan))
+    return SloSchedule(schedule=schedule, config=config, without_k=without)

@@ -6,6 +6,7 @@ section (report/words/)."""
 
 from __future__ import annotations
 
+import json
 import math
 
 from dspark_tui.analysis.decision import Ratio
@@ -110,6 +111,8 @@ def slo_section(answer: SloAnswer | None, t: Texts) -> list[str]:
     for choice in answer.choices:
         lines += _choice_lines(choice, say)
     lines += _single_lines(answer, say)
+    if answer.schedule is not None:
+        lines += ["", *schedule_lines(answer, t)]
     return lines
 
 
@@ -155,6 +158,23 @@ def _single_lines(answer: SloAnswer, say: Texts) -> list[str]:
     return ["", say("single_none", items=say.join(items))]
 
 
+def schedule_lines(answer: SloAnswer, t: Texts) -> list[str]:
+    """The K sweep's schedule under the SLO, with its `--speculative-config`."""
+    found = answer.schedule
+    if found is None:
+        return []
+    say = t.of("slo")
+    schedule = found.schedule
+    keyed = t("summary_k_keyed_batch" if schedule.keyed_on == "running_batch" else "summary_k_keyed_client")
+    ranges = t.join(t("summary_k_range", lo=lo, hi=hi, k=k) for lo, hi, k in schedule.ranges)
+    config = (say("schedule_config", config=json.dumps(found.config, separators=(",", ":")))
+              if found.config is not None else say("schedule_no_spec"))
+    lines = [say("schedule", keyed=keyed, ranges=ranges, config=config)]
+    if found.without_k:
+        lines.append(say("schedule_without", cells=t.join(f"{s} c={c}" for s, c in found.without_k)))
+    return lines
+
+
 def slo_summary(answer: SloAnswer | None, t: Texts) -> list[str]:
     """The summary's lines: per cell the choice under the SLO (where none meets it, the
     closest arm and what it misses by), and the best fixed arm."""
@@ -183,4 +203,4 @@ def slo_summary(answer: SloAnswer | None, t: Texts) -> list[str]:
         lines.append(say("summary_fixed", arm=single.arm, fastest=differs))
     elif single is not None:
         lines.append(say("summary_fixed_none"))
-    return lines
+    return lines + schedule_lines(answer, t)
