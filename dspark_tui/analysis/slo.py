@@ -22,6 +22,7 @@ import numpy as np
 from dspark_tui.analysis.decision import KDecision, Ratio, decide_k, ratio_between
 from dspark_tui.analysis.layout import arm_k_values
 from dspark_tui.analysis.measurements import measurements_of
+from dspark_tui.analysis.verdicts import Settings, analyse_measurements
 from dspark_tui.analysis.positions import spec_counters
 from dspark_tui.analysis.schedule import (
     Schedule,
@@ -282,6 +283,9 @@ class SloAnswer:
     single: SingleUnderSlo | None
     k_of: dict[str, int] | None
     schedule: SloSchedule | None = None
+    latency: list[LatencyVerdict] = field(default_factory=list)
+    verdict_level: float = 0.95  # the latency verdicts' per-look level (the throughput verdicts')
+    tie_band: float = 0.02
 
     def cell(self, arm: str, scenario: str, concurrency: int) -> SloCell | None:
         for c in self.cells:
@@ -307,6 +311,10 @@ class SloAnswer:
                 "unsure": ch.unsure, "closest": ch.closest,
             } for ch in self.choices],
             "schedule": None if self.schedule is None else self.schedule.to_json(),
+            "latency": [{"metric": v.metric, "scenario": v.scenario, "concurrency": v.concurrency,
+                         "a": v.a, "b": v.b, "ratio": _r(v.ratio), "low": _r(v.low),
+                         "high": _r(v.high), "verdict": str(v.verdict), "lower": v.lower}
+                        for v in self.latency],
             "best_fixed": None if self.single is None else {
                 "arm": self.single.arm, "candidates": self.single.candidates,
                 "fastest_without_slo": self.single.fastest,
@@ -370,6 +378,11 @@ def _slo_answer(analysis: RunAnalysis) -> SloAnswer | None:
     single = _single(by_cell, weights, analysis.arms)
     answer = SloAnswer(slo=slo, alpha=alpha, cells=cells, choices=choices, single=single, k_of=k_of)
     answer.schedule = slo_schedule(analysis, answer)
+    if verdicts is not None:
+        answer.verdict_level, answer.tie_band = verdicts.settings.level, verdicts.settings.tie_band
+        answer.latency = latency_verdicts(measurements_of(run), analysis.arms, verdicts.settings,
+                                          sorted({latency_field(lim) for c in cells
+                                                  for lim in slo.limits_for(c.scenario)}))
     return answer
 
 
@@ -502,3 +515,61 @@ def slo_schedule(analysis: RunAnalysis, answer: SloAnswer) -> SloSchedule | None
     method, _ = method_for(plan)
     config = speculative_config(schedule, method, existing_speculative_config(plan), kind_of(plan))
     return SloSchedule(schedule=schedule, config=config, without_k=without)
+
+
+# -- latency verdicts, paired by round -------------------------------------------------------------
+
+_STAT = {50: "median", 90: "p90", 95: "p95", 99: "p99"}
+_FIELD = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2e": "e2e_latency"}
+
+
+def latency_field(limit: Limit) -> str:
+    """The client's per-measurement number a limit's metric is compared by: its percentile
+    (`p90_tpot_ms`; p50 is `median_…`), a plain limit's the percentile nearest its share. ITL
+    there is per streamed chunk over all requests, not a request's mean gap."""
+    percentile = limit.percentile or min(_STAT, key=lambda p: abs(p / 100 - limit.share))
+    return f"{_STAT[percentile]}_{_FIELD[limit.metric]}_ms"
+
+
+@dataclass(frozen=True)
+class LatencyVerdict:
+    """One latency metric in one cell, arm b against arm a: the ratio of b's latency to a's
+    (below 1: b is faster), its interval and verdict — the throughput verdicts' method
+    (docs/statistics.md) applied to 1 / latency, so the same pairing by round, tie band and
+    per-look level hold. `lower`: the arm shown to have the lower latency (a win)."""
+
+    metric: str
+    scenario: str
+    concurrency: int
+    a: str
+    b: str
+    ratio: float
+    low: float | None
+    high: float | None
+    verdict: str
+    lower: str | None
+
+
+def latency_verdicts(measurements: Sequence[CellResult], arms: Sequence[str], settings: Settings,
+                     fields: Sequence[str]) -> list[LatencyVerdict]:
+    """Per metric, cell and pair of arms. Measurements whose client fell behind give no latency
+    (model/client_health.py), as in every latency table."""
+    out = []
+    for name in fields:
+        speeds = []
+        for m in measurements:
+            value = getattr(m.metrics, name, None)
+            if not m.ok or m.client_behind or value is None or not value > 0:
+                continue
+            metrics = m.metrics.model_copy(update={"total_throughput": 1000.0 / value})
+            speeds.append(m.model_copy(update={"metrics": metrics}))
+        for pair in analyse_measurements(speeds, arms, settings).pairs:
+            # pair.ratio is b's speed over a's: a's latency over b's.
+            out.append(LatencyVerdict(
+                metric=name, scenario=pair.scenario, concurrency=pair.concurrency, a=pair.a, b=pair.b,
+                ratio=1.0 / pair.ratio,
+                low=None if pair.ci_high is None else 1.0 / pair.ci_high,
+                high=None if pair.ci_low is None else 1.0 / pair.ci_low,
+                verdict=str(pair.verdict),
+                lower=pair.winner if pair.verdict == "wins" else None))
+    return out

@@ -10,6 +10,7 @@ import json
 import math
 
 from dspark_tui.analysis.decision import Ratio
+from dspark_tui.analysis.verdicts import Verdict
 from dspark_tui.analysis.slo import LimitCheck, SloAnswer, SloCell, SloChoice
 from dspark_tui.model.slo import METRIC_LABELS, Limit
 from dspark_tui.report.words import Texts
@@ -113,7 +114,33 @@ def slo_section(answer: SloAnswer | None, t: Texts) -> list[str]:
     lines += _single_lines(answer, say)
     if answer.schedule is not None:
         lines += ["", *schedule_lines(answer, t)]
-    return lines
+    return lines + _latency_lines(answer, say)
+
+
+def _latency_lines(answer: SloAnswer, say: Texts) -> list[str]:
+    """The choice (else the closest arm) of each cell against every other arm, per metric."""
+    rows = []
+    for choice in answer.choices:
+        arm = choice.choice or choice.closest
+        for v in answer.latency:
+            if (v.scenario, v.concurrency) != choice.key or arm not in (v.a, v.b):
+                continue
+            other = v.a if v.b == arm else v.b
+            ratio, low, high = ((v.ratio, v.low, v.high) if v.b == arm else
+                                (1 / v.ratio, None if v.high is None else 1 / v.high,
+                                 None if v.low is None else 1 / v.low))
+            shown = Ratio(ratio, low, high, Verdict(v.verdict))
+            word = (("lower" if v.lower == arm else "higher") if v.verdict == "wins" else v.verdict)
+            rows.append(say("latency_row", scenario=v.scenario, c=v.concurrency,
+                            metric=v.metric.removesuffix("_ms").replace("_", " "), arm=arm,
+                            other=other, ratio=ratio_text(shown), verdict=say(f"lat.{word}")))
+    if not rows:
+        return []
+    metrics = ", ".join(sorted({f"`{v.metric}`" for v in answer.latency}))
+    level = f"{answer.verdict_level * 100:.1f}"
+    band = f"{answer.tie_band * 100:g}"
+    return ["", say("latency_heading"), "", say("latency_lead", metrics=metrics, level=level, band=band),
+            "", say("latency_header"), "|---|---:|---|---|---|---:|---|", *rows]
 
 
 def _choice_lines(choice: SloChoice, say: Texts) -> list[str]:

@@ -83,6 +83,11 @@ def test_the_fastest_k_fails_the_tpot_slo_and_the_choice_is_the_k_that_meets_it(
     assert slo["schedule"]["speculative_config"]["num_speculative_tokens"] == 1
     throughput = json.loads((slo_run / "schedule.json").read_text())
     assert throughput["speculative_config"]["num_speculative_tokens_per_batch_size"] == [[1, 256, 3]]
+    # The latency verdict, paired by round as throughput is: K=1's p90 TPOT is lower than
+    # K=3's (the model: 6.5 against 7.7 ms at c=4, far beyond the 2 % band).
+    (tpot,) = [v for v in slo["latency"] if {v["a"], v["b"]} == {"st=1", "st=3"}]
+    assert tpot["metric"] == "p90_tpot_ms"
+    assert (tpot["verdict"], tpot["lower"]) == ("wins", "st=1"), tpot
     # The same counts from the raw files on disk, by hand: every request of the cell's two
     # sessions, a request meeting the limit when its TPOT is at most 7 ms.
     for arm, cell in cells.items():
