@@ -108,6 +108,9 @@ def slo_section(answer: SloAnswer | None, t: Texts) -> list[str]:
     left_out = sum(c.left_out for c in answer.cells)
     if left_out:
         lines += ["", say("left_out", n=left_out)]
+    single = sum(1 for c in answer.cells if c.attainment.clusters == 1)
+    if single:
+        lines += ["", say("one_session", n=single, total=len(answer.cells))]
     lines += ["", say("choices_heading"), ""]
     for choice in answer.choices:
         lines += _choice_lines(choice, say)

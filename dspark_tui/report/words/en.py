@@ -395,6 +395,7 @@ WORDS: dict[str, str] = {
     "slo.status.unsure": "unsure",
     "slo.status.no_data": "no per-request data",
     "slo.left_out": "- {n} measurements have no per-request latencies here (another client, or a client that fell behind) and are left out.",
+    "slo.one_session": "- {n} of {total} rows rest on one server session: their intervals cover the spread of requests within it, not how one server start differs from another (docs/statistics.md, Attainment); run `rounds >= 2`.",
     "slo.choices_heading": "### The choice under the SLO",
     "slo.choice_fastest": "- `{scenario}` c={c}: `{arm}` — the fastest arm, and it meets the SLO",
     "slo.choice_other": "- `{scenario}` c={c}: `{arm}` meets the SLO, {ratio} against the fastest, `{fastest}`, which {why}",
