@@ -88,6 +88,7 @@ def test_the_fastest_k_fails_the_tpot_slo_and_the_choice_is_the_k_that_meets_it(
     assert slo["schedule"]["speculative_config"]["num_speculative_tokens"] == 1
     throughput = json.loads((slo_run / "schedule.json").read_text())
     assert throughput["speculative_config"]["num_speculative_tokens_per_batch_size"] == [[1, 256, 3]]
+    assert throughput["under_slo"] == {"schedule": slo["schedule"], "best_fixed": "st=1"}
     # The latency verdict, paired by round as throughput is: K=1's p90 TPOT is lower than
     # K=3's (the model: 6.5 against 7.7 ms at c=4, far beyond the 2 % band).
     (tpot,) = [v for v in slo["latency"] if {v["a"], v["b"]} == {"st=1", "st=3"}]
