@@ -59,7 +59,7 @@ def limits_text(answer: SloAnswer, say: Texts) -> str:
     texts = {s: say.join(_limit_text(lim, say) for lim in answer.slo.limits_for(s)) for s in scenarios}
     if len(set(texts.values())) <= 1:
         return next(iter(texts.values()), "")
-    return "; ".join(say("scenario_limits", scenario=s, limits=text) for s, text in texts.items())
+    return say("sep").join(say("scenario_limits", scenario=s, limits=text) for s, text in texts.items())
 
 
 def _closest_limit(cell: SloCell) -> LimitCheck | None:
@@ -225,7 +225,7 @@ def slo_summary(answer: SloAnswer | None, t: Texts) -> list[str]:
             closest = choice.cells.get(choice.closest or "")
             items.append(say("summary_item_none", where=where, arm=choice.closest or "—",
                              misses=_closest_misses(closest, say) if closest is not None else "—"))
-    lines = [say("summary_choice", limits=limits_text(answer, say), items="; ".join(items))]
+    lines = [say("summary_choice", limits=limits_text(answer, say), items=say("sep").join(items))]
     single = answer.single
     if single is not None and single.arm is not None:
         differs = (say("summary_fixed_differs", arm=single.fastest)

@@ -424,6 +424,7 @@ WORDS: dict[str, str] = {
     "slo.lat.tie": "tie",
     "slo.lat.unsure": "unsure",
     "slo.lat.single": "single measurement",
+    "slo.sep": "; ",
     "slo.summary_choice": "- **Under the SLO** ({limits}): {items}",
     "slo.summary_item": "{where} → `{arm}`{fastest}",
     "slo.summary_fastest_fails": " (the fastest, `{arm}`, fails it)",

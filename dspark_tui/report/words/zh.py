@@ -391,6 +391,7 @@ WORDS: dict[str, str] = {
     "slo.lat.tie": "持平",
     "slo.lat.unsure": "不确定",
     "slo.lat.single": "单次测量",
+    "slo.sep": "；",
     "slo.summary_choice": "- **SLO 约束下**（{limits}）：{items}",
     "slo.summary_item": "{where} → `{arm}`{fastest}",
     "slo.summary_fastest_fails": "（最快的 `{arm}` 不满足）",
