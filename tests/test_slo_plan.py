@@ -50,6 +50,8 @@ def test_without_slo_the_snapshot_has_no_key():
     ('tpot_ms = "25"', "plan.toml:19: slo.tpot_ms: Input should be a valid number, got '25'"),
     ("tpot_ms = 5\nattainment = 1.0", "plan.toml:20: slo.attainment: Input should be less than 1"),
     ("attainment = 0.9", "plan.toml:18: slo: gives no limit; set at least one of ttft_ms"),
+    ('tpot_ms = 5\nobjective = "latency"',
+     "plan.toml:20: slo.objective: Input should be 'throughput' or 'goodput'"),
     ("tpot_ms = 5\n[slo.scenarios.chit]\ntpot_ms = 4",
      "plan.toml:18: slo.scenarios names 'chit', which is no scenario of the plan"),
 ])

@@ -297,6 +297,7 @@ class SloAnswer:
         scenarios = sorted({c.scenario for c in self.cells})
         return {
             "attainment": self.slo.attainment,
+            "objective": self.slo.objective,
             "alpha": self.alpha,
             "method": METHOD,
             "limits": {s: [{"key": lim.key, "metric": lim.metric, "ms": lim.ms, "share": lim.share}
@@ -372,10 +373,10 @@ def _slo_answer(analysis: RunAnalysis) -> SloAnswer | None:
         by_cell.setdefault(c.key, {})[c.arm] = c
     band_floor = analysis.band.floor
     choices = [choice for key, arms in sorted(by_cell.items())
-               if (choice := _choose(analysis, key, arms, k_of, band_floor)) is not None]
+               if (choice := _choose(analysis, key, arms, k_of, band_floor, slo.objective)) is not None]
     traffic = _traffic_of(run)
     weights = traffic_weights(sorted(by_cell), traffic, {})
-    single = _single(by_cell, weights, analysis.arms)
+    single = _single(by_cell, weights, analysis.arms, slo.objective)
     answer = SloAnswer(slo=slo, alpha=alpha, cells=cells, choices=choices, single=single, k_of=k_of)
     answer.schedule = slo_schedule(analysis, answer)
     if verdicts is not None:
@@ -397,19 +398,24 @@ def _traffic_of(run: LoadedRun) -> TrafficMix | None:
 
 
 def _choose(analysis: RunAnalysis, key: CellId, arms: dict[str, SloCell], k_of: dict[str, int] | None,
-            floor: float) -> SloChoice | None:
+            floor: float, objective: str = "throughput") -> SloChoice | None:
+    """The fastest arm shown to meet the SLO (by Total tok/s, the K decision's rule among K
+    values; by goodput, the highest point estimate, when the plan's objective is goodput)."""
     measured = {arm: c for arm, c in arms.items() if c.throughput is not None}
     if not measured:
         return None
     speed = {arm: c.throughput or 0.0 for arm, c in measured.items()}
     fastest = max(speed, key=lambda a: speed[a])
+    goodput = objective == "goodput"
+    if goodput:  # the user's objective: requests a second that meet the SLO
+        speed = {arm: c.goodput or 0.0 for arm, c in measured.items()}
     meeting = [a for a, c in measured.items() if c.status == "meets"]
     choice: str | None = None
     verdicts = analysis.verdicts
     if meeting:
         top = max(meeting, key=lambda a: speed[a])
         choice = top
-        if k_of is not None and all(a in k_of for a in meeting) and verdicts is not None:
+        if not goodput and k_of is not None and all(a in k_of for a in meeting) and verdicts is not None:
             # The K decision's rule among the arms that meet the SLO: the smallest K shown
             # within the tie band of the fastest of them.
             for arm in sorted(meeting, key=lambda a: k_of[a]):
@@ -431,7 +437,7 @@ def _choose(analysis: RunAnalysis, key: CellId, arms: dict[str, SloCell], k_of: 
 
 
 def _single(by_cell: dict[CellId, dict[str, SloCell]], weights: dict[CellId, float],
-            arms: list[str]) -> SingleUnderSlo | None:
+            arms: list[str], objective: str = "throughput") -> SingleUnderSlo | None:
     if not by_cell:
         return None
     weighed = [key for key, w in weights.items() if w > 0]
@@ -445,14 +451,15 @@ def _single(by_cell: dict[CellId, dict[str, SloCell]], weights: dict[CellId, flo
         else:
             candidates.append(arm)
 
-    def score(arm: str) -> float:
-        return sum(weights[key] * math.log(max(by_cell[key][arm].throughput or 1e-9, 1e-9))
-                   for key in weighed)
+    def score(arm: str, by: str = objective) -> float:
+        cells = [by_cell[key][arm] for key in weighed]
+        values = [(c.goodput if by == "goodput" else c.throughput) or 1e-9 for c in cells]
+        return sum(weights[key] * math.log(max(v, 1e-9)) for key, v in zip(weighed, values, strict=True))
 
     best = max(candidates, key=score) if candidates else None
     measured = [arm for arm in arms if all(
         (c := by_cell.get(key, {}).get(arm)) is not None and c.throughput is not None for key in weighed)]
-    fastest = max(measured, key=score) if measured else None
+    fastest = max(measured, key=lambda arm: score(arm, "throughput")) if measured else None
     return SingleUnderSlo(arm=best, candidates=candidates, weights=weights, missing_cells=missing,
                           fastest=fastest)
 

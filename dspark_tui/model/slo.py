@@ -8,6 +8,7 @@ be "the fastest setting that keeps it" rather than the fastest (issue 24, docs/d
     p99_e2e_ms = 8000        # percentile limits: the p99 of the cell's requests' E2E
     [slo.scenarios.rag_medium]
     ttft_ms = 4000           # a scenario's own limits replace the plan's, key by key
+    # objective = "goodput"  # choose by requests a second meeting the SLO (default: throughput)
 
 Every limit is a threshold on one per-request latency and the share of requests that must stay
 under it: a plain limit's share is `attainment`, a `pNN_` limit's NN %. A request *meets the
@@ -19,7 +20,7 @@ its mean gap between streamed chunks, (E2E − TTFT) / chunks after the first.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
@@ -104,6 +105,9 @@ class Slo(SloLimits):
 
     attainment: float = Field(default=DEFAULT_ATTAINMENT, gt=0.0, lt=1.0)
     scenarios: dict[str, SloLimits] = Field(default_factory=dict)
+    # What the choices under the SLO maximise among the arms that meet it: Total tok/s, or the
+    # requests a second that meet the SLO (goodput).
+    objective: Literal["throughput", "goodput"] = "throughput"
 
     @field_validator("attainment", mode="before")
     @classmethod
@@ -126,6 +130,8 @@ class Slo(SloLimits):
             data = {k: v for k, v in data.items() if v is not None}
             if not data.get("scenarios"):
                 data.pop("scenarios", None)
+            if data.get("objective") == "throughput":
+                data.pop("objective", None)
         return data
 
     def limits_for(self, scenario: str) -> list[Limit]:

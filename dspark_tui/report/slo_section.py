@@ -112,6 +112,8 @@ def slo_section(answer: SloAnswer | None, t: Texts) -> list[str]:
     if single:
         lines += ["", say("one_session", n=single, total=len(answer.cells))]
     lines += ["", say("choices_heading"), ""]
+    if answer.slo.objective == "goodput":
+        lines += [say("objective_goodput"), ""]
     for choice in answer.choices:
         lines += _choice_lines(choice, say)
     lines += _single_lines(answer, say)
