@@ -80,6 +80,7 @@ def plan_command(args: argparse.Namespace) -> int:
         print(f"{key.arm:<10} {key.scenario:<22} {key.concurrency:>5} {cell.input_len:>6} "
               f"{cell.output_len:>6} {cell.num_prompts:>8}")
     print(f"{len(cells)} cells")
+    _print_slo(plan)
     _print_cost(plan, source)
     if getattr(args, "preflight", False):
         results_root = getattr(args, "results", None) or settings.results_root
@@ -119,6 +120,19 @@ def _print_preflight(plan: Plan, results_root: Path, roots: list[Path]) -> int:
     for problem in checked.problems:
         print(f"dspark-tui: error: {problem.message}", file=sys.stderr)
     return 2
+
+
+def _print_slo(plan: Plan) -> None:
+    """`slo:` and each scenario's limits with the share of requests each asks for (docs/decision.md,
+    "Under an SLO"); nothing without `[slo]`."""
+    slo = plan.slo
+    if slo is None:
+        return
+    for scenario in plan.scenarios:
+        limits = slo.limits_for(scenario.name)
+        said = ", ".join(lim.label if lim.percentile is not None
+                         else f"{lim.label} for {lim.share * 100:g}% of requests" for lim in limits)
+        print(f"slo {scenario.name}: {said or 'no limit'}")
 
 
 def _print_cost(plan: Plan, source: str | None = None) -> None:

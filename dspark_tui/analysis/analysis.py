@@ -49,6 +49,8 @@ class RunAnalysis:
     _by_scenario: dict[str, pd.DataFrame] | None = None
     _band_answers: list[BandAnswer] | None = None
     _completeness: Completeness | None = None
+    # The answer under the plan's [slo], once computed (analysis/slo.py: slo_answer caches it).
+    slo_cache: list[object] = field(default_factory=list)
 
     @property
     def arms(self) -> list[str]:

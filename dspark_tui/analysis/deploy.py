@@ -48,6 +48,7 @@ from dspark_tui.analysis.schedule import (
     thin_cells,
     weighted_gain,
 )
+from dspark_tui.analysis.slo import slo_answer, slo_of
 from dspark_tui.analysis.verification import verification_json, verification_of
 from dspark_tui.results import atomic_write_text
 from dspark_tui.results.store import LoadedRun
@@ -267,6 +268,10 @@ def write_schedule(run: LoadedRun, analysis: RunAnalysis | None = None,
     document: dict[str, Any] | None = None
     if answer is not None and not answer.withheld:
         document = schedule_json(answer)
+        if slo_of(run) is not None and (slo := slo_answer(analysis)) is not None:
+            # The schedule under the plan's [slo] beside the throughput one (docs/decision.md).
+            document["under_slo"] = {"schedule": None if slo.schedule is None else slo.schedule.to_json(),
+                                     "best_fixed": None if slo.single is None else slo.single.arm}
     elif answer is None and (verified := verification_of(analysis)) is not None:
         # A --verify rerun: the schedule it reran and whether it confirmed it.
         document = verification_json(verified, is_simulated(run.manifest),

@@ -35,6 +35,7 @@ from dspark_tui.model.kinds import DEFAULT_KIND, KINDS, ServerKind, SpeculativeS
 from dspark_tui.model.naming import safe_name
 from dspark_tui.model.numbers import MAX_DEPTH, check_scalars, too_deep
 from dspark_tui.model.secrets import mask_value, secret_values
+from dspark_tui.model.slo import Slo
 from dspark_tui.model.statistics import (
     DEFAULT_ALPHA,
     DEFAULT_TIE_BAND,
@@ -372,6 +373,8 @@ class Plan(_Strict):
     scenarios: list[Scenario] = Field(min_length=1)
     # The user's traffic (docs/decision.md); None: equal weights, and the report says so.
     traffic: TrafficMix | None = None
+    # The latency a service must keep (model/slo.py, docs/decision.md); None: throughput alone.
+    slo: Slo | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -398,6 +401,12 @@ class Plan(_Strict):
         if self.bench.driver != "native" and (pure := [s.name for s in self.scenarios if s.category]):
             raise ValueError(f"scenario {pure[0]!r} sets a category: category-pure cells need "
                              "bench.driver = \"native\"")
+        if self.slo is not None:
+            names = [s.name for s in self.scenarios]
+            for name in self.slo.scenarios:
+                if name not in names:
+                    raise KeyedValueError(("slo", "scenarios", name), f"slo.scenarios names "
+                                          f"{name!r}, which is no scenario of the plan")
         _unique("arms", [a.name for a in self.arms])
         _unique("arms (as directory names)", [a.dirname for a in self.arms])
         _unique("scenarios", [s.name for s in self.scenarios])
@@ -429,6 +438,8 @@ class Plan(_Strict):
         data = handler(self)
         if isinstance(data, dict) and "traffic" in data and data["traffic"] is None:
             del data["traffic"]
+        if isinstance(data, dict) and "slo" in data and data["slo"] is None:
+            del data["slo"]
         return data
 
     @property

@@ -17,9 +17,11 @@ from dspark_tui.analysis.bands import UNDECIDED
 from dspark_tui.analysis.completeness import Completeness, is_simulated
 from dspark_tui.analysis.deploy import DeployAnswer, deploy_answer
 from dspark_tui.analysis.schedule import DECIDED, SINGLE_ANSWER, UNSURE_ANSWER
+from dspark_tui.analysis.slo import slo_answer, slo_of
 from dspark_tui.analysis.verification import VerificationResult, verification_of
 from dspark_tui.report.certainty import how_sure, node_warnings
 from dspark_tui.report.findings import band_label, lean_text
+from dspark_tui.report.slo_section import slo_summary
 from dspark_tui.report.words import Texts
 from dspark_tui.results.store import LoadedRun
 
@@ -30,6 +32,8 @@ def headline_markdown(run: LoadedRun, lang: str) -> str:
     t = Texts(lang)
     analysis = analyse(run)
     lines = headline_lines(analysis, deploy_answer(analysis), t, in_report=False)
+    if slo_of(run) is not None:  # the answer under the plan's [slo] (none without one)
+        lines += slo_summary(slo_answer(analysis), t)
     return "\n".join(lines).strip() + "\n"
 
 

@@ -11,6 +11,7 @@ from dspark_tui.analysis.counting import start_failure
 from dspark_tui.analysis.deploy import deploy_answer
 from dspark_tui.analysis.frames import CORE_COLUMNS, arm_pairs, core_table, server_table
 from dspark_tui.analysis.greedy import greedy_result
+from dspark_tui.analysis.slo import slo_answer, slo_of
 from dspark_tui.analysis.verification import verification_of
 from dspark_tui.model import shown
 from dspark_tui.report.advice import advice_section
@@ -24,6 +25,7 @@ from dspark_tui.report.findings import findings_section
 from dspark_tui.report.greedy_section import greedy_section
 from dspark_tui.report.headline import is_simulated, summary_section
 from dspark_tui.report.nodes import nodes_line
+from dspark_tui.report.slo_section import slo_section, slo_summary
 from dspark_tui.report.tables import markdown_table, num, pct
 from dspark_tui.report.verification_section import verification_section
 from dspark_tui.report.words import Texts
@@ -66,12 +68,14 @@ def render_report(run: LoadedRun, lang: str = "zh", analysis: RunAnalysis | None
         charts = existing_charts(run.path)
     titled = [(t(f"chart.{kind}"), path) for kind, path in charts]
     greedy = greedy_section(greedy_result(run.path, run.manifest), t)
+    slo = slo_answer(analysis) if slo_of(run) is not None else None  # None without [slo]
     sections = [
         [_title(analysis, t), "", *greedy, *([""] if greedy else []),
-         *summary_section(analysis, answer, t, titled)],
+         *summary_section(analysis, answer, t, titled), *slo_summary(slo, t)],
         _header(analysis, t),
         verification_section(verification_of(analysis), t),
         deploy_section(answer, t, simulated=is_simulated(run.manifest)),
+        slo_section(slo, t),
         _core(analysis, t),
         _server(analysis, t),
         _winners(analysis, t),

@@ -9,9 +9,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from dspark_tui.analysis.analysis import analyse
+from dspark_tui.analysis.analysis import RunAnalysis, analyse
 from dspark_tui.analysis.deploy import write_schedule
 from dspark_tui.analysis.greedy import greedy_result
+from dspark_tui.analysis.slo import slo_answer, slo_of
 from dspark_tui.analysis.verdicts import RunVerdicts, run_verdicts
 from dspark_tui.report.charts import chart_data
 from dspark_tui.report.markdown import render_report
@@ -21,9 +22,15 @@ from dspark_tui.results.store import LoadedRun
 ANALYSIS_FILE = "analysis.json"
 
 
-def analysis_json(run: LoadedRun, verdicts: RunVerdicts | None = None) -> str:
-    """analysis.json: the verdicts, and the greedy check's when the run made one."""
+def analysis_json(run: LoadedRun, verdicts: RunVerdicts | None = None,
+                  analysis: RunAnalysis | None = None) -> str:
+    """analysis.json: the verdicts, the greedy check's when the run made one, and under `slo`
+    the answer under the plan's `[slo]` when it has one (analysis/slo.py)."""
     document = (verdicts if verdicts is not None else run_verdicts(run)).to_json()
+    if slo_of(run) is not None:
+        answer = slo_answer(analysis if analysis is not None else analyse(run))
+        if answer is not None:
+            document["slo"] = answer.to_json()
     greedy = greedy_result(run.path, run.manifest)
     if greedy is not None:
         document["greedy"] = {
@@ -50,7 +57,7 @@ def write_outputs(run: LoadedRun, langs: tuple[str, ...] = ("zh", "en"),
     path = run.path / ANALYSIS_FILE
     verdicts = analysis.verdicts if analysis.verdicts is not None else run_verdicts(run)
     # First: the verdicts stand even if a report fails.
-    atomic_write_text(path, analysis_json(run, verdicts))
+    atomic_write_text(path, analysis_json(run, verdicts, analysis))
     charts = chart_data(analysis)  # plain data: cheap, and no matplotlib yet
 
     def write_reports(links: list[tuple[str, str]]) -> list[Path]:

@@ -1,0 +1,582 @@
+"""Throughput under a latency SLO (issue 24; docs/decision.md, "Under an SLO"): per cell and
+arm the share of requests that meet every limit of the plan's `[slo]` (attainment) with its
+interval, the rate of them (goodput), and each limit's check; then per cell the fastest arm
+among those *shown* to meet the SLO, and the best fixed arm subject to it.
+
+Per-request latencies come from the native client's raw files (raw/…jsonl, one line a request;
+results/native_raw.py). A measurement without one (a peer client, an import) or whose client
+fell behind (its latencies are the client's, model/client_health.py) gives no requests here.
+Requests are clustered by server session (the arm's round): docs/statistics.md, "Attainment".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from dspark_tui.analysis.decision import KDecision, Ratio, decide_k, ratio_between
+from dspark_tui.analysis.layout import arm_k_values
+from dspark_tui.analysis.measurements import measurements_of
+from dspark_tui.analysis.verdicts import Settings, analyse_measurements
+from dspark_tui.analysis.positions import spec_counters
+from dspark_tui.analysis.schedule import (
+    Schedule,
+    batch_points,
+    build_schedule,
+    cell_samples,
+    cell_weights,
+    existing_speculative_config,
+    kind_of,
+    max_num_seqs_of,
+    method_for,
+    plan_of,
+    speculative_config,
+    thin_cells,
+    traffic_weights,
+)
+from dspark_tui.model import CellResult
+from dspark_tui.model.slo import Limit, Slo
+from dspark_tui.model.traffic import TrafficMix
+from dspark_tui.results.native_raw import NativeRawError, RequestTiming, read_native_raw
+from dspark_tui.results.store import LoadedRun
+from dspark_tui.stats.attainment import Share, clustered_share
+
+if TYPE_CHECKING:
+    from dspark_tui.analysis.analysis import RunAnalysis
+
+Status = Literal["meets", "fails", "unsure", "no_data"]
+CellId = tuple[str, int]
+METHOD = ("share of requests under every limit, pooled over the measurements; Wilson interval "
+          "on the requests over the design effect of the server sessions (never below 1)")
+
+
+def slo_of(run: LoadedRun) -> Slo | None:
+    """The run's `[slo]` as its plan snapshot holds it; None without one (or an unreadable one)."""
+    data = run.manifest.plan.get("slo") if isinstance(run.manifest.plan, dict) else None
+    if not isinstance(data, dict):
+        return None
+    try:
+        return Slo.model_validate(data)
+    except ValueError:
+        return None
+
+
+def request_values(request: RequestTiming) -> dict[str, float | None]:
+    """A request's latencies in ms; None where it has none (TPOT of a one-token answer, ITL of
+    an answer in one chunk): such a limit does not apply to it."""
+    body = request.e2e_s - request.ttft_s
+    return {
+        "ttft": request.ttft_s * 1000.0,
+        "e2e": request.e2e_s * 1000.0,
+        "tpot": body / (request.output_tokens - 1) * 1000.0 if request.output_tokens > 1 else None,
+        "itl": body / request.itl_count * 1000.0 if request.itl_count > 0 else None,
+    }
+
+
+def _meets(values: dict[str, float | None], limit: Limit, ok: bool) -> bool:
+    if not ok:
+        return False  # a failed request meets no SLO
+    value = values[limit.metric]
+    return value is None or value <= limit.ms
+
+
+@dataclass(frozen=True)
+class LimitCheck:
+    """One limit in one cell: the share of requests under its threshold against its share."""
+
+    limit: Limit
+    share: Share
+    observed_ms: float | None  # the requests' quantile at the limit's share (p95 TPOT …)
+    status: Status
+
+
+@dataclass(frozen=True)
+class SloCell:
+    arm: str
+    scenario: str
+    concurrency: int
+    attainment: Share  # requests under every threshold
+    checks: list[LimitCheck]
+    duration_s: float
+    throughput: float | None  # mean Total tok/s of its ok measurements
+    status: Status
+    measurements: int  # with per-request data
+    left_out: int  # ok measurements without it (another client, a client behind)
+
+    @property
+    def key(self) -> CellId:
+        return (self.scenario, self.concurrency)
+
+    @property
+    def goodput(self) -> float | None:
+        """Requests a second that met the SLO."""
+        return self.attainment.hits / self.duration_s if self.duration_s > 0 else None
+
+    def goodput_interval(self) -> tuple[float, float] | None:
+        """The attainment's interval times the measured request rate (the rate's own noise is
+        not in it: it is the throughput verdicts' business)."""
+        if self.duration_s <= 0 or self.attainment.total == 0:
+            return None
+        rate = self.attainment.total / self.duration_s
+        return (rate * self.attainment.low, rate * self.attainment.high)
+
+    @property
+    def failing(self) -> list[LimitCheck]:
+        """The limits shown missed, else those not shown met: what a miss is told by."""
+        shown = [c for c in self.checks if c.status == "fails"]
+        return shown or [c for c in self.checks if c.status != "meets"]
+
+
+def _status(share: Share, level: float) -> Status:
+    if share.total == 0:
+        return "no_data"
+    if share.low >= level:
+        return "meets"
+    if share.high < level:
+        return "fails"
+    return "unsure"
+
+
+def _combine(statuses: Sequence[Status]) -> Status:
+    if "no_data" in statuses:
+        return "no_data"
+    if "fails" in statuses:
+        return "fails"
+    if "unsure" in statuses:
+        return "unsure"
+    return "meets"
+
+
+def _quantile(values: list[float], share: float) -> float | None:
+    return float(np.quantile(values, share)) if values else None
+
+
+def slo_cells(run: LoadedRun, slo: Slo, alpha: float,
+              measurements: Sequence[CellResult] | None = None) -> list[SloCell]:
+    """Every (arm, scenario, concurrency) with ok measurements, checked against its limits."""
+    groups: dict[tuple[str, str, int], list[CellResult]] = {}
+    for m in measurements if measurements is not None else measurements_of(run):
+        if m.ok:
+            groups.setdefault((m.arm, m.scenario, m.concurrency), []).append(m)
+    out = []
+    for (arm, scenario, concurrency), group in groups.items():
+        out.append(_cell(run, slo, alpha, arm, scenario, concurrency, group))
+    out.sort(key=lambda c: (c.scenario, c.concurrency, c.arm))
+    return out
+
+
+def _cell(run: LoadedRun, slo: Slo, alpha: float, arm: str, scenario: str, concurrency: int,
+          group: list[CellResult]) -> SloCell:
+    limits = slo.limits_for(scenario)
+    plain = [lim for lim in limits if lim.percentile is None]
+    # Per session (round): requests, and the hits of each limit, of the plain ones together
+    # and of every limit together.
+    sessions: dict[int, dict[str, int]] = {}
+    values_by_metric: dict[str, list[float]] = {lim.metric: [] for lim in limits}
+    duration = 0.0
+    used = left_out = 0
+    throughputs = [m.total_throughput for m in group if m.total_throughput is not None]
+    for m in group:
+        raw = _raw_of(run, m)
+        if raw is None or m.client_behind:
+            left_out += 1
+            continue
+        requests, seconds = raw
+        used += 1
+        duration += seconds
+        tally = sessions.setdefault(m.round, {})
+        for request in requests:
+            values = request_values(request)
+            tally["n"] = tally.get("n", 0) + 1
+            each = [_meets(values, lim, request.ok) for lim in limits]
+            for lim, hit in zip(limits, each, strict=True):
+                tally[lim.key] = tally.get(lim.key, 0) + int(hit)
+                if request.ok and (v := values[lim.metric]) is not None:
+                    values_by_metric[lim.metric].append(v)
+                elif not request.ok:
+                    values_by_metric[lim.metric].append(math.inf)
+            plain_hit = all(h for lim, h in zip(limits, each, strict=True) if lim.percentile is None)
+            tally["plain"] = tally.get("plain", 0) + int(plain_hit)
+            tally["all"] = tally.get("all", 0) + int(all(each))
+    rounds = sorted(sessions)
+    totals = [sessions[r]["n"] for r in rounds]
+
+    def share(name: str) -> Share:
+        return clustered_share([sessions[r].get(name, 0) for r in rounds], totals, alpha)
+
+    checks = []
+    for lim in limits:
+        s = share(lim.key)
+        checks.append(LimitCheck(lim, s, _quantile(values_by_metric[lim.metric], lim.share),
+                                 _status(s, lim.share)))
+    statuses: list[Status] = [c.status for c in checks if c.limit.percentile is not None]
+    if plain:
+        statuses.append(_status(share("plain"), slo.attainment))
+    attainment = share("all")
+    return SloCell(
+        arm=arm, scenario=scenario, concurrency=concurrency, attainment=attainment, checks=checks,
+        duration_s=duration,
+        throughput=sum(throughputs) / len(throughputs) if throughputs else None,
+        status=_combine(statuses) if used else "no_data", measurements=used, left_out=left_out)
+
+
+def _raw_of(run: LoadedRun, m: CellResult) -> tuple[list[RequestTiming], float] | None:
+    relative = m.provenance.raw_output
+    if m.provenance.driver != "native" or not relative:
+        return None
+    path = run.path / relative
+    try:
+        raw = read_native_raw(path)
+    except NativeRawError:
+        return None
+    seconds = raw.duration_s if raw.duration_s is not None else m.metrics.duration
+    if seconds is None:
+        return None
+    return raw.requests, seconds
+
+
+# -- the decision under the SLO -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SloChoice:
+    """One cell: the fastest arm, the choice among those shown to meet the SLO, the arms whose
+    attainment is unsure (faster than the choice: they might be better), and the closest arm
+    when none meets it."""
+
+    scenario: str
+    concurrency: int
+    fastest: str
+    choice: str | None
+    choice_vs_fastest: Ratio | None  # the choice's Total tok/s over the fastest arm's
+    unsure: list[str]  # arms not shown to meet or miss, faster than the choice (all when none)
+    closest: str | None  # no arm meets: the one with the highest attainment
+    cells: dict[str, SloCell] = field(default_factory=dict)
+
+    @property
+    def key(self) -> CellId:
+        return (self.scenario, self.concurrency)
+
+
+@dataclass(frozen=True)
+class SingleUnderSlo:
+    """The best fixed arm subject to the SLO: among the arms shown to meet it in every cell the
+    traffic weighs, the highest weighted mean log Total tok/s."""
+
+    arm: str | None
+    candidates: list[str]
+    weights: dict[CellId, float]
+    missing_cells: dict[str, list[CellId]]  # arm -> the weighed cells it is not shown to meet
+    fastest: str | None = None  # the same leader without the SLO (arms measured in every cell)
+
+
+@dataclass
+class SloAnswer:
+    slo: Slo
+    alpha: float
+    cells: list[SloCell]
+    choices: list[SloChoice]
+    single: SingleUnderSlo | None
+    k_of: dict[str, int] | None
+    schedule: SloSchedule | None = None
+    latency: list[LatencyVerdict] = field(default_factory=list)
+    verdict_level: float = 0.95  # the latency verdicts' per-look level (the throughput verdicts')
+    tie_band: float = 0.02
+
+    def cell(self, arm: str, scenario: str, concurrency: int) -> SloCell | None:
+        for c in self.cells:
+            if (c.arm, c.scenario, c.concurrency) == (arm, scenario, concurrency):
+                return c
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        scenarios = sorted({c.scenario for c in self.cells})
+        return {
+            "attainment": self.slo.attainment,
+            "objective": self.slo.objective,
+            "alpha": self.alpha,
+            "method": METHOD,
+            "limits": {s: [{"key": lim.key, "metric": lim.metric, "ms": lim.ms, "share": lim.share}
+                           for lim in self.slo.limits_for(s)] for s in scenarios},
+            "cells": [_cell_json(c) for c in self.cells],
+            "choices": [{
+                "scenario": ch.scenario, "concurrency": ch.concurrency, "fastest": ch.fastest,
+                "choice": ch.choice,
+                "choice_vs_fastest": None if ch.choice_vs_fastest is None else {
+                    "ratio": _r(ch.choice_vs_fastest.value), "low": _r(ch.choice_vs_fastest.low),
+                    "high": _r(ch.choice_vs_fastest.high), "verdict": str(ch.choice_vs_fastest.verdict)},
+                "unsure": ch.unsure, "closest": ch.closest,
+            } for ch in self.choices],
+            "schedule": None if self.schedule is None else self.schedule.to_json(),
+            "latency": [{"metric": v.metric, "scenario": v.scenario, "concurrency": v.concurrency,
+                         "a": v.a, "b": v.b, "ratio": _r(v.ratio), "low": _r(v.low),
+                         "high": _r(v.high), "verdict": str(v.verdict), "lower": v.lower}
+                        for v in self.latency],
+            "best_fixed": None if self.single is None else {
+                "arm": self.single.arm, "candidates": self.single.candidates,
+                "fastest_without_slo": self.single.fastest,
+                "not_shown_to_meet": {arm: [f"{s}/c{c}" for s, c in cells]
+                                      for arm, cells in self.single.missing_cells.items()},
+            },
+        }
+
+
+def _r(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
+def _cell_json(c: SloCell) -> dict[str, Any]:
+    goodput = c.goodput_interval()
+    return {
+        "arm": c.arm, "scenario": c.scenario, "concurrency": c.concurrency, "status": c.status,
+        "requests": c.attainment.total, "meeting": c.attainment.hits,
+        "attainment": _r(c.attainment.value) if c.attainment.total else None,
+        "attainment_low": _r(c.attainment.low), "attainment_high": _r(c.attainment.high),
+        "sessions": c.attainment.clusters, "design_effect": _r(c.attainment.design_effect),
+        "goodput_rps": _r(c.goodput), "goodput_low": _r(goodput[0]) if goodput else None,
+        "goodput_high": _r(goodput[1]) if goodput else None,
+        "total_tok_s": _r(c.throughput), "measurements": c.measurements, "left_out": c.left_out,
+        "limits": [{"key": k.limit.key, "share": _r(k.share.value) if k.share.total else None,
+                    "low": _r(k.share.low), "high": _r(k.share.high),
+                    "observed_ms": _r(k.observed_ms) if k.observed_ms is not None
+                    and math.isfinite(k.observed_ms) else None,
+                    "status": k.status} for k in c.checks],
+    }
+
+
+def slo_answer(analysis: RunAnalysis) -> SloAnswer | None:
+    """The run's answer under its `[slo]`; None when the plan has none. Computed once per
+    analysis (the reports in two languages and analysis.json share it)."""
+    if analysis.slo_cache:
+        cached = analysis.slo_cache[0]
+        return cached if isinstance(cached, SloAnswer) else None
+    answer = _slo_answer(analysis)
+    analysis.slo_cache.append(answer)
+    return answer
+
+
+def _slo_answer(analysis: RunAnalysis) -> SloAnswer | None:
+    run = analysis.run
+    slo = slo_of(run)
+    if slo is None:
+        return None
+    verdicts = analysis.verdicts
+    alpha = verdicts.settings.alpha if verdicts is not None else 0.05
+    cells = slo_cells(run, slo, alpha)
+    k_of = arm_k_values(analysis.layout)
+    by_cell: dict[CellId, dict[str, SloCell]] = {}
+    for c in cells:
+        by_cell.setdefault(c.key, {})[c.arm] = c
+    band_floor = analysis.band.floor
+    choices = [choice for key, arms in sorted(by_cell.items())
+               if (choice := _choose(analysis, key, arms, k_of, band_floor, slo.objective)) is not None]
+    traffic = _traffic_of(run)
+    weights = traffic_weights(sorted(by_cell), traffic, {})
+    single = _single(by_cell, weights, analysis.arms, slo.objective)
+    answer = SloAnswer(slo=slo, alpha=alpha, cells=cells, choices=choices, single=single, k_of=k_of)
+    answer.schedule = slo_schedule(analysis, answer)
+    if verdicts is not None:
+        answer.verdict_level, answer.tie_band = verdicts.settings.level, verdicts.settings.tie_band
+        answer.latency = latency_verdicts(measurements_of(run), analysis.arms, verdicts.settings,
+                                          sorted({latency_field(lim) for c in cells
+                                                  for lim in slo.limits_for(c.scenario)}))
+    return answer
+
+
+def _traffic_of(run: LoadedRun) -> TrafficMix | None:
+    data = run.manifest.plan.get("traffic") if isinstance(run.manifest.plan, dict) else None
+    if not isinstance(data, dict):
+        return None
+    try:
+        return TrafficMix.model_validate(data)
+    except ValueError:
+        return None
+
+
+def _choose(analysis: RunAnalysis, key: CellId, arms: dict[str, SloCell], k_of: dict[str, int] | None,
+            floor: float, objective: str = "throughput") -> SloChoice | None:
+    """The fastest arm shown to meet the SLO (by Total tok/s, the K decision's rule among K
+    values; by goodput, the highest point estimate, when the plan's objective is goodput)."""
+    measured = {arm: c for arm, c in arms.items() if c.throughput is not None}
+    if not measured:
+        return None
+    speed = {arm: c.throughput or 0.0 for arm, c in measured.items()}
+    fastest = max(speed, key=lambda a: speed[a])
+    goodput = objective == "goodput"
+    if goodput:  # the user's objective: requests a second that meet the SLO
+        speed = {arm: c.goodput or 0.0 for arm, c in measured.items()}
+    meeting = [a for a, c in measured.items() if c.status == "meets"]
+    choice: str | None = None
+    verdicts = analysis.verdicts
+    if meeting:
+        top = max(meeting, key=lambda a: speed[a])
+        choice = top
+        if not goodput and k_of is not None and all(a in k_of for a in meeting) and verdicts is not None:
+            # The K decision's rule among the arms that meet the SLO: the smallest K shown
+            # within the tie band of the fastest of them.
+            for arm in sorted(meeting, key=lambda a: k_of[a]):
+                ratio = ratio_between(verdicts, key[0], key[1], arm, top)
+                if arm == top or (ratio is not None and ratio.has_interval and ratio.lower >= floor):
+                    choice = arm
+                    break
+    vs_fastest = (ratio_between(verdicts, key[0], key[1], choice, fastest)
+                  if choice is not None and verdicts is not None else None)
+    bar = speed[choice] if choice is not None else -1.0
+    unsure = sorted((a for a, c in measured.items() if c.status in ("unsure", "no_data") and speed[a] > bar),
+                    key=lambda a: -speed[a])
+    closest = None
+    if choice is None:
+        closest = max(measured, key=lambda a: (measured[a].attainment.value
+                                               if measured[a].attainment.total else -1.0, speed[a]))
+    return SloChoice(scenario=key[0], concurrency=key[1], fastest=fastest, choice=choice,
+                     choice_vs_fastest=vs_fastest, unsure=unsure, closest=closest, cells=dict(arms))
+
+
+def _single(by_cell: dict[CellId, dict[str, SloCell]], weights: dict[CellId, float],
+            arms: list[str], objective: str = "throughput") -> SingleUnderSlo | None:
+    if not by_cell:
+        return None
+    weighed = [key for key, w in weights.items() if w > 0]
+    missing: dict[str, list[CellId]] = {}
+    candidates = []
+    for arm in arms:
+        misses = [key for key in weighed
+                  if (c := by_cell.get(key, {}).get(arm)) is None or c.status != "meets"]
+        if misses:
+            missing[arm] = misses
+        else:
+            candidates.append(arm)
+
+    def score(arm: str, by: str = objective) -> float:
+        cells = [by_cell[key][arm] for key in weighed]
+        values = [(c.goodput if by == "goodput" else c.throughput) or 1e-9 for c in cells]
+        return sum(weights[key] * math.log(max(v, 1e-9)) for key, v in zip(weighed, values, strict=True))
+
+    best = max(candidates, key=score) if candidates else None
+    measured = [arm for arm in arms if all(
+        (c := by_cell.get(key, {}).get(arm)) is not None and c.throughput is not None for key in weighed)]
+    fastest = max(measured, key=lambda arm: score(arm, "throughput")) if measured else None
+    return SingleUnderSlo(arm=best, candidates=candidates, weights=weights, missing_cells=missing,
+                          fastest=fastest)
+
+
+# -- the K schedule under the SLO (K sweeps) -------------------------------------------------------
+
+@dataclass(frozen=True)
+class SloSchedule:
+    """The K sweep's schedule (analysis/schedule.py, the same anchors and cuts) built from the
+    choices under the SLO: each cell's K is its SLO choice, and where cells share an anchor
+    only the K values shown to meet the SLO in all of them compete. A cell where no K meets it
+    takes its closest K (the highest attainment) and is named in `without_k`."""
+
+    schedule: Schedule
+    config: dict[str, Any] | None
+    without_k: list[CellId]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ranges": self.schedule.ranges, "keyed_on": self.schedule.keyed_on,
+                "speculative_config": self.config,
+                "cells_without_k_meeting": [f"{s}/c{c}" for s, c in self.without_k]}
+
+
+def slo_schedule(analysis: RunAnalysis, answer: SloAnswer) -> SloSchedule | None:
+    """None unless the run is a K sweep whose every cell has a choice or a closest K."""
+    decision = decide_k(analysis)
+    k_of = answer.k_of
+    if decision is None or not decision.choices or k_of is None:
+        return None
+    by_key = {c.key: c for c in answer.choices}
+    choices = []
+    without: list[CellId] = []
+    for ch in decision.choices:
+        slo_choice = by_key.get(ch.key)
+        arm = None if slo_choice is None else (slo_choice.choice or slo_choice.closest)
+        if slo_choice is None or arm is None or arm not in k_of:
+            return None
+        if slo_choice.choice is None:
+            without.append(ch.key)
+        meeting = {k_of[a] for a, cell in slo_choice.cells.items() if a in k_of and cell.status == "meets"}
+        k = k_of[arm]
+        allowed = {kk: v for kk, v in ch.throughput.items() if kk in meeting} or {k: ch.throughput[k]}
+        top = max(allowed, key=lambda kk: allowed[kk])
+        choices.append(dataclasses.replace(ch, k=k, top_k=top, throughput=allowed))
+    constrained = KDecision(decision.analysis, decision.k_of, decision.band, choices=choices)
+    plan = plan_of(analysis.run.manifest.plan or {})
+    counters = spec_counters(constrained)
+    points, keyed_on = batch_points(constrained, counters)
+    traffic = plan.traffic if plan is not None else None
+    weights = cell_weights(constrained, traffic, {key: p[0] for key, p in points.items()})
+    max_seqs, max_source = max_num_seqs_of(plan)
+    try:
+        schedule = build_schedule(constrained, points, keyed_on, weights, max_seqs, max_source,
+                                  samples=cell_samples(constrained, counters),
+                                  thin=thin_cells(constrained, counters))
+    except ValueError:  # cells sharing an anchor have no K in common that meets the SLO
+        return None
+    if schedule is None:
+        return None
+    method, _ = method_for(plan)
+    config = speculative_config(schedule, method, existing_speculative_config(plan), kind_of(plan))
+    return SloSchedule(schedule=schedule, config=config, without_k=without)
+
+
+# -- latency verdicts, paired by round -------------------------------------------------------------
+
+_STAT = {50: "median", 90: "p90", 95: "p95", 99: "p99"}
+_FIELD = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2e": "e2e_latency"}
+
+
+def latency_field(limit: Limit) -> str:
+    """The client's per-measurement number a limit's metric is compared by: its percentile
+    (`p90_tpot_ms`; p50 is `median_…`), a plain limit's the percentile nearest its share. ITL
+    there is per streamed chunk over all requests, not a request's mean gap."""
+    percentile = limit.percentile or min(_STAT, key=lambda p: abs(p / 100 - limit.share))
+    return f"{_STAT[percentile]}_{_FIELD[limit.metric]}_ms"
+
+
+@dataclass(frozen=True)
+class LatencyVerdict:
+    """One latency metric in one cell, arm b against arm a: the ratio of b's latency to a's
+    (below 1: b is faster), its interval and verdict — the throughput verdicts' method
+    (docs/statistics.md) applied to 1 / latency, so the same pairing by round, tie band and
+    per-look level hold. `lower`: the arm shown to have the lower latency (a win)."""
+
+    metric: str
+    scenario: str
+    concurrency: int
+    a: str
+    b: str
+    ratio: float
+    low: float | None
+    high: float | None
+    verdict: str
+    lower: str | None
+
+
+def latency_verdicts(measurements: Sequence[CellResult], arms: Sequence[str], settings: Settings,
+                     fields: Sequence[str]) -> list[LatencyVerdict]:
+    """Per metric, cell and pair of arms. Measurements whose client fell behind give no latency
+    (model/client_health.py), as in every latency table."""
+    out = []
+    for name in fields:
+        speeds = []
+        for m in measurements:
+            value = getattr(m.metrics, name, None)
+            if not m.ok or m.client_behind or value is None or not value > 0:
+                continue
+            metrics = m.metrics.model_copy(update={"total_throughput": 1000.0 / value})
+            speeds.append(m.model_copy(update={"metrics": metrics}))
+        for pair in analyse_measurements(speeds, arms, settings).pairs:
+            # pair.ratio is b's speed over a's: a's latency over b's.
+            out.append(LatencyVerdict(
+                metric=name, scenario=pair.scenario, concurrency=pair.concurrency, a=pair.a, b=pair.b,
+                ratio=1.0 / pair.ratio,
+                low=None if pair.ci_high is None else 1.0 / pair.ci_high,
+                high=None if pair.ci_low is None else 1.0 / pair.ci_low,
+                verdict=str(pair.verdict),
+                lower=pair.winner if pair.verdict == "wins" else None))
+    return out

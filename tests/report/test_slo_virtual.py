@@ -1,0 +1,141 @@
+"""The choice under an SLO against the simulator's own model, in modelled time (no HTTP, no box):
+each request's TTFT and E2E come from the scheduler (`sim.scheduler`) on demo-slo's workload —
+a fifth of the prompts chat that accepts almost no draft, the rest nearly all, a slow drafter —
+and are written as the native client's raw files, so analysis/slo.py reads them as it reads a
+run's. The model's truth per cell is each K's Total tok/s and the share of its requests under
+the p90 TPOT limit over many more requests; the check: wherever that truth is clear (every share
+at least 5 points from 90 %, and the fastest K meeting the SLO more than the tie band ahead of
+the next one that does), the choice is the model's optimum, and a K the model says fails it is
+never chosen."""
+
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dspark_tui.analysis.analysis import analyse
+from dspark_tui.analysis.slo import slo_answer
+from dspark_tui.model import CellResult, ClientMetrics, Provenance, parse_plan
+from dspark_tui.results import RunStore, load_run, manifest_for_plan
+from dspark_tui.results.native_raw import NativeRaw, RequestTiming, write_native_raw
+from dspark_tui.sim.config import DEFAULT_ACCEPTANCE, ModelConfig, StepCosts
+from dspark_tui.sim.content import scaled_acceptance
+from dspark_tui.sim.scheduler import Scheduler, SimRequest
+
+KS = (0, 1, 3, 6)
+CONCURRENCIES = (4, 16)
+LIMIT_MS = 7.0
+LEVEL = 0.90
+ROUNDS = 2
+PROMPTS = 64  # a round's requests per cell (demo-slo's)
+# demo-slo: chat (a fifth of the shipped prompts) at 0.1, the other categories at 0.97.
+PROFILES = [scaled_acceptance(0.97, DEFAULT_ACCEPTANCE)] * 4 + [scaled_acceptance(0.1, DEFAULT_ACCEPTANCE)]
+
+
+def closed_loop(k: int, c: int, n: int, seed: int) -> tuple[list[RequestTiming], float]:
+    """n requests (256 in, 128 out) kept c at a time; each request's timing in modelled seconds."""
+    config = ModelConfig(spec_tokens=k, costs=StepCosts(draft_step_s=0.0008))
+    scheduler = Scheduler(config, random.Random(seed), None)
+    requests: list[SimRequest] = []
+    now, waiting, in_flight = 0.0, n, 0
+    while waiting or in_flight:
+        while waiting and in_flight < c:
+            request = SimRequest(f"r{len(requests)}", 256, 128, arrival=now,
+                                 acceptance=PROFILES[len(requests) % len(PROFILES)])
+            scheduler.add(request)
+            requests.append(request)
+            waiting -= 1
+            in_flight += 1
+        step = scheduler.step(now)
+        now += step.duration
+        in_flight -= len(step.finished)
+    timings = [RequestTiming(index=i, input_tokens=256, requested_output_tokens=128,
+                             output_tokens=r.generated, start_s=r.arrival,
+                             ttft_s=r.first_token_time - r.arrival, e2e_s=r.last_token_time - r.arrival,
+                             usage_reported=True, itl_count=max(0, r.generated - 1))
+               for i, r in enumerate(requests)]
+    return timings, now
+
+
+def tpot_ms(t: RequestTiming) -> float:
+    return (t.e2e_s - t.ttft_s) / (t.output_tokens - 1) * 1000
+
+
+def plan_text(objective: str) -> str:
+    arms = "".join(f'[[arms]]\nname = "K={k}"\nvars = {{ spec_tokens = {k} }}\n' for k in KS)
+    return f"""name = "slo_virtual"
+model = "demo/DeepSeek-V4-Flash-DSpark-sim"
+[server]
+command = ["python", "-m", "dspark_tui.sim", "serve", "{{model}}", "--spec-tokens", "{{spec_tokens}}"]
+{arms}[bench]
+driver = "native"
+rounds = {ROUNDS}
+adaptive_rounds = 0
+[[scenarios]]
+name = "mixed"
+input_len = 256
+output_len = 128
+concurrencies = {list(CONCURRENCIES)}
+num_prompts = {PROMPTS}
+[slo]
+p90_tpot_ms = {LIMIT_MS}
+objective = "{objective}"
+"""
+
+
+@pytest.mark.parametrize("objective", ["throughput", "goodput"])
+def test_the_choice_under_the_slo_is_the_models_optimum(tmp_path: Path, objective: str):
+    """By Total tok/s, and by goodput (requests a second meeting the SLO: the model's request
+    rate times its share), the plan's objective."""
+    plan = parse_plan(plan_text(objective))
+    RunStore(tmp_path).write_manifest(manifest_for_plan(plan, plan_source="test"))
+    rng = np.random.default_rng(20261203)
+    measured: list[CellResult] = []
+    truth: dict[tuple[int, int], tuple[float, float]] = {}
+    for c in CONCURRENCIES:
+        for k in KS:
+            many, seconds = closed_loop(k, c, 8 * PROMPTS, seed=99)
+            share = sum(tpot_ms(t) <= LIMIT_MS for t in many) / len(many)
+            rate = (sum(t.input_tokens + t.output_tokens for t in many) if objective == "throughput"
+                    else len(many) * share) / seconds
+            truth[(k, c)] = (rate, share)
+            for rnd in range(1, ROUNDS + 1):
+                timings, seconds = closed_loop(k, c, PROMPTS, seed=rnd * 1000 + k * 10 + c)
+                offset = math.exp(rng.normal(0.0, 0.01))  # a session 1 % slower or faster
+                timings = [RequestTiming(t.index, t.input_tokens, t.requested_output_tokens,
+                                         t.output_tokens, t.start_s * offset, t.ttft_s * offset,
+                                         t.e2e_s * offset, True, t.itl_count) for t in timings]
+                seconds *= offset
+                relative = f"raw/K_{k}__r{rnd}p1/mixed__c{c}.jsonl"
+                (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+                write_native_raw(tmp_path / relative, NativeRaw(timings, seconds, None, 0))
+                tokens = sum(t.input_tokens + t.output_tokens for t in timings)
+                measured.append(CellResult(
+                    arm=f"K={k}", scenario="mixed", concurrency=c, round=rnd, session=f"K={k}-r{rnd}",
+                    metrics=ClientMetrics(total_throughput=tokens / seconds, duration=seconds,
+                                          completed=len(timings)),
+                    provenance=Provenance(driver="native", raw_output=relative)))
+    run = load_run(tmp_path)
+    run.measurements = measured
+    run.cells = {m.key: m for m in measured if m.round == ROUNDS}
+    answer = slo_answer(analyse(run))
+    assert answer is not None
+    clear = 0
+    for choice in answer.choices:
+        c = choice.concurrency
+        meeting = sorted((k for k in KS if truth[(k, c)][1] >= LEVEL),
+                         key=lambda k: truth[(k, c)][0], reverse=True)
+        assert all(abs(truth[(k, c)][1] - LEVEL) > 0.05 for k in KS), (c, truth)
+        chosen = int(choice.choice.split("=")[1]) if choice.choice else None
+        assert chosen is None or truth[(chosen, c)][1] >= LEVEL, f"c={c}: K={chosen} fails in the model"
+        if len(meeting) >= 2 and truth[(meeting[0], c)][0] / truth[(meeting[1], c)][0] - 1 > 0.02:
+            assert chosen == meeting[0], (c, chosen, meeting, truth)
+            clear += 1
+        if objective == "throughput":
+            fastest = max(KS, key=lambda k: truth[(k, c)][0])
+            assert truth[(fastest, c)][1] < LEVEL  # the fastest K fails the SLO in the model
+    assert clear == len(CONCURRENCIES)  # the check bites in every cell
