@@ -63,6 +63,8 @@ def test_demo_headless_end_to_end(tmp_path: Path):
     assert run.manifest.plan["server"]["port"] > 0  # the chosen port is recorded for a resume
     report = (run_dir / "report.md").read_text()
     assert "chat_short" in report and "st=3" in report
+    # Written before run.json is closed, the reports still know the run ended whole.
+    assert "Incomplete run" not in (run_dir / "report.en.md").read_text() + done.stdout
     assert (run_dir / "results.csv").is_file()
     # Into a pipe (a log file over SSH): plain whole lines, no box drawing, nothing cut to 80
     # columns, and the log ends with the answer and where the reports are.

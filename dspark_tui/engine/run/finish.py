@@ -16,10 +16,13 @@ from dspark_tui.results.manifest import now_iso
 Emit = Callable[[Event], None]
 
 
-def write_outputs(store: RunStore, emit: Emit) -> None:
+def write_outputs(store: RunStore, emit: Emit, status: RunStatus) -> None:
     """results.csv, then report.md, report.en.md, analysis.json (and schedule.json for a K
-    sweep), all from one reading of the run's files."""
+    sweep), all from one reading of the run's files. They are written before run.json is closed
+    (so a watcher that sees the run ended finds them), hence told the status the run ends with:
+    read from run.json they said "Incomplete run (still running)" of every finished run."""
     run = load_run(store.path)
+    run.manifest.status = status
     try:
         store.write_results_csv(run.measurements)
     except OSError as exc:

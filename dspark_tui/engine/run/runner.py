@@ -601,7 +601,7 @@ class Runner:
 
     def _finish(self, status: ev.RunStatus, message: str) -> None:
         self._undo_leftover_launches()
-        finish.write_outputs(self.store, self._emit)
+        finish.write_outputs(self.store, self._emit, status)
         schedule = self._schedule
         cells = schedule.cell_states() if schedule is not None else {}
         cells_ok = sum(1 for state in cells.values() if state == SlotState.OK)
