@@ -100,7 +100,7 @@ def sim_runner(tmp_path: Path, port: int, *flags: str, **kwargs: Any) -> tuple[R
     from dspark_tui.model import load_plan
 
     plan = load_plan(write_sim_plan(tmp_path, port, *flags, **kwargs))
-    runner = Runner(plan, prepare_run(plan, tmp_path / "results"), gpu=None)
+    runner = Runner(plan, prepare_run(plan, tmp_path / "results"), gpu=None, charts=False)
     recorder = Recorder()
     runner.subscribe(recorder)
     return runner, recorder

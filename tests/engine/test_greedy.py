@@ -34,7 +34,7 @@ def _runner(tmp_path: Path, port: int, *flags: str, check: int = 4, **kwargs: ob
     text = text.replace("[bench]\n", f"[bench]\ncheck_greedy = {check}\n")
     (tmp_path / "plan.toml").write_text(text)
     plan = load_plan(tmp_path / "plan.toml")
-    runner = Runner(plan, prepare_run(plan, tmp_path / "results"), gpu=None)
+    runner = Runner(plan, prepare_run(plan, tmp_path / "results"), gpu=None, charts=False)
     recorder = Recorder()
     runner.subscribe(recorder)
     return runner, recorder
@@ -96,7 +96,7 @@ async def test_a_resumed_round_does_not_ask_again(tmp_path: Path, port: int):
     for cell in (store.path / "cells" / "st_3").iterdir():
         cell.unlink()  # the measurement is to be redone in a new session of the same round
     plan = load_plan(tmp_path / "plan.toml")
-    again, events = Runner(plan, RunStore(store.path), gpu=None), Recorder()
+    again, events = Runner(plan, RunStore(store.path), gpu=None, charts=False), Recorder()
     again.subscribe(events)
     assert await again.run() == "completed"
     assert [p.name for p in (store.path / "greedy").iterdir()] == ["st_3-s1.json"]

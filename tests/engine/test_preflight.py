@@ -287,7 +287,8 @@ async def test_the_runner_tells_its_watchers_whose_gpus_it_shares(tmp_path: Path
     rivals = tmp_path / "rivals"
     running = _live_run(rivals, _plan(tmp_path, env={"CUDA_VISIBLE_DEVICES": "0"}))
     plan = fake_server_plan(port, env={"CUDA_VISIBLE_DEVICES": "0"})
-    runner = Runner(plan, prepare_run(plan, tmp_path / "results"), gpu=None, other_roots=[rivals])
+    runner = Runner(plan, prepare_run(plan, tmp_path / "results"), gpu=None, charts=False,
+                    other_roots=[rivals])
     recorder = Recorder()
     runner.subscribe(recorder)
     await runner.run()  # the fake server serves no real cell; the start is what counts here

@@ -16,9 +16,9 @@ from dspark_tui.results.manifest import now_iso
 Emit = Callable[[Event], None]
 
 
-def write_outputs(store: RunStore, emit: Emit) -> None:
+def write_outputs(store: RunStore, emit: Emit, charts: bool = True) -> None:
     """results.csv, then report.md, report.en.md, analysis.json (and schedule.json for a K
-    sweep), all from one reading of the run's files."""
+    sweep) and, unless `charts` is false, the charts, all from one reading of the run's files."""
     run = load_run(store.path)
     try:
         store.write_results_csv(run.measurements)
@@ -29,7 +29,7 @@ def write_outputs(store: RunStore, emit: Emit) -> None:
     try:
         from dspark_tui.report.outputs import write_outputs as write_report_files
 
-        write_report_files(run)
+        write_report_files(run, charts=charts)
     except Exception as exc:  # the results are safe; a report bug must not hide them
         emit(Notice(level="error", message=f"report.md not written: {type(exc).__name__}: "
                     f"{exc} (retry: dspark-tui report {store.path})"))
