@@ -11,6 +11,7 @@ from pathlib import Path
 from dspark_tui.engine.run.runner import Runner, prepare_run
 from dspark_tui.model import load_plan
 from dspark_tui.results import load_run
+from tests.engine.helpers import CHAT_SCENARIO
 
 PLAN = """name = "tables"
 model = "test-model"
@@ -42,13 +43,7 @@ scrape_interval_s = 0.2
 rounds = 1
 adaptive_rounds = 0
 
-[[scenarios]]
-name = "chat"
-input_len = 64
-output_len = 32
-concurrencies = [1, 4]
-num_prompts = 4
-"""
+""" + CHAT_SCENARIO
 TABLE = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4,
          "prompt_lookup_min": 2}
 
