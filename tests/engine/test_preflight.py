@@ -229,15 +229,8 @@ def test_a_gpu_this_machine_does_not_have_and_memory_held_by_an_unseen_process(
     assert "GPU 0 (NVIDIA H100) is busy: 20,480 MiB in use by a process this user cannot see" in held.message
 
 
-def test_no_gpu_tools_is_one_note(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    try:
-        import pynvml  # noqa: F401
-
-        pytest.skip("nvidia-ml-py is installed")
-    except ImportError:
-        pass
-    monkeypatch.setenv("PATH", str(tmp_path))
-    (note,) = _gpu_findings(_plan(tmp_path))
+def test_no_gpu_tools_is_one_note(no_gpu_tools: Path):
+    (note,) = _gpu_findings(_plan(no_gpu_tools))
     assert isinstance(note, Note) and not note.warning
     assert note.message.startswith("GPUs: not checked (neither NVML")
 
