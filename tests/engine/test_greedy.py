@@ -129,19 +129,11 @@ model = "m"
 [server]
 command = ["vllm", "serve", "{model}", "--max-num-seqs", "{seqs}", "--speculative-config",
            "{spec}"]
-[[arms]]
-name = "a"
-vars = { seqs = 64, spec = '{"method": "mtp", "num_speculative_tokens": 3}' }
-[[arms]]
-name = "b"
-vars = { seqs = 64, spec = '{"method": "mtp", "num_speculative_tokens": 5}' }
-[[arms]]
-name = "c"
-vars = { seqs = 128, spec = '{"method": "mtp", "num_speculative_tokens": 5}' }
-[[arms]]
-name = "d"
-vars = { seqs = 64, spec = '{"method": "eagle", "num_speculative_tokens": 5}' }
-[[scenarios]]
+""" + "".join(  # a: K=3; b: K=5; c: b with another batch limit; d: b with another method
+    f'[[arms]]\nname = "{name}"\nvars = {{ seqs = {seqs}, spec = \'{{"method": "{method}", '
+    f'"num_speculative_tokens": {k}}}\' }}\n'
+    for name, seqs, method, k in [("a", 64, "mtp", 3), ("b", 64, "mtp", 5), ("c", 128, "mtp", 5),
+                                  ("d", 64, "eagle", 5)]) + """[[scenarios]]
 name = "s"
 input_len = 8
 output_len = 8
