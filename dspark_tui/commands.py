@@ -201,8 +201,9 @@ def report_command(args: argparse.Namespace) -> int:
         # Without run.json the report loses its plan and header: never overwrite a good one.
         raise UserError(f"{run.path / RUN_JSON}: unreadable, so no report is written over the "
                         "saved one; `--stdout` prints what can be rendered")
+    charts = settings_or_warn(getattr(args, "config", None)).charts
     try:  # the report, analysis.json and (K sweeps) schedule.json, as a finishing runner does
-        path, *_ = write_outputs(run, (args.lang or "zh",), partial_schedule=partial)
+        path, *_ = write_outputs(run, (args.lang or "zh",), partial_schedule=partial, charts=charts)
     except OSError as exc:
         raise UserError(f"{run.path}: cannot write the report ({exc.strerror})") from None
     print(path)

@@ -74,6 +74,9 @@ class Settings(BaseSettings):
     # A lost terminal (SSH drop, closed tmux) hands a run off as detach does; false: the run
     # stops, interrupted and resumable (`--no-detach-on-hangup` for one run).
     detach_on_hangup: bool = True
+    # The SVG charts beside the report (matplotlib: ~1.5 s of CPU at a small run's end); false:
+    # none are drawn, the reports link none, and the run ends that much sooner.
+    charts: bool = True
 
     @classmethod
     def settings_customise_sources(

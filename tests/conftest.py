@@ -69,7 +69,15 @@ def slow_if_it_starts_processes(request: pytest.FixtureRequest) -> Iterator[None
                     "@pytest.mark.slow, or the starter's name to tests/slow.py STARTERS")
 
 
+# The suite's runs draw no charts (the setting `charts`, README): matplotlib costs ~1.5 s of CPU
+# at every run's end, in tests that never look at a chart. Set before any worker or process starts,
+# so every runner inherits it; the tests about charts turn it on for the process they start, or
+# call write_outputs with charts=True (its default).
+CHARTS_SETTING = "DSPARK_CHARTS"
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    os.environ.setdefault(CHARTS_SETTING, "false")
     if not hasattr(config, "workerinput") and TIMING_LOCKS not in os.environ:
         folder = tempfile.mkdtemp(prefix="dspark-timing-")
         os.environ[TIMING_LOCKS] = folder

@@ -54,6 +54,17 @@ class RunningSim:
         return httpx.get(self.url + "/metrics", timeout=5).text
 
 
+def refusal_line(*flags: str) -> str:
+    """`python -m dspark_tui.sim serve m FLAGS` refused: exit 2 and one line on stderr, which
+    is returned for the test to read."""
+    result = subprocess.run([sys.executable, "-m", "dspark_tui.sim", "serve", "m", *flags],
+                            capture_output=True, text=True, timeout=20)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
 def sim_command(port: int, *extra_args: str, model: str = "test-model", spec_tokens: int | None = 3,
                 speed: float | None = 50, host: str = "127.0.0.1") -> list[str]:
     """The argv that `running_sim` starts (useful to hand to an engine under test)."""

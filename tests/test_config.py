@@ -65,6 +65,7 @@ def test_every_key_can_be_set_from_the_environment(tmp_path: Path, monkeypatch: 
         "DSPARK_LANGUAGE": "en",
         "DSPARK_KEYMAP": '{"quit": "ctrl+q", "help": "f1"}',
         "DSPARK_DETACH_ON_HANGUP": "false",
+        "DSPARK_CHARTS": "false",
     }
     assert {f"DSPARK_{name.upper()}" for name in Settings.model_fields} == set(values)
     for name, value in values.items():
@@ -75,7 +76,7 @@ def test_every_key_can_be_set_from_the_environment(tmp_path: Path, monkeypatch: 
     assert settings == Settings(
         results_root=tmp_path / "r", extra_results_dirs=[tmp_path / "a", tmp_path / "b"],
         plans_dir=tmp_path / "p", default_plan="big", theme="dspark-light", language="en",
-        keymap={"quit": "ctrl+q", "help": "f1"}, detach_on_hangup=False,
+        keymap={"quit": "ctrl+q", "help": "f1"}, detach_on_hangup=False, charts=False,
     )  # fmt: skip
 
 

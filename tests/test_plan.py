@@ -78,13 +78,17 @@ def test_json_braces_in_command_pass_through():
     ],
 )
 def test_bad_plans_give_one_line(change, expected):
-    old, new = change
+    message = _refusal(*change)
+    assert "\n" not in message
+    assert expected in message
+
+
+def _refusal(old: str, new: str) -> str:
+    """Why GOOD with `old` replaced by `new` is refused, as PlanError says it."""
     assert old in GOOD
     with pytest.raises(PlanError) as info:
         parse_plan(GOOD.replace(old, new, 1), "plan.toml")
-    message = str(info.value)
-    assert "\n" not in message
-    assert expected in message
+    return str(info.value)
 
 
 def test_empty_arms_is_an_error():
@@ -144,11 +148,7 @@ def test_cli_bad_plan_is_one_line_no_traceback(tmp_path: Path):
     ],
 )
 def test_strict_values_and_named_keys(change, expected):
-    old, new = change
-    assert old in GOOD
-    with pytest.raises(PlanError) as info:
-        parse_plan(GOOD.replace(old, new, 1), "plan.toml")
-    message = str(info.value)
+    message = _refusal(*change)
     assert "\n" not in message and "more problem" not in message
     assert expected in message
 

@@ -47,13 +47,7 @@ def band_answers(winners: pd.DataFrame, decided: pd.DataFrame, unsure: pd.DataFr
             continue
         sure = decided[decided["band"] == band.id] if not decided.empty else decided
         open_cells = unsure[unsure["band"] == band.id] if not unsure.empty else unsure
-        wins = dict.fromkeys(arms, 0)
-        ties = 0
-        for winner, tie in zip(sure["winner"].tolist(), sure["tie"].tolist(), strict=True):
-            if tie:
-                ties += 1
-            else:
-                wins[winner] += 1
+        ties, wins = fr.ties_and_wins(sure, arms)
         cells, count = len(every), len(sure)
         lean: dict[str, int] = {}
         margins: dict[str, tuple[float, float]] = {}

@@ -196,7 +196,8 @@ def verdict(cells: int, ties: int, wins: dict[str, int]) -> str:
     return top_arm if top * 2 > cells and top > others else MIXED
 
 
-def _tally(group: pd.DataFrame, arms: list[str]) -> dict[str, object]:
+def ties_and_wins(group: pd.DataFrame, arms: list[str]) -> tuple[int, dict[str, int]]:
+    """How many of `group`'s decided cells are ties, and how many each arm wins outright."""
     wins = dict.fromkeys(arms, 0)
     ties = 0
     for winner, tie in zip(group["winner"].tolist(), group["tie"].tolist(), strict=True):
@@ -204,6 +205,11 @@ def _tally(group: pd.DataFrame, arms: list[str]) -> dict[str, object]:
             ties += 1
         else:
             wins[winner] += 1
+    return ties, wins
+
+
+def _tally(group: pd.DataFrame, arms: list[str]) -> dict[str, object]:
+    ties, wins = ties_and_wins(group, arms)
     return {
         "cells": len(group),
         "ties": ties,

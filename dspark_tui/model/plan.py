@@ -692,14 +692,10 @@ def _unique(what: str, names: list[str]) -> None:
 
 def load_plan(path: str | Path) -> Plan:
     path = Path(path)
-    try:
-        text = safe_files.read_text(path, safe_files.PLAN_CAP, follow=True)  # never a FIFO's wait
-    except FileNotFoundError:
-        raise PlanError(f"{path}: no such plan file") from None
-    except OSError as exc:
-        raise PlanError(f"{path}: cannot read the plan ({exc.strerror or exc})") from None
-    except UnicodeDecodeError as exc:
-        raise PlanError(f"{path}: cannot read the plan ({exc})") from None
+    try:  # never a FIFO's wait
+        text = safe_files.read_named_text(path, safe_files.PLAN_CAP, "plan")
+    except safe_files.Unreadable as exc:
+        raise PlanError(str(exc)) from None
     return parse_plan(text, str(path))
 
 

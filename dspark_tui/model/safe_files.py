@@ -89,6 +89,23 @@ def read_text(path: str | Path, cap: int, *, follow: bool = False) -> str:
     return read_bytes(path, cap, follow=follow).decode("utf-8")
 
 
+class Unreadable(Exception):
+    """A file a user named cannot be read; the message says why in one line."""
+
+
+def read_named_text(path: Path, cap: int, what: str) -> str:
+    """The text of a file a user named (a plan, a dataset: links followed), or Unreadable:
+    `{path}: no such {what} file`, `{path}: cannot read the {what} (why)`."""
+    try:
+        return read_text(path, cap, follow=True)
+    except FileNotFoundError:
+        raise Unreadable(f"{path}: no such {what} file") from None
+    except OSError as exc:
+        raise Unreadable(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise Unreadable(f"{path}: cannot read the {what} ({exc})") from None
+
+
 def _resolves(path: str | Path) -> bool:
     """Whether a symlink is no loop (a loop keeps the kernel's own words)."""
     try:

@@ -47,18 +47,19 @@ def _warn(line: str) -> None:
 
 
 def write_outputs(run: LoadedRun, langs: tuple[str, ...] = ("zh", "en"),
-                  warn: Callable[[str], None] = _warn, partial_schedule: bool = False) -> list[Path]:
-    """Write the reports in `langs`, analysis.json, (K sweeps) schedule.json and the charts,
-    from one analysis of the run; OSError of the reports goes to the caller, a chart that is
-    not written to `warn` (stderr; a runner's goes to runner.log). The reports come first in
-    the list."""
+                  warn: Callable[[str], None] = _warn, partial_schedule: bool = False,
+                  charts: bool = True) -> list[Path]:
+    """Write the reports in `langs`, analysis.json, (K sweeps) schedule.json and (unless
+    `charts` is false: the setting of that name) the charts, from one analysis of the run;
+    OSError of the reports goes to the caller, a chart that is not written to `warn` (stderr; a
+    runner's goes to runner.log). The reports come first in the list."""
     store = RunStore(run.path)
     analysis = analyse(run)
     path = run.path / ANALYSIS_FILE
     verdicts = analysis.verdicts if analysis.verdicts is not None else run_verdicts(run)
     # First: the verdicts stand even if a report fails.
     atomic_write_text(path, analysis_json(run, verdicts, analysis))
-    charts = chart_data(analysis)  # plain data: cheap, and no matplotlib yet
+    drawing = chart_data(analysis) if charts else []  # plain data: cheap, and no matplotlib yet
 
     def write_reports(links: list[tuple[str, str]]) -> list[Path]:
         return [store.write_report(render_report(run, lang=lang, analysis=analysis, charts=links,
@@ -68,10 +69,10 @@ def write_outputs(run: LoadedRun, langs: tuple[str, ...] = ("zh", "en"),
     # The reports before the charts: drawing can fail or be slow, the report must not wait on it.
     from dspark_tui.report.chart_drawing import chart_link, write_charts
 
-    planned = [chart_link(chart) for chart in charts]
+    planned = [chart_link(chart) for chart in drawing]
     written = write_reports(planned)
     schedule = write_schedule(run, analysis, partial_schedule)  # K sweeps only (docs/decision.md)
-    drawn, problems = write_charts(charts, run.path)
+    drawn, problems = write_charts(drawing, run.path)
     for problem in problems:
         warn(problem)
     if drawn != planned:  # link only the charts that exist

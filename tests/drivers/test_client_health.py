@@ -143,7 +143,7 @@ async def test_a_run_warns_once_that_its_client_fell_behind_and_logs_the_rest(tm
              'concurrencies = [1, 2, 4]\nnum_prompts = 4\n')
     plan = load_plan(write_sim_plan(tmp_path, free_port(), arms=(3,), speed=1, warmup=0,
                                     cells=cells))
-    runner = Runner(plan, prepare_run(plan, tmp_path / "results"), gpu=None)
+    runner = Runner(plan, prepare_run(plan, tmp_path / "results"), gpu=None, charts=False)
     events = Recorder()
     runner.subscribe(events)
     hog = asyncio.create_task(_hog(0.03, 0.05))

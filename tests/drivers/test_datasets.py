@@ -148,7 +148,7 @@ async def test_prompts_are_prepared_once_sent_as_text_and_reused_on_resume(tmp_p
     (tmp_path / "plan.toml").write_text(text)
     plan = load_plan(tmp_path / "plan.toml")
     store = prepare_run(plan, tmp_path / "results")
-    runner = Runner(plan, store, gpu=None)
+    runner = Runner(plan, store, gpu=None, charts=False)
     events = Recorder()
     runner.subscribe(events)
     assert await runner.run() == "completed"
@@ -186,7 +186,7 @@ async def test_prompts_are_prepared_once_sent_as_text_and_reused_on_resume(tmp_p
     before = {p.name: p.read_bytes() for p in (store.path / "prompts").iterdir()}
     for cell in (store.path / "cells" / "st_5").glob("mixed__c4__*.json"):
         cell.unlink()
-    resumed = Runner(plan_of_run(store), store, gpu=None)
+    resumed = Runner(plan_of_run(store), store, gpu=None, charts=False)
     assert await resumed.run() == "completed"
     assert {p.name: p.read_bytes() for p in (store.path / "prompts").iterdir()} == before
     assert json.loads(store.manifest_path.read_text())["prompt_sets"] == manifest["prompt_sets"]
@@ -200,7 +200,7 @@ async def test_a_dataset_too_small_for_the_cell_fails_the_run_in_one_line(tmp_pa
     text = sim_plan_text(port, arms=(3,), warmup=0, cells="[[scenarios]]" + cells)
     (tmp_path / "plan.toml").write_text(text)
     plan = load_plan(tmp_path / "plan.toml")
-    runner = Runner(plan, prepare_run(plan, tmp_path / "results"), gpu=None)
+    runner = Runner(plan, prepare_run(plan, tmp_path / "results"), gpu=None, charts=False)
     events = Recorder()
     runner.subscribe(events)
     assert await runner.run() == "failed"
@@ -278,7 +278,7 @@ num_prompts = 6
     (tmp_path / "plan.toml").write_text(sim_plan_text(port, arms=(3,), warmup=0, cells=cells))
     plan = load_plan(tmp_path / "plan.toml")
     store = prepare_run(plan, tmp_path / "results")
-    assert await Runner(plan, store, gpu=None).run() == "completed"
+    assert await Runner(plan, store, gpu=None, charts=False).run() == "completed"
 
     saved = store.path / "prompts" / "code__n6.jsonl"
     header, *rows = [json.loads(line) for line in saved.read_text().splitlines()]
@@ -295,7 +295,7 @@ num_prompts = 6
     source.write_text(json.dumps({"prompt": "something else entirely", "category": "code"}) + "\n")
     for cell in (store.path / "cells").rglob("code__c2__*.json"):
         cell.unlink()
-    assert await Runner(plan_of_run(store), store, gpu=None).run() == "completed"
+    assert await Runner(plan_of_run(store), store, gpu=None, charts=False).run() == "completed"
     assert saved.read_bytes() == before
 
 

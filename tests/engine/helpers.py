@@ -52,6 +52,16 @@ class Recorder:
         return [e for e in self.events if e.kind == kind]
 
 
+# The one small grid most engine tests measure: two cells of about 0.1 s each at --speed 50.
+CHAT_SCENARIO = """[[scenarios]]
+name = "chat"
+input_len = 64
+output_len = 32
+concurrencies = [1, 4]
+num_prompts = 4
+"""
+
+
 def sim_plan_text(port: int, *sim_flags: str, arms: tuple[int, ...] = (3, 5), speed: float = 50,
                   warmup: int = 2, cells: str | None = None, rounds: int = 1, repeats: int = 1,
                   adaptive_rounds: int = 0, parallel: int = 1, **server: Any) -> str:
@@ -62,10 +72,7 @@ def sim_plan_text(port: int, *sim_flags: str, arms: tuple[int, ...] = (3, 5), sp
     extra = "".join(f"{k} = {v}\n" for k, v in server.items())
     arm_tables = "".join(f'[[arms]]\nname = "st={k}"\nvars = {{ spec_tokens = {k} }}\n\n'
                          for k in arms)
-    scenarios = cells or (
-        '[[scenarios]]\nname = "chat"\ninput_len = 64\noutput_len = 32\n'
-        'concurrencies = [1, 4]\nnum_prompts = 4\n'
-    )
+    scenarios = cells or CHAT_SCENARIO
     return f"""name = "enginetest"
 model = "test-model"
 backend_label = "simulator"
@@ -100,7 +107,7 @@ def sim_runner(tmp_path: Path, port: int, *flags: str, **kwargs: Any) -> tuple[R
     from dspark_tui.model import load_plan
 
     plan = load_plan(write_sim_plan(tmp_path, port, *flags, **kwargs))
-    runner = Runner(plan, prepare_run(plan, tmp_path / "results"), gpu=None)
+    runner = Runner(plan, prepare_run(plan, tmp_path / "results"), gpu=None, charts=False)
     recorder = Recorder()
     runner.subscribe(recorder)
     return runner, recorder

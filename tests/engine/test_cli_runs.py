@@ -66,6 +66,7 @@ def test_demo_headless_end_to_end(tmp_path: Path):
     # Written before run.json is closed, the reports still know the run ended whole.
     assert "Incomplete run" not in (run_dir / "report.en.md").read_text() + done.stdout
     assert (run_dir / "results.csv").is_file()
+    assert not (run_dir / "charts").exists()  # the suite's setting (DSPARK_CHARTS) reached the runner
     # Into a pipe (a log file over SSH): plain whole lines, no box drawing, nothing cut to 80
     # columns, and the log ends with the answer and where the reports are.
     assert not set("│┃━─") & set(done.stdout), done.stdout

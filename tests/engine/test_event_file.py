@@ -42,7 +42,7 @@ def _widest_lines(key: CellKey, num_prompts: int) -> tuple[int, int]:
 async def test_events_jsonl_stays_under_its_byte_budget_and_keeps_each_last_progress(
         tmp_path: Path, port: int):
     plan = load_plan(write_sim_plan(tmp_path, port, arms=(3,), speed=1, cells=LONG_CELL))
-    runner = Runner(plan, prepare_run(plan, tmp_path / "results"), gpu=None)
+    runner = Runner(plan, prepare_run(plan, tmp_path / "results"), gpu=None, charts=False)
     seen = Recorder()
     runner.subscribe(seen)
     assert await runner.run() == "completed"

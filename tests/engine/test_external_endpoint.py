@@ -20,6 +20,7 @@ from dspark_tui.engine.start.launch import RunnerProcess
 from dspark_tui.model import PlanError, parse_plan
 from dspark_tui.results import RunStore, load_run
 from tests.cli import run_cli, slow_cells, wait_for
+from tests.engine.helpers import CHAT_SCENARIO
 from tests.simulator import running_sim, stop_process_group, wait_ready
 
 
@@ -39,13 +40,7 @@ rounds = {rounds}
 repeats = 1
 adaptive_rounds = 0
 
-[[scenarios]]
-name = "chat"
-input_len = 64
-output_len = 32
-concurrencies = [1, 4]
-num_prompts = 4
-"""
+{CHAT_SCENARIO}"""
 
 
 def _run(plan: Path, results: Path) -> subprocess.CompletedProcess[str]:

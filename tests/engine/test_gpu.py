@@ -42,14 +42,8 @@ def test_a_failing_smi_gives_no_reading(tmp_path: Path):
     assert probe.sample() is None and probe.compute_pids() is None
 
 
-def test_detect_uses_smi_on_path_or_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    try:
-        import pynvml  # noqa: F401
-
-        pytest.skip("nvidia-ml-py is installed; NVML would be used")
-    except ImportError:
-        pass
-    monkeypatch.setenv("PATH", str(tmp_path))
+def test_detect_uses_smi_on_path_or_nothing(no_gpu_tools: Path, monkeypatch: pytest.MonkeyPatch):
+    tmp_path = no_gpu_tools
     assert shutil.which("nvidia-smi") is None
     assert detect_gpu() is None
     _fake_smi(tmp_path)

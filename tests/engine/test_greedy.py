@@ -34,7 +34,7 @@ def _runner(tmp_path: Path, port: int, *flags: str, check: int = 4, **kwargs: ob
     text = text.replace("[bench]\n", f"[bench]\ncheck_greedy = {check}\n")
     (tmp_path / "plan.toml").write_text(text)
     plan = load_plan(tmp_path / "plan.toml")
-    runner = Runner(plan, prepare_run(plan, tmp_path / "results"), gpu=None)
+    runner = Runner(plan, prepare_run(plan, tmp_path / "results"), gpu=None, charts=False)
     recorder = Recorder()
     runner.subscribe(recorder)
     return runner, recorder
@@ -96,7 +96,7 @@ async def test_a_resumed_round_does_not_ask_again(tmp_path: Path, port: int):
     for cell in (store.path / "cells" / "st_3").iterdir():
         cell.unlink()  # the measurement is to be redone in a new session of the same round
     plan = load_plan(tmp_path / "plan.toml")
-    again, events = Runner(plan, RunStore(store.path), gpu=None), Recorder()
+    again, events = Runner(plan, RunStore(store.path), gpu=None, charts=False), Recorder()
     again.subscribe(events)
     assert await again.run() == "completed"
     assert [p.name for p in (store.path / "greedy").iterdir()] == ["st_3-s1.json"]
@@ -129,19 +129,11 @@ model = "m"
 [server]
 command = ["vllm", "serve", "{model}", "--max-num-seqs", "{seqs}", "--speculative-config",
            "{spec}"]
-[[arms]]
-name = "a"
-vars = { seqs = 64, spec = '{"method": "mtp", "num_speculative_tokens": 3}' }
-[[arms]]
-name = "b"
-vars = { seqs = 64, spec = '{"method": "mtp", "num_speculative_tokens": 5}' }
-[[arms]]
-name = "c"
-vars = { seqs = 128, spec = '{"method": "mtp", "num_speculative_tokens": 5}' }
-[[arms]]
-name = "d"
-vars = { seqs = 64, spec = '{"method": "eagle", "num_speculative_tokens": 5}' }
-[[scenarios]]
+""" + "".join(  # a: K=3; b: K=5; c: b with another batch limit; d: b with another method
+    f'[[arms]]\nname = "{name}"\nvars = {{ seqs = {seqs}, spec = \'{{"method": "{method}", '
+    f'"num_speculative_tokens": {k}}}\' }}\n'
+    for name, seqs, method, k in [("a", 64, "mtp", 3), ("b", 64, "mtp", 5), ("c", 128, "mtp", 5),
+                                  ("d", 64, "eagle", 5)]) + """[[scenarios]]
 name = "s"
 input_len = 8
 output_len = 8

@@ -71,7 +71,7 @@ def test_hostile_names_reach_no_terminal_report_or_chart_raw(tmp_path: Path, por
     assert escaped in (run_dir / "run.json").read_bytes()
     (run_dir / "report.md").unlink()
 
-    outputs["report"] = run_cli("report", str(run_dir))
+    outputs["report"] = run_cli("report", str(run_dir), env={"DSPARK_CHARTS": "true"})  # drawn here
     outputs["report --stdout"] = run_cli("report", str(run_dir), "--stdout", "--lang", "en")
     outputs["report --json"] = run_cli("report", str(run_dir), "--json")
     outputs["runs"] = run_cli("runs", "--results", str(results))

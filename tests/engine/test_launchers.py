@@ -43,15 +43,21 @@ def _record(run_dir: Path) -> dict:
 
 # -- through each launcher, a run completes ------------------------------------------------------
 
-def test_a_run_through_slurm_completes_and_cancels_each_job(cluster: Path, port: int,
-                                                           monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("FAKE_SLURM_PENDING_S", "1")  # each job waits in the queue first
-    plan = cluster_plan(cluster, port, "slurm", arms=(3, 5))
+def _run_completes(cluster: Path, port: int, launcher: str) -> Path:
+    """A two-arm run through `launcher` to its end, every cell ok; its directory."""
+    plan = cluster_plan(cluster, port, launcher, arms=(3, 5))
     done = run_cli("run", str(plan), "--headless", "--results", str(cluster / "results"),
                    "--lang", "en", timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     (run_dir,) = list((cluster / "results").iterdir())
     assert len(load_run(run_dir).ok_cells()) == 4
+    return run_dir
+
+
+def test_a_run_through_slurm_completes_and_cancels_each_job(cluster: Path, port: int,
+                                                           monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("FAKE_SLURM_PENDING_S", "1")  # each job waits in the queue first
+    run_dir = _run_completes(cluster, port, "slurm")
     jobs = clusters.jobs(cluster)
     # One job a session, asked for with the plan's options, ended by scancel at its stop.
     assert [job["state"] for job in jobs] == ["CANCELLED", "CANCELLED"]
@@ -69,12 +75,7 @@ def test_a_run_through_slurm_completes_and_cancels_each_job(cluster: Path, port:
 
 
 def test_a_run_through_kubernetes_completes_and_deletes_each_pod(cluster: Path, port: int):
-    plan = cluster_plan(cluster, port, "kubernetes", arms=(3, 5))
-    done = run_cli("run", str(plan), "--headless", "--results", str(cluster / "results"),
-                   "--lang", "en", timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
-    (run_dir,) = list((cluster / "results").iterdir())
-    assert len(load_run(run_dir).ok_cells()) == 4
+    run_dir = _run_completes(cluster, port, "kubernetes")
     assert pods(cluster) == {}  # both pods deleted at their stops, their Services too
     assert not list((cluster / "kube" / "bench" / "services").glob("*.json"))
     record = _record(run_dir)

@@ -229,15 +229,8 @@ def test_a_gpu_this_machine_does_not_have_and_memory_held_by_an_unseen_process(
     assert "GPU 0 (NVIDIA H100) is busy: 20,480 MiB in use by a process this user cannot see" in held.message
 
 
-def test_no_gpu_tools_is_one_note(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    try:
-        import pynvml  # noqa: F401
-
-        pytest.skip("nvidia-ml-py is installed")
-    except ImportError:
-        pass
-    monkeypatch.setenv("PATH", str(tmp_path))
-    (note,) = _gpu_findings(_plan(tmp_path))
+def test_no_gpu_tools_is_one_note(no_gpu_tools: Path):
+    (note,) = _gpu_findings(_plan(no_gpu_tools))
     assert isinstance(note, Note) and not note.warning
     assert note.message.startswith("GPUs: not checked (neither NVML")
 
@@ -287,7 +280,8 @@ async def test_the_runner_tells_its_watchers_whose_gpus_it_shares(tmp_path: Path
     rivals = tmp_path / "rivals"
     running = _live_run(rivals, _plan(tmp_path, env={"CUDA_VISIBLE_DEVICES": "0"}))
     plan = fake_server_plan(port, env={"CUDA_VISIBLE_DEVICES": "0"})
-    runner = Runner(plan, prepare_run(plan, tmp_path / "results"), gpu=None, other_roots=[rivals])
+    runner = Runner(plan, prepare_run(plan, tmp_path / "results"), gpu=None, charts=False,
+                    other_roots=[rivals])
     recorder = Recorder()
     runner.subscribe(recorder)
     await runner.run()  # the fake server serves no real cell; the start is what counts here

@@ -42,7 +42,7 @@ def _runner(tmp_path: Path, port: int, remeasure: ScriptedRemeasure | None = Non
             **kwargs: object) -> tuple[Runner, Recorder]:
     plan = load_plan(write_sim_plan(tmp_path, port, warmup=0, **kwargs))  # type: ignore[arg-type]
     extra = {"remeasure": remeasure} if remeasure is not None else {}
-    runner = Runner(plan, prepare_run(plan, tmp_path / "results"), gpu=None, **extra)  # type: ignore[arg-type]
+    runner = Runner(plan, prepare_run(plan, tmp_path / "results"), gpu=None, charts=False, **extra)  # type: ignore[arg-type]
     events = Recorder()
     runner.subscribe(events)
     return runner, events
@@ -138,7 +138,7 @@ async def test_resume_continues_the_adaptive_round_it_decided_without_deciding_a
     assert sorted(before) == ["cells/st_3/slow__c1__r1p1.json", "cells/st_3/slow__c2__r1p1.json"]
 
     other = ScriptedRemeasure([("slow", 1)])  # would decide differently if it were asked
-    resumed = Runner(plan_of_run(store), store, gpu=None, remeasure=other)
+    resumed = Runner(plan_of_run(store), store, gpu=None, charts=False, remeasure=other)
     again = Recorder()
     resumed.subscribe(again)
     assert await resumed.run() == "completed"

@@ -273,7 +273,7 @@ async def test_retry_runs_failed_cells_again_in_the_same_run(tmp_path: Path, por
              'concurrencies = [1]\nnum_prompts = 1\n')
     plan = load_plan(write_sim_plan(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=cells))
     plan.bench.cell_timeout_s = 0.5  # the slow cell times out, every time
-    runner = Runner(plan, prepare_run(plan, tmp_path / "results"), gpu=None)
+    runner = Runner(plan, prepare_run(plan, tmp_path / "results"), gpu=None, charts=False)
     events = Recorder()
     runner.subscribe(events)
     runner.subscribe(lambda e: runner.retry() if e.kind == "cell_failed"
@@ -298,7 +298,7 @@ async def test_resume_reruns_failed_cells_only(tmp_path: Path, port: int):
     command = manifest.plan["server"]["command"]
     manifest.plan["server"]["command"] = command[: command.index("--crash-after-requests")]
     store.write_manifest(manifest)
-    resumed = Runner(plan_of_run(store), store, gpu=None)
+    resumed = Runner(plan_of_run(store), store, gpu=None, charts=False)
     events = Recorder()
     resumed.subscribe(events)
     assert await resumed.run() == "completed"

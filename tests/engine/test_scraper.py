@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import csv
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -165,6 +167,23 @@ def _page(running: int, waiting: int) -> str:
             f"vllm:num_requests_waiting{{engine=\"0\"}} {waiting}\n")
 
 
+@contextlib.asynccontextmanager
+async def serving_metrics(port: int, page: Callable[[object], Awaitable[object]]) -> AsyncIterator[str]:
+    """An aiohttp server answering /metrics on `port` with `page` (a handler), its url while the
+    block runs."""
+    from aiohttp import web
+
+    app = web.Application()
+    app.router.add_get("/metrics", page)  # type: ignore[arg-type]
+    http = web.AppRunner(app, shutdown_timeout=0.1)
+    await http.setup()
+    await web.TCPSite(http, "127.0.0.1", port).start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await http.cleanup()
+
+
 async def test_no_stall_verdict_on_a_failed_scrape_or_an_idle_server(port: int):
     """Frozen counters mean a stall only while the latest scrape shows requests in flight."""
     from aiohttp import web
@@ -174,37 +193,32 @@ async def test_no_stall_verdict_on_a_failed_scrape_or_an_idle_server(port: int):
     async def metrics(_request: web.Request) -> web.Response:
         return web.Response(status=page["status"], text=page["text"])
 
-    app = web.Application()
-    app.router.add_get("/metrics", metrics)
-    http = web.AppRunner(app)
-    await http.setup()
-    await web.TCPSite(http, "127.0.0.1", port).start()
-    scraper = MetricsScraper(f"http://127.0.0.1:{port}", "a", interval_s=60, emit=lambda s: None)
-    await scraper.start()  # one scrape now, the next one in a minute: each step is explicit
-    try:
-        await scraper.scrape_once()
-        await asyncio.sleep(0.3)
-        await scraper.scrape_once()  # same counters, requests in flight: idle time grows
-        idle = scraper.seconds_without_progress()
-        assert idle is not None and idle >= 0.3
-        page["status"] = 500  # the scrape fails: the progress time is frozen, no verdict
-        await scraper.scrape_once()
-        assert scraper.seconds_without_progress() is None
-        page.update(status=200, text=_page(0, 0))  # an idle server has nothing to progress on
-        await scraper.scrape_once()
-        assert scraper.seconds_without_progress() is None
-        await asyncio.sleep(0.3)
-        page["text"] = _page(0, 1)  # a request arrives: the clock starts now, not when the
-        await scraper.scrape_once()  # counters last moved before the idle spell
-        idle = scraper.seconds_without_progress()
-        assert idle is not None and idle < 0.3
-        await asyncio.sleep(0.3)
-        await scraper.scrape_once()  # still waiting, counters still frozen: that is a stall
-        idle = scraper.seconds_without_progress()
-        assert idle is not None and idle >= 0.3
-    finally:
-        await scraper.stop()
-        await http.cleanup()
+    async with serving_metrics(port, metrics) as url:
+        scraper = MetricsScraper(url, "a", interval_s=60, emit=lambda s: None)
+        await scraper.start()  # one scrape now, the next one in a minute: each step is explicit
+        try:
+            await scraper.scrape_once()
+            await asyncio.sleep(0.3)
+            await scraper.scrape_once()  # same counters, requests in flight: idle time grows
+            idle = scraper.seconds_without_progress()
+            assert idle is not None and idle >= 0.3
+            page["status"] = 500  # the scrape fails: the progress time is frozen, no verdict
+            await scraper.scrape_once()
+            assert scraper.seconds_without_progress() is None
+            page.update(status=200, text=_page(0, 0))  # an idle server has nothing to progress on
+            await scraper.scrape_once()
+            assert scraper.seconds_without_progress() is None
+            await asyncio.sleep(0.3)
+            page["text"] = _page(0, 1)  # a request arrives: the clock starts now, not when the
+            await scraper.scrape_once()  # counters last moved before the idle spell
+            idle = scraper.seconds_without_progress()
+            assert idle is not None and idle < 0.3
+            await asyncio.sleep(0.3)
+            await scraper.scrape_once()  # still waiting, counters still frozen: that is a stall
+            idle = scraper.seconds_without_progress()
+            assert idle is not None and idle >= 0.3
+        finally:
+            await scraper.stop()
 
 
 @pytest.mark.parametrize(("status", "text", "delay", "reason"), [
@@ -222,22 +236,16 @@ async def test_missing_server_evidence_is_told_once_with_its_reason(
         await asyncio.sleep(delay)
         return web.Response(status=status, text=text)
 
-    app = web.Application()
-    app.router.add_get("/metrics", metrics)
-    http = web.AppRunner(app, shutdown_timeout=0.1)
-    await http.setup()
-    await web.TCPSite(http, "127.0.0.1", port).start()
     events: list[object] = []
-    # A scrape waits at most its interval, between 0.5 s and 2 s: here 0.5 s for the slow page.
-    scraper = MetricsScraper(f"http://127.0.0.1:{port}", "st=3", interval_s=0.5 if delay else 60,
-                             emit=events.append)
-    await scraper.start()
-    try:
-        for _ in range(3):
-            await scraper.scrape_once()
-    finally:
-        await scraper.stop()
-        await http.cleanup()
+    async with serving_metrics(port, metrics) as url:
+        # A scrape waits at most its interval, between 0.5 s and 2 s: here 0.5 s for the slow page.
+        scraper = MetricsScraper(url, "st=3", interval_s=0.5 if delay else 60, emit=events.append)
+        await scraper.start()
+        try:
+            for _ in range(3):
+                await scraper.scrape_once()
+        finally:
+            await scraper.stop()
     notices = [e for e in events if isinstance(e, Notice) and e.level == "warning"]
     assert len(notices) == 1, notices
     message = notices[0].message
@@ -257,26 +265,18 @@ async def test_missing_evidence_is_told_once_an_arm_and_counted_at_each_sessions
         failing["next"] -= 1
         return web.Response(status=503 if failing["next"] >= 0 else 200, text=_page(1, 0))
 
-    app = web.Application()
-    app.router.add_get("/metrics", metrics)
-    http = web.AppRunner(app, shutdown_timeout=0.1)
-    await http.setup()
-    await web.TCPSite(http, "127.0.0.1", port).start()
     events: list[object] = []
     told: set[str] = set()
-    try:
+    async with serving_metrics(port, metrics) as base:
         for fails in (1, 2, 0):
             failing["next"] = fails
-            scraper = MetricsScraper(f"http://127.0.0.1:{port}", "st=3", interval_s=60,
-                                     emit=events.append, told=told)
+            scraper = MetricsScraper(base, "st=3", interval_s=60, emit=events.append, told=told)
             await scraper.start()
             try:  # its own first scrape, then three
                 for _ in range(3):
                     await scraper.scrape_once()
             finally:
                 await scraper.stop()
-    finally:
-        await http.cleanup()
     notices = [(e.level, e.message) for e in events if isinstance(e, Notice)]
     url = f"http://127.0.0.1:{port}/metrics"
     assert notices == [
@@ -294,17 +294,12 @@ async def test_a_good_page_gives_no_notice(port: int):
     async def metrics(_request: web.Request) -> web.Response:
         return web.Response(text=_page(1, 0))
 
-    app = web.Application()
-    app.router.add_get("/metrics", metrics)
-    http = web.AppRunner(app)
-    await http.setup()
-    await web.TCPSite(http, "127.0.0.1", port).start()
     events: list[object] = []
-    scraper = MetricsScraper(f"http://127.0.0.1:{port}", "st=3", interval_s=60, emit=events.append)
-    await scraper.start()
-    try:
-        await scraper.scrape_once()
-    finally:
-        await scraper.stop()
-        await http.cleanup()
+    async with serving_metrics(port, metrics) as url:
+        scraper = MetricsScraper(url, "st=3", interval_s=60, emit=events.append)
+        await scraper.start()
+        try:
+            await scraper.scrape_once()
+        finally:
+            await scraper.stop()
     assert events and not [e for e in events if isinstance(e, Notice)]

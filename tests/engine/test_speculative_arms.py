@@ -11,6 +11,7 @@ from pathlib import Path
 from dspark_tui.engine.run.runner import Runner, prepare_run
 from dspark_tui.model import load_plan
 from dspark_tui.results import load_run
+from tests.engine.helpers import CHAT_SCENARIO
 
 PLAN = """name = "tables"
 model = "test-model"
@@ -42,13 +43,7 @@ scrape_interval_s = 0.2
 rounds = 1
 adaptive_rounds = 0
 
-[[scenarios]]
-name = "chat"
-input_len = 64
-output_len = 32
-concurrencies = [1, 4]
-num_prompts = 4
-"""
+""" + CHAT_SCENARIO
 TABLE = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4,
          "prompt_lookup_min": 2}
 
@@ -65,7 +60,7 @@ async def test_a_table_arm_and_a_k0_arm_run_on_the_simulator(tmp_path: Path, por
     plan_file.write_text(PLAN.format(port=port))
     plan = load_plan(plan_file)
     store = prepare_run(plan, tmp_path / "results")
-    assert await Runner(plan, store, gpu=None).run() == "completed"
+    assert await Runner(plan, store, gpu=None, charts=False).run() == "completed"
     run_dir = store.path
 
     def planned(argv: list[str]) -> list[str]:  # without the session's own name (identity.py)

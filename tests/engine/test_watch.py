@@ -19,7 +19,7 @@ async def _run(tmp_path: Path, text: str) -> tuple[Runner, Recorder, str]:
     path = tmp_path / "plan.toml"
     path.write_text(text)
     plan = load_plan(path)
-    runner = Runner(plan, prepare_run(plan, tmp_path / "results"), gpu=None)
+    runner = Runner(plan, prepare_run(plan, tmp_path / "results"), gpu=None, charts=False)
     recorder = Recorder()
     runner.subscribe(recorder)
     return runner, recorder, await runner.run()

@@ -4,7 +4,6 @@ their points the run's own numbers; left out without data; never costing the rep
 from __future__ import annotations
 
 import math
-import os
 import shutil
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from dspark_tui.report.chart_drawing import arm_colours, chart_svg
 from dspark_tui.report.charts import acceptance_chart, chart_data, margin_chart, throughput_chart
 from dspark_tui.report.outputs import write_outputs
 from dspark_tui.results import load_run
+from tests.cli import run_cli
 from tests.conftest import REPO, SAMPLE_RUN
 from tests.report.k_sweep_builders import cumulative_acceptance, k_sweep_run
 
@@ -49,6 +49,15 @@ def test_write_outputs_draws_every_chart_and_both_reports_link_them(tmp_path: Pa
     assert {"chat", "rag"} <= set(texts) and {f"K={k}" for k in KS} <= set(texts)  # panels, legend
     margin = _svg_texts(tmp_path / "run" / "charts" / "margin.svg")
     assert "tie band ±2%" in margin and "K=3 over K=0" in margin
+
+
+def test_the_charts_setting_off_draws_none_and_the_reports_link_none(tmp_path: Path):
+    run = k_sweep_run(tmp_path / "run", KS, SWEEP)
+    written = write_outputs(run, warn=lambda line: pytest.fail(line), charts=False)
+    assert not (tmp_path / "run" / "charts").exists()
+    assert [p.name for p in written] == ["report.md", "report.en.md", "analysis.json", "schedule.json"]
+    for name in ("report.md", "report.en.md"):
+        assert "](charts/" not in (tmp_path / "run" / name).read_text(encoding="utf-8")
 
 
 def test_the_charts_points_are_the_runs_numbers(tmp_path: Path):
@@ -125,9 +134,7 @@ def test_report_writes_no_chart_through_a_symlink_leading_out_of_the_run(tmp_pat
     outside = tmp_path / "home"
     outside.mkdir()
     (run_dir / "charts").symlink_to(outside)
-    done = subprocess.run([sys.executable, "-m", "dspark_tui", "report", str(run_dir)],
-                          capture_output=True, text=True, timeout=120, check=False,
-                          env={**os.environ, "DSPARK_CONFIG_DIR": "/nonexistent-dspark-config"})
+    done = run_cli("report", str(run_dir), timeout=120, env={"DSPARK_CHARTS": "true"})
     assert done.returncode == 0, done.stderr
     assert done.stderr == (f"dspark-tui: warning: {run_dir / 'charts'}: charts not written "
                            "(a symlink leading out of the run directory)\n")

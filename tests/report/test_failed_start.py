@@ -12,7 +12,7 @@ from tests.engine.helpers import write_sim_plan
 async def test_the_report_of_a_failed_start_says_the_server_did_not_start(tmp_path: Path, port: int):
     plan = load_plan(write_sim_plan(tmp_path, port, "--fail-start", arms=(3,)))
     store = prepare_run(plan, tmp_path / "results")
-    assert await Runner(plan, store, gpu=None).run() == "failed"
+    assert await Runner(plan, store, gpu=None, charts=False).run() == "failed"
     en = (store.path / "report.en.md").read_text(encoding="utf-8")
     zh = (store.path / "report.md").read_text(encoding="utf-8")
     assert "- Server metrics: none (the server did not start: server exited with code" in en

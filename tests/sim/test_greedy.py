@@ -3,13 +3,10 @@ with `--greedy-diverge-after N` a speculating server leaves it after N tokens, b
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import httpx
 
 from tests.sim._client import stream
-from tests.simulator import running_sim
+from tests.simulator import refusal_line, running_sim
 
 PROMPT = "Write a haiku about a server room at night."
 
@@ -66,9 +63,4 @@ def test_diverge_switch_changes_speculating_outputs_after_n_tokens_by_k():
 
 
 def test_negative_diverge_after_is_one_line_and_exit_2():
-    result = subprocess.run(
-        [sys.executable, "-m", "dspark_tui.sim", "serve", "m", "--greedy-diverge-after", "-1"],
-        capture_output=True, text=True, timeout=20)
-    assert result.returncode == 2
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "--greedy-diverge-after" in lines[0]
+    assert "--greedy-diverge-after" in refusal_line("--greedy-diverge-after", "-1")

@@ -81,13 +81,9 @@ def category_lines(lines: list[PromptLine], category: str, path: str | Path) -> 
 
 def _read_text(path: Path) -> str:
     try:  # never a FIFO's wait nor /dev/zero read whole (model/safe_files.py)
-        return safe_files.read_text(path, DATASET_CAP, follow=True)
-    except FileNotFoundError:
-        raise DatasetError(f"{path}: no such dataset file") from None
-    except OSError as exc:
-        raise DatasetError(f"{path}: cannot read the dataset ({exc.strerror or exc})") from None
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"{path}: cannot read the dataset ({exc})") from None
+        return safe_files.read_named_text(path, DATASET_CAP, "dataset")
+    except safe_files.Unreadable as exc:
+        raise DatasetError(str(exc)) from None
 
 
 def _load_json(path: Path) -> object:

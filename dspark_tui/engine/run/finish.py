@@ -16,11 +16,12 @@ from dspark_tui.results.manifest import now_iso
 Emit = Callable[[Event], None]
 
 
-def write_outputs(store: RunStore, emit: Emit, status: RunStatus) -> None:
+def write_outputs(store: RunStore, emit: Emit, status: RunStatus, charts: bool = True) -> None:
     """results.csv, then report.md, report.en.md, analysis.json (and schedule.json for a K
-    sweep), all from one reading of the run's files. They are written before run.json is closed
-    (so a watcher that sees the run ended finds them), hence told the status the run ends with:
-    read from run.json they said "Incomplete run (still running)" of every finished run."""
+    sweep) and, unless `charts` is false, the charts, all from one reading of the run's files.
+    They are written before run.json is closed (so a watcher that sees the run ended finds
+    them), hence told the status the run ends with: read from run.json they said "Incomplete
+    run (still running)" of every finished run."""
     run = load_run(store.path)
     run.manifest.status = status
     try:
@@ -32,7 +33,7 @@ def write_outputs(store: RunStore, emit: Emit, status: RunStatus) -> None:
     try:
         from dspark_tui.report.outputs import write_outputs as write_report_files
 
-        write_report_files(run)
+        write_report_files(run, charts=charts)
     except Exception as exc:  # the results are safe; a report bug must not hide them
         emit(Notice(level="error", message=f"report.md not written: {type(exc).__name__}: "
                     f"{exc} (retry: dspark-tui report {store.path})"))

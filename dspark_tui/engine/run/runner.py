@@ -93,8 +93,10 @@ class Runner:
         other_roots: Iterable[Path] = (),
         gpu: GpuProbe | str | None = "auto",
         remeasure: Remeasure = cells_to_remeasure,
+        charts: bool = True,
     ) -> None:
         self.plan = plan
+        self.charts = charts  # draw the report's charts at the end (setting `charts`)
         self.store = store
         self.lang = lang
         self.parent_pid = parent_pid
@@ -601,7 +603,7 @@ class Runner:
 
     def _finish(self, status: ev.RunStatus, message: str) -> None:
         self._undo_leftover_launches()
-        finish.write_outputs(self.store, self._emit, status)
+        finish.write_outputs(self.store, self._emit, status, charts=self.charts)
         schedule = self._schedule
         cells = schedule.cell_states() if schedule is not None else {}
         cells_ok = sum(1 for state in cells.values() if state == SlotState.OK)

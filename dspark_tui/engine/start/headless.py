@@ -87,7 +87,7 @@ def run_command(args: argparse.Namespace) -> int:
         store = prepare_run(plan, results_root, source, verification)
     quiet = bool(getattr(args, "quiet_runner", False))
     runner = Runner(plan, store, lang=lang, parent_pid=getattr(args, "parent_pid", None),
-                    other_roots=[results_root, *settings.history_roots()])
+                    other_roots=[results_root, *settings.history_roots()], charts=settings.charts)
     printer: HeadlessPrinter | None = None
     on_hangup = None
     if not quiet:
