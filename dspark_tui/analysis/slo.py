@@ -22,7 +22,6 @@ import numpy as np
 from dspark_tui.analysis.decision import KDecision, Ratio, decide_k, ratio_between
 from dspark_tui.analysis.layout import arm_k_values
 from dspark_tui.analysis.measurements import measurements_of
-from dspark_tui.analysis.verdicts import Settings, analyse_measurements
 from dspark_tui.analysis.positions import spec_counters
 from dspark_tui.analysis.schedule import (
     Schedule,
@@ -39,6 +38,7 @@ from dspark_tui.analysis.schedule import (
     thin_cells,
     traffic_weights,
 )
+from dspark_tui.analysis.verdicts import Settings, analyse_measurements
 from dspark_tui.model import CellResult
 from dspark_tui.model.slo import Limit, Slo
 from dspark_tui.model.traffic import TrafficMix

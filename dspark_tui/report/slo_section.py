@@ -10,8 +10,8 @@ import json
 import math
 
 from dspark_tui.analysis.decision import Ratio
-from dspark_tui.analysis.verdicts import Verdict
 from dspark_tui.analysis.slo import LimitCheck, SloAnswer, SloCell, SloChoice
+from dspark_tui.analysis.verdicts import Verdict
 from dspark_tui.model.slo import METRIC_LABELS, Limit
 from dspark_tui.report.words import Texts
 
