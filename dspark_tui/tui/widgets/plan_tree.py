@@ -80,10 +80,8 @@ class PlanTree(Tree[CellKey | None]):
         height = self.scrollable_content_region.height
         arm_node = self._arm_nodes.get(node.data.arm) if node.data is not None else None
         arm_line = arm_node.line if arm_node is not None else -1
-        if 0 <= arm_line <= line < arm_line + height - 1:
-            y = arm_line
-        else:
-            y = max(0, line - max(1, height // 3))
+        fits = 0 <= arm_line <= line < arm_line + height - 1
+        y = arm_line if fits else max(0, line - max(1, height // 3))
         # force: the tree builds its lines (its virtual size) before the layout that shows its
         # scrollbar, and until then Textual refuses a plain scroll without a word
         # (allow_vertical_scroll is False): the follow did nothing and the tree stayed on K=0.
