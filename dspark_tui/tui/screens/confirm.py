@@ -12,11 +12,12 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label
 
 from dspark_tui.tui import safe
+from dspark_tui.tui.words import SaidBindings
 
 MAX_LINE = 64  # characters of the question on one line before it wraps
 
 
-class ConfirmScreen(ModalScreen[bool]):
+class ConfirmScreen(SaidBindings, ModalScreen[bool]):
     DEFAULT_CSS = """
     ConfirmScreen { align: center middle; }
     ConfirmScreen > Vertical {

@@ -18,13 +18,14 @@ from textual.widgets import DataTable, Footer, Input, Label
 from textual.widgets.data_table import ColumnKey
 from textual.worker import Worker, get_current_worker
 
-from dspark_tui.model.run_status import run_status_label
+from dspark_tui.report.words import Texts
 from dspark_tui.results import RunSummary, scan_runs
 from dspark_tui.results.run_size import format_size
 from dspark_tui.tui import colours, safe
 from dspark_tui.tui.keys import HISTORY_KEYS
 from dspark_tui.tui.run_facts import RunFacts, run_facts
 from dspark_tui.tui.screens.loading import LoadingScreen
+from dspark_tui.tui.words import lang_of, status_said
 
 LIVE_STATUSES = ("running",)
 BEST_ARM_RUNS = 100
@@ -35,9 +36,9 @@ LIVE_RESCAN_S = 5.0  # while a listed run is going, its status and counts change
 # row is 78 columns, a scrollbar's two short of 80; arms and model follow for wider terminals.
 STATUS_WIDTH = 24
 NAME_WIDTH = 21
-COLUMNS = (("", "mark", 1), ("Started", "date", 11), ("Status", "status", 9),
-           ("Cells", "cells", 7), ("Best arm", "best", 11), ("Size", "size", 4),
-           ("Name", "name", NAME_WIDTH), ("Arms", "arms", 14), ("Model", "model", 26))
+# Labels from the catalogue (`screens.history.column.<key>`).
+COLUMNS = (("mark", 1), ("date", 11), ("status", 9), ("cells", 7), ("best", 11), ("size", 4),
+           ("name", NAME_WIDTH), ("arms", 14), ("model", 26))
 
 
 class RunTable(DataTable[Text | str]):
@@ -89,9 +90,9 @@ class HistoryScreen(LoadingScreen):
         self.facts: dict[Path, tuple[tuple[str, int], RunFacts]] = {}
 
     def compose(self) -> ComposeResult:
-        yield Label("History", id="history-title")
-        yield Input(placeholder="filter: type / then words (name, model, arm, status)",
-                    id="history-filter")
+        t = Texts(lang_of(self.app), "screens")
+        yield Label(t("history.title"), id="history-title")
+        yield Input(placeholder=t("history.filter_hint"), id="history-filter")
         table = RunTable(cursor_type="row", zebra_stripes=True, id="history-table")
         yield table
         yield Footer(compact=True)
@@ -100,8 +101,9 @@ class HistoryScreen(LoadingScreen):
         table = self.query_one(DataTable)
         # Fixed widths: measuring every cell of hundreds of rows on each change is what made a
         # long history slow to open (1.4 s for 500 runs, most of it in column-width updates).
-        for label, key, width in COLUMNS:
-            table.add_column(label, key=key, width=width)
+        t = Texts(lang_of(self.app), "screens")
+        for key, width in COLUMNS:
+            table.add_column(t(f"history.column.{key}"), key=key, width=width)
         table.focus()
         # Status colours are theme variables resolved as rows are filled: refill on a switch.
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._fill())
@@ -152,11 +154,12 @@ class HistoryScreen(LoadingScreen):
                 self._fill()  # "completed, 1 skipped": the status column may need to widen
 
     def _status(self, run: RunSummary) -> str:
+        t = Texts(lang_of(self.app), "screens")
         if run.problem:
-            return f"problem: {run.problem}"
+            return t("history.problem", problem=run.problem)
         known = self.facts.get(run.path)
         skipped = known[1].skipped if known is not None and known[0] == _signature(run) else 0
-        return run_status_label(run.status, skipped=skipped)
+        return status_said(lang_of(self.app), run.status, skipped=skipped)
 
     def _cells(self, run: RunSummary) -> str:
         """ok/total: run.json's count for a finished run, the background's count (ok across
@@ -198,14 +201,15 @@ class HistoryScreen(LoadingScreen):
                 table.move_cursor(row=table.get_row_index(wanted))
                 self.prefer = None
         total = len(self.runs)
-        count = f"{len(shown)} of {total}" if len(shown) != total else f"{total}"
-        noun = "run" if total == 1 else "runs"
+        t = Texts(lang_of(self.app), "screens")
+        count = (t("history.count_of", shown=len(shown), total=total) if len(shown) != total
+                 else t("history.count_one" if total == 1 else "history.count", total=total))
         title = self.query_one("#history-title", Label)
         # Folder names on the line (80 columns), the whole paths on hover.
-        roots = ", ".join(r.name or str(r) for r in self.roots)
+        roots = t.join(r.name or str(r) for r in self.roots)
         # First, on a first start (80 columns cut the line's end): how to make a run.
-        hint = "" if self._has_own_runs() else "no runs of yours yet: n starts one (try demo) · "
-        title.update(safe.text(f"History — {hint}{count} {noun} in {roots}"))
+        hint = "" if self._has_own_runs() else t("history.first_hint")
+        title.update(safe.text(t("history.heading", hint=hint, count=count, roots=roots)))
         title.tooltip = "\n".join(str(r) for r in self.roots)
 
     def _has_own_runs(self) -> bool:
@@ -258,23 +262,26 @@ class HistoryScreen(LoadingScreen):
         self.app.push_screen(RunDetailScreen(run.path))
 
     def action_attach(self) -> None:
+        t = Texts(lang_of(self.app), "screens")
         run = self.selected()
         if run is None:
             return
         if run.status not in LIVE_STATUSES:
-            self.notify(f"{run.name} is {run.status}, not running: enter opens it", severity="warning")
+            self.notify(t("history.not_running", name=run.name,
+                          status=status_said(lang_of(self.app), run.status)), severity="warning")
             return
         self.app.open_live(run.path, read_only=False)  # type: ignore[attr-defined]
 
     def action_resume(self) -> None:
+        t = Texts(lang_of(self.app), "screens")
         run = self.selected()
         if run is None:
             return
         if run.status in LIVE_STATUSES:
-            self.notify(f"{run.name} is still running: a attaches to it", severity="warning")
+            self.notify(t("history.still_running", name=run.name), severity="warning")
             return
         if run.status == "completed" and run.cells_done >= run.cells_total:
-            self.notify(f"{run.name} is complete: nothing to resume")
+            self.notify(t("history.complete", name=run.name))
             return
         self.app.resume_run(run.path)  # type: ignore[attr-defined]
 
@@ -287,6 +294,7 @@ class HistoryScreen(LoadingScreen):
         self.app.push_screen(ReportScreen(run.path))
 
     def action_mark(self) -> None:
+        t = Texts(lang_of(self.app), "screens")
         run = self.selected()
         if run is None:
             return
@@ -299,11 +307,13 @@ class HistoryScreen(LoadingScreen):
         for row_key in table.rows:
             mark = "*" if Path(str(row_key.value)) in self.marked else " "
             table.update_cell(row_key, "mark", mark)
-        self.notify(f"{len(self.marked)} marked" + (": c compares them" if len(self.marked) == 2 else ""))
+        self.notify(t("history.marked_two" if len(self.marked) == 2 else "history.marked",
+                      n=len(self.marked)))
 
     def action_compare(self) -> None:
+        t = Texts(lang_of(self.app), "screens")
         if len(self.marked) != 2:
-            self.notify("mark two runs with space first", severity="warning")
+            self.notify(t("history.mark_first"), severity="warning")
             return
         from dspark_tui.tui.screens.compare import CompareScreen
 

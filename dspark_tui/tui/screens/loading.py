@@ -17,6 +17,7 @@ from textual.widgets import Label
 from textual.worker import Worker, WorkerState
 
 from dspark_tui.tui import safe
+from dspark_tui.tui.words import SaidBindings
 
 T = TypeVar("T")
 LOAD_GROUP = "load"
@@ -24,7 +25,7 @@ LOAD_GROUP = "load"
 log = logging.getLogger("dspark_tui.tui")
 
 
-class LoadingScreen(Screen[None]):
+class LoadingScreen(SaidBindings, Screen[None]):
     """`load(read, show)` runs `read()` in a thread worker and then `show(result)` on the UI.
 
     A newer load cancels an older one, whose result is then dropped. Whatever fails, the read

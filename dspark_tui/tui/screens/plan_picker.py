@@ -18,6 +18,7 @@ from dspark_tui.model import Plan, UserError
 from dspark_tui.plans import resolve_plan, shipped_plan_names
 from dspark_tui.tui import format as fmt
 from dspark_tui.tui import safe
+from dspark_tui.tui.words import SaidBindings
 
 
 @dataclass
@@ -40,7 +41,7 @@ def plan_choices(plans_dir: Path) -> list[tuple[str, str]]:
     return choices
 
 
-class PlanPickerScreen(ModalScreen[StartRequest | None]):
+class PlanPickerScreen(SaidBindings, ModalScreen[StartRequest | None]):
     DEFAULT_CSS = """
     PlanPickerScreen { align: center middle; }
     PlanPickerScreen > Vertical {

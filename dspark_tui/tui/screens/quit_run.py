@@ -12,13 +12,14 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label
 
 from dspark_tui.tui.run_link import OwnedRunner, RunLink
+from dspark_tui.tui.words import SaidBindings
 
 QuitChoice = Literal["detach", "abort"]
 QUESTION = ("A run is going. Detach and quit: the run goes on and `dspark-tui attach` brings "
             "it back. Abort and quit: its server stops; finished cells are kept.")
 
 
-class QuitRunScreen(ModalScreen[QuitChoice | None]):
+class QuitRunScreen(SaidBindings, ModalScreen[QuitChoice | None]):
     """Dismissed with "detach", "abort", or None to stay."""
 
     DEFAULT_CSS = """

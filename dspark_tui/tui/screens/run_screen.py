@@ -36,6 +36,7 @@ from dspark_tui.tui.widgets.log_pane import LogPane
 from dspark_tui.tui.widgets.plan_tree import PlanTree
 from dspark_tui.tui.widgets.run_header import RunHeader
 from dspark_tui.tui.widgets.run_summary import RunSummary
+from dspark_tui.tui.words import SaidBindings
 
 if TYPE_CHECKING:
     from dspark_tui.analysis.live import ComparisonRow
@@ -62,7 +63,7 @@ log = logging.getLogger("dspark_tui.tui")
 SHORT_ROWS = 28
 
 
-class RunScreen(Screen[None]):
+class RunScreen(SaidBindings, Screen[None]):
     DEFAULT_CSS = """
     RunScreen.-short LogPane { height: 8; }
     RunScreen.-short.-log CellPanel #cell-numbers, RunScreen.-short.-log CellPanel #sparks {
