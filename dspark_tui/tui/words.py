@@ -25,6 +25,14 @@ def lang_of(app: App[Any] | None) -> str:
 
 
 VERDICTS = ("wins", "tie", "unsure", "single")  # stats/paired.py's Verdict
+def lang_here(node: object) -> str:
+    """The language of the app a widget belongs to; English for one outside any app."""
+    try:
+        return lang_of(node.app)  # type: ignore[attr-defined]
+    except Exception:  # textual's NoActiveAppError: drawn off the app (a test, a worker)
+        return "en"
+
+
 STATUSES = ("starting", "running", "completed", "failed", "aborted", "interrupted")
 
 
@@ -34,6 +42,24 @@ def status_said(lang: str, status: str, *, skipped: int = 0) -> str:
     t = Texts(lang, "screens")
     word = t(f"status.{status}") if status in STATUSES else status
     return t("status_skipped", status=word, n=skipped) if status == "completed" and skipped > 0 else word
+
+
+def verdict_said(lang: str, verdict: str) -> str:
+    """`wins`, `tie`, `unsure`, `single` (and a cell's `failed`, `skipped`) in `lang`; anything
+    else as it is."""
+    t = Texts(lang, "screens")
+    if verdict in VERDICTS:
+        return t(f"verdict.{verdict}")
+    return t(f"outcome.{verdict}") if verdict in ("failed", "skipped") else verdict
+
+
+SERVER_STATES = ("starting", "loading", "warming_up", "ready", "stopping", "stopped", "failed",
+                 "restarting", "pending")  # model/events.py's ServerState, and not started yet
+
+
+def server_said(lang: str, state: str) -> str:
+    """An arm's server state (`ready`, `stopped` …) in `lang`."""
+    return Texts(lang, "screens")(f"server.{state}") if state in SERVER_STATES else state
 
 
 def said(binding: Binding, lang: str) -> Binding:

@@ -23,11 +23,13 @@ from textual.widgets import Footer, Label
 
 from dspark_tui.model import CellResult
 from dspark_tui.model.run_state import RunState
+from dspark_tui.report.words import Texts
 from dspark_tui.results import load_run
 from dspark_tui.results.store import LoadedRun
 from dspark_tui.tui import safe
 from dspark_tui.tui.screens.loading import LoadingScreen
 from dspark_tui.tui.widgets.run_chart import METRICS, RunChart, curves, panel_view
+from dspark_tui.tui.words import lang_of
 
 if TYPE_CHECKING:
     from dspark_tui.report.charts import ChartData
@@ -99,10 +101,12 @@ class ChartScreen(LoadingScreen):
             self.set_interval(POLL_S, self._follow)
         elif isinstance(source, LoadedRun):
             self._show_run(source)
-            self.load(lambda: report_charts(source), self._show_report, "reading the report's charts")
+            self.load(lambda: report_charts(source), self._show_report,
+                      Texts(lang_of(self.app), "screens")("charts.reading_report"))
         else:
             path = Path(source)
-            self.load(lambda: read_run_charts(path), self._show_read, f"reading {path.name}")
+            self.load(lambda: read_run_charts(path), self._show_read,
+                      Texts(lang_of(self.app), "screens")("charts.reading", name=path.name))
 
     # -- data ------------------------------------------------------------------------------
 
@@ -132,7 +136,7 @@ class ChartScreen(LoadingScreen):
         self._report_measured = state.measured
         path = Path(state.run_dir)
         self.load(lambda: report_charts(load_run(path)), self._show_report,
-                  "reading the report's charts")
+                  Texts(lang_of(self.app), "screens")("charts.reading_report"))
 
     def _show_read(self, read: tuple[LoadedRun, ReportCharts]) -> None:
         run, self.report = read
@@ -169,39 +173,43 @@ class ChartScreen(LoadingScreen):
         if self.mode in REPORT_MODES:
             self._draw_report(scenario, where)
             return
+        t = Texts(lang_of(self.app), "screens")
         metric = METRICS[self.metric_index]
         data = curves(self.cells, scenario, metric, self.arms)
-        self._title(f"{self.run_name} · {where} · {metric.title}")
-        self._empty("no finished measurements yet", shown=not data)
-        self.query_one(RunChart).show(data, metric, f"{metric.title} by concurrency: {scenario}",
-                                      self.arms)
+        title = t(f"charts.metric.{metric.key}")
+        self._title(f"{self.run_name} · {where} · {title}")
+        self._empty(t("charts.none_yet"), shown=not data)
+        heading = t("charts.by_concurrency", metric=title, scenario=scenario)
+        self.query_one(RunChart).show(data, metric, heading, self.arms)
 
     def _draw_report(self, scenario: str, where: str) -> None:
+        t = Texts(lang_of(self.app), "screens")
         margin = self.mode == "margin"
-        what = "Margin" if margin else "Acceptance by draft position"
+        what = t("charts.margin" if margin else "charts.acceptance")
         if margin:
             self._title(f"{self.run_name} · {where} · {what}")
         else:  # one panel for the whole run: no scenario in it
             self._title(f"{self.run_name} · {what}")
         if self.report is None:
-            self._empty("reading the run's analysis …", shown=True)
+            self._empty(t("charts.reading_analysis"), shown=True)
             self.query_one(RunChart).display = False
             return
         chart = self.report.margin if margin else self.report.acceptance
         panels = [] if chart is None else [p for p in chart.panels
                                            if not margin or p.title == scenario]
         if chart is None or not panels:
-            self._empty("no margin for this scenario yet: both arms need an ok cell" if margin
-                        else "no per-position acceptance in this run's /metrics", shown=True)
+            self._empty(t("charts.no_margin" if margin else "charts.no_acceptance"), shown=True)
             self.query_one(RunChart).display = False
             return
         title = f"{chart.title}: {scenario}" if margin else chart.title
         self._empty("", shown=False)
         # The acceptance band is the spread over cells: at 80x24 its dots hide the means.
-        self.query_one(RunChart).show_view(panel_view(chart, panels[0], title, bands=margin))
+        self.query_one(RunChart).show_view(panel_view(chart, panels[0], title, bands=margin,
+                                                      lang=lang_of(self.app)))
 
     def _title(self, text: str) -> None:
-        self.query_one("#chart-title", Label).update(safe.text(f"{text}   ←/→ scenario  m metric"))
+        keys = Texts(lang_of(self.app), "screens")("charts.keys")
+        self.query_one("#chart-title", Label).update(safe.text(f"{text}   {keys}"))
 
     def _empty(self, why: str, *, shown: bool) -> None:
         label = self.query_one("#chart-empty", Label)

@@ -11,6 +11,7 @@ from dspark_tui.model import CellKey
 from dspark_tui.model.run_state import RunState
 from dspark_tui.tui import colours, safe
 from dspark_tui.tui import format as fmt
+from dspark_tui.tui.words import lang_here, server_said, verdict_said
 
 MARKS = {"pending": "·", "running": "▶", "done": "✓", "failed": "✗", "skipped": "–"}
 PART_DONE = "◐"  # measured in some of its planned rounds: the mean so far, more to come
@@ -51,7 +52,8 @@ class PlanTree(Tree[CellKey | None]):
             server = arm.server_state if arm is not None else ""
             if self._arm_states.get(name) != server:
                 self._arm_states[name] = server
-                arm_node.set_label(Text.assemble((safe.plain(name), "bold"), f"  {safe.plain(server)}"))
+                said = server_said(lang_here(self), server)
+                arm_node.set_label(Text.assemble((safe.plain(name), "bold"), f"  {safe.plain(said)}"))
         self._follow(state)
 
     def _follow(self, state: RunState) -> None:
@@ -122,5 +124,5 @@ class PlanTree(Tree[CellKey | None]):
         if phase == "done" or part_done:
             text.append(f" {fmt.number(total, 1)}")
         elif phase in ("failed", "skipped"):
-            text.append(f" {phase}", style=colour)
+            text.append(f" {verdict_said(lang_here(self), phase)}", style=colour)
         return text
