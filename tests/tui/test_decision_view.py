@@ -108,7 +108,10 @@ async def test_the_decision_view_shows_the_schedule_and_command_and_c_copies_it(
         screen.clear_selection()
         await pilot.press("c")
         await wait_until(pilot, lambda: app.clipboard == command, what="the command copied")
-        await until_shown(pilot, app, "serve command copied")
+        # Sent, not said to be copied: a terminal (tmux) may ignore OSC 52.
+        await until_shown(pilot, app, "serve command sent to the terminal's clipboard")
+        port = " ".join((await seen_whole(pilot, screen, "#decision-port")).split())
+        assert "--port 8000 is the port this run's server listened on" in port
         await pilot.press("j")
         await wait_until(pilot, lambda: '"num_speculative_tokens":6' in app.clipboard,
                          what="the JSON copied")

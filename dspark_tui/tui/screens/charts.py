@@ -13,7 +13,7 @@ a worker) or an already loaded run: `ChartScreen(run_dir)`, `ChartScreen(loaded_
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -70,6 +70,8 @@ class ChartScreen(LoadingScreen):
                 show=False),
         Binding("m", "metric", "Metric", id="charts.metric",
                 tooltip="Total tok/s, TPOT, TTFT, margin with its interval, acceptance by position"),
+        Binding("a", "arm", "Arm", id="charts.arm",
+                tooltip="the margin chart of many arms (a K sweep): one arm at a time, then all"),
         Binding("escape", "back", "Back", id="charts.back"),
     ]
     ERROR_LINE = "#chart-title"
@@ -84,13 +86,15 @@ class ChartScreen(LoadingScreen):
         self.cells: list[CellResult] = []
         self.scenario_index = 0
         self.metric_index = 0
+        self.arm_index = -1  # the margin chart's arm shown alone; -1: every arm
         self._drawn_measured = -1
         self.report: ReportCharts | None = None  # None: not read yet
         self._report_measured = -1  # the measurement count the report charts were read at
 
     def compose(self) -> ComposeResult:
-        yield Label("charts", id="chart-title")
-        yield Label("no finished measurements yet", id="chart-empty")
+        t = Texts(lang_of(self.app), "screens")
+        yield Label(t("charts.title"), id="chart-title")
+        yield Label(t("charts.none_yet"), id="chart-empty")
         yield RunChart(id="chart")
         yield Footer(compact=True)
 
@@ -202,9 +206,15 @@ class ChartScreen(LoadingScreen):
             self.query_one(RunChart).display = False
             return
         title = f"{chart.title}: {scenario}" if margin else chart.title
+        panel = panels[0]
+        if margin and self.arm_index >= 0 and len(panel.series) > 1:
+            # Six bands over one another read as none: one arm's margin and interval at a time.
+            shown = panel.series[self.arm_index % len(panel.series)]
+            panel = replace(panel, series=(shown,))
+            title = f"{title} · {shown.label}"
         self._empty("", shown=False)
         # The acceptance band is the spread over cells: at 80x24 its dots hide the means.
-        self.query_one(RunChart).show_view(panel_view(chart, panels[0], title, bands=margin,
+        self.query_one(RunChart).show_view(panel_view(chart, panel, title, bands=margin,
                                                       lang=lang_of(self.app)))
 
     def _title(self, text: str) -> None:
@@ -227,6 +237,16 @@ class ChartScreen(LoadingScreen):
     def action_metric(self) -> None:
         self.metric_index = (self.metric_index + 1) % (len(METRICS) + len(REPORT_MODES))
         self._read_live_report()
+        self.redraw()
+
+    def action_arm(self) -> None:
+        """Every arm's margin, then each arm's alone (a K sweep's seven bands overlap), then
+        every arm again."""
+        arms = max(1, len(self.arms) - 1)  # the margin's series: every arm but the reference
+        self.arm_index = self.arm_index + 1 if self.arm_index + 1 < arms else -1
+        if self.mode != "margin":
+            self.metric_index = len(METRICS) + REPORT_MODES.index("margin")
+            self._read_live_report()
         self.redraw()
 
     def action_back(self) -> None:

@@ -112,6 +112,7 @@ class DecisionScreen(LoadingScreen):
             yield Static(id="decision-config")
             yield Label(t("decision.heading.command"), classes="heading")
             yield Static(id="decision-command")
+            yield Static(id="decision-port", classes="note")  # apart: selecting the command is all of it
             yield Label(t("decision.heading.map"), classes="heading")
             yield Static(id="decision-map")
             yield Label(t("decision.heading.break_even"), classes="heading")
@@ -147,6 +148,10 @@ class DecisionScreen(LoadingScreen):
         self.query_one("#decision-notes", Static).update(Content("\n".join(schedule_notes(answer, lang))))
         self.query_one("#decision-config", Static).update(Content(config_text(answer, lang)))
         self.query_one("#decision-command", Static).update(Content(command_text(answer, lang)))
+        port = port_of(answer)  # the run's own server's port (a demo's is a random one)
+        note = self.query_one("#decision-port", Static)
+        note.update(Content(t("decision.port_note", port=port) if port else ""))
+        note.display = bool(port)
         self.query_one("#decision-map", Static).update(best_k_map(answer, lang))
         items = break_even_items(answer, lang)
         await self.query_one("#decision-break", Markdown).update(
@@ -281,6 +286,17 @@ def command_text(answer: DeployAnswer, lang: str = "en") -> str:
     if answer.command is None:
         return Texts(lang, "screens")("decision.command_unknown")
     return shell_line(answer.command)
+
+
+def port_of(answer: DeployAnswer) -> str:
+    """The `--port` the serve command carries: the port the run's server listened on."""
+    argv = answer.command or []
+    for index, arg in enumerate(argv):
+        if arg == "--port" and index + 1 < len(argv):
+            return argv[index + 1]
+        if arg.startswith("--port="):
+            return arg.split("=", 1)[1]
+    return ""
 
 
 def _captioned(table: Table, caption: str) -> Group:

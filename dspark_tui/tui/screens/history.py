@@ -25,19 +25,21 @@ from dspark_tui.tui import colours, safe
 from dspark_tui.tui.keys import HISTORY_KEYS
 from dspark_tui.tui.run_facts import RunFacts, run_facts
 from dspark_tui.tui.screens.loading import LoadingScreen
+from dspark_tui.tui.widgets.plan_tree import PART_DONE
 from dspark_tui.tui.words import lang_of, status_said
 
 LIVE_STATUSES = ("running",)
 BEST_ARM_RUNS = 100
 LIVE_RESCAN_S = 5.0  # while a listed run is going, its status and counts change under the list
-# (label, key, width): what tells runs apart first, so 80 columns show start, status, counts,
-# best arm, size (`2.1M`: four characters, before the name so that a wider status such as
-# "completed, 1 skipped" costs the name's end, not the size) and the name, 21 characters: the
-# row is 78 columns, a scrollbar's two short of 80; arms and model follow for wider terminals.
+# (key, width): what tells runs apart first, so 80 columns show start, status, counts (8:
+# `0/35 ◐35`, a stopped sweep's part-measured cells too), best arm, size (`2.1M`: four
+# characters, before the name so that a wider status such as "completed, 1 skipped" costs the
+# name's end, not the size) and the name, 20 characters (`dspark_st_comparison`): the row is
+# 78 columns, a scrollbar's two short of 80; arms and model follow for wider terminals.
 STATUS_WIDTH = 24
-NAME_WIDTH = 21
+NAME_WIDTH = 20
 # Labels from the catalogue (`screens.history.column.<key>`).
-COLUMNS = (("mark", 1), ("date", 11), ("status", 9), ("cells", 7), ("best", 11), ("size", 4),
+COLUMNS = (("mark", 1), ("date", 11), ("status", 9), ("cells", 8), ("best", 11), ("size", 4),
            ("name", NAME_WIDTH), ("arms", 14), ("model", 26))
 
 
@@ -122,7 +124,7 @@ class HistoryScreen(LoadingScreen):
     def rescan(self) -> Worker[list[RunSummary]]:
         # Sizes are cached by directory mtimes (results/run_size.py): a rescan walks only what changed.
         return self.load(partial(scan_runs, self.roots, sizes=True), self._show_runs,
-                         "scanning for runs")
+                         Texts(lang_of(self.app), "screens")("history.scanning"))
 
     def _show_runs(self, runs: list[RunSummary]) -> None:
         self.runs = runs
@@ -165,8 +167,12 @@ class HistoryScreen(LoadingScreen):
         """ok/total: run.json's count for a finished run, the background's count (ok across
         rounds) for one still going; the file count until that is read."""
         known = self.facts.get(run.path)
-        ok = known[1].cells_ok if known is not None and known[0] == _signature(run) else run.cells_done
-        return f"{ok}/{run.cells_total}"
+        facts = known[1] if known is not None and known[0] == _signature(run) else None
+        ok = facts.cells_ok if facts is not None else run.cells_done
+        # `0/35 ◐35`: a run stopped in its second round has no whole cell, yet a measurement of
+        # every one (the plan tree's ◐: measured in some of its planned rounds).
+        partial = f" {PART_DONE}{facts.partial}" if facts is not None and facts.partial else ""
+        return f"{ok}/{run.cells_total}{partial}"
 
     def _fill(self) -> None:
         table = self.query_one(DataTable)
@@ -317,6 +323,8 @@ class HistoryScreen(LoadingScreen):
             return
         from dspark_tui.tui.screens.compare import CompareScreen
 
+        # The "2 marked" toast has said its piece: over the comparison it hid the table's last rows.
+        self.app.clear_notifications()
         self.app.push_screen(CompareScreen(self.marked[0], self.marked[1]))
 
 

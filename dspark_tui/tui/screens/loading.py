@@ -16,8 +16,9 @@ from textual.screen import Screen
 from textual.widgets import Label
 from textual.worker import Worker, WorkerState
 
+from dspark_tui.report.words import Texts
 from dspark_tui.tui import safe
-from dspark_tui.tui.words import SaidBindings
+from dspark_tui.tui.words import SaidBindings, lang_of
 
 T = TypeVar("T")
 LOAD_GROUP = "load"
@@ -64,7 +65,8 @@ class LoadingScreen(SaidBindings, Screen[None]):
 
     def load_failed(self, what: str, error: BaseException | None) -> None:
         log.error("%s failed", what, exc_info=error)
-        message = f"{what} failed: {type(error).__name__}: {error}"
+        message = Texts(lang_of(self.app), "screens")("load_failed", what=what,
+                                                      error=f"{type(error).__name__}: {error}")
         self.notify(message, severity="error", timeout=15)
         if self.ERROR_LINE:
             line = Content.assemble((safe.plain(message), "bold $error"))

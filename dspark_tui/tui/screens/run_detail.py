@@ -141,7 +141,7 @@ class RunDetailScreen(LoadingScreen):
         lang = getattr(self.app, "lang", "") or locale_language()
         t = Texts(lang_of(self.app), "screens")
         self.load(partial(read_run, self.run_dir, lang), self._show_run,
-                  t("detail.loading", path=self.run_dir.name))
+                  t("detail.reading", path=self.run_dir.name))
 
     async def _show_run(self, read: ReadRun) -> None:
         from dspark_tui.analysis.layout import baseline_arm

@@ -111,6 +111,27 @@ def panel_view(chart: ChartData, panel: Panel, title: str, *, bands: bool = True
                      t("charts.tie", band=f"{band * 100:g}") if band else "")
 
 
+def segments(line: Line, every_x: list[float]) -> list[tuple[list[float], list[float]]]:
+    """The line's runs of points at neighbouring concurrencies of the chart (`every_x`, sorted):
+    a concurrency the chart shows but this line lacks splits it; a lone point is no segment
+    (its marker shows it)."""
+    position = {x: i for i, x in enumerate(every_x)}
+    runs: list[tuple[list[float], list[float]]] = []
+    last = -2
+    for x, y in sorted(zip(line.x, line.y, strict=True)):
+        if y != y:  # NaN: nothing measured there
+            last = -2
+            continue
+        here = position.get(x, -2)
+        if runs and here == last + 1:
+            runs[-1][0].append(x)
+            runs[-1][1].append(y)
+        else:
+            runs.append(([x], [y]))
+        last = here
+    return [run for run in runs if len(run[0]) > 1]
+
+
 class RunChart(PlotextPlot):
     DEFAULT_CSS = """
     RunChart { height: 1fr; }
@@ -149,16 +170,18 @@ class RunChart(PlotextPlot):
         for value in view.flat:
             plt.hline(value, color=self._muted())
         for line in view.lines:
-            xs = [place(x) for x in line.x]
             colour = self._rgb(line.arm_index)
+            # Joined only between neighbouring measured concurrencies: a line never crosses a
+            # concurrency its arm was not measured at (it would draw a value nobody measured).
+            for xs, ys in segments(line, every_x):
+                plt.plot([place(x) for x in xs], ys, marker="dot" if line.band else "braille",
+                         color=colour)
             if line.band:
-                plt.plot(xs, list(line.y), marker="dot", color=colour)
                 continue
             # Each arm its own marker as well as its colour (seven K values are hard to tell
             # apart by colour alone); the legend shows the marker, not the line's dots.
-            plt.plot(xs, list(line.y), marker="braille", color=colour)
-            plt.scatter(xs, list(line.y), marker=arm_marker(line.arm_index), color=colour,
-                        label=line.label)
+            plt.scatter([place(x) for x in line.x], list(line.y), marker=arm_marker(line.arm_index),
+                        color=colour, label=line.label)
         if view.flat and view.lines:  # names the flat lines in the legend
             plt.scatter([place(every_x[0])], [view.flat[-1]], marker="─", color=self._muted(),
                         label=view.flat_label)
