@@ -14,11 +14,13 @@ from pathlib import Path
 
 from textual.pilot import Pilot
 
+from dspark_tui.plans import shipped_plan_names
 from dspark_tui.tui.screens.charts import ChartScreen
 from dspark_tui.tui.screens.compare import CompareScreen
 from dspark_tui.tui.screens.decision import DecisionScreen
 from dspark_tui.tui.screens.help import HelpScreen
 from dspark_tui.tui.screens.history import HistoryScreen
+from dspark_tui.tui.screens.plan_picker import PlanPickerScreen
 from dspark_tui.tui.screens.report import ReportScreen
 from dspark_tui.tui.screens.run_detail import RunDetailScreen
 from tests.tui.helpers import make_app, run_screen_shown, screen_text, settled, wait_until
@@ -56,6 +58,7 @@ def english_words(text: str, names: set[str]) -> list[str]:
 
 
 def names_of(tmp_path: Path, *run_dirs: Path) -> set[str]:
+    """Names a run carries (its folder, name, model, arms, scenarios) and the test's paths."""
     import json
 
     names = {str(tmp_path), *str(tmp_path).split("/")}
@@ -95,6 +98,11 @@ async def test_every_screen_says_its_labels_in_chinese(tmp_path: Path):
                                                              "sample_results"})
         await pilot.press("question_mark")
         english["help"] = english_words(await _shown(pilot, "help", on_top(HelpScreen)), names)
+        await pilot.press("escape")
+        await wait_until(pilot, on_top(HistoryScreen), what="back in History")
+        await pilot.press("n", "enter")  # the New-run picker, the demo plan loaded
+        english["plan picker"] = english_words(await _shown(pilot, "the picker", on_top(
+            PlanPickerScreen, lambda s: s.plan is not None)), names | {"native", *shipped_plan_names()})
         await pilot.press("escape")
 
         app.push_screen(RunDetailScreen(demo))

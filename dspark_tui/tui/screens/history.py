@@ -10,6 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
@@ -185,9 +186,10 @@ class HistoryScreen(LoadingScreen):
         with self.app.batch_update():
             table.clear()
             # As wide as the longest status shown ("completed, 1 skipped"), not wider: at 80
-            # columns every character goes to the name.
-            table.columns[ColumnKey("status")].width = min(
-                max((len(status) for status in statuses.values()), default=6), STATUS_WIDTH)
+            # columns every character goes to the name. In cells, not characters: 已完成 is 6.
+            column = table.columns[ColumnKey("status")]
+            widest = max((cell_len(status) for status in statuses.values()), default=6)
+            column.width = max(min(widest, STATUS_WIDTH), cell_len(str(column.label)))
             table._require_update_dimensions = True
             for run in shown:
                 known = self.facts.get(run.path)
