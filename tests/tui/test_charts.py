@@ -174,3 +174,19 @@ async def test_a_sweeps_margin_shows_one_arm_at_a_time_with_a(tmp_path: Path):
         await pilot.press(*["a"] * 6)  # K=3 … K=7, then every arm
         text = await until_shown(pilot, app, "K=7 over K=0")
         assert "· K=" not in text
+
+
+def test_arms_whose_lines_coincide_are_one_line_named_once():
+    """Acceptance by position of a simulator's sweep: arms that accept alike are one line with
+    every arm's name, not lines drawn over one another."""
+    from dspark_tui.report.charts import ChartData, Panel, Series
+    from dspark_tui.tui.widgets.run_chart import panel_view
+
+    rates = (0.9, 0.7, 0.5)
+    panel = Panel("all", "accepted (%)", (Series("K=1", "K=1", (1.0, 2.0, 3.0), rates),
+                                          Series("K=2", "K=2", (1.0, 2.0, 3.0), rates),
+                                          Series("K=3", "K=3", (1.0, 2.0, 3.0), (0.8, 0.6, 0.4))))
+    chart = ChartData("acceptance", "Acceptance", "Position", (panel,), ("K=1", "K=2", "K=3"),
+                      log2_x=False)
+    view = panel_view(chart, panel, "Acceptance", bands=False)
+    assert [line.label for line in view.lines] == ["K=1, K=2", "K=3"]

@@ -92,7 +92,8 @@ async def test_the_decision_view_shows_the_schedule_and_command_and_c_copies_it(
         schedule = await seen_whole(pilot, screen, "#decision-schedule")
         assert sweep_answer.schedule is not None
         for lo, hi, k in sweep_answer.schedule.ranges:
-            assert any(line.split()[:2] == [f"{lo}–{hi}", str(k)] for line in schedule.splitlines()
+            batches = f"{lo}–{hi}" if lo != hi else str(lo)  # one batch: `1`, not `1–1`
+            assert any(line.split()[:2] == [batches, str(k)] for line in schedule.splitlines()
                        if line.strip()), (lo, hi, k)
         command = shell_line(sweep_answer.command or [])
         assert _words(await seen_whole(pilot, screen, "#decision-command")) == _words(command)

@@ -767,4 +767,8 @@ WORDS: dict[str, str] = {
     "screens.picker.no_plan": "pick a plan first",
     "screens.picker.no_arm": "choose at least one arm",
     "screens.picker.no_scenario": "choose at least one scenario",
+    "screens.cell.lag": "loop lag p99 {ms} ms",
+    "screens.cell.same_read": "{share} same-read gaps",
+    "screens.cell.client": "client: {facts}",
+    "screens.cell.client_behind": "client behind: {facts}",
 }

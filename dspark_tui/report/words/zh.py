@@ -729,4 +729,8 @@ WORDS: dict[str, str] = {
     "screens.picker.no_plan": "先选一个计划",
     "screens.picker.no_arm": "至少选一个配置",
     "screens.picker.no_scenario": "至少选一个场景",
+    "screens.cell.lag": "事件循环延迟 p99 {ms} ms",
+    "screens.cell.same_read": "{share} 同读间隔",
+    "screens.cell.client": "客户端：{facts}",
+    "screens.cell.client_behind": "客户端落后：{facts}",
 }

@@ -228,7 +228,7 @@ def schedule_table(answer: DeployAnswer, lang: str = "en") -> Table | Text:
     table = _table(t(key), "K", t("decision.from_cells"))
     for lo, hi, k in schedule.ranges:
         sources = schedule.sources(lo, hi)
-        table.add_row(f"{lo}–{hi}", str(k), t.join(sources) or "—")
+        table.add_row(f"{lo}–{hi}" if lo != hi else str(lo), str(k), t.join(sources) or "—")  # not 1–1
     return table
 
 

@@ -82,7 +82,12 @@ class CellPanel(Vertical):
             )
             client, behind = live_client_line(current.client_lag_p99_ms,
                                               current.same_read_fraction, current.mean_itl_ms)
-            if client:
+            if client:  # model/client_health.py's judgement, said in the app's language
+                lag, same = current.client_lag_p99_ms, current.same_read_fraction
+                said = [t("cell.lag", ms=f"{lag:.1f}") if lag is not None else "",
+                        t("cell.same_read", share=f"{same:.0%}") if same is not None else ""]
+                client = t("cell.client_behind" if behind else "cell.client",
+                           facts=t.join(part for part in said if part))
                 # The client's own health: a client that fell behind times itself, not the server.
                 numbers += "\n" + (f"[$warning]{client}[/]" if behind else client)
             total, progress = max(1, current.num_prompts), current.completed

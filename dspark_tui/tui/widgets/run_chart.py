@@ -23,7 +23,7 @@ from dspark_tui.tui import colours
 from dspark_tui.tui.words import lang_here
 
 if TYPE_CHECKING:  # pandas stays unloaded until a report chart is asked for
-    from dspark_tui.report.charts import ChartData, Panel
+    from dspark_tui.report.charts import ChartData, Panel, Series
 
 
 @dataclass(frozen=True)
@@ -95,11 +95,19 @@ def metric_view(data: dict[str, Curve], metric: Metric, title: str, arms: list[s
 def panel_view(chart: ChartData, panel: Panel, title: str, *, bands: bool = True,
                lang: str = "en") -> ChartView:
     """A report chart's panel: each series a line, its interval low and high two dotted lines of
-    its colour (`bands`), and the chart's tie band (a fraction) as two flat lines in percent."""
-    lines: list[Line] = []
+    its colour (`bands`), and the chart's tie band (a fraction) as two flat lines in percent.
+    Series that coincide (a simulator's arms often accept alike) are one line, said once with
+    every arm's name: `K=1, K=2, K=3`, not six lines drawn over one another."""
+    same: dict[tuple[object, ...], list[str]] = {}
+    first: dict[tuple[object, ...], Series] = {}
     for series in panel.series:
+        shown = (series.x, series.y, series.low if bands else None, series.high if bands else None)
+        same.setdefault(shown, []).append(series.label)
+        first.setdefault(shown, series)
+    lines: list[Line] = []
+    for shown, series in first.items():
         index = chart.arms.index(series.arm) if series.arm in chart.arms else 0
-        lines.append(Line(series.label, series.x, series.y, index))
+        lines.append(Line(", ".join(same[shown]), series.x, series.y, index))
         if bands and series.low is not None and series.high is not None:
             lines += [Line("", series.x, series.low, index, band=True),
                       Line("", series.x, series.high, index, band=True)]
