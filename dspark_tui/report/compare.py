@@ -79,9 +79,10 @@ def arm_ratios(frame: pd.DataFrame) -> list[tuple[str, float, int, int]]:
     return out
 
 
-def run_differences(run_a: LoadedRun, run_b: LoadedRun) -> list[tuple[str, str]]:
+def run_differences(run_a: LoadedRun, run_b: LoadedRun, lang: str = "zh") -> list[tuple[str, str]]:
     """What differs between the two runs besides the server's speed: (what, detail) for the
     model, the server command, the prompts (dataset, seed, lengths, counts) and the warmup."""
+    text = Texts(lang, "compare")
     a, b = run_a.manifest, run_b.manifest
     plan_a, plan_b = a.plan or {}, b.plan or {}
     found: list[tuple[str, str]] = []
@@ -90,10 +91,10 @@ def run_differences(run_a: LoadedRun, run_b: LoadedRun) -> list[tuple[str, str]]
     command_a = (plan_a.get("server") or {}).get("command")
     command_b = (plan_b.get("server") or {}).get("command")
     if command_a and command_b and command_a != command_b:
-        found.append(("command", _first_difference(command_a, command_b)))
+        found.append(("command", _first_difference(command_a, command_b, text)))
     prompts = _prompt_differences(plan_a, plan_b)
     if prompts:  # one line: the first few, and how many more
-        more = f"; +{len(prompts) - PROMPTS_SHOWN} more" if len(prompts) > PROMPTS_SHOWN else ""
+        more = text("more", n=len(prompts) - PROMPTS_SHOWN) if len(prompts) > PROMPTS_SHOWN else ""
         found.append(("prompts", "; ".join(prompts[:PROMPTS_SHOWN]) + more))
     warm_a, warm_b = _warmup(a.warmup_requests, plan_a), _warmup(b.warmup_requests, plan_b)
     if warm_a is not None and warm_b is not None and warm_a != warm_b:
@@ -105,14 +106,20 @@ def _warmup(requests: int | None, plan: dict) -> object:
     return requests if requests is not None else (plan.get("bench") or {}).get("warmup_requests")
 
 
-def _first_difference(a: list[str], b: list[str]) -> str:
-    """`--max-num-seqs 256 vs 128`: the first argument where the two commands part."""
+def _first_difference(a: list[str], b: list[str], text: Texts) -> str:
+    """`--max-num-seqs 256 vs 128`: the first argument where the two commands part. A plan's
+    `{python}` (the interpreter the runner starts it with) reads `python`, not a raw placeholder."""
+    a, b = [_shown_arg(x) for x in a], [_shown_arg(x) for x in b]
     for index, (x, y) in enumerate(zip(a, b, strict=False)):
         if x != y:
             flag = a[index - 1] + " " if index and str(a[index - 1]).startswith("-") else ""
             return f"{flag}{x} vs {y}"
     longer, side = (a, "A") if len(a) > len(b) else (b, "B")
-    return f"only {side} has {' '.join(str(x) for x in longer[min(len(a), len(b)):])}"
+    return text("only_has", side=side, args=" ".join(longer[min(len(a), len(b)):]))
+
+
+def _shown_arg(arg: object) -> str:
+    return str(arg).replace("{python}", "python")
 
 
 PROMPT_KEYS = ("dataset", "input_len", "output_len", "range_ratio", "num_prompts")
@@ -168,7 +175,7 @@ def summary_lines(run_a: LoadedRun, run_b: LoadedRun, frame: pd.DataFrame, lang:
         lines.append(text("summary", geo=_ratio(geo), faster=faster, n=len(frame)))
         for arm, arm_geo, arm_faster, cells in arm_ratios(frame):
             lines.append(text("arm", arm=arm, geo=_ratio(arm_geo), faster=arm_faster, n=cells))
-    for what, detail in run_differences(run_a, run_b):
+    for what, detail in run_differences(run_a, run_b, lang):
         lines.append(text("differ", what=text(what), detail=detail))
     return lines
 

@@ -25,6 +25,7 @@ from textual.worker import Worker, WorkerState
 
 from dspark_tui.config import Settings, save_setting
 from dspark_tui.model import UserError
+from dspark_tui.report.words import Texts
 from dspark_tui.results import RunStore
 from dspark_tui.tui import safe
 from dspark_tui.tui.keys import resolve_keymap
@@ -37,6 +38,7 @@ from dspark_tui.tui.screens.quit_run import QuitRunScreen, detach_all
 from dspark_tui.tui.screens.refusal import RefusalScreen
 from dspark_tui.tui.screens.run_screen import RunScreen
 from dspark_tui.tui.themes import load_themes
+from dspark_tui.tui.words import lang_of
 
 log = logging.getLogger("dspark_tui.tui")
 
@@ -156,7 +158,8 @@ class DsparkApp(App[None]):
                         description=f"start {request.plan}")
 
     async def _start(self, request: StartRequest) -> None:
-        self.notify(f"starting {request.plan}" + (" (detached)" if request.detach else ""))
+        t = Texts(lang_of(self), "screens")
+        self.notify(t("app.starting_detached" if request.detach else "app.starting", plan=request.plan))
         try:
             link = await asyncio.to_thread(
                 start_runner, request.plan, results_root=self.results_root, arms=request.arms,
@@ -198,8 +201,9 @@ class DsparkApp(App[None]):
             if yes:
                 self.start_run(request)
 
-        self.push_screen(ConfirmScreen(f"Resume {Path(run_dir).name}? Finished cells are kept; "
-                                       "failed and missing cells run again.", "Resume"), answered)
+        t = Texts(lang_of(self), "screens")
+        self.push_screen(ConfirmScreen(t("confirm.resume", name=Path(run_dir).name),
+                                       t("confirm.resume_yes")), answered)
 
     def live_owned(self) -> list[RunLink]:
         return [link for link in self.links
@@ -238,7 +242,7 @@ class DsparkApp(App[None]):
             self.exit(message=self._goodbye())  # names the detached runs and how to attach
 
     async def _stop_and_exit(self) -> None:
-        self.notify("stopping the run …", timeout=30)
+        self.notify(Texts(lang_of(self), "screens")("app.stopping"), timeout=30)
         await asyncio.to_thread(self.stop_owned)
         self.exit(message=self._goodbye())
 

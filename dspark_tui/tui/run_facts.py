@@ -24,14 +24,23 @@ class RunFacts:
     best: str  # `st=5 10/18`, `tie 4/5`, `—`, `incomplete`, `st=5 9/18 !` (failed cells)
     cells_ok: int
     skipped: int  # cells the user skipped (and none of whose measurements failed)
+    # Cells measured ok in some of their planned measurements, not all (a sweep aborted in its
+    # second round: 0 cells ok, yet every cell has its first): the plan tree's ◐.
+    partial: int = 0
 
 
 def run_facts(path: Path) -> RunFacts:
-    from dspark_tui.analysis.counting import cell_counts
+    from dspark_tui.analysis.counting import cell_outcomes
+    from dspark_tui.analysis.measurements import measurements_of
+    from dspark_tui.model.outcome import CellCounts
 
     run = load_run(path)
-    counts = cell_counts(run)
-    return RunFacts(best=best_column(run), cells_ok=counts.ok, skipped=counts.skipped)
+    outcomes = cell_outcomes(run)
+    counts = CellCounts.of(outcomes.values())
+    measured = {m.key for m in measurements_of(run) if m.ok}
+    partial = sum(1 for key, outcome in outcomes.items() if outcome != "ok" and key in measured)
+    return RunFacts(best=best_column(run), cells_ok=counts.ok, skipped=counts.skipped,
+                    partial=partial)
 
 
 def best_column(run: LoadedRun) -> str:

@@ -94,3 +94,23 @@ def test_a_cell_of_several_rounds_compares_as_its_mean(tmp_path: Path):
         path.with_name(path.name.replace("__r1p1", "__r2p1")).write_text(json.dumps(data))
     frame = run_comparison_frame(load_run(SAMPLE_RUN), load_run(b))
     assert frame[frame["arm"] == "st=5"]["total_ratio"].round(6).eq(1.5).all()
+
+
+def test_a_plans_python_placeholder_and_the_more_count_read_in_the_runs_language(tmp_path: Path):
+    """A demo plan's `{python}` reads `python` (no raw placeholder); the prompts' `+N more` is
+    said in the comparison's language."""
+    from dspark_tui.report.compare import run_differences
+
+    other = tmp_path / "other"
+    shutil.copytree(SAMPLE_RUN, other)
+    data = json.loads((other / "run.json").read_text())
+    data["plan"]["server"]["command"] = ["{python}", "-m", "dspark_tui.sim", "serve"]
+    data["plan"]["bench"]["seed"] = 9
+    for scenario in data["plan"]["scenarios"][:3]:
+        scenario["input_len"] = 7
+    (other / "run.json").write_text(json.dumps(data))
+    en = dict(run_differences(load_run(SAMPLE_RUN), load_run(other), "en"))
+    zh = dict(run_differences(load_run(SAMPLE_RUN), load_run(other), "zh"))
+    assert "{python}" not in en["command"] and en["command"].endswith(" vs python")
+    assert en["prompts"].endswith("; +2 more") and "more" not in zh["prompts"]
+    assert zh["prompts"].endswith("；另有 2 项")

@@ -26,7 +26,7 @@ from dspark_tui.tui.widgets.run_header import RunHeader
 def make_app(tmp_path: Path, results_root: Path | None = None, **kwargs: object) -> DsparkApp:
     root = results_root or tmp_path / "results"
     settings = Settings(results_root=root, plans_dir=tmp_path / "config" / "plans",  # type: ignore[arg-type]
-                        **{"language": "zh", **kwargs.pop("settings", {})})  # not the machine's locale
+                        **{"language": "en", **kwargs.pop("settings", {})})  # not the machine's locale
     kwargs.setdefault("config_file", tmp_path / "config" / "config.toml")
     return DsparkApp(settings, **kwargs)  # type: ignore[arg-type]
 

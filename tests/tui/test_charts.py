@@ -136,3 +136,57 @@ async def test_the_live_margin_is_read_again_when_a_measurement_lands(tmp_path: 
             metrics=ClientMetrics(total_throughput=50_000.0, completed=8)))
         await wait_until(pilot, lambda: [line.x for line in chart._shown.lines] == [(1.0, 16.0)],
                          what="the margin read again with c16")
+
+
+def test_a_line_is_never_drawn_across_a_concurrency_its_arm_lacks():
+    """Points at neighbouring concurrencies of the chart join; a concurrency shown but not
+    measured for this arm (or a NaN there) splits the line, a lone point keeps only its marker."""
+    from dspark_tui.tui.widgets.run_chart import Line, segments
+
+    every_x = [1.0, 4.0, 16.0, 64.0, 256.0]
+    line = Line("K=3", (1.0, 4.0, 64.0, 256.0), (1.0, 2.0, 3.0, 4.0), 3)
+    assert segments(line, every_x) == [([1.0, 4.0], [1.0, 2.0]), ([64.0, 256.0], [3.0, 4.0])]
+    gap = Line("K=4", (1.0, 4.0, 16.0), (1.0, float("nan"), 3.0), 4)
+    assert segments(gap, every_x) == []
+
+
+def test_seven_arms_have_seven_markers():
+    from dspark_tui.tui.widgets.run_chart import arm_marker
+
+    assert len({arm_marker(i) for i in range(7)}) == 7
+
+
+async def test_a_sweeps_margin_shows_one_arm_at_a_time_with_a(tmp_path: Path):
+    """A K sweep's margin chart: `a` shows one arm's margin and interval alone, then the next,
+    and back to every arm."""
+    from tests.tui.k_sweep_dir import write_k_sweep
+
+    run_dir = write_k_sweep(tmp_path / "results")
+    app = make_app(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.push_screen(ChartScreen(run_dir))
+        await until_shown(pilot, app, "Total tok/s by concurrency: chat")
+        await pilot.press("a")
+        text = await until_shown(pilot, app, "· K=1 over K=0")
+        assert "K=2 over K=0" not in text
+        await pilot.press("a")
+        await until_shown(pilot, app, "· K=2 over K=0")
+        await pilot.press(*["a"] * 6)  # K=3 … K=7, then every arm
+        text = await until_shown(pilot, app, "K=7 over K=0")
+        assert "· K=" not in text
+
+
+def test_arms_whose_lines_coincide_are_one_line_named_once():
+    """Acceptance by position of a simulator's sweep: arms that accept alike are one line with
+    every arm's name, not lines drawn over one another."""
+    from dspark_tui.report.charts import ChartData, Panel, Series
+    from dspark_tui.tui.widgets.run_chart import panel_view
+
+    rates = (0.9, 0.7, 0.5)
+    panel = Panel("all", "accepted (%)", (Series("K=1", "K=1", (1.0, 2.0, 3.0), rates),
+                                          Series("K=2", "K=2", (1.0, 2.0, 3.0), rates),
+                                          Series("K=3", "K=3", (1.0, 2.0, 3.0), (0.8, 0.6, 0.4))))
+    chart = ChartData("acceptance", "Acceptance", "Position", (panel,), ("K=1", "K=2", "K=3"),
+                      log2_x=False)
+    view = panel_view(chart, panel, "Acceptance", bands=False)
+    assert [line.label for line in view.lines] == ["K=1, K=2", "K=3"]

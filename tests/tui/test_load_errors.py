@@ -65,20 +65,20 @@ async def test_a_run_that_cannot_be_read_shows_why_in_detail_report_and_compare(
             await pilot.press(*keys)
 
         await choose(broken, "enter")
-        text = await until_shown(pilot, app, f"loading {broken.name} failed: RecursionError")
+        text = await until_shown(pilot, app, f"正在加载 {broken.name}失败：RecursionError")
         assert isinstance(app.screen, RunDetailScreen) and app.is_running
-        assert "failed: RecursionError" in text.splitlines()[0]  # the title says it, not just a toast
+        assert "失败：RecursionError" in text.splitlines()[0]  # the title says it, not just a toast
         await pilot.press("r")
-        text = await until_shown(pilot, app, "rendering the zh report failed: RecursionError")
+        text = await until_shown(pilot, app, "正在生成 zh 报告失败：RecursionError")
         assert isinstance(app.screen, ReportScreen)
-        assert "failed: RecursionError" in text.splitlines()[0]
+        assert "失败：RecursionError" in text.splitlines()[0]
         await pilot.press("escape", "escape")
         await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen), what="back in History")
         await choose(broken, "space")
         await choose(good, "space", "c")
-        text = await until_shown(pilot, app, "failed: RecursionError")
+        text = await until_shown(pilot, app, "失败：RecursionError")
         assert isinstance(app.screen, CompareScreen)
-        assert "failed: RecursionError" in text.splitlines()[0] and "comparing " in text
+        assert "失败：RecursionError" in text.splitlines()[0] and "正在对比 " in text
         await pilot.press("escape")
         await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen), what="back in History")
 

@@ -131,15 +131,15 @@ async def test_report_viewer_toggles_language_and_saves(tmp_path: Path):
     run_dir = write_run(tmp_path / "results")
     app = make_app(tmp_path, start=AttachTarget(run_dir), settings={"language": "zh"})
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await run_screen_shown(pilot, "[completed]")
+        await run_screen_shown(pilot, "[已完成]")
         await pilot.press("r")
-        text = await until_shown(pilot, app, "[zh] not saved yet (w saves it)")
+        text = await until_shown(pilot, app, "[zh] 尚未保存（按 w 保存）")
         assert isinstance(app.screen, ReportScreen)
         assert f"{run_dir.name}/report.md" in text
         await pilot.press("l")
         text = await until_shown(pilot, app, f"{run_dir.name}/report.en.md")
         await pilot.press("w")
-        await until_shown(pilot, app, "[en] saved:")
+        await until_shown(pilot, app, "[en] 已保存：")  # the report in English, the screen in zh
         assert (run_dir / "report.en.md").is_file()
 
 
@@ -160,10 +160,10 @@ async def test_history_opens_the_seed_and_shows_its_winners(tmp_path: Path):
                          and app.screen.run is not None, what="the seed loaded")
         ab = {(r[0], r[1]): r for r in table_text(app, "#detail-ab")}
         assert len(ab) == 18
-        assert ab[("chat_short", "16")][2:5] == ["st=5", "single", "32.90%"]
-        assert ab[("stress_standard", "128")][2:5] == ["st=3", "single", "31.40%"]
+        assert ab[("chat_short", "16")][2:5] == ["st=5", "单次", "32.90%"]
+        assert ab[("stress_standard", "128")][2:5] == ["st=3", "单次", "31.40%"]
         # 0.89 % is inside the 2 % tie band: a tie here as in the report, not an st=3 win.
-        assert ab[("chat_standard", "64")][2:5] == ["tie", "single", "0.89%"]
+        assert ab[("chat_standard", "64")][2:5] == ["持平", "单次", "0.89%"]
         await pilot.press("r")
         # The answer first: the summary opens the report ...
         await until_shown(pilot, app, "结论")
@@ -197,3 +197,36 @@ async def test_marking_two_runs_compares_them_cell_by_cell(tmp_path: Path):
         rows = table_text(app, "#compare-table")
         assert len(rows) == 9 and rows[0][:3] == ["chat_short", "1", "st=3"]
         assert all(row[5] == "1.000" for row in rows)  # the same cells, measured alike
+        assert "2 marked" not in text  # the marking's toast no longer covers the table's end
+
+
+async def test_history_counts_a_stopped_sweeps_part_measured_cells(tmp_path: Path):
+    """A K sweep stopped in its second round: no cell has all its planned measurements, yet
+    every one has its first; History says both (`0/72 ◐72`), not a bare 0/72."""
+    import json
+
+    from dspark_tui.model.events import RoundPlanned
+    from dspark_tui.results import RunStore
+    from tests.tui.k_sweep_dir import GRID, KS, write_k_sweep
+
+    root = tmp_path / "results"
+    run = write_k_sweep(root, rounds=2)
+    store = RunStore(run)
+    cells = [(scenario, c) for scenario, cs in GRID.items() for c in cs]
+    for number in (1, 2):
+        store.append_event(RoundPlanned(t=1.0, round=number, arms=[f"K={k}" for k in KS], cells=cells))
+    for second in run.glob("cells/*/*__r2p1.json"):
+        second.unlink()
+    manifest = json.loads((run / "run.json").read_text())
+    manifest.update(status="aborted", cells_ok=0)
+    (run / "run.json").write_text(json.dumps(manifest))
+    app = make_app(tmp_path, results_root=root)
+    async with app.run_test(size=SIZE) as pilot:
+        await history_listed(pilot)
+
+        def counted() -> str:
+            row = next(r for r in table_text(app, "#history-table") if r[6].startswith("k_sweep"))
+            return row[3]
+
+        await wait_until(pilot, lambda: "◐" in counted(), what="the part-measured cells counted")
+        assert counted().startswith("0/") and counted().endswith(f" ◐{len(cells) * len(KS)}")

@@ -176,7 +176,7 @@ def test_report_viewer_in_80x24_shows_a_wrapped_sentence_whole(tmux: Tmux, tmp_p
     tmux.start([sys.executable, "-m", "dspark_tui"], env, size=(80, 24))
     tmux.wait_for(" demo ")
     tmux("send-keys", "-t", "app", "r")
-    tmux.wait_for("[zh] saved: demo_run/report.md")
+    tmux.wait_for("[zh] 已保存： demo_run/report.md")  # the screen in zh too
 
     def squeezed(screen: str) -> str:
         return re.sub(r"[\s▎▊▏▉▌▍█▁▂▃▄▅▆▇]", "", screen)

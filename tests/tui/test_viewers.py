@@ -96,7 +96,7 @@ def _cell(table: DataTable, row: object, column: str) -> str:
 
 async def test_history_counts_ok_cells_across_rounds_not_files(tmp_path: Path):
     """An interrupted two-round run: a cell with round 1 ok and round 2 not yet measured has a
-    file, but is not ok."""
+    file, but is not ok; History counts it apart, as part-measured (◐, as the plan tree)."""
     from dspark_tui.model.events import RoundPlanned
 
     root = tmp_path / "results"
@@ -116,7 +116,7 @@ async def test_history_counts_ok_cells_across_rounds_not_files(tmp_path: Path):
     async with app.run_test(size=SMALL) as pilot:
         await history_listed(pilot)
         assert scan_runs([root])[0].cells_done == 4  # the scan's count: cells with a file
-        await wait_until(pilot, lambda: row_of(app, "demo")[3] == "1/10", what="ok cells counted")
+        await wait_until(pilot, lambda: row_of(app, "demo")[3] == "1/10 ◐3", what="ok cells counted")
 
 
 async def test_history_reads_a_run_again_once_it_has_finished(tmp_path: Path):
@@ -259,7 +259,7 @@ async def test_report_viewer_opens_in_the_locale_language_and_switches(tmp_path:
     monkeypatch.delenv("LC_ALL", raising=False)
     monkeypatch.delenv("LC_MESSAGES", raising=False)
     run_dir = write_run(tmp_path / "results")
-    app = make_app(tmp_path)
+    app = make_app(tmp_path, settings={"language": locale_language()})  # as Settings() has it
     async with app.run_test(size=SMALL) as pilot:
         app.push_screen(ReportScreen(run_dir))
         await until_shown(pilot, app, "[zh] ")

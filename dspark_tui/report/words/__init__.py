@@ -7,7 +7,8 @@ own. tests/report/test_words.py holds both languages to the same keys and placeh
 every key the code asks for to the catalogue.
 
 Sections: `report` (the report's body, shared by its modules), `decision` (a K sweep),
-`verification`, `greedy`, `slo` (throughput under an SLO), `categories`, `compare` (two runs side by side).
+`verification`, `greedy`, `slo` (throughput under an SLO), `categories`, `compare` (two runs
+side by side), `screens` (what the app's screens say, tui/words.py).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ LANGS = ("zh", "en")
 
 CATALOGUE: dict[str, dict[str, str]] = {"zh": zh.WORDS, "en": en.WORDS}
 
-SECTIONS = ("report", "decision", "verification", "greedy", "slo", "categories", "compare")
+SECTIONS = ("report", "decision", "verification", "greedy", "slo", "categories", "compare",
+            "screens")
 
 
 class Texts:

@@ -13,7 +13,7 @@ a worker) or an already loaded run: `ChartScreen(run_dir)`, `ChartScreen(loaded_
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -23,11 +23,13 @@ from textual.widgets import Footer, Label
 
 from dspark_tui.model import CellResult
 from dspark_tui.model.run_state import RunState
+from dspark_tui.report.words import Texts
 from dspark_tui.results import load_run
 from dspark_tui.results.store import LoadedRun
 from dspark_tui.tui import safe
 from dspark_tui.tui.screens.loading import LoadingScreen
 from dspark_tui.tui.widgets.run_chart import METRICS, RunChart, curves, panel_view
+from dspark_tui.tui.words import lang_of
 
 if TYPE_CHECKING:
     from dspark_tui.report.charts import ChartData
@@ -68,6 +70,8 @@ class ChartScreen(LoadingScreen):
                 show=False),
         Binding("m", "metric", "Metric", id="charts.metric",
                 tooltip="Total tok/s, TPOT, TTFT, margin with its interval, acceptance by position"),
+        Binding("a", "arm", "Arm", id="charts.arm",
+                tooltip="the margin chart of many arms (a K sweep): one arm at a time, then all"),
         Binding("escape", "back", "Back", id="charts.back"),
     ]
     ERROR_LINE = "#chart-title"
@@ -82,13 +86,15 @@ class ChartScreen(LoadingScreen):
         self.cells: list[CellResult] = []
         self.scenario_index = 0
         self.metric_index = 0
+        self.arm_index = -1  # the margin chart's arm shown alone; -1: every arm
         self._drawn_measured = -1
         self.report: ReportCharts | None = None  # None: not read yet
         self._report_measured = -1  # the measurement count the report charts were read at
 
     def compose(self) -> ComposeResult:
-        yield Label("charts", id="chart-title")
-        yield Label("no finished measurements yet", id="chart-empty")
+        t = Texts(lang_of(self.app), "screens")
+        yield Label(t("charts.title"), id="chart-title")
+        yield Label(t("charts.none_yet"), id="chart-empty")
         yield RunChart(id="chart")
         yield Footer(compact=True)
 
@@ -99,10 +105,12 @@ class ChartScreen(LoadingScreen):
             self.set_interval(POLL_S, self._follow)
         elif isinstance(source, LoadedRun):
             self._show_run(source)
-            self.load(lambda: report_charts(source), self._show_report, "reading the report's charts")
+            self.load(lambda: report_charts(source), self._show_report,
+                      Texts(lang_of(self.app), "screens")("charts.reading_report"))
         else:
             path = Path(source)
-            self.load(lambda: read_run_charts(path), self._show_read, f"reading {path.name}")
+            self.load(lambda: read_run_charts(path), self._show_read,
+                      Texts(lang_of(self.app), "screens")("charts.reading", name=path.name))
 
     # -- data ------------------------------------------------------------------------------
 
@@ -132,7 +140,7 @@ class ChartScreen(LoadingScreen):
         self._report_measured = state.measured
         path = Path(state.run_dir)
         self.load(lambda: report_charts(load_run(path)), self._show_report,
-                  "reading the report's charts")
+                  Texts(lang_of(self.app), "screens")("charts.reading_report"))
 
     def _show_read(self, read: tuple[LoadedRun, ReportCharts]) -> None:
         run, self.report = read
@@ -169,39 +177,49 @@ class ChartScreen(LoadingScreen):
         if self.mode in REPORT_MODES:
             self._draw_report(scenario, where)
             return
+        t = Texts(lang_of(self.app), "screens")
         metric = METRICS[self.metric_index]
         data = curves(self.cells, scenario, metric, self.arms)
-        self._title(f"{self.run_name} · {where} · {metric.title}")
-        self._empty("no finished measurements yet", shown=not data)
-        self.query_one(RunChart).show(data, metric, f"{metric.title} by concurrency: {scenario}",
-                                      self.arms)
+        title = t(f"charts.metric.{metric.key}")
+        self._title(f"{self.run_name} · {where} · {title}")
+        self._empty(t("charts.none_yet"), shown=not data)
+        heading = t("charts.by_concurrency", metric=title, scenario=scenario)
+        self.query_one(RunChart).show(data, metric, heading, self.arms)
 
     def _draw_report(self, scenario: str, where: str) -> None:
+        t = Texts(lang_of(self.app), "screens")
         margin = self.mode == "margin"
-        what = "Margin" if margin else "Acceptance by draft position"
+        what = t("charts.margin" if margin else "charts.acceptance")
         if margin:
             self._title(f"{self.run_name} · {where} · {what}")
         else:  # one panel for the whole run: no scenario in it
             self._title(f"{self.run_name} · {what}")
         if self.report is None:
-            self._empty("reading the run's analysis …", shown=True)
+            self._empty(t("charts.reading_analysis"), shown=True)
             self.query_one(RunChart).display = False
             return
         chart = self.report.margin if margin else self.report.acceptance
         panels = [] if chart is None else [p for p in chart.panels
                                            if not margin or p.title == scenario]
         if chart is None or not panels:
-            self._empty("no margin for this scenario yet: both arms need an ok cell" if margin
-                        else "no per-position acceptance in this run's /metrics", shown=True)
+            self._empty(t("charts.no_margin" if margin else "charts.no_acceptance"), shown=True)
             self.query_one(RunChart).display = False
             return
         title = f"{chart.title}: {scenario}" if margin else chart.title
+        panel = panels[0]
+        if margin and self.arm_index >= 0 and len(panel.series) > 1:
+            # Six bands over one another read as none: one arm's margin and interval at a time.
+            shown = panel.series[self.arm_index % len(panel.series)]
+            panel = replace(panel, series=(shown,))
+            title = f"{title} · {shown.label}"
         self._empty("", shown=False)
         # The acceptance band is the spread over cells: at 80x24 its dots hide the means.
-        self.query_one(RunChart).show_view(panel_view(chart, panels[0], title, bands=margin))
+        self.query_one(RunChart).show_view(panel_view(chart, panel, title, bands=margin,
+                                                      lang=lang_of(self.app)))
 
     def _title(self, text: str) -> None:
-        self.query_one("#chart-title", Label).update(safe.text(f"{text}   ←/→ scenario  m metric"))
+        keys = Texts(lang_of(self.app), "screens")("charts.keys")
+        self.query_one("#chart-title", Label).update(safe.text(f"{text}   {keys}"))
 
     def _empty(self, why: str, *, shown: bool) -> None:
         label = self.query_one("#chart-empty", Label)
@@ -219,6 +237,16 @@ class ChartScreen(LoadingScreen):
     def action_metric(self) -> None:
         self.metric_index = (self.metric_index + 1) % (len(METRICS) + len(REPORT_MODES))
         self._read_live_report()
+        self.redraw()
+
+    def action_arm(self) -> None:
+        """Every arm's margin, then each arm's alone (a K sweep's seven bands overlap), then
+        every arm again."""
+        arms = max(1, len(self.arms) - 1)  # the margin's series: every arm but the reference
+        self.arm_index = self.arm_index + 1 if self.arm_index + 1 < arms else -1
+        if self.mode != "margin":
+            self.metric_index = len(METRICS) + REPORT_MODES.index("margin")
+            self._read_live_report()
         self.redraw()
 
     def action_back(self) -> None:

@@ -15,15 +15,18 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Footer, Label, Markdown
 
 from dspark_tui.config import locale_language
+from dspark_tui.report.words import Texts
 from dspark_tui.results import load_run
 from dspark_tui.tui import format as fmt
 from dspark_tui.tui import safe
 from dspark_tui.tui.screens.loading import LoadingScreen
+from dspark_tui.tui.words import lang_of
 
-# Scenario, c and arm stay in view while the numbers scroll sideways.
-COLUMNS = (("Scenario", "left"), ("c", "right"), ("Arm", "left"), ("A tok/s", "right"),
-           ("B tok/s", "right"), ("B/A", "right"), ("TPOT B/A", "right"),
-           ("P99 TTFT B/A", "right"))
+# Scenario, c and arm stay in view while the numbers scroll sideways; labels from the
+# catalogue (`screens.compare.column.<key>`).
+COLUMNS = (("scenario", "left"), ("c", "right"), ("arm", "left"), ("a_tok_s", "right"),
+           ("b_tok_s", "right"), ("ratio", "right"), ("tpot_ratio", "right"),
+           ("ttft_ratio", "right"))
 PINNED = 3
 
 
@@ -74,9 +77,10 @@ class CompareScreen(LoadingScreen):
         self.lang = ""
 
     def compose(self) -> ComposeResult:
-        yield Label(safe.text(f"A {self.run_a.name}  vs  B {self.run_b.name}"), id="compare-title")
+        t = Texts(lang_of(self.app), "screens")
+        yield Label(safe.text(t("compare.title", a=self.run_a.name, b=self.run_b.name)), id="compare-title")
         with VerticalScroll(id="compare-summary"):
-            yield Markdown("comparing …", id="compare-text")
+            yield Markdown(t("compare.comparing"), id="compare-text")
         table: DataTable[rich.text.Text] = DataTable(cursor_type="row", zebra_stripes=True,
                                                      fixed_columns=PINNED, id="compare-table")
         yield table
@@ -85,13 +89,15 @@ class CompareScreen(LoadingScreen):
     def on_mount(self) -> None:
         self.lang = getattr(self.app, "lang", "") or locale_language()
         table = self.query_one(DataTable)
-        for label, justify in COLUMNS:
-            table.add_column(rich.text.Text(label, justify=justify))  # type: ignore[arg-type]
+        t = Texts(lang_of(self.app), "screens")
+        for key, justify in COLUMNS:
+            table.add_column(rich.text.Text(t(f"compare.column.{key}"), justify=justify))  # type: ignore[arg-type]
         self._compare()
 
     def _compare(self) -> None:
         self.load(partial(compare_runs, self.run_a, self.run_b, self.lang), self._show,
-                  f"comparing {self.run_a.name} with {self.run_b.name}")
+                  Texts(lang_of(self.app), "screens")("compare.loading", a=self.run_a.name,
+                                                      b=self.run_b.name))
 
     async def _show(self, compared: Compared) -> None:
         await self.query_one("#compare-text", Markdown).update(compared.summary)

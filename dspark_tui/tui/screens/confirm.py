@@ -11,12 +11,14 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label
 
+from dspark_tui.report.words import Texts
 from dspark_tui.tui import safe
+from dspark_tui.tui.words import SaidBindings, lang_of
 
 MAX_LINE = 64  # characters of the question on one line before it wraps
 
 
-class ConfirmScreen(ModalScreen[bool]):
+class ConfirmScreen(SaidBindings, ModalScreen[bool]):
     DEFAULT_CSS = """
     ConfirmScreen { align: center middle; }
     ConfirmScreen > Vertical {
@@ -32,22 +34,25 @@ class ConfirmScreen(ModalScreen[bool]):
         Binding("n,escape", "answer(False)", "No", id="confirm.no"),
     ]
 
-    def __init__(self, question: str, yes: str = "Yes") -> None:
+    def __init__(self, question: str, yes: str = "") -> None:
         super().__init__()
         self.question = question
         self.yes = yes
 
     def compose(self) -> ComposeResult:
+        t = Texts(lang_of(self.app), "screens")
+        self.yes = self.yes or t("key.confirm.yes")
+        self.no = t("key.confirm.no")
         with Vertical():
             yield Label(safe.lines(self.question), id="question", markup=False)
             with Horizontal():
                 yield Button(f"{self.yes} (y)", variant="warning", id="yes")
-                yield Button("No (n)", id="no")
+                yield Button(f"{self.no} (n)", id="no")
 
     def on_mount(self) -> None:
         # As wide as the question needs (and the buttons), up to a readable line; it wraps
         # beyond that, and max-width keeps the whole dialog on a narrow terminal.
-        buttons = len(self.yes) + 4 + len("No (n)") + 4 + 2 + 4
+        buttons = cell_len(self.yes) + 4 + cell_len(self.no) + 4 + 4 + 2 + 4
         longest = max((cell_len(line) for line in self.question.splitlines()), default=0)
         self.query_one(Vertical).styles.width = min(max(longest, buttons, 30), MAX_LINE) + 2 * 2 + 2
         self.query_one("#no", Button).focus()

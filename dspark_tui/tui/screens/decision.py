@@ -46,9 +46,9 @@ from dspark_tui.results import load_run
 from dspark_tui.results.manifest import RunManifest
 from dspark_tui.tui import safe
 from dspark_tui.tui.screens.loading import LoadingScreen
+from dspark_tui.tui.words import VERDICTS, lang_of, status_said
 
-NOT_A_SWEEP = ("not a K sweep: the decision view needs arms that differ only in K, with a K = 0 "
-               "arm or at least three K values")
+NOT_A_SWEEP = Texts("en", "screens")("decision.not_a_sweep")  # the English, for tests
 
 
 @dataclass
@@ -67,7 +67,7 @@ def open_decision(screen: Screen[Any], run_dir: Path, manifest: RunManifest) -> 
     """The decision view over `screen`, or one notification saying why there is none; told from
     run.json alone, before any cell is read."""
     if not is_k_sweep(manifest_k_values(manifest)):
-        screen.notify(NOT_A_SWEEP, severity="warning")
+        screen.notify(Texts(lang_of(screen.app), "screens")("decision.not_a_sweep"), severity="warning")
         return
     screen.app.push_screen(DecisionScreen(run_dir))
 
@@ -101,66 +101,81 @@ class DecisionScreen(LoadingScreen):
         self.answer: DeployAnswer | None = None
 
     def compose(self) -> ComposeResult:
-        yield Label(safe.text(f"loading the K sweep of {self.run_dir.name} …"), id="decision-title")
+        t = Texts(lang_of(self.app), "screens")
+        yield Label(safe.text(t("decision.loading", name=self.run_dir.name)), id="decision-title")
         with VerticalScroll(id="decision-body"):
             yield Static(id="decision-warnings", classes="warning")
-            yield Label("Schedule: running batch → K", classes="heading")
+            yield Label(t("decision.heading.schedule"), classes="heading")
             yield Static(id="decision-schedule")
             yield Static(id="decision-notes", classes="note")
-            yield Label("--speculative-config   (j copies)", classes="heading")
+            yield Label(t("decision.heading.config"), classes="heading")
             yield Static(id="decision-config")
-            yield Label("Serve command   (c copies)", classes="heading")
+            yield Label(t("decision.heading.command"), classes="heading")
             yield Static(id="decision-command")
-            yield Label("Best K per cell", classes="heading")
+            yield Static(id="decision-port", classes="note")  # apart: selecting the command is all of it
+            yield Label(t("decision.heading.map"), classes="heading")
             yield Static(id="decision-map")
-            yield Label("Break-even", classes="heading")
+            yield Label(t("decision.heading.break_even"), classes="heading")
             yield Markdown(id="decision-break")
-            yield Label("Acceptance per draft position, per arm", classes="heading")
+            yield Label(t("decision.heading.acceptance"), classes="heading")
             yield Static(id="decision-acceptance")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        t = Texts(lang_of(self.app), "screens")
         self.load(partial(read_decision, self.run_dir), self._show,
-                  f"reading the K sweep of {self.run_dir.name}")
+                  t("decision.reading", name=self.run_dir.name))
 
     async def _show(self, data: DecisionData) -> None:
+        lang = lang_of(self.app)
+        t = Texts(lang, "screens")
         title = self.query_one("#decision-title", Label)
         answer = self.answer = data.answer
         if answer is None:
-            title.update(Content(f"{safe.plain(data.manifest.name)}: {NOT_A_SWEEP}"))
-            self.notify(NOT_A_SWEEP, severity="warning")
+            title.update(Content(f"{safe.plain(data.manifest.name)}: {t('decision.not_a_sweep')}"))
+            self.notify(t("decision.not_a_sweep"), severity="warning")
             return
         decision = answer.decision
-        title.update(Content(f"{safe.plain(data.manifest.name)}  [{data.manifest.status}]  K = "
-                             f"{', '.join(str(k) for k in decision.ks)}  {certainty(answer)}"))
+        title.update(Content(t("decision.title", name=safe.plain(data.manifest.name),
+                               status=status_said(lang, data.manifest.status),
+                               ks=", ".join(str(k) for k in decision.ks),
+                               certainty=certainty(answer, lang))))
         warnings = self.query_one("#decision-warnings", Static)
-        lines = warning_lines(answer)
+        lines = warning_lines(answer, lang)
         warnings.update(Content(safe.lines("\n".join(lines))))
         warnings.display = bool(lines)
-        self.query_one("#decision-schedule", Static).update(schedule_table(answer))
-        self.query_one("#decision-notes", Static).update(Content("\n".join(schedule_notes(answer))))
-        self.query_one("#decision-config", Static).update(Content(config_text(answer)))
-        self.query_one("#decision-command", Static).update(Content(command_text(answer)))
-        self.query_one("#decision-map", Static).update(best_k_map(answer))
-        items = break_even_items(answer)
+        self.query_one("#decision-schedule", Static).update(schedule_table(answer, lang))
+        self.query_one("#decision-notes", Static).update(Content("\n".join(schedule_notes(answer, lang))))
+        self.query_one("#decision-config", Static).update(Content(config_text(answer, lang)))
+        self.query_one("#decision-command", Static).update(Content(command_text(answer, lang)))
+        port = port_of(answer)  # the run's own server's port (a demo's is a random one)
+        note = self.query_one("#decision-port", Static)
+        note.update(Content(t("decision.port_note", port=port) if port else ""))
+        note.display = bool(port)
+        self.query_one("#decision-map", Static).update(best_k_map(answer, lang))
+        items = break_even_items(answer, lang)
         await self.query_one("#decision-break", Markdown).update(
-            "\n".join(items) if items else "No neighbouring K pair crosses in the measured grid.")
-        self.query_one("#decision-acceptance", Static).update(acceptance_table(answer))
+            "\n".join(items) if items else t("decision.no_break_even"))
+        self.query_one("#decision-acceptance", Static).update(acceptance_table(answer, lang))
         self.query_one("#decision-body", VerticalScroll).focus()
 
     def action_copy_command(self) -> None:
+        t = Texts(lang_of(self.app), "screens")
         if self.answer is None or self.answer.command is None:
-            self.notify("no serve command to copy (the plan is not in run.json)", severity="warning")
+            self.notify(t("decision.no_command"), severity="warning")
             return
         self.app.copy_to_clipboard(command_text(self.answer))
-        self.notify("serve command copied to the clipboard")
+        # Sent, not known to be copied: the terminal (OSC 52) may ignore it, as tmux does
+        # unless `set-clipboard on`; the text is on the screen to select either way.
+        self.notify(t("decision.command_sent"))
 
     def action_copy_config(self) -> None:
+        t = Texts(lang_of(self.app), "screens")
         if self.answer is None or self.answer.config is None:
-            self.notify("no --speculative-config to copy", severity="warning")
+            self.notify(t("decision.no_config"), severity="warning")
             return
         self.app.copy_to_clipboard(config_text(self.answer))
-        self.notify("--speculative-config JSON copied to the clipboard")
+        self.notify(t("decision.config_sent"))
 
     def action_back(self) -> None:
         self.app.pop_screen()
@@ -175,82 +190,82 @@ def _table(*columns: str) -> Table:
     return table
 
 
-def certainty(answer: DeployAnswer) -> str:
+def certainty(answer: DeployAnswer, lang: str = "en") -> str:
     """The title's word for what the answer rests on (schedule.json's `status`)."""
+    t = Texts(lang, "screens")
     status = answer.status
     if status == SINGLE_ANSWER:
-        text = "UNVERIFIED: single measurements, point estimates only"
+        text = t("decision.single")
     elif status == UNSURE_ANSWER:
         unsure = sum(1 for c in answer.decision.choices if c.status != DECIDED)
-        text = f"NOT DECIDED: {unsure} of {len(answer.decision.choices)} cells unsure"
+        text = t("decision.unsure", n=unsure, total=len(answer.decision.choices))
     else:
-        text = "decided (not yet confirmed by --verify)"
+        text = t("decision.decided")
     if not answer.complete:
-        text = "INCOMPLETE RUN; " + text
+        text = t("decision.incomplete", text=text)
     return text
 
 
-def warning_lines(answer: DeployAnswer) -> list[str]:
+def warning_lines(answer: DeployAnswer, lang: str = "en") -> list[str]:
     """What the report's summary says first about an incomplete sweep and a withheld schedule,
     the same sentences (report/headline.py), without Markdown."""
-    t = Texts("en")
-    lines = incomplete_lines(answer.run, t) if answer.run is not None else []
+    said = Texts(lang)
+    lines = incomplete_lines(answer.run, said) if answer.run is not None else []
     if answer.withheld and answer.run is not None:
-        lines.append(t("summary_k_withheld", arms=t.join(f"`{a}`" for a in answer.run.missing_arms),
-                       path=answer.run_path))
+        lines.append(said("summary_k_withheld", path=answer.run_path,
+                          arms=said.join(f"`{a}`" for a in answer.run.missing_arms)))
     elif answer.schedule is not None and answer.status != DECIDED:
-        lines.append(schedule_status_line(answer, t))
+        lines.append(schedule_status_line(answer, said))
     return [line.replace("**", "") for line in lines]
 
 
-def schedule_table(answer: DeployAnswer) -> Table | Text:
+def schedule_table(answer: DeployAnswer, lang: str = "en") -> Table | Text:
+    t = Texts(lang, "screens")
     schedule = answer.schedule
     if schedule is None:
-        if answer.withheld:
-            return Text("no schedule: the sweep lacks arms (see above)")
-        return Text("no schedule: no cell has a choice")
-    key = "batch" if schedule.keyed_on == "running_batch" else "client c"
-    table = _table(f"running {key}", "K", "from the cells")
+        return Text(t("decision.no_schedule_arms" if answer.withheld else "decision.no_schedule"))
+    key = "decision.running_batch" if schedule.keyed_on == "running_batch" else "decision.client_c"
+    table = _table(t(key), "K", t("decision.from_cells"))
     for lo, hi, k in schedule.ranges:
         sources = schedule.sources(lo, hi)
-        table.add_row(f"{lo}–{hi}", str(k), ", ".join(sources) or "—")
+        table.add_row(f"{lo}–{hi}" if lo != hi else str(lo), str(k), t.join(sources) or "—")  # not 1–1
     return table
 
 
-def schedule_notes(answer: DeployAnswer) -> list[str]:
+def schedule_notes(answer: DeployAnswer, lang: str = "en") -> list[str]:
+    t = Texts(lang, "screens")
     schedule = answer.schedule
     notes: list[str] = []
     if schedule is None:
         return notes
     if schedule.thin:
-        cells = ", ".join(f"{c.scenario} c={c.concurrency} ({c.samples})" for c in schedule.thin)
-        notes.append(f"Keyed on the client's concurrency: the running batch of {cells} was read "
-                     f"fewer than {MIN_RUNNING_SAMPLES} times.")
+        cells = t.join(f"{c.scenario} c={c.concurrency} ({c.samples})" for c in schedule.thin)
+        notes.append(t("decision.note_thin", cells=cells, min=MIN_RUNNING_SAMPLES))
     elif schedule.keyed_on == "client_concurrency":
-        notes.append("Keyed on the client's concurrency: some cells have no /metrics running batch.")
+        notes.append(t("decision.note_no_batch"))
     for anchor in schedule.wide_anchors:
-        cells = ", ".join(f"{c.scenario} c={c.concurrency}" for c in anchor.cells)
-        notes.append(f"K = {anchor.k} at batch {anchor.batch:.1f} joins {cells}: concurrencies more "
-                     f"than {MERGE_CONCURRENCY_SPAN:g}x apart whose running batches overlapped.")
+        cells = t.join(f"{c.scenario} c={c.concurrency}" for c in anchor.cells)
+        notes.append(t("decision.note_wide", k=anchor.k, batch=f"{anchor.batch:.1f}", cells=cells,
+                       span=f"{MERGE_CONCURRENCY_SPAN:g}"))
     if schedule.largest_measured_batch < schedule.max_num_seqs:
-        source = "the plan's --max-num-seqs" if schedule.max_num_seqs_source == "plan" else "vLLM's default"
-        notes.append(f"Beyond the largest measured batch ({schedule.largest_measured_batch}) the last "
-                     f"choice, K = {schedule.k_at(schedule.max_num_seqs)}, holds up to "
-                     f"{schedule.max_num_seqs} ({source}).")
+        from_plan = schedule.max_num_seqs_source == "plan"
+        source = t("decision.seqs_plan" if from_plan else "decision.seqs_default")
+        notes.append(t("decision.note_beyond", largest=schedule.largest_measured_batch,
+                       k=schedule.k_at(schedule.max_num_seqs), seqs=schedule.max_num_seqs,
+                       source=source))
     if answer.method_source != "plan":
-        notes.append(f"method {answer.method!r} was not in the plan: check it for your model.")
+        notes.append(t("decision.note_method", method=repr(answer.method)))
     single = answer.single
     if single is not None:
-        line = f"Without the dynamic field: fixed K = {single.k}"
+        line = t("decision.fixed", k=single.k)
         if single.status == UNSURE_ANSWER:
-            line = (f"Without the dynamic field: no fixed K is shown best; the leader is K = "
-                    f"{single.k}")
+            line = t("decision.fixed_unsure", k=single.k)
         elif single.status == SINGLE_ANSWER:
-            line += " (a point estimate)"
+            line = t("decision.fixed_point", k=single.k)
         if answer.schedule_gain is not None:
-            line += f"; the schedule's expected gain over it {_gain(answer.schedule_gain)}"
-        traffic = "the plan's [traffic]" if answer.traffic_source == "plan" else "equal weights"
-        notes.append(f"{line} ({traffic}). Needs vLLM ≥ 0.25.0 (docs/decision.md).")
+            line += t("decision.gain", gain=_gain(answer.schedule_gain))
+        traffic = t("decision.traffic_plan" if answer.traffic_source == "plan" else "decision.traffic_equal")
+        notes.append(t("decision.note_fixed", line=line, traffic=traffic))
     return notes
 
 
@@ -261,16 +276,27 @@ def _gain(gain: Gain) -> str:
     return text
 
 
-def config_text(answer: DeployAnswer) -> str:
+def config_text(answer: DeployAnswer, lang: str = "en") -> str:
     if answer.config is None:
-        return "none: the schedule never speculates (K = 0 everywhere)"
+        return Texts(lang, "screens")("decision.no_speculation")
     return json.dumps(answer.config, separators=(",", ":"))
 
 
-def command_text(answer: DeployAnswer) -> str:
+def command_text(answer: DeployAnswer, lang: str = "en") -> str:
     if answer.command is None:
-        return "not known: run.json holds no plan to build it from"
+        return Texts(lang, "screens")("decision.command_unknown")
     return shell_line(answer.command)
+
+
+def port_of(answer: DeployAnswer) -> str:
+    """The `--port` the serve command carries: the port the run's server listened on."""
+    argv = answer.command or []
+    for index, arg in enumerate(argv):
+        if arg == "--port" and index + 1 < len(argv):
+            return argv[index + 1]
+        if arg.startswith("--port="):
+            return arg.split("=", 1)[1]
+    return ""
 
 
 def _captioned(table: Table, caption: str) -> Group:
@@ -279,9 +305,10 @@ def _captioned(table: Table, caption: str) -> Group:
     return Group(table, Text(caption, style="dim"))
 
 
-def best_k_map(answer: DeployAnswer) -> Group:
+def best_k_map(answer: DeployAnswer, lang: str = "en") -> Group:
     """Concurrency down, scenario across (scenarios are few, concurrencies many: fits 80 columns).
     Each cell: the chosen K and the verdict it rests on."""
+    t = Texts(lang, "screens")
     decision = answer.decision
     scenarios = list(dict.fromkeys(c.scenario for c in decision.choices))
     concurrencies = sorted({c.concurrency for c in decision.choices})
@@ -294,26 +321,27 @@ def best_k_map(answer: DeployAnswer) -> Group:
             if choice is None:
                 row.append("—")
                 continue
-            top = "" if choice.k == choice.top_k else f", top {choice.top_k}"
-            row.append(Text.assemble((f"K={choice.k}", "bold"), f" {choice.verdict}{top}"))
+            top = "" if choice.k == choice.top_k else t("decision.top", k=choice.top_k)
+            verdict = t(f"verdict.{choice.verdict}") if choice.verdict in VERDICTS else choice.verdict
+            row.append(Text.assemble((f"K={choice.k}", "bold"), f" {verdict}{top}"))
         table.add_row(*row)
-    return _captioned(table, f"chosen: the smallest K within the {decision.band.percent}% tie "
-                             "band of the fastest; verdict of the comparison the choice rests on")
+    return _captioned(table, t("decision.map_caption", band=decision.band.percent))
 
 
-def acceptance_table(answer: DeployAnswer) -> Table | Group | Text:
+def acceptance_table(answer: DeployAnswer, lang: str = "en") -> Table | Group | Text:
+    t = Texts(lang, "screens")
     arms = acceptance_by_k(answer.counters)
     if not arms:
-        return Text("no spec-decode counters (/metrics) in this run")
+        return Text(t("decision.no_counters"))
     width = max(len(a.cumulative) for a in arms)
-    table = _table("K", "cells", "accept len", *(f"p{i}" for i in range(1, width + 1)))
+    table = _table("K", t("decision.cells"), t("decision.accept_len"),
+                   *(f"p{i}" for i in range(1, width + 1)))
     for arm in arms:
         length = "—" if arm.accept_length is None else f"{arm.accept_length:.2f}"
         rates = [f"{rate * 100:.0f}%" for rate in arm.cumulative]
         table.add_row(str(arm.k), str(arm.cells), length, *rates, *([""] * (width - len(rates))))
     conditional = [p.conditional for p in answer.positions]
     if any(c is not None for c in conditional):
-        return _captioned(table, f"p1…p{width}: share of drafts whose position is accepted; "
-                          "given the one before accepted: "
-                          + " ".join("—" if c is None else f"{c * 100:.0f}%" for c in conditional))
+        return _captioned(table, t("decision.acceptance_caption", width=width, rates=" ".join(
+            "—" if c is None else f"{c * 100:.0f}%" for c in conditional)))
     return table

@@ -10,17 +10,11 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Markdown
 
-ABOUT = """
-dspark-tui compares speculative-decoding settings of a vLLM server. Runs go on in their own
-process: quitting asks first and stops a run this app started; a **detached** run keeps going
-and `dspark-tui attach` (or `a` in History) brings it back.
-
-Keys can be remapped in the config file: `[keymap]` with `binding-id = "key"`.
-`ctrl+p` opens the command palette (themes, every action).
-"""
+from dspark_tui.report.words import Texts
+from dspark_tui.tui.words import SaidBindings, lang_of, said
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(SaidBindings, ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > VerticalScroll {
@@ -59,17 +53,20 @@ class HelpScreen(ModalScreen[None]):
                         for key in keys.split(","))
 
     def _text(self) -> str:
-        lines = ["# Keys", "", "| key | action | id |", "|---|---|---|"]
-        describe = "{0.description}: {0.tooltip}".format
+        lang = lang_of(self.app)
+        t = Texts(lang, "screens")
+        lines = [t("help.title"), "", t("help.columns"), "|---|---|---|"]
         seen: set[str] = set()
         for binding in self.keys_here():
             action = binding.action.removeprefix("app.")  # a screen's key for an app action
             if binding.id in seen or action in seen:
                 continue
             seen.update({action, binding.id or action})
-            what = describe(binding) if binding.tooltip else binding.description or binding.action
+            binding = said(binding, lang)
+            what = (t("help.key_does", name=binding.description, does=binding.tooltip)
+                    if binding.tooltip else binding.description or binding.action)
             lines.append(f"| `{self._key(binding)}` | {what} | {binding.id or ''} |")
-        return "\n".join(lines) + "\n" + ABOUT
+        return "\n".join(lines) + "\n\n" + t("help.about") + "\n"
 
     def action_close(self) -> None:
         self.dismiss(None)

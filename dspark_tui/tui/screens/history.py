@@ -10,6 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
@@ -18,26 +19,29 @@ from textual.widgets import DataTable, Footer, Input, Label
 from textual.widgets.data_table import ColumnKey
 from textual.worker import Worker, get_current_worker
 
-from dspark_tui.model.run_status import run_status_label
+from dspark_tui.report.words import Texts
 from dspark_tui.results import RunSummary, scan_runs
 from dspark_tui.results.run_size import format_size
 from dspark_tui.tui import colours, safe
 from dspark_tui.tui.keys import HISTORY_KEYS
 from dspark_tui.tui.run_facts import RunFacts, run_facts
 from dspark_tui.tui.screens.loading import LoadingScreen
+from dspark_tui.tui.widgets.plan_tree import PART_DONE
+from dspark_tui.tui.words import lang_of, status_said
 
 LIVE_STATUSES = ("running",)
 BEST_ARM_RUNS = 100
 LIVE_RESCAN_S = 5.0  # while a listed run is going, its status and counts change under the list
-# (label, key, width): what tells runs apart first, so 80 columns show start, status, counts,
-# best arm, size (`2.1M`: four characters, before the name so that a wider status such as
-# "completed, 1 skipped" costs the name's end, not the size) and the name, 21 characters: the
-# row is 78 columns, a scrollbar's two short of 80; arms and model follow for wider terminals.
+# (key, width): what tells runs apart first, so 80 columns show start, status, counts (8:
+# `0/35 ◐35`, a stopped sweep's part-measured cells too), best arm, size (`2.1M`: four
+# characters, before the name so that a wider status such as "completed, 1 skipped" costs the
+# name's end, not the size) and the name, 20 characters (`dspark_st_comparison`): the row is
+# 78 columns, a scrollbar's two short of 80; arms and model follow for wider terminals.
 STATUS_WIDTH = 24
-NAME_WIDTH = 21
-COLUMNS = (("", "mark", 1), ("Started", "date", 11), ("Status", "status", 9),
-           ("Cells", "cells", 7), ("Best arm", "best", 11), ("Size", "size", 4),
-           ("Name", "name", NAME_WIDTH), ("Arms", "arms", 14), ("Model", "model", 26))
+NAME_WIDTH = 20
+# Labels from the catalogue (`screens.history.column.<key>`).
+COLUMNS = (("mark", 1), ("date", 11), ("status", 9), ("cells", 8), ("best", 11), ("size", 4),
+           ("name", NAME_WIDTH), ("arms", 14), ("model", 26))
 
 
 class RunTable(DataTable[Text | str]):
@@ -89,9 +93,9 @@ class HistoryScreen(LoadingScreen):
         self.facts: dict[Path, tuple[tuple[str, int], RunFacts]] = {}
 
     def compose(self) -> ComposeResult:
-        yield Label("History", id="history-title")
-        yield Input(placeholder="filter: type / then words (name, model, arm, status)",
-                    id="history-filter")
+        t = Texts(lang_of(self.app), "screens")
+        yield Label(t("history.title"), id="history-title")
+        yield Input(placeholder=t("history.filter_hint"), id="history-filter")
         table = RunTable(cursor_type="row", zebra_stripes=True, id="history-table")
         yield table
         yield Footer(compact=True)
@@ -100,8 +104,9 @@ class HistoryScreen(LoadingScreen):
         table = self.query_one(DataTable)
         # Fixed widths: measuring every cell of hundreds of rows on each change is what made a
         # long history slow to open (1.4 s for 500 runs, most of it in column-width updates).
-        for label, key, width in COLUMNS:
-            table.add_column(label, key=key, width=width)
+        t = Texts(lang_of(self.app), "screens")
+        for key, width in COLUMNS:
+            table.add_column(t(f"history.column.{key}"), key=key, width=width)
         table.focus()
         # Status colours are theme variables resolved as rows are filled: refill on a switch.
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._fill())
@@ -120,7 +125,7 @@ class HistoryScreen(LoadingScreen):
     def rescan(self) -> Worker[list[RunSummary]]:
         # Sizes are cached by directory mtimes (results/run_size.py): a rescan walks only what changed.
         return self.load(partial(scan_runs, self.roots, sizes=True), self._show_runs,
-                         "scanning for runs")
+                         Texts(lang_of(self.app), "screens")("history.scanning"))
 
     def _show_runs(self, runs: list[RunSummary]) -> None:
         self.runs = runs
@@ -152,18 +157,23 @@ class HistoryScreen(LoadingScreen):
                 self._fill()  # "completed, 1 skipped": the status column may need to widen
 
     def _status(self, run: RunSummary) -> str:
+        t = Texts(lang_of(self.app), "screens")
         if run.problem:
-            return f"problem: {run.problem}"
+            return t("history.problem", problem=run.problem)
         known = self.facts.get(run.path)
         skipped = known[1].skipped if known is not None and known[0] == _signature(run) else 0
-        return run_status_label(run.status, skipped=skipped)
+        return status_said(lang_of(self.app), run.status, skipped=skipped)
 
     def _cells(self, run: RunSummary) -> str:
         """ok/total: run.json's count for a finished run, the background's count (ok across
         rounds) for one still going; the file count until that is read."""
         known = self.facts.get(run.path)
-        ok = known[1].cells_ok if known is not None and known[0] == _signature(run) else run.cells_done
-        return f"{ok}/{run.cells_total}"
+        facts = known[1] if known is not None and known[0] == _signature(run) else None
+        ok = facts.cells_ok if facts is not None else run.cells_done
+        # `0/35 ◐35`: a run stopped in its second round has no whole cell, yet a measurement of
+        # every one (the plan tree's ◐: measured in some of its planned rounds).
+        partial = f" {PART_DONE}{facts.partial}" if facts is not None and facts.partial else ""
+        return f"{ok}/{run.cells_total}{partial}"
 
     def _fill(self) -> None:
         table = self.query_one(DataTable)
@@ -176,9 +186,10 @@ class HistoryScreen(LoadingScreen):
         with self.app.batch_update():
             table.clear()
             # As wide as the longest status shown ("completed, 1 skipped"), not wider: at 80
-            # columns every character goes to the name.
-            table.columns[ColumnKey("status")].width = min(
-                max((len(status) for status in statuses.values()), default=6), STATUS_WIDTH)
+            # columns every character goes to the name. In cells, not characters: 已完成 is 6.
+            column = table.columns[ColumnKey("status")]
+            widest = max((cell_len(status) for status in statuses.values()), default=6)
+            column.width = max(min(widest, STATUS_WIDTH), cell_len(str(column.label)))
             table._require_update_dimensions = True
             for run in shown:
                 known = self.facts.get(run.path)
@@ -198,14 +209,15 @@ class HistoryScreen(LoadingScreen):
                 table.move_cursor(row=table.get_row_index(wanted))
                 self.prefer = None
         total = len(self.runs)
-        count = f"{len(shown)} of {total}" if len(shown) != total else f"{total}"
-        noun = "run" if total == 1 else "runs"
+        t = Texts(lang_of(self.app), "screens")
+        count = (t("history.count_of", shown=len(shown), total=total) if len(shown) != total
+                 else t("history.count_one" if total == 1 else "history.count", total=total))
         title = self.query_one("#history-title", Label)
         # Folder names on the line (80 columns), the whole paths on hover.
-        roots = ", ".join(r.name or str(r) for r in self.roots)
+        roots = t.join(r.name or str(r) for r in self.roots)
         # First, on a first start (80 columns cut the line's end): how to make a run.
-        hint = "" if self._has_own_runs() else "no runs of yours yet: n starts one (try demo) · "
-        title.update(safe.text(f"History — {hint}{count} {noun} in {roots}"))
+        hint = "" if self._has_own_runs() else t("history.first_hint")
+        title.update(safe.text(t("history.heading", hint=hint, count=count, roots=roots)))
         title.tooltip = "\n".join(str(r) for r in self.roots)
 
     def _has_own_runs(self) -> bool:
@@ -258,23 +270,26 @@ class HistoryScreen(LoadingScreen):
         self.app.push_screen(RunDetailScreen(run.path))
 
     def action_attach(self) -> None:
+        t = Texts(lang_of(self.app), "screens")
         run = self.selected()
         if run is None:
             return
         if run.status not in LIVE_STATUSES:
-            self.notify(f"{run.name} is {run.status}, not running: enter opens it", severity="warning")
+            self.notify(t("history.not_running", name=run.name,
+                          status=status_said(lang_of(self.app), run.status)), severity="warning")
             return
         self.app.open_live(run.path, read_only=False)  # type: ignore[attr-defined]
 
     def action_resume(self) -> None:
+        t = Texts(lang_of(self.app), "screens")
         run = self.selected()
         if run is None:
             return
         if run.status in LIVE_STATUSES:
-            self.notify(f"{run.name} is still running: a attaches to it", severity="warning")
+            self.notify(t("history.still_running", name=run.name), severity="warning")
             return
         if run.status == "completed" and run.cells_done >= run.cells_total:
-            self.notify(f"{run.name} is complete: nothing to resume")
+            self.notify(t("history.complete", name=run.name))
             return
         self.app.resume_run(run.path)  # type: ignore[attr-defined]
 
@@ -287,6 +302,7 @@ class HistoryScreen(LoadingScreen):
         self.app.push_screen(ReportScreen(run.path))
 
     def action_mark(self) -> None:
+        t = Texts(lang_of(self.app), "screens")
         run = self.selected()
         if run is None:
             return
@@ -299,14 +315,18 @@ class HistoryScreen(LoadingScreen):
         for row_key in table.rows:
             mark = "*" if Path(str(row_key.value)) in self.marked else " "
             table.update_cell(row_key, "mark", mark)
-        self.notify(f"{len(self.marked)} marked" + (": c compares them" if len(self.marked) == 2 else ""))
+        self.notify(t("history.marked_two" if len(self.marked) == 2 else "history.marked",
+                      n=len(self.marked)))
 
     def action_compare(self) -> None:
+        t = Texts(lang_of(self.app), "screens")
         if len(self.marked) != 2:
-            self.notify("mark two runs with space first", severity="warning")
+            self.notify(t("history.mark_first"), severity="warning")
             return
         from dspark_tui.tui.screens.compare import CompareScreen
 
+        # The "2 marked" toast has said its piece: over the comparison it hid the table's last rows.
+        self.app.clear_notifications()
         self.app.push_screen(CompareScreen(self.marked[0], self.marked[1]))
 
 

@@ -16,7 +16,9 @@ from textual.screen import Screen
 from textual.widgets import Label
 from textual.worker import Worker, WorkerState
 
+from dspark_tui.report.words import Texts
 from dspark_tui.tui import safe
+from dspark_tui.tui.words import SaidBindings, lang_of
 
 T = TypeVar("T")
 LOAD_GROUP = "load"
@@ -24,7 +26,7 @@ LOAD_GROUP = "load"
 log = logging.getLogger("dspark_tui.tui")
 
 
-class LoadingScreen(Screen[None]):
+class LoadingScreen(SaidBindings, Screen[None]):
     """`load(read, show)` runs `read()` in a thread worker and then `show(result)` on the UI.
 
     A newer load cancels an older one, whose result is then dropped. Whatever fails, the read
@@ -63,7 +65,8 @@ class LoadingScreen(Screen[None]):
 
     def load_failed(self, what: str, error: BaseException | None) -> None:
         log.error("%s failed", what, exc_info=error)
-        message = f"{what} failed: {type(error).__name__}: {error}"
+        message = Texts(lang_of(self.app), "screens")("load_failed", what=what,
+                                                      error=f"{type(error).__name__}: {error}")
         self.notify(message, severity="error", timeout=15)
         if self.ERROR_LINE:
             line = Content.assemble((safe.plain(message), "bold $error"))

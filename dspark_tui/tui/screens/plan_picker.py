@@ -16,8 +16,9 @@ from textual.widgets.option_list import Option
 
 from dspark_tui.model import Plan, UserError
 from dspark_tui.plans import resolve_plan, shipped_plan_names
-from dspark_tui.tui import format as fmt
+from dspark_tui.report.words import Texts
 from dspark_tui.tui import safe
+from dspark_tui.tui.words import SaidBindings, lang_of
 
 
 @dataclass
@@ -32,15 +33,16 @@ class StartRequest:
     notes: list[str] = field(default_factory=list)
 
 
-def plan_choices(plans_dir: Path) -> list[tuple[str, str]]:
+def plan_choices(plans_dir: Path, lang: str = "en") -> list[tuple[str, str]]:
     """(what to resolve, what to show): shipped plans, then the user's plan files."""
-    choices = [(name, f"{name}  (shipped)") for name in shipped_plan_names()]
+    shipped = Texts(lang, "screens")("picker.shipped")
+    choices = [(name, f"{name}  ({shipped})") for name in shipped_plan_names()]
     if plans_dir.is_dir():
         choices += [(str(p), f"{p.stem}  ({p})") for p in sorted(plans_dir.glob("*.toml"))]
     return choices
 
 
-class PlanPickerScreen(ModalScreen[StartRequest | None]):
+class PlanPickerScreen(SaidBindings, ModalScreen[StartRequest | None]):
     DEFAULT_CSS = """
     PlanPickerScreen { align: center middle; }
     PlanPickerScreen > Vertical {
@@ -48,6 +50,9 @@ class PlanPickerScreen(ModalScreen[StartRequest | None]):
         border: round $primary; padding: 0 1;
     }
     PlanPickerScreen #plans { height: auto; max-height: 9; }  /* seven plans before it scrolls */
+    /* A plan loaded: its arms and scenarios get the rows (at 80x24 the full plan list left the
+       two lists no height at all); the list scrolls in 4 rows. */
+    PlanPickerScreen.-loaded #plans { max-height: 4; }
     PlanPickerScreen #choose { height: 1fr; display: none; }
     PlanPickerScreen #choose.-loaded { display: block; }
     PlanPickerScreen SelectionList { width: 1fr; height: 1fr; }
@@ -67,11 +72,12 @@ class PlanPickerScreen(ModalScreen[StartRequest | None]):
         self.source = ""
 
     def compose(self) -> ComposeResult:
-        choices = plan_choices(self.plans_dir)
+        t = Texts(lang_of(self.app), "screens")
+        choices = plan_choices(self.plans_dir, lang_of(self.app))
         with Vertical():
-            yield Label("Start a run — pick a plan (enter), or type a path", id="picker-title")
+            yield Label(t("picker.title"), id="picker-title")
             yield OptionList(*[Option(label, id=value) for value, label in choices], id="plans")
-            yield Input(placeholder="path/to/plan.toml (enter to load)", id="plan-path")
+            yield Input(placeholder=t("picker.path_hint"), id="plan-path")
             yield Label("", id="plan-error")
             with Vertical(id="choose"):
                 yield Label("", id="plan-summary")
@@ -79,9 +85,8 @@ class PlanPickerScreen(ModalScreen[StartRequest | None]):
                     yield SelectionList[str](id="arms")
                     yield SelectionList[str](id="scenarios")
                 with Horizontal(id="start-row"):
-                    yield Checkbox("detached (keeps running if this terminal goes away)",
-                                   id="detach")
-                    yield Button("Start (ctrl+s)", variant="primary", id="start")
+                    yield Checkbox(t("picker.detached"), id="detach")
+                    yield Button(t("picker.start"), variant="primary", id="start")
 
     def on_mount(self) -> None:
         options = self.query_one("#plans", OptionList)
@@ -112,10 +117,12 @@ class PlanPickerScreen(ModalScreen[StartRequest | None]):
         scenarios = self.query_one("#scenarios", SelectionList)
         arms.clear_options()
         scenarios.clear_options()
-        arms.add_options([(f"arm {a.name}", a.name, True) for a in plan.arms])
+        t = Texts(lang_of(self.app), "screens")
+        arms.add_options([(t("picker.arm", arm=a.name), a.name, True) for a in plan.arms])
         scenarios.add_options([(f"{s.name}  c={','.join(map(str, s.concurrencies))}", s.name, True)
                                for s in plan.scenarios])
         self.query_one("#choose").add_class("-loaded")
+        self.add_class("-loaded")
         self._summarize()
         arms.highlighted = 0
         scenarios.highlighted = 0
@@ -126,9 +133,10 @@ class PlanPickerScreen(ModalScreen[StartRequest | None]):
         if self.plan is None:
             return
         request = self.request()
-        self.query_one("#plan-summary", Label).update(
-            f"{self.plan.name}: {fmt.count(request.cells, 'cell')} · driver {self.plan.bench.driver} · "
-            "space toggles, tab moves")
+        t = Texts(lang_of(self.app), "screens")
+        self.query_one("#plan-summary", Label).update(t(
+            "picker.summary_one" if request.cells == 1 else "picker.summary", name=self.plan.name,
+            cells=request.cells, driver=self.plan.bench.driver))
 
     def request(self) -> StartRequest:
         assert self.plan is not None
@@ -147,15 +155,16 @@ class PlanPickerScreen(ModalScreen[StartRequest | None]):
 
     @on(Button.Pressed, "#start")
     def action_start(self) -> None:
+        t = Texts(lang_of(self.app), "screens")
         if self.plan is None:
-            self.query_one("#plan-error", Label).update("pick a plan first")
+            self.query_one("#plan-error", Label).update(t("picker.no_plan"))
             return
         request = self.request()
         if request.arms is not None and len(request.arms) < 1:
-            self.query_one("#plan-error", Label).update("choose at least one arm")
+            self.query_one("#plan-error", Label).update(t("picker.no_arm"))
             return
         if request.cells == 0:
-            self.query_one("#plan-error", Label).update("choose at least one scenario")
+            self.query_one("#plan-error", Label).update(t("picker.no_scenario"))
             return
         self.dismiss(request)
 

@@ -11,14 +11,14 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label
 
+from dspark_tui.report.words import Texts
 from dspark_tui.tui.run_link import OwnedRunner, RunLink
+from dspark_tui.tui.words import SaidBindings, lang_of
 
 QuitChoice = Literal["detach", "abort"]
-QUESTION = ("A run is going. Detach and quit: the run goes on and `dspark-tui attach` brings "
-            "it back. Abort and quit: its server stops; finished cells are kept.")
 
 
-class QuitRunScreen(ModalScreen[QuitChoice | None]):
+class QuitRunScreen(SaidBindings, ModalScreen[QuitChoice | None]):
     """Dismissed with "detach", "abort", or None to stay."""
 
     DEFAULT_CSS = """
@@ -39,11 +39,12 @@ class QuitRunScreen(ModalScreen[QuitChoice | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(QUESTION, id="question", markup=False)
+            t = Texts(lang_of(self.app), "screens")
+            yield Label(t("quit.question"), id="question", markup=False)
             with Horizontal():
-                yield Button("Detach and quit (d)", variant="primary", id="detach")
-                yield Button("Abort and quit (a)", variant="warning", id="abort")
-                yield Button("Stay (s)", id="stay")
+                yield Button(t("key.quit.detach") + " (d)", variant="primary", id="detach")
+                yield Button(t("key.quit.abort") + " (a)", variant="warning", id="abort")
+                yield Button(t("key.quit.stay") + " (s)", id="stay")
 
     def on_mount(self) -> None:
         self.query_one("#stay", Button).focus()

@@ -13,12 +13,13 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
 from dspark_tui.tui import safe
+from dspark_tui.tui.words import SaidBindings
 
 NOTHING_STARTED = ("Nothing was started: no server, no run directory. Fix these and start "
                    "again (n), or check a plan with `dspark-tui plan check`.")
 
 
-class RefusalScreen(ModalScreen[None]):
+class RefusalScreen(SaidBindings, ModalScreen[None]):
     DEFAULT_CSS = """
     RefusalScreen { align: center middle; }
     RefusalScreen > Vertical {

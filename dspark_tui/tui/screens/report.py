@@ -28,11 +28,13 @@ from textual.widgets.markdown import MarkdownBlock
 from dspark_tui.config import locale_language
 from dspark_tui.model import UserError
 from dspark_tui.report.markdown import render_report
+from dspark_tui.report.words import Texts
 from dspark_tui.results import RunStore, load_run
 from dspark_tui.tui.keys import REPORT_KEYS
 from dspark_tui.tui.report_blocks import Block, Table, report_blocks
 from dspark_tui.tui.screens.loading import LoadingScreen
 from dspark_tui.tui.widgets.columns import step_columns
+from dspark_tui.tui.words import lang_of
 
 MAX_TABLE_ROWS = 10_000  # a K sweep's core table has a few hundred rows
 # A text column wider than this ("Why", "Evidence") wraps inside the pane rather than scroll
@@ -224,7 +226,7 @@ class ReportScreen(LoadingScreen):
     def compose(self) -> ComposeResult:
         yield Label("", id="report-path")
         yield ReportScroll(id="report-scroll")
-        yield Input(placeholder="find: words, then Enter (Esc: close)", id="report-find")
+        yield Input(placeholder=Texts(lang_of(self.app), "screens")("report.find_hint"), id="report-find")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -234,11 +236,12 @@ class ReportScreen(LoadingScreen):
 
     def _show_report(self) -> None:
         self.load(partial(render_for_screen, self.run_dir, self.lang), self._show,
-                  f"rendering the {self.lang} report")
+                  Texts(lang_of(self.app), "screens")("report.rendering", lang=self.lang))
 
     async def _show(self, rendered: Rendered) -> None:
         self.text = rendered.text
-        state = "saved:" if rendered.is_saved else "not saved yet (w saves it):"
+        t = Texts(lang_of(self.app), "screens")
+        state = t("report.saved" if rendered.is_saved else "report.not_saved")
         label = self.query_one("#report-path", Label)
         where = f"{rendered.saved.parent.name}/{rendered.saved.name}"  # the whole path on hover
         self.path_line = f"[{rendered.lang}] {state} {where}"
@@ -254,10 +257,11 @@ class ReportScreen(LoadingScreen):
             await scroll.mount_all(widgets)
 
     def _show_saved(self, rendered: Rendered) -> Awaitable[None]:
+        t = Texts(lang_of(self.app), "screens")
         if rendered.not_saved:
-            self.notify(f"report not saved: {rendered.not_saved}", severity="error")
+            self.notify(t("report.save_failed", why=rendered.not_saved), severity="error")
         else:
-            self.notify(f"saved {rendered.saved}")
+            self.notify(t("report.saved_to", path=rendered.saved))
         return self._show(rendered)
 
     # -- finding and jumping ---------------------------------------------------------------
@@ -294,12 +298,13 @@ class ReportScreen(LoadingScreen):
 
     def action_find_next(self, direction: int) -> None:
         if not self.query_text:
-            self.notify("nothing searched yet: / then words", severity="warning")
+            self.notify(Texts(lang_of(self.app), "screens")("report.no_search"), severity="warning")
             return
         found = self.matches()
         if not found:
             self.match = -1
-            self.notify(f"not found: {self.query_text}", severity="warning")
+            self.notify(Texts(lang_of(self.app), "screens")("report.not_found", words=self.query_text),
+                        severity="warning")
             return
         self.match = (self.match + direction) % len(found) if self.match >= 0 else 0
         widget, line = found[self.match]
@@ -329,7 +334,7 @@ class ReportScreen(LoadingScreen):
 
     def action_save(self) -> None:
         self.load(partial(render_for_screen, self.run_dir, self.lang, save=True), self._show_saved,
-                  f"saving the {self.lang} report")
+                  Texts(lang_of(self.app), "screens")("report.saving", lang=self.lang))
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -4,6 +4,7 @@ table, every cell, and the way to its report."""
 from __future__ import annotations
 
 import csv
+from collections import Counter
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -30,7 +31,7 @@ from textual.widgets import (
 from dspark_tui.config import locale_language
 from dspark_tui.model import CellKey, CellResult
 from dspark_tui.model.outcome import CellOutcome
-from dspark_tui.model.run_status import run_status_label
+from dspark_tui.report.words import Texts
 from dspark_tui.results import RunStore, load_run
 from dspark_tui.results.store import LoadedRun
 from dspark_tui.tui import format as fmt
@@ -38,6 +39,12 @@ from dspark_tui.tui import safe
 from dspark_tui.tui.keys import DETAIL_KEYS
 from dspark_tui.tui.screens.loading import LoadingScreen
 from dspark_tui.tui.widgets.ab_table import ABTable
+from dspark_tui.tui.words import SaidBindings, lang_of, status_said
+
+# The Cells tab: its figures are each cell's mean over its ok measurements (n of them).
+CELL_COLUMNS = ("arm", "scenario", "c", "status", "n", "total", "out", "p99_ttft", "mean_tpot",
+                "al", "kv_peak")
+OUTCOMES = ("ok", "skipped", "failed", "not_run")  # model/outcome.py
 
 
 @dataclass
@@ -67,7 +74,7 @@ def run_headline(run: LoadedRun, lang: str) -> str:
     from dspark_tui.report.headline import headline_markdown
 
     if not run.cells:
-        return f"No readable cells in {run.path}."
+        return Texts(lang, "screens")("detail.no_cells", path=run.path)
     return headline_markdown(run, lang)
 
 
@@ -77,7 +84,8 @@ def _started(started_at: str | None) -> str:
 
 
 class CellsTable(DataTable[Text | str]):
-    """Every measurement of the run, one a row: j/k/g/G as in History."""
+    """Every cell of the run, one a row (the mean of its ok measurements, as the report's
+    tables count it; n says of how many): j/k/g/G as in History."""
 
     BINDINGS: ClassVar[list[BindingType]] = [*DETAIL_KEYS]
 
@@ -113,15 +121,17 @@ class RunDetailScreen(LoadingScreen):
         super().__init__()
         self.run_dir = Path(run_dir)
         self.run: LoadedRun | None = None
+        self.shown_cells: dict[str, CellResult] = {}  # the Cells tab's rows by key id
 
     def compose(self) -> ComposeResult:
-        yield Label(safe.text(f"loading {self.run_dir} …"), id="detail-title")
+        t = Texts(lang_of(self.app), "screens")
+        yield Label(safe.text(t("detail.loading", path=self.run_dir)), id="detail-title")
         with TabbedContent(initial="summary"):
-            with TabPane("Summary", id="summary"), VerticalScroll(id="detail-summary"):
-                yield Markdown("loading …", id="detail-headline")
-            with TabPane("A/B table", id="ab"):
+            with TabPane(t("detail.tab.summary"), id="summary"), VerticalScroll(id="detail-summary"):
+                yield Markdown(t("loading"), id="detail-headline")
+            with TabPane(t("detail.tab.ab"), id="ab"):
                 yield ABTable(id="detail-ab")
-            with TabPane("Cells", id="cells"):
+            with TabPane(t("detail.tab.cells"), id="cells"):
                 cells = CellsTable(cursor_type="row", id="detail-cells",
                                    fixed_columns=3)  # arm, scenario, c
                 yield cells
@@ -129,7 +139,9 @@ class RunDetailScreen(LoadingScreen):
 
     def on_mount(self) -> None:
         lang = getattr(self.app, "lang", "") or locale_language()
-        self.load(partial(read_run, self.run_dir, lang), self._show_run, f"loading {self.run_dir.name}")
+        t = Texts(lang_of(self.app), "screens")
+        self.load(partial(read_run, self.run_dir, lang), self._show_run,
+                  t("detail.reading", path=self.run_dir.name))
 
     async def _show_run(self, read: ReadRun) -> None:
         from dspark_tui.analysis.layout import baseline_arm
@@ -139,16 +151,19 @@ class RunDetailScreen(LoadingScreen):
         arms = run.manifest.arm_names()
         manifest = run.manifest
         total = manifest.total_cells or len(run.cells)
-        status = run_status_label(manifest.status, skipped=read.skipped)
-        title = (f"{manifest.name}  {_started(manifest.started_at)}  [{status}]  "
-                 f"{read.cells_ok}/{total} cells ok  {Path(manifest.model).name or manifest.model}")
+        lang = lang_of(self.app)
+        t = Texts(lang, "screens")
+        status = status_said(lang, manifest.status, skipped=read.skipped)
+        title = t("detail.heading", name=manifest.name, started=_started(manifest.started_at),
+                  status=status, ok=read.cells_ok, total=total,
+                  model=Path(manifest.model).name or manifest.model)
         label = self.query_one("#detail-title", Label)
         label.update(Content(safe.plain(title)))  # plain: "[completed]" is no tag
         label.tooltip = str(run.path)
         await self.query_one("#detail-headline", Markdown).update(read.headline)
         for problem in run.problems:
             self.notify(f"{problem}", severity="warning", timeout=6)
-        from dspark_tui.analysis.measurements import measurements_of
+        from dspark_tui.analysis.measurements import aggregate_cells, measurements_of
         from dspark_tui.analysis.verdicts import Settings
 
         self.query_one(ABTable).show(
@@ -157,17 +172,21 @@ class RunDetailScreen(LoadingScreen):
                             baseline=baseline_arm(run.manifest)),
             arms)
         table = self.query_one("#detail-cells", DataTable)
-        for heading in ("Arm", "Scenario", "C", "Status", "Total tok/s", "Out tok/s", "P99 TTFT",
-                        "Mean TPOT", "AL", "KV peak"):
-            table.add_column(heading)
+        for heading in CELL_COLUMNS:
+            table.add_column(t(f"detail.column.{heading}"))
         order = {name: i for i, name in enumerate(run.manifest.scenarios)}
-        for result in sorted(run.cells.values(),
+        measurements = measurements_of(run)
+        counts = Counter(m.key for m in measurements if m.ok)
+        self.shown_cells = {key.id: cell for key, cell in aggregate_cells(measurements).items()}
+        for result in sorted(self.shown_cells.values(),
                              key=lambda r: (arms.index(r.arm) if r.arm in arms else 99,
                                             order.get(r.scenario, 99), r.concurrency)):
             server = result.server
+            outcome = read.outcomes.get(result.key, result.status.value)
             table.add_row(
                 result.arm, result.scenario, str(result.concurrency),
-                read.outcomes.get(result.key, result.status.value).replace("_", " "),
+                t(f"outcome.{outcome}") if outcome in OUTCOMES else outcome.replace("_", " "),
+                str(counts.get(result.key, 0)),
                 fmt.number(result.metrics.total_throughput), fmt.number(result.metrics.output_throughput),
                 fmt.number(result.metrics.p99_ttft_ms), fmt.number(result.metrics.mean_tpot_ms),
                 fmt.number(server.mean_acceptance_length if server else result.metrics.accept_length),
@@ -181,7 +200,7 @@ class RunDetailScreen(LoadingScreen):
         if self.run is None:
             return
         key_id = event.row_key.value
-        result = next((c for c in self.run.cells.values() if c.key.id == key_id), None)
+        result = self.shown_cells.get(str(key_id))
         if result is not None:
             self.app.push_screen(CellDetailScreen(self.run_dir, result))
 
@@ -201,7 +220,7 @@ class RunDetailScreen(LoadingScreen):
 
     def action_decision(self) -> None:
         if self.run is None:
-            self.notify("the run is still loading", severity="warning")
+            self.notify(Texts(lang_of(self.app), "screens")("detail.still_loading"), severity="warning")
             return
         from dspark_tui.tui.screens.decision import open_decision
 
@@ -211,7 +230,7 @@ class RunDetailScreen(LoadingScreen):
         self.app.pop_screen()
 
 
-class CellDetailScreen(ModalScreen[None]):
+class CellDetailScreen(SaidBindings, ModalScreen[None]):
     """One cell: what the client measured, what the server said, and its time series."""
 
     DEFAULT_CSS = """

@@ -26,6 +26,7 @@ from textual.widgets import Footer, Tree
 from dspark_tui.model import CellKey, CellResult, Plan, UserError
 from dspark_tui.model.events import CellFailed, Event, Notice, RunControl, RunFinished
 from dspark_tui.model.run_state import RunState
+from dspark_tui.report.words import Texts
 from dspark_tui.results import RunManifest, RunStore
 from dspark_tui.results.follow import EventFollower
 from dspark_tui.tui.run_link import RunLink
@@ -36,6 +37,7 @@ from dspark_tui.tui.widgets.log_pane import LogPane
 from dspark_tui.tui.widgets.plan_tree import PlanTree
 from dspark_tui.tui.widgets.run_header import RunHeader
 from dspark_tui.tui.widgets.run_summary import RunSummary
+from dspark_tui.tui.words import SaidBindings, lang_of
 
 if TYPE_CHECKING:
     from dspark_tui.analysis.live import ComparisonRow
@@ -62,7 +64,7 @@ log = logging.getLogger("dspark_tui.tui")
 SHORT_ROWS = 28
 
 
-class RunScreen(Screen[None]):
+class RunScreen(SaidBindings, Screen[None]):
     DEFAULT_CSS = """
     RunScreen.-short LogPane { height: 8; }
     RunScreen.-short.-log CellPanel #cell-numbers, RunScreen.-short.-log CellPanel #sparks {
@@ -322,15 +324,16 @@ class RunScreen(Screen[None]):
         if not skipped:
             self._control("retry")
             return
-        what = " and ".join(part for part in (f"{failed} failed" if failed else "",
-                                              f"{skipped} skipped") if part)
+        t = Texts(lang_of(self.app), "screens")
+        what = (t("confirm.both", failed=failed, skipped=skipped) if failed and skipped
+                else t("confirm.failed", n=failed) if failed else t("confirm.skipped", n=skipped))
 
         def answered(yes: bool | None) -> None:
             if yes:
                 self._control("retry")
 
-        self.app.push_screen(ConfirmScreen(f"Run the {what} cell(s) again in this run?",
-                                           "Run again"), answered)
+        self.app.push_screen(ConfirmScreen(t("confirm.retry", what=what), t("confirm.retry_yes")),
+                             answered)
 
     def action_charts(self) -> None:
         from dspark_tui.tui.screens.charts import ChartScreen
@@ -338,6 +341,7 @@ class RunScreen(Screen[None]):
         self.app.push_screen(ChartScreen(self.state, scenarios=self._scenarios))
 
     def action_abort(self) -> None:
+        t = Texts(lang_of(self.app), "screens")
         if self.link is None or self.state.finished or self.link.read_only:
             self._control("abort")
             return
@@ -347,7 +351,7 @@ class RunScreen(Screen[None]):
                 self._control("abort")
 
         self.app.push_screen(
-            ConfirmScreen("Abort the run? The server stops; finished cells are kept.", "Abort"),
+            ConfirmScreen(t("confirm.abort"), t("confirm.abort_yes")),
             answered,
         )
 

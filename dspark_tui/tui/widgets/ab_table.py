@@ -21,9 +21,11 @@ from dspark_tui.analysis.live import (
     verdict_text,
 )
 from dspark_tui.analysis.verdicts import Verdict
+from dspark_tui.report.words import Texts
 from dspark_tui.tui import colours, safe
 from dspark_tui.tui import format as fmt
 from dspark_tui.tui.widgets.columns import step_columns
+from dspark_tui.tui.words import lang_here, verdict_said
 
 _PER_ARM = (
     ("Total", "total_tok_s", 1),
@@ -133,18 +135,19 @@ class ABTable(DataTable[Text | str]):
         self._arms = list(arms)
         self._baseline = baseline
         self.fixed_columns = PINNED_MANY if self.many_arms else PINNED
-        self.add_column("Scenario", key="scenario")
+        t = Texts(lang_here(self), "screens")
+        self.add_column(t("ab.scenario"), key="scenario")
         self.add_column("C", key="concurrency")
         if self.many_arms:
-            self.add_column("Best", key="winner")
-            self.add_column("Margin", key="margin")
+            self.add_column(t("ab.best"), key="winner")
+            self.add_column(t("ab.margin"), key="margin")
             if baseline is not None:
-                self.add_column(safe.text(f"vs {baseline}"), key="baseline")
+                self.add_column(safe.text(t("ab.versus", arm=baseline)), key="baseline")
         else:
-            self.add_column("Winner", key="winner")
-            self.add_column("Verdict", key="verdict")
-            self.add_column("Margin", key="margin")
-            self.add_column("Interval", key="interval")
+            self.add_column(t("ab.winner"), key="winner")
+            self.add_column(t("ab.verdict"), key="verdict")
+            self.add_column(t("ab.margin"), key="margin")
+            self.add_column(t("ab.interval"), key="interval")
         for label, attr, _ in _PER_ARM:
             for arm in arms:
                 self.add_column(safe.text(f"{label} {arm}"), key=f"{arm}:{attr}")
@@ -153,6 +156,7 @@ class ABTable(DataTable[Text | str]):
         win_style = colours.rich_style(colours.WINNER)
         failed_style = colours.rich_style(colours.FAILED)
         cells: list[Text | str] = [safe.text(row.scenario), Text(str(row.concurrency), justify="right")]
+        lang = lang_here(self)
         if self.many_arms:
             # The leader, even in a tie, then the verdict: `K=6 unsure`, verdicts aligned.
             best = Text()
@@ -160,21 +164,22 @@ class ABTable(DataTable[Text | str]):
             if row.leader and row.verdict:
                 widest = max(len(safe.plain(arm)) for arm in self._arms)
                 best.append(" " * (widest - len(safe.plain(row.leader)) + 1))
-                best.append(row.verdict)
+                best.append(verdict_said(lang, row.verdict))
             margin = f"{_margin(row):>{self._margin_width}} {compact_interval(row, tenths=True)}"
             cells += [best, Text(margin.rstrip())]
             if self._baseline is not None:
                 cells.append(Text(compact_baseline(row) or fmt.MISSING, justify="right"))
         else:
-            cells += [Text(safe.plain(row.winner or _no_winner(row)), style=win_style if row.winner else ""),
-                      verdict_text(row) or fmt.MISSING,
+            cells += [Text(safe.plain(row.winner or _no_winner(row, lang)),
+                           style=win_style if row.winner else ""),
+                      verdict_said(lang, verdict_text(row)) or fmt.MISSING,
                       Text(fmt.percent(row.margin), justify="right"),
                       Text(compact_interval(row) or fmt.MISSING, justify="right")]
         for _, attr, digits in _PER_ARM:
             for arm in self._arms:
                 numbers = row.arms.get(arm, ArmFigures())
                 if numbers.status in ("failed", "skipped") and attr == "total_tok_s":
-                    cells.append(Text(numbers.status, style=failed_style))
+                    cells.append(Text(verdict_said(lang, numbers.status), style=failed_style))
                     continue
                 text = Text(fmt.number(getattr(numbers, attr), digits), justify="right")
                 if attr == "total_tok_s" and row.winner == arm:
@@ -208,10 +213,10 @@ def compact_baseline(row: ComparisonRow) -> str:
     return f"{percent:+.1f}%" if abs(percent) < 99.95 else f"{percent:+.0f}%"
 
 
-def _no_winner(row: ComparisonRow) -> str:
+def _no_winner(row: ComparisonRow, lang: str = "en") -> str:
     """What the winner column says when the verdict names none: a tie, or not decided yet."""
     if row.verdict in (Verdict.TIE, Verdict.SINGLE) and row.margin is not None:
-        return "tie"
+        return verdict_said(lang, "tie")
     if row.verdict == Verdict.UNSURE and row.leader:
         return f"{row.leader}?"  # ahead so far, not shown to win
     return fmt.MISSING

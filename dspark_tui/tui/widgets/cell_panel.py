@@ -9,19 +9,12 @@ from textual.widgets import Label, ProgressBar, Sparkline, Static
 
 from dspark_tui.model.client_health import live_client_line
 from dspark_tui.model.run_state import SERIES_NAMES, RunState
+from dspark_tui.report.words import Texts
 from dspark_tui.tui import format as fmt
 from dspark_tui.tui import safe
+from dspark_tui.tui.words import lang_here, status_said
 
-SERIES_LABELS = {
-    "tok_s": "out tok/s",
-    "kv_usage": "KV usage",
-    "running": "running",
-    "waiting": "waiting",
-    "acceptance_length": "accept len",
-    "gpu_util": "GPU util",
-    "gpu_memory_mib": "GPU MiB",
-    "gpu_power_w": "GPU W",
-}
+# The sparklines' labels: `screens.series.<name>` in the catalogue, a name of SERIES_NAMES.
 _GPU = ("gpu_util", "gpu_memory_mib", "gpu_power_w")
 
 
@@ -48,44 +41,53 @@ class CellPanel(Vertical):
         self._text: tuple[str, str, int, int] | None = None
 
     def compose(self) -> ComposeResult:
-        yield Label("no cell running", id="cell-title")
+        t = Texts(lang_here(self), "screens")
+        yield Label(t("cell.none"), id="cell-title")
         yield ProgressBar(total=1, show_eta=False, id="cell-progress")
         yield Static("", id="cell-numbers")
         with Grid(id="sparks"):
             for name in SERIES_NAMES:
                 classes = "gpu" if name in _GPU else ""
-                yield Label(SERIES_LABELS[name], id=f"label-{name}",
+                yield Label(t(f"series.{name}"), id=f"label-{name}",
                             classes=f"spark-label {classes}".strip())
                 yield Sparkline([], id=f"spark-{name}", classes=classes)
 
     def show(self, state: RunState) -> None:
         current = state.current
+        lang = lang_here(self)
+        t = Texts(lang, "screens")
         if current is None:
-            title = "no cell running" if not state.finished else f"run {state.status_label}"
+            title = t("cell.none")
             numbers, total, progress = "", 1, 0
             if state.finished:  # the bar now tells the run's cells, not an empty cell
-                unit = "cell runs" if state.repeated else "cells"
-                title += f": {state.done}/{state.total} {unit} ok"
+                status = status_said(lang, state.status, skipped=state.skipped_cells if state.skipped else 0)
+                title = t("cell.ended_runs" if state.repeated else "cell.ended_cells",
+                          status=status, done=state.done, total=state.total)
                 total, progress = max(1, state.total), state.done
         else:
             key = current.key
             which = f" {current.label}" if state.repeated else ""  # round and repeat: r2 p1
             # Rounds in parallel: the header lists every node's cell (a plan index says little).
-            where = (f"+{state.in_flight - 1} in flight" if state.in_flight > 1
-                     else f"cell {current.index}/{current.total}")
+            where = (t("cell.in_flight", n=state.in_flight - 1) if state.in_flight > 1
+                     else t("cell.index", index=current.index, total=current.total))
             arm, scenario = safe.plain(key.arm), safe.plain(key.scenario)
             title = f"{arm} · {scenario} · c{key.concurrency}{which}   {where}"
-            failed = f"  failed {current.failed}" if current.failed else ""
+            failed = "  " + t("header.failed", n=current.failed) if current.failed else ""
             numbers = (
-                f"{current.completed}/{current.num_prompts} requests{failed}   "
-                f"out {fmt.number(current.output_tok_s, 1)} tok/s\n"
+                t("cell.requests", done=current.completed, total=current.num_prompts) + f"{failed}   "
+                + t("cell.out", tok_s=fmt.number(current.output_tok_s, 1)) + "\n"
                 f"TTFT {fmt.number(current.ttft_p50_ms, 1)}/{fmt.number(current.ttft_p99_ms, 1)} ms  "
                 f"TPOT {fmt.number(current.tpot_p50_ms, 2)}/{fmt.number(current.tpot_p99_ms, 2)} ms"
                 "  (p50/p99)"
             )
             client, behind = live_client_line(current.client_lag_p99_ms,
                                               current.same_read_fraction, current.mean_itl_ms)
-            if client:
+            if client:  # model/client_health.py's judgement, said in the app's language
+                lag, same = current.client_lag_p99_ms, current.same_read_fraction
+                said = [t("cell.lag", ms=f"{lag:.1f}") if lag is not None else "",
+                        t("cell.same_read", share=f"{same:.0%}") if same is not None else ""]
+                client = t("cell.client_behind" if behind else "cell.client",
+                           facts=t.join(part for part in said if part))
                 # The client's own health: a client that fell behind times itself, not the server.
                 numbers += "\n" + (f"[$warning]{client}[/]" if behind else client)
             total, progress = max(1, current.num_prompts), current.completed
@@ -101,7 +103,8 @@ class CellPanel(Vertical):
                 self._drawn[name] = data
                 self.query_one(f"#spark-{name}", Sparkline).data = _from_zero(data)
                 last = _latest(name, data[-1]) if data else ""
-                self.query_one(f"#label-{name}", Label).update(f"{SERIES_LABELS[name]} {last}")
+                label = t(f"series.{name}")
+                self.query_one(f"#label-{name}", Label).update(f"{label} {last}")
         self.set_class(any(state.series[name] for name in _GPU), "-gpu")
         # Ended: the title and bar tell the run's end; the last cell's numbers are history.
         self.set_class(state.finished and state.current is None, "-ended")

@@ -11,6 +11,7 @@ from dspark_tui.model import CellKey
 from dspark_tui.model.run_state import RunState
 from dspark_tui.tui import colours, safe
 from dspark_tui.tui import format as fmt
+from dspark_tui.tui.words import lang_here, server_said, verdict_said
 
 MARKS = {"pending": "·", "running": "▶", "done": "✓", "failed": "✗", "skipped": "–"}
 PART_DONE = "◐"  # measured in some of its planned rounds: the mean so far, more to come
@@ -51,7 +52,8 @@ class PlanTree(Tree[CellKey | None]):
             server = arm.server_state if arm is not None else ""
             if self._arm_states.get(name) != server:
                 self._arm_states[name] = server
-                arm_node.set_label(Text.assemble((safe.plain(name), "bold"), f"  {safe.plain(server)}"))
+                said = server_said(lang_here(self), server)
+                arm_node.set_label(Text.assemble((safe.plain(name), "bold"), f"  {safe.plain(said)}"))
         self._follow(state)
 
     def _follow(self, state: RunState) -> None:
@@ -74,9 +76,24 @@ class PlanTree(Tree[CellKey | None]):
             if tries > 0 and node.data == self._followed:
                 self.set_timer(FOLLOW_RETRY_S, lambda: self._scroll_to_running(node, tries - 1))
             return
-        # Its arm's name above it when there is room: "K=6  ready" and the cell both in view.
+        # Its arm's name at the top when the cell fits below it ("K=6  ready" and the cell
+        # both in view), else the cell a third of the way down. The arm's line does not depend
+        # on the tree's height, which may still change while the screen is laid out.
         height = self.scrollable_content_region.height
-        self.scroll_to(y=max(0, line - max(1, height // 3)), animate=False)
+        arm_node = self._arm_nodes.get(node.data.arm) if node.data is not None else None
+        arm_line = arm_node.line if arm_node is not None else -1
+        fits = 0 <= arm_line <= line < arm_line + height - 1
+        y = arm_line if fits else max(0, line - max(1, height // 3))
+        # force: the tree builds its lines (its virtual size) before the layout that shows its
+        # scrollbar, and until then Textual refuses a plain scroll without a word
+        # (allow_vertical_scroll is False): the follow did nothing and the tree stayed on K=0.
+        self.scroll_to(y=y, animate=False, force=True)
+
+    def watch_show_vertical_scrollbar(self, shown: bool) -> None:
+        """A scrollbar made after a forced scroll starts at the top (Textual moves the thumb
+        only when scroll_y changes while it is shown): put it where the lines are."""
+        if shown:
+            self.vertical_scrollbar.position = self.scroll_y
 
     def render_label(self, node: TreeNode[CellKey | None], base_style: Style, style: Style) -> Text:
         """A cell's label is built at draw time, so its colours follow the current theme."""
@@ -107,5 +124,5 @@ class PlanTree(Tree[CellKey | None]):
         if phase == "done" or part_done:
             text.append(f" {fmt.number(total, 1)}")
         elif phase in ("failed", "skipped"):
-            text.append(f" {phase}", style=colour)
+            text.append(f" {verdict_said(lang_here(self), phase)}", style=colour)
         return text

@@ -18,10 +18,12 @@ from textual.color import Color
 from textual_plotext import PlotextPlot
 
 from dspark_tui.model import CellResult
+from dspark_tui.report.words import Texts
 from dspark_tui.tui import colours
+from dspark_tui.tui.words import lang_here
 
 if TYPE_CHECKING:  # pandas stays unloaded until a report chart is asked for
-    from dspark_tui.report.charts import ChartData, Panel
+    from dspark_tui.report.charts import ChartData, Panel, Series
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,14 @@ METRICS = (
     Metric("tpot", "TPOT mean (ms)", "mean_tpot_ms"),
     Metric("ttft", "TTFT mean (ms)", "mean_ttft_ms"),
 )
+
+MARKERS = ("●", "▲", "■", "◆", "✚", "○", "△", "□", "◇", "✕")
+
+
+def arm_marker(index: int) -> str:
+    """The arm's marker on a chart (with its colour): distinct for ten arms, then again."""
+    return MARKERS[index % len(MARKERS)]
+
 
 Curve = list[tuple[int, float]]  # (concurrency, value), concurrency ascending
 
@@ -74,27 +84,60 @@ class ChartView:
     flat_label: str = ""
 
 
-def metric_view(data: dict[str, Curve], metric: Metric, title: str, arms: list[str]) -> ChartView:
+def metric_view(data: dict[str, Curve], metric: Metric, title: str, arms: list[str],
+                lang: str = "en") -> ChartView:
+    t = Texts(lang, "screens")
     lines = tuple(Line(arm, tuple(float(c) for c, _ in curve), tuple(v for _, v in curve),
                        arms.index(arm)) for arm, curve in data.items())
-    return ChartView(title, metric.title, "concurrency (log2)", lines)
+    return ChartView(title, t(f"charts.metric.{metric.key}"), t("charts.x_log2"), lines)
 
 
-def panel_view(chart: ChartData, panel: Panel, title: str, *, bands: bool = True) -> ChartView:
+def panel_view(chart: ChartData, panel: Panel, title: str, *, bands: bool = True,
+               lang: str = "en") -> ChartView:
     """A report chart's panel: each series a line, its interval low and high two dotted lines of
-    its colour (`bands`), and the chart's tie band (a fraction) as two flat lines in percent."""
-    lines: list[Line] = []
+    its colour (`bands`), and the chart's tie band (a fraction) as two flat lines in percent.
+    Series that coincide (a simulator's arms often accept alike) are one line, said once with
+    every arm's name: `K=1, K=2, K=3`, not six lines drawn over one another."""
+    same: dict[tuple[object, ...], list[str]] = {}
+    first: dict[tuple[object, ...], Series] = {}
     for series in panel.series:
+        shown = (series.x, series.y, series.low if bands else None, series.high if bands else None)
+        same.setdefault(shown, []).append(series.label)
+        first.setdefault(shown, series)
+    lines: list[Line] = []
+    for shown, series in first.items():
         index = chart.arms.index(series.arm) if series.arm in chart.arms else 0
-        lines.append(Line(series.label, series.x, series.y, index))
+        lines.append(Line(", ".join(same[shown]), series.x, series.y, index))
         if bands and series.low is not None and series.high is not None:
             lines += [Line("", series.x, series.low, index, band=True),
                       Line("", series.x, series.high, index, band=True)]
+    t = Texts(lang, "screens")
     band = chart.tie_band
     flat = (-band * 100, band * 100) if band else ()
-    x_label = "concurrency (log2)" if chart.log2_x else chart.x_label.lower()
+    x_label = t("charts.x_log2") if chart.log2_x else chart.x_label.lower()
     return ChartView(title, panel.y_label, x_label, tuple(lines), chart.log2_x, flat,
-                     f"tie ±{band * 100:g}%" if band else "")
+                     t("charts.tie", band=f"{band * 100:g}") if band else "")
+
+
+def segments(line: Line, every_x: list[float]) -> list[tuple[list[float], list[float]]]:
+    """The line's runs of points at neighbouring concurrencies of the chart (`every_x`, sorted):
+    a concurrency the chart shows but this line lacks splits it; a lone point is no segment
+    (its marker shows it)."""
+    position = {x: i for i, x in enumerate(every_x)}
+    runs: list[tuple[list[float], list[float]]] = []
+    last = -2
+    for x, y in sorted(zip(line.x, line.y, strict=True)):
+        if y != y:  # NaN: nothing measured there
+            last = -2
+            continue
+        here = position.get(x, -2)
+        if runs and here == last + 1:
+            runs[-1][0].append(x)
+            runs[-1][1].append(y)
+        else:
+            runs.append(([x], [y]))
+        last = here
+    return [run for run in runs if len(run[0]) > 1]
 
 
 class RunChart(PlotextPlot):
@@ -111,7 +154,7 @@ class RunChart(PlotextPlot):
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._draw())
 
     def show(self, data: dict[str, Curve], metric: Metric, title: str, arms: list[str]) -> None:
-        self.show_view(metric_view(data, metric, title, arms))
+        self.show_view(metric_view(data, metric, title, arms, lang_here(self)))
 
     def show_view(self, view: ChartView) -> None:
         self._shown = view
@@ -135,13 +178,18 @@ class RunChart(PlotextPlot):
         for value in view.flat:
             plt.hline(value, color=self._muted())
         for line in view.lines:
-            xs = [place(x) for x in line.x]
             colour = self._rgb(line.arm_index)
+            # Joined only between neighbouring measured concurrencies: a line never crosses a
+            # concurrency its arm was not measured at (it would draw a value nobody measured).
+            for xs, ys in segments(line, every_x):
+                plt.plot([place(x) for x in xs], ys, marker="dot" if line.band else "braille",
+                         color=colour)
             if line.band:
-                plt.plot(xs, list(line.y), marker="dot", color=colour)
                 continue
-            plt.plot(xs, list(line.y), marker="braille", color=colour, label=line.label)
-            plt.scatter(xs, list(line.y), marker="●", color=colour)
+            # Each arm its own marker as well as its colour (seven K values are hard to tell
+            # apart by colour alone); the legend shows the marker, not the line's dots.
+            plt.scatter([place(x) for x in line.x], list(line.y), marker=arm_marker(line.arm_index),
+                        color=colour, label=line.label)
         if view.flat and view.lines:  # names the flat lines in the legend
             plt.scatter([place(every_x[0])], [view.flat[-1]], marker="─", color=self._muted(),
                         label=view.flat_label)

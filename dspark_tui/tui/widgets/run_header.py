@@ -7,8 +7,10 @@ from textual.content import Content
 from textual.widgets import Static
 
 from dspark_tui.model.run_state import RunState
+from dspark_tui.report.words import Texts
 from dspark_tui.tui import colours, safe
 from dspark_tui.tui import format as fmt
+from dspark_tui.tui.words import lang_here, server_said, status_said
 
 Part = str | tuple[str, str]
 _IDLE = ("pending", "stopped")  # servers with nothing to watch share one line
@@ -24,21 +26,26 @@ class RunHeader(Static):
     _last: tuple[Part, ...] = ()
 
     def show(self, state: RunState, now: float, mode: str) -> None:
+        lang = lang_here(self)
+        t = Texts(lang, "screens")
         status = "paused" if state.paused and not state.finished else state.status
         status_colour = colours.RUN_STATUS.get(status, "$accent")
+        label = (t("header.paused") if status == "paused"
+                 else status_said(lang, state.status, skipped=state.skipped_cells if state.skipped else 0))
         parts: list[Part] = [(safe.plain(state.name or "run"), "bold"),
-                             (f"  [{state.status_label}]", f"bold {status_colour}")]
+                             (f"  [{label}]", f"bold {status_colour}")]
         if mode:
-            parts.append(f"  {mode}")
-        unit = "runs" if state.repeated else "cells"  # measurements, when cells are measured again
-        parts.append(f"   {unit} {state.done}/{state.total}")
+            parts.append("  " + t(f"header.mode.{mode}"))
+        # measurements ("runs"), when cells are measured again
+        parts.append("   " + t("header.runs" if state.repeated else "header.cells",
+                               done=state.done, total=state.total))
         if state.failed:
-            parts.append((f"  failed {state.failed}", f"bold {colours.FAILED}"))
+            parts.append(("  " + t("header.failed", n=state.failed), f"bold {colours.FAILED}"))
         if state.skipped:
-            parts.append(f"  skipped {state.skipped}")
-        parts.append(f"   elapsed {fmt.duration(state.elapsed(now))}")
+            parts.append("  " + t("header.skipped", n=state.skipped))
+        parts.append("   " + t("header.elapsed", time=fmt.duration(state.elapsed(now))))
         if not state.finished:  # an ended run's `ETA 0:00` says nothing and wraps at 80 columns
-            parts.append(f"  ETA {fmt.duration(state.eta(now))}")
+            parts.append("  " + t("header.eta", time=fmt.duration(state.eta(now))))
         if greedy := state.greedy_line():
             diverges = any(v.verdict == "diverges" for v in state.greedy)
             greedy = safe.plain(greedy)
@@ -49,10 +56,11 @@ class RunHeader(Static):
             return
         idle: dict[str, list[str]] = {}
         for arm in state.arms.values():
+            server = server_said(lang, arm.server_state)
             if arm.server_state in _IDLE:  # folded below: a K sweep has many arms, 24 rows
-                idle.setdefault(safe.plain(arm.server_state), []).append(safe.plain(arm.name))
+                idle.setdefault(safe.plain(server), []).append(safe.plain(arm.name))
                 continue
-            parts += ["\n", (f"{safe.plain(arm.name)}: ", "bold"), safe.plain(arm.server_state)]
+            parts += ["\n", (f"{safe.plain(arm.name)}: ", "bold"), safe.plain(server)]
             detail = arm.progress_line or arm.message
             if detail:
                 parts.append((f"  {safe.plain(detail)}"[:160], "italic"))

@@ -1,0 +1,87 @@
+"""The screens' words in the app's language: the catalogue's `screens` section (report/words/).
+
+A key's name and what it does (footer, help, command palette) come from the catalogue by the
+binding's id (`screens.key.<id>`, `screens.tip.<id>`); the code's own description is the
+fallback for a binding the catalogue does not know (Textual's own, say).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from textual.binding import ActiveBinding, Binding
+
+from dspark_tui.report.words import LANGS, Texts
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+
+def lang_of(app: App[Any] | None) -> str:
+    """The app's language (`DsparkApp.lang`), English for an app that has none."""
+    lang = getattr(app, "lang", "") if app is not None else ""
+    return lang if lang in LANGS else "en"
+
+
+VERDICTS = ("wins", "tie", "unsure", "single")  # stats/paired.py's Verdict
+def lang_here(node: object) -> str:
+    """The language of the app a widget belongs to; English for one outside any app."""
+    try:
+        return lang_of(node.app)  # type: ignore[attr-defined]
+    except Exception:  # textual's NoActiveAppError: drawn off the app (a test, a worker)
+        return "en"
+
+
+STATUSES = ("starting", "running", "completed", "failed", "aborted", "interrupted")
+
+
+def status_said(lang: str, status: str, *, skipped: int = 0) -> str:
+    """A run's status in `lang` (`completed, 1 skipped`: model/run_status.py's wording); a
+    status this app does not know as it is."""
+    t = Texts(lang, "screens")
+    word = t(f"status.{status}") if status in STATUSES else status
+    return t("status_skipped", status=word, n=skipped) if status == "completed" and skipped > 0 else word
+
+
+def verdict_said(lang: str, verdict: str) -> str:
+    """`wins`, `tie`, `unsure`, `single` (and a cell's `failed`, `skipped`) in `lang`; anything
+    else as it is."""
+    t = Texts(lang, "screens")
+    if verdict in VERDICTS:
+        return t(f"verdict.{verdict}")
+    return t(f"outcome.{verdict}") if verdict in ("failed", "skipped") else verdict
+
+
+SERVER_STATES = ("starting", "loading", "warming_up", "ready", "stopping", "stopped", "failed",
+                 "restarting", "pending")  # model/events.py's ServerState, and not started yet
+
+
+def server_said(lang: str, state: str) -> str:
+    """An arm's server state (`ready`, `stopped` …) in `lang`."""
+    return Texts(lang, "screens")(f"server.{state}") if state in SERVER_STATES else state
+
+
+def said(binding: Binding, lang: str) -> Binding:
+    """The binding with its description and tooltip in `lang`."""
+    t = Texts(lang, "screens")
+    name = binding.id or binding.action
+    description = t.get(f"key.{name}", binding.description)
+    tooltip = t.get(f"tip.{name}", binding.tooltip) if binding.tooltip else binding.tooltip
+    if description == binding.description and tooltip == binding.tooltip:
+        return binding
+    return dataclasses.replace(binding, description=description, tooltip=tooltip)
+
+
+class SaidBindings:
+    """A screen whose footer (and command palette) names its keys in the app's language."""
+
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        active: dict[str, ActiveBinding] = super().active_bindings  # type: ignore[misc]
+        lang = lang_of(self.app)  # type: ignore[attr-defined]
+        shown: dict[str, ActiveBinding] = {}
+        for key, (node, binding, enabled, tooltip) in active.items():
+            binding = said(binding, lang)
+            shown[key] = ActiveBinding(node, binding, enabled, binding.tooltip if tooltip else tooltip)
+        return shown
