@@ -48,12 +48,14 @@ def test_textbook_noise_keeps_its_power(bench):
 
 def test_the_check_catches_the_earlier_method(bench, monkeypatch):
     """The same seeds under the earlier method (session term from the paired rounds alone, with
-    its one degree of freedom at two rounds, and one noise level for every cell) breach the
+    its one degree of freedom at two rounds, the Satterthwaite degrees of freedom taken as if
+    they were known, and one noise level for every cell) breach the
     limit on 5 % session noise (16 % false winners here): the check can fail."""
     from dspark_tui.analysis import verdicts
     from dspark_tui.stats import paired
 
     monkeypatch.setattr(paired, "SESSION_METHOD", "paired")
+    monkeypatch.setattr(paired, "DF_RULE", "satterthwaite")
     monkeypatch.setattr(verdicts, "GROUPS", "none")
     rates = a_vs_a(bench, "session5", "seed18")
     assert rates.false_win_rate > FALSE_WINS + margin(FALSE_WINS, rates.pair_cells), rates
