@@ -275,36 +275,42 @@ def fixed_k_exclusion(grid_name: str, process: Process, seeds: int, arms: int = 
     """Seven identical arms: does the gain of the best fixed K (the arm with the highest mean log
     throughput over the cells, every cell weighing the same) over some other K have an interval
     that excludes 1? The gain and its interval are analysis/schedule.combine_ratios of the
-    cells' ratios, as the K decision computes them."""
-    from dspark_tui.analysis.decision import ratio_between
+    cells' ratios, as the K decision computes them: at the family level of the comparisons
+    behind a best (decision.family_alpha, the K decision's), and for reference at the look's
+    level of a single comparison (`..._per_comparison`, the K decision before issue 22)."""
+    from dspark_tui.analysis.decision import family_alpha, ratio_between
     from dspark_tui.analysis.schedule import combine_ratios
 
     grid = grid_of(grid_name, arms)
     names = [a.name for a in grid.plan.arms]
-    excluded_top = excluded_any = 0
+    counts = {"top": 0, "any": 0, "top_per_comparison": 0, "any_per_comparison": 0}
     for seed in range(seeds):
         verdicts = simulate(grid, process, [0.0] * arms, rng_for("fixed-k", process.name, grid_name, seed))
         level = {arm: 0.0 for arm in names}
         for c in verdicts.cells:
             level[c.arm] += math.log(c.mean)
         top = max(names, key=lambda arm: level[arm])
-        hit_top = hit_any = False
-        for x in names:
-            for y in names:
-                if x == y:
-                    continue
-                ratios = [(1.0, r) for s, c in grid.cells
-                          if (r := ratio_between(verdicts, s, c, x, y)) is not None]
-                gain = combine_ratios(ratios)
-                if gain is None or gain.low is None or gain.high is None:
-                    continue
-                if gain.low > 1 or gain.high < 1:
-                    hit_any = True
-                    hit_top |= x == top
-        excluded_top += hit_top
-        excluded_any += hit_any
-    return {"runs": seeds, "top_gain_excludes_1": excluded_top / seeds,
-            "some_gain_excludes_1": excluded_any / seeds}
+        for suffix, alpha in (("", family_alpha(verdicts.settings.look_alpha, arms)),
+                              ("_per_comparison", None)):
+            hit_top = hit_any = False
+            for x in names:
+                for y in names:
+                    if x == y:
+                        continue
+                    ratios = [(1.0, r) for s, c in grid.cells
+                              if (r := ratio_between(verdicts, s, c, x, y, alpha)) is not None]
+                    gain = combine_ratios(ratios)
+                    if gain is None or gain.low is None or gain.high is None:
+                        continue
+                    if gain.low > 1 or gain.high < 1:
+                        hit_any = True
+                        hit_top |= x == top
+            counts["top" + suffix] += hit_top
+            counts["any" + suffix] += hit_any
+    return {"runs": seeds, "top_gain_excludes_1": counts["top"] / seeds,
+            "some_gain_excludes_1": counts["any"] / seeds,
+            "top_gain_excludes_1_per_comparison": counts["top_per_comparison"] / seeds,
+            "some_gain_excludes_1_per_comparison": counts["any_per_comparison"] / seeds}
 
 
 # -- the tables ---------------------------------------------------------------------------------

@@ -94,6 +94,10 @@ class PairVerdict:
     verdict: Verdict
     winner: str | None  # "a", "b" or None
     rounds_to_settle: int | None  # more rounds that would likely settle an unsure verdict
+    # The standard error of log_ratio and how its quantile is made: the interval at any other
+    # level is log_ratio -/+ quantile.at(level) * se (a family of comparisons, issue 22).
+    se: float | None = None
+    quantile: Quantile | None = None
 
     @property
     def ratio(self) -> float:
@@ -349,20 +353,43 @@ def _additive_fit(rows: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.nd
 DF_RULE = "calibrated"
 
 
-def quantile(parts: tuple[tuple[float, float], ...], df: float, alpha: float,
-             cells: int = 1) -> float:
-    """The two-sided 1 - alpha quantile for a cell whose variance is the sum of `parts`."""
+@dataclass(frozen=True)
+class Quantile:
+    """How a cell's interval quantile is made: Student's t at `df`, at the level calibrated for
+    a session mean square on `f_s` and a residual part on `f_e` degrees of freedom over `cells`
+    cells (`f_s` 0: no calibration, the plain t)."""
+
+    df: float
+    f_s: float = 0.0
+    f_e: float = 0.0
+    cells: int = 1
+
+    def at(self, alpha: float) -> float:
+        """The two-sided 1 - alpha quantile."""
+        if self.f_s > 0 and self.f_e > 0:
+            alpha = calibrated_alpha(alpha, self.f_s, self.f_e, self.cells)
+        return t_quantile(1.0 - alpha / 2.0, self.df)
+
+
+def quantile_of(parts: tuple[tuple[float, float], ...], df: float, cells: int = 1) -> Quantile:
+    """The quantile rule for a cell whose variance is the sum of `parts` (DF_RULE)."""
     if DF_RULE == "cap" and len(parts) > 1:
         session = [(v, f) for v, f in parts[:-1] if v > 0]
         if session:
             df = min(df, _satterthwaite(session))
     if DF_RULE == "calibrated" and len(parts) > 1:
         f_s = sum(f for _, f in parts[:-1])
-        alpha = calibrated_alpha(alpha, round(f_s, 1), round(parts[-1][1], 1), min(cells, 50))
-    return t_quantile(1.0 - alpha / 2.0, df)
+        return Quantile(df, round(f_s, 1), round(parts[-1][1], 1), min(cells, 50))
+    return Quantile(df)
 
 
-_CALIBRATION_NODES = 40
+def quantile(parts: tuple[tuple[float, float], ...], df: float, alpha: float,
+             cells: int = 1) -> float:
+    """The two-sided 1 - alpha quantile for a cell whose variance is the sum of `parts`."""
+    return quantile_of(parts, df, cells).at(alpha)
+
+
+_CALIBRATION_NODES = 64
 _SHARES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 1.0)
 
 
@@ -382,25 +409,25 @@ def calibrated_alpha(alpha: float, f_s: float, f_e: float, cells: int) -> float:
     from scipy.special import chdtri, ndtr, stdtrit
 
     u = (np.arange(_CALIBRATION_NODES) + 0.5) / _CALIBRATION_NODES
-    x_s = chdtri(f_s, 1.0 - u)[:, None] / f_s
-    x_e = chdtri(f_e, 1.0 - u)[None, :] / f_e
-    share_e = 1.0 - 1.0 / max(cells, 1)
+    x_s = chdtri(f_s, 1.0 - u)[None, :, None] / f_s
+    x_e = chdtri(f_e, 1.0 - u)[None, None, :] / f_e
+    rho = np.asarray(_SHARES)[:, None, None]
+    ms_s = (rho + (1.0 - rho) / max(cells, 1)) * x_s
+    ms_e = (1.0 - rho) * x_e
+    part_e = (1.0 - 1.0 / max(cells, 1)) * ms_e
+    tau2 = ms_s + part_e
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = tau2**2 / (ms_s**2 / f_s + part_e**2 / f_e)
+    floor = tau2 < ms_e  # the fit holds tau2 at the residual variance, on its df
+    tau2 = np.where(floor, ms_e, tau2)
+    df = np.where(floor, f_e, np.nan_to_num(df, nan=f_s))
+    # t quantiles are smooth in the df: read them off a log-spaced grid of df values.
+    grid = np.geomspace(max(float(df.min()), 0.5), max(float(df.max()), 1.0) * 1.0001, 64)
+    log_df, root = np.log(df), np.sqrt(tau2)
 
     def worst(level: float) -> float:
-        out = 0.0
-        for rho in _SHARES:
-            ms_s = (rho + (1.0 - rho) / max(cells, 1)) * x_s
-            ms_e = (1.0 - rho) * x_e
-            part_e = share_e * ms_e
-            tau2 = ms_s + part_e
-            with np.errstate(divide="ignore", invalid="ignore"):
-                df = tau2**2 / (ms_s**2 / f_s + part_e**2 / f_e)
-            floor = tau2 < ms_e
-            tau2 = np.where(floor, ms_e, tau2)
-            df = np.where(floor, f_e, np.nan_to_num(df, nan=f_s))
-            q = stdtrit(df, 1.0 - level / 2.0)
-            out = max(out, float(np.mean(2.0 * ndtr(-q * np.sqrt(tau2)))))
-        return out
+        q = np.interp(log_df, np.log(grid), stdtrit(grid, 1.0 - level / 2.0))
+        return float(np.max(np.mean(2.0 * ndtr(-q * root), axis=(1, 2))))
 
     level = alpha
     for _ in range(5):
@@ -449,11 +476,11 @@ def decide(d: np.ndarray, *, tie_band: float, alpha: float,
         group = None if groups is None else int(groups[index])
         tau2, df_cell = fit.of_cell(group)
         var = tau2 / n
-        t_cell = quantile(fit.parts_of(group), df_cell, alpha, fit.cells)
+        rule = quantile_of(fit.parts_of(group), df_cell, fit.cells)
         if fixed is not None and fixed.var > 0:
             var = fixed.var + tau2 / n
-            df = var**2 / (fixed.var**2 / fixed.df + (tau2 / n) ** 2 / df_cell)
-            t_cell = t_quantile(1.0 - alpha / 2.0, df)
+            rule = Quantile(var**2 / (fixed.var**2 / fixed.df + (tau2 / n) ** 2 / df_cell))
+        t_cell = rule.at(alpha)
         half = t_cell * math.sqrt(var)
         low, high = mean - half, mean + half
         verdict, winner = classify(low, high, band)
@@ -461,7 +488,8 @@ def decide(d: np.ndarray, *, tie_band: float, alpha: float,
         if verdict == UNSURE:
             settle = rounds_to_settle(mean, tau2, t_cell, band, n,
                                       fixed.var if fixed is not None else 0.0)
-        out.append(PairVerdict(int(index), n, mean, low, high, verdict, winner, settle))
+        out.append(PairVerdict(int(index), n, mean, low, high, verdict, winner, settle,
+                               math.sqrt(var), rule))
     return out
 
 
