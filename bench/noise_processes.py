@@ -237,14 +237,18 @@ BANDS = ((1, 1), (2, 32), (33, 64), (65, 10**9))  # analysis/frames.BANDS: c=1, 
 def band_answers(verdicts: RunVerdicts) -> dict[str, bool]:
     """Does some concurrency band of a two-arm run name an arm? Under each candidate rule:
 
-    - `decided-majority` (today's summary, analysis/frames.band_frame on the decided cells):
-      an arm that wins more than half of the band's decided cells (and more than the other);
+    - `decided-majority` (the summary before issue 22, analysis/frames.band_frame on the
+      decided cells): an arm that wins more than half of the band's decided cells;
     - `all-majority`: an arm that wins more than half of ALL the band's cells;
     - `band-interval`: the band's own verdict (verdicts.group_verdict), the interval of the
-      band's mean log ratio over its cells, beyond the tie band."""
-    from dspark_tui.analysis import verdicts as module
+      band's mean log ratio over its cells, beyond the tie band;
+    - `summary` (the summary now, analysis/bands.py): `all-majority` for an arm that the band's
+      interval also shows faster (bands.band_interval_against)."""
+    from dspark_tui.analysis.bands import band_interval_against
+    from dspark_tui.analysis.verdicts import group_verdict
 
-    out = {"decided-majority": False, "all-majority": False, "band-interval": False}
+    out = {"decided-majority": False, "all-majority": False, "band-interval": False, "summary": False}
+    a, b = verdicts.arms[:2]
     for low, high in BANDS:
         pairs = [p for p in verdicts.pairs if low <= p.concurrency <= high]
         if not pairs:
@@ -258,14 +262,14 @@ def band_answers(verdicts: RunVerdicts) -> dict[str, bool]:
         top = max(wins.values(), default=0)
         if decided and ties * 2 < decided and top * 2 > decided:
             out["decided-majority"] = True
+        keys = [p.key for p in pairs]
         if top * 2 > len(pairs):
             out["all-majority"] = True
-    if hasattr(module, "group_verdict"):  # the band's own interval (this branch adds it)
-        a, b = verdicts.arms[:2]
-        for low, high in BANDS:
-            keys = [p.key for p in verdicts.pairs if low <= p.concurrency <= high]
-            group = module.group_verdict(verdicts, keys, a, b) if keys else None
-            out["band-interval"] |= group is not None and group.verdict == WINS
+            arm = max(wins, key=lambda w: wins[w])
+            if band_interval_against(verdicts, keys, arm, verdicts.arms) is None:
+                out["summary"] = True
+        group = group_verdict(verdicts, keys, a, b)
+        out["band-interval"] |= group is not None and group.verdict == WINS
     return out
 
 
@@ -320,11 +324,11 @@ LIMITS = {"false_wins": 0.03, "exclusion": 0.07, "wrong_sign": 0.01, "power10_te
 
 def table(rows: Sequence[CellRates]) -> str:
     head = ("| process | grid | false wins | excl. 1 | wrong sign 2/5/10 % | power 5/10/15/20 % "
-            "| runs with a win | band: decided-maj / all-maj / band-int | CPU s |")
+            "| runs with a win | band: decided-maj / all-maj / band-int / summary | CPU s |")
     lines = [head, "|" + "---|" * 9]
     for r in rows:
         bands = " / ".join(f"{r.band_rules.get(k, 0) / r.seeds:.1%}"
-                           for k in ("decided-majority", "all-majority", "band-interval"))
+                           for k in ("decided-majority", "all-majority", "band-interval", "summary"))
         lines.append(
             f"| {r.process} | {r.grid} | {r.false_win_rate:.2%} | {r.exclusion_rate:.2%} "
             f"| {' / '.join(f'{v:.2%}' for v in r.wrong_sign.values())} "
