@@ -10,9 +10,9 @@ import pandas as pd
 
 from dspark_tui.analysis import frames as fr
 from dspark_tui.analysis.analysis import RunAnalysis
-from dspark_tui.analysis.bands import NOT_SHOWN, UNDECIDED, majority_verdict
+from dspark_tui.analysis.bands import NOT_SHOWN, UNDECIDED, band_interval_against, majority_verdict
 from dspark_tui.analysis.counting import start_failure
-from dspark_tui.report.findings import band_label, not_shown_words
+from dspark_tui.report.findings import band_label, group_words, not_shown_words
 from dspark_tui.report.headline import is_simulated
 from dspark_tui.report.phrases import (
     counts,
@@ -143,6 +143,16 @@ def _recommendation_rows(analysis: RunAnalysis, t: Texts) -> list[list[str]]:
         compared = int(every["scenario"].isin(scenarios).sum())
         verdict = majority_verdict(compared, len(group), ties, wins)
         label_n = f"{thresholds[key] // 1024}K" if thresholds[key] else ""
+        weakest = None
+        if verdict in analysis.arms and analysis.verdicts is not None:  # the band rule's check
+            cells = every[every["scenario"].isin(scenarios)]
+            keys = list(zip(cells["scenario"], cells["concurrency"].astype(int), strict=True))
+            weakest = band_interval_against(analysis.verdicts, keys, verdict, analysis.arms)
+        if weakest is not None:
+            rows.append([t(key, n=label_n, scenarios=t.join(scenarios)), t("rec_undecided"),
+                         t("rec_note_not_shown", **group_words(verdict, weakest, wins[verdict], compared),
+                           tie=analysis.band.percent)])
+            continue
         # One answer a workload: a group whose cells a concurrency row above gives another arm
         # does not give its own (the rows would overlap with two answers for one cell).
         others = sorted({band_arm[b] for b in group["band"] if b in band_arm} - {verdict})

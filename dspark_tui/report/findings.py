@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dspark_tui.analysis import frames as fr
 from dspark_tui.analysis.analysis import RunAnalysis, cell_noise
+from dspark_tui.analysis.verdicts import GroupVerdict
 from dspark_tui.analysis.bands import NOT_SHOWN, UNDECIDED, BandAnswer, majority_verdict, uniform_arm
 from dspark_tui.report.phrases import (
     counts,
@@ -50,11 +51,15 @@ def signed(ratio: float | None) -> str:
 def not_shown_words(band: BandAnswer) -> dict[str, str]:
     """The placeholders of a NOT_SHOWN band's sentence: the majority arm, the arm it is not shown
     faster than, and the band's interval of their ratio (analysis/bands.py)."""
-    group = band.band_interval
-    assert group is not None and band.majority is not None
-    return {"arm": band.majority, "other": group.a, "ratio": signed(group.ratio),
+    assert band.band_interval is not None and band.majority is not None
+    return group_words(band.majority, band.band_interval, band.wins.get(band.majority, 0), band.cells)
+
+
+def group_words(arm: str, group: GroupVerdict, wins: int, cells: int) -> dict[str, str]:
+    """The same placeholders for any group of cells (a band, a workload)."""
+    return {"arm": arm, "other": group.a, "ratio": signed(group.ratio),
             "low": signed(group.ci_low), "high": signed(group.ci_high),
-            "wins": str(band.wins.get(band.majority, 0)), "cells": str(band.cells)}
+            "wins": str(wins), "cells": str(cells)}
 
 
 def findings_section(analysis: RunAnalysis, t: Texts) -> list[str]:
