@@ -185,6 +185,10 @@ class CellRates:
     runs_any_win: int = 0
     band_rules: dict[str, int] = field(default_factory=dict)
     cpu_s: float = 0.0
+    # Per run (A vs A): its pair-cells and false winners. A run's cells share its sessions, so
+    # they are not independent: the standard error of a rate is the runs' (`false_win_se`).
+    run_cells: list[int] = field(default_factory=list)
+    run_false_wins: list[int] = field(default_factory=list)
 
     @property
     def false_win_rate(self) -> float:
@@ -193,6 +197,18 @@ class CellRates:
     @property
     def exclusion_rate(self) -> float:
         return self.excluded / self.pair_cells
+
+    @property
+    def false_win_se(self) -> float:
+        """The standard error of false_win_rate over runs (a ratio estimator's, runs as the
+        sampled units): cells of one run win together when its sessions mislead."""
+        runs = len(self.run_cells)
+        if runs < 2:
+            return 0.0
+        cells = np.asarray(self.run_cells, dtype=float)
+        wins = np.asarray(self.run_false_wins, dtype=float)
+        residual = wins - self.false_win_rate * cells
+        return float(np.sqrt(np.sum(residual**2) / (runs - 1) / runs) / cells.mean())
 
 
 def cell_rates(process: Process, grid_name: str, seeds: int, *, margins: Sequence[float] = MARGINS,
@@ -210,6 +226,8 @@ def cell_rates(process: Process, grid_name: str, seeds: int, *, margins: Sequenc
                 out.excluded += 1
         out.false_wins += wins
         out.runs_any_win += wins > 0
+        out.run_cells.append(len(verdicts.pairs))
+        out.run_false_wins.append(wins)
         for rule, says in band_answers(verdicts).items():
             out.band_rules[rule] = out.band_rules.get(rule, 0) + says
     for m in sorted(set(margins) | set(wrong_margins)):
@@ -330,7 +348,8 @@ def table(rows: Sequence[CellRates]) -> str:
         bands = " / ".join(f"{r.band_rules.get(k, 0) / r.seeds:.1%}"
                            for k in ("decided-majority", "all-majority", "band-interval", "summary"))
         lines.append(
-            f"| {r.process} | {r.grid} | {r.false_win_rate:.2%} | {r.exclusion_rate:.2%} "
+            f"| {r.process} | {r.grid} | {r.false_win_rate:.2%} ± {r.false_win_se:.2%} "
+            f"| {r.exclusion_rate:.2%} "
             f"| {' / '.join(f'{v:.2%}' for v in r.wrong_sign.values())} "
             f"| {' / '.join(f'{v:.0%}' for v in r.power.values())} "
             f"| {r.runs_any_win / r.seeds:.1%} | {bands} | {r.cpu_s:.0f} |")
@@ -377,7 +396,8 @@ def main(argv: list[str] | None = None) -> int:
             row = cell_rates(process, grid, args.seeds)
             rows.append(row)
             flags = breaches(row)
-            print(f"{process.name:9s} {grid:7s} false {row.false_win_rate:.2%} excl "
+            print(f"{process.name:9s} {grid:7s} false {row.false_win_rate:.2%} "
+                  f"(se {row.false_win_se:.2%}) excl "
                   f"{row.exclusion_rate:.2%} wrong {max(row.wrong_sign.values()):.2%} "
                   f"power10 {row.power[0.10]:.1%} runs-with-win {row.runs_any_win / row.seeds:.1%} "
                   f"bands {row.band_rules} cpu {row.cpu_s:.0f}s "
