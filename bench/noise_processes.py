@@ -185,6 +185,10 @@ class CellRates:
     runs_any_win: int = 0
     band_rules: dict[str, int] = field(default_factory=dict)
     cpu_s: float = 0.0
+    # Per run (A vs A): its pair-cells and false winners. A run's cells share its sessions, so
+    # they are not independent: the standard error of a rate is the runs' (`false_win_se`).
+    run_cells: list[int] = field(default_factory=list)
+    run_false_wins: list[int] = field(default_factory=list)
 
     @property
     def false_win_rate(self) -> float:
@@ -193,6 +197,18 @@ class CellRates:
     @property
     def exclusion_rate(self) -> float:
         return self.excluded / self.pair_cells
+
+    @property
+    def false_win_se(self) -> float:
+        """The standard error of false_win_rate over runs (a ratio estimator's, runs as the
+        sampled units): cells of one run win together when its sessions mislead."""
+        runs = len(self.run_cells)
+        if runs < 2:
+            return 0.0
+        cells = np.asarray(self.run_cells, dtype=float)
+        wins = np.asarray(self.run_false_wins, dtype=float)
+        residual = wins - self.false_win_rate * cells
+        return float(np.sqrt(np.sum(residual**2) / (runs - 1) / runs) / cells.mean())
 
 
 def cell_rates(process: Process, grid_name: str, seeds: int, *, margins: Sequence[float] = MARGINS,
@@ -210,6 +226,8 @@ def cell_rates(process: Process, grid_name: str, seeds: int, *, margins: Sequenc
                 out.excluded += 1
         out.false_wins += wins
         out.runs_any_win += wins > 0
+        out.run_cells.append(len(verdicts.pairs))
+        out.run_false_wins.append(wins)
         for rule, says in band_answers(verdicts).items():
             out.band_rules[rule] = out.band_rules.get(rule, 0) + says
     for m in sorted(set(margins) | set(wrong_margins)):
@@ -237,14 +255,18 @@ BANDS = ((1, 1), (2, 32), (33, 64), (65, 10**9))  # analysis/frames.BANDS: c=1, 
 def band_answers(verdicts: RunVerdicts) -> dict[str, bool]:
     """Does some concurrency band of a two-arm run name an arm? Under each candidate rule:
 
-    - `decided-majority` (today's summary, analysis/frames.band_frame on the decided cells):
-      an arm that wins more than half of the band's decided cells (and more than the other);
+    - `decided-majority` (the summary before issue 22, analysis/frames.band_frame on the
+      decided cells): an arm that wins more than half of the band's decided cells;
     - `all-majority`: an arm that wins more than half of ALL the band's cells;
     - `band-interval`: the band's own verdict (verdicts.group_verdict), the interval of the
-      band's mean log ratio over its cells, beyond the tie band."""
-    from dspark_tui.analysis import verdicts as module
+      band's mean log ratio over its cells, beyond the tie band;
+    - `summary` (the summary now, analysis/bands.py): `all-majority` for an arm that the band's
+      interval also shows faster (bands.band_interval_against)."""
+    from dspark_tui.analysis.bands import band_interval_against
+    from dspark_tui.analysis.verdicts import group_verdict
 
-    out = {"decided-majority": False, "all-majority": False, "band-interval": False}
+    out = {"decided-majority": False, "all-majority": False, "band-interval": False, "summary": False}
+    a, b = verdicts.arms[:2]
     for low, high in BANDS:
         pairs = [p for p in verdicts.pairs if low <= p.concurrency <= high]
         if not pairs:
@@ -258,14 +280,14 @@ def band_answers(verdicts: RunVerdicts) -> dict[str, bool]:
         top = max(wins.values(), default=0)
         if decided and ties * 2 < decided and top * 2 > decided:
             out["decided-majority"] = True
+        keys = [p.key for p in pairs]
         if top * 2 > len(pairs):
             out["all-majority"] = True
-    if hasattr(module, "group_verdict"):  # the band's own interval (this branch adds it)
-        a, b = verdicts.arms[:2]
-        for low, high in BANDS:
-            keys = [p.key for p in verdicts.pairs if low <= p.concurrency <= high]
-            group = module.group_verdict(verdicts, keys, a, b) if keys else None
-            out["band-interval"] |= group is not None and group.verdict == WINS
+            arm = max(wins, key=lambda w: wins[w])
+            if band_interval_against(verdicts, keys, arm, verdicts.arms) is None:
+                out["summary"] = True
+        group = group_verdict(verdicts, keys, a, b)
+        out["band-interval"] |= group is not None and group.verdict == WINS
     return out
 
 
@@ -275,36 +297,42 @@ def fixed_k_exclusion(grid_name: str, process: Process, seeds: int, arms: int = 
     """Seven identical arms: does the gain of the best fixed K (the arm with the highest mean log
     throughput over the cells, every cell weighing the same) over some other K have an interval
     that excludes 1? The gain and its interval are analysis/schedule.combine_ratios of the
-    cells' ratios, as the K decision computes them."""
-    from dspark_tui.analysis.decision import ratio_between
+    cells' ratios, as the K decision computes them: at the family level of the comparisons
+    behind a best (decision.family_alpha, the K decision's), and for reference at the look's
+    level of a single comparison (`..._per_comparison`, the K decision before issue 22)."""
+    from dspark_tui.analysis.decision import family_alpha, ratio_between
     from dspark_tui.analysis.schedule import combine_ratios
 
     grid = grid_of(grid_name, arms)
     names = [a.name for a in grid.plan.arms]
-    excluded_top = excluded_any = 0
+    counts = {"top": 0, "any": 0, "top_per_comparison": 0, "any_per_comparison": 0}
     for seed in range(seeds):
         verdicts = simulate(grid, process, [0.0] * arms, rng_for("fixed-k", process.name, grid_name, seed))
         level = {arm: 0.0 for arm in names}
         for c in verdicts.cells:
             level[c.arm] += math.log(c.mean)
         top = max(names, key=lambda arm: level[arm])
-        hit_top = hit_any = False
-        for x in names:
-            for y in names:
-                if x == y:
-                    continue
-                ratios = [(1.0, r) for s, c in grid.cells
-                          if (r := ratio_between(verdicts, s, c, x, y)) is not None]
-                gain = combine_ratios(ratios)
-                if gain is None or gain.low is None or gain.high is None:
-                    continue
-                if gain.low > 1 or gain.high < 1:
-                    hit_any = True
-                    hit_top |= x == top
-        excluded_top += hit_top
-        excluded_any += hit_any
-    return {"runs": seeds, "top_gain_excludes_1": excluded_top / seeds,
-            "some_gain_excludes_1": excluded_any / seeds}
+        for suffix, alpha in (("", family_alpha(verdicts.settings.look_alpha, arms)),
+                              ("_per_comparison", None)):
+            hit_top = hit_any = False
+            for x in names:
+                for y in names:
+                    if x == y:
+                        continue
+                    ratios = [(1.0, r) for s, c in grid.cells
+                              if (r := ratio_between(verdicts, s, c, x, y, alpha)) is not None]
+                    gain = combine_ratios(ratios)
+                    if gain is None or gain.low is None or gain.high is None:
+                        continue
+                    if gain.low > 1 or gain.high < 1:
+                        hit_any = True
+                        hit_top |= x == top
+            counts["top" + suffix] += hit_top
+            counts["any" + suffix] += hit_any
+    return {"runs": seeds, "top_gain_excludes_1": counts["top"] / seeds,
+            "some_gain_excludes_1": counts["any"] / seeds,
+            "top_gain_excludes_1_per_comparison": counts["top_per_comparison"] / seeds,
+            "some_gain_excludes_1_per_comparison": counts["any_per_comparison"] / seeds}
 
 
 # -- the tables ---------------------------------------------------------------------------------
@@ -314,13 +342,14 @@ LIMITS = {"false_wins": 0.03, "exclusion": 0.07, "wrong_sign": 0.01, "power10_te
 
 def table(rows: Sequence[CellRates]) -> str:
     head = ("| process | grid | false wins | excl. 1 | wrong sign 2/5/10 % | power 5/10/15/20 % "
-            "| runs with a win | band: decided-maj / all-maj / band-int | CPU s |")
+            "| runs with a win | band: decided-maj / all-maj / band-int / summary | CPU s |")
     lines = [head, "|" + "---|" * 9]
     for r in rows:
         bands = " / ".join(f"{r.band_rules.get(k, 0) / r.seeds:.1%}"
-                           for k in ("decided-majority", "all-majority", "band-interval"))
+                           for k in ("decided-majority", "all-majority", "band-interval", "summary"))
         lines.append(
-            f"| {r.process} | {r.grid} | {r.false_win_rate:.2%} | {r.exclusion_rate:.2%} "
+            f"| {r.process} | {r.grid} | {r.false_win_rate:.2%} ± {r.false_win_se:.2%} "
+            f"| {r.exclusion_rate:.2%} "
             f"| {' / '.join(f'{v:.2%}' for v in r.wrong_sign.values())} "
             f"| {' / '.join(f'{v:.0%}' for v in r.power.values())} "
             f"| {r.runs_any_win / r.seeds:.1%} | {bands} | {r.cpu_s:.0f} |")
@@ -367,7 +396,8 @@ def main(argv: list[str] | None = None) -> int:
             row = cell_rates(process, grid, args.seeds)
             rows.append(row)
             flags = breaches(row)
-            print(f"{process.name:9s} {grid:7s} false {row.false_win_rate:.2%} excl "
+            print(f"{process.name:9s} {grid:7s} false {row.false_win_rate:.2%} "
+                  f"(se {row.false_win_se:.2%}) excl "
                   f"{row.exclusion_rate:.2%} wrong {max(row.wrong_sign.values()):.2%} "
                   f"power10 {row.power[0.10]:.1%} runs-with-win {row.runs_any_win / row.seeds:.1%} "
                   f"bands {row.band_rules} cpu {row.cpu_s:.0f}s "

@@ -70,7 +70,8 @@ class RunAnalysis:
     def band_answers(self) -> list[BandAnswer]:
         """Each concurrency band's answer over all its compared cells (analysis/bands.py)."""
         if self._band_answers is None:
-            self._band_answers = band_answers(self.winners, self.decided, self.unsure, self.arms)
+            self._band_answers = band_answers(self.winners, self.decided, self.unsure, self.arms,
+                                              self.verdicts)
         return self._band_answers
 
     @property

@@ -2,10 +2,15 @@
 decided or not: one false win among unsure cells must not become "deploy".
 
 An arm is a band's answer only when it wins more than half of the band's cells (not only of its
-decided ones); "even" only when more than half are ties; with half or fewer of the cells
-decided the band is "not decided", and the unsure cells' leaders say which way it leans. With
-single measurements every cell counts as decided (the seed's rule, one measurement a cell).
-The summary, the findings' heading and the recommendations all read this one rule.
+decided ones) AND the band's own interval shows it faster than every other arm (issue 22:
+`verdicts.group_verdict`, the interval of the band's mean log ratio, which holds at one cell's
+level however many cells the band has; counting cells cannot, a run's few false winners can
+make a majority of a small band). A majority the band's interval does not confirm is
+NOT_SHOWN, and the summary says so with that interval. "even" only when more than half are
+ties; with half or fewer of the cells decided the band is "not decided", and the unsure cells'
+leaders say which way it leans. With single measurements every cell counts as decided and
+there is no interval (the seed's rule, one measurement a cell). The summary, the findings'
+heading and the recommendations all read this one rule.
 """
 
 from __future__ import annotations
@@ -15,8 +20,10 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from dspark_tui.analysis import frames as fr
+from dspark_tui.analysis.verdicts import SINGLE, WINS, GroupVerdict, RunVerdicts, group_verdict
 
 UNDECIDED = "undecided"
+NOT_SHOWN = "not shown"  # a majority of the band's cells, not confirmed by the band's interval
 
 
 @dataclass(frozen=True)
@@ -30,6 +37,10 @@ class BandAnswer:
     verdict: str  # an arm, frames.EVEN, frames.MIXED or UNDECIDED
     lean: dict[str, int] = field(default_factory=dict)  # unsure cells per point leader
     lean_margins: dict[str, tuple[float, float]] = field(default_factory=dict)  # their range
+    # NOT_SHOWN: the majority arm and the band's interval of it over the arm it was least shown
+    # faster than (GroupVerdict.b is the majority arm, a the other).
+    majority: str | None = None
+    band_interval: GroupVerdict | None = None
 
     @property
     def unsure(self) -> int:
@@ -37,9 +48,10 @@ class BandAnswer:
 
 
 def band_answers(winners: pd.DataFrame, decided: pd.DataFrame, unsure: pd.DataFrame,
-                 arms: list[str]) -> list[BandAnswer]:
+                 arms: list[str], verdicts: RunVerdicts | None = None) -> list[BandAnswer]:
     """One answer per band with compared cells, in band order. `winners` holds every compared
-    cell, `decided` and `unsure` split it by verdict (RunAnalysis)."""
+    cell, `decided` and `unsure` split it by verdict (RunAnalysis); `verdicts` gives the band's
+    own interval (none: the majority rule alone, as for single measurements)."""
     out = []
     for band in fr.BANDS:
         every = winners[winners["band"] == band.id] if not winners.empty else winners
@@ -56,13 +68,40 @@ def band_answers(winners: pd.DataFrame, decided: pd.DataFrame, unsure: pd.DataFr
             lean[leader] = lean.get(leader, 0) + 1
             low, high = margins.get(leader, (margin, margin))
             margins[leader] = (min(low, margin), max(high, margin))
+        verdict = majority_verdict(cells, count, ties, wins)
+        majority, weakest = None, None
+        if verdict in arms and verdicts is not None:
+            keys = list(zip(every["scenario"], every["concurrency"].astype(int), strict=True))
+            weakest = band_interval_against(verdicts, keys, verdict, arms)
+            if weakest is not None:
+                majority, verdict = verdict, NOT_SHOWN
         out.append(BandAnswer(
             band=band.id,
             concurrencies=sorted(int(c) for c in every["concurrency"].unique()),
-            cells=cells, decided=count, ties=ties, wins=wins,
-            verdict=majority_verdict(cells, count, ties, wins),
-            lean=dict(sorted(lean.items(), key=lambda kv: -kv[1])), lean_margins=margins))
+            cells=cells, decided=count, ties=ties, wins=wins, verdict=verdict,
+            lean=dict(sorted(lean.items(), key=lambda kv: -kv[1])), lean_margins=margins,
+            majority=majority, band_interval=weakest))
     return out
+
+
+def band_interval_against(verdicts: RunVerdicts, keys: list[tuple[str, int]], arm: str,
+                          arms: list[str]) -> GroupVerdict | None:
+    """None when the band's interval shows `arm` faster than every other arm over `keys` (or
+    the band has single measurements only: no interval to ask); else the band's interval of
+    `arm` / the other (GroupVerdict b = arm) against the arm it is least shown faster than."""
+    weakest: GroupVerdict | None = None
+    for other in arms:
+        if other == arm:
+            continue
+        pairs = [p for key in keys if (p := verdicts.pair(key[0], key[1], arm, other)) is not None]
+        if not pairs or all(p.verdict == SINGLE for p in pairs):
+            continue
+        group = group_verdict(verdicts, keys, other, arm)  # ratio arm / other
+        if group is None or (group.verdict == WINS and group.winner == arm):
+            continue
+        if weakest is None or (group.ci_low or 0.0) < (weakest.ci_low or 0.0):
+            weakest = group
+    return weakest
 
 
 def majority_verdict(cells: int, decided: int, ties: int, wins: dict[str, int]) -> str:

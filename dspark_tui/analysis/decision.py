@@ -42,18 +42,32 @@ class Ratio:
         return self.low if self.has_interval and self.low is not None else self.value
 
 
-def ratio_between(verdicts: RunVerdicts, scenario: str, concurrency: int, x: str, y: str) -> Ratio | None:
-    """x / y in one cell, read from the all-pairs analysis in whichever order it holds them."""
+def ratio_between(verdicts: RunVerdicts, scenario: str, concurrency: int, x: str, y: str,
+                  alpha: float | None = None) -> Ratio | None:
+    """x / y in one cell, read from the all-pairs analysis in whichever order it holds them;
+    with `alpha`, its interval at that two-sided level instead of the look's (a family)."""
     if x == y:
         return Ratio(1.0, 1.0, 1.0, Verdict.TIE)
     pair = verdicts.pair(scenario, concurrency, x, y)
     if pair is None:
         return None
+    ci_low, ci_high = pair.ci_low, pair.ci_high
+    if alpha is not None:
+        ci_low, ci_high = pair.interval_at(alpha) or (ci_low, ci_high)
     if pair.b == x:
-        return Ratio(pair.ratio, pair.ci_low, pair.ci_high, pair.verdict)
-    low = None if pair.ci_high is None else 1.0 / pair.ci_high
-    high = None if pair.ci_low is None else 1.0 / pair.ci_low
+        return Ratio(pair.ratio, ci_low, ci_high, pair.verdict)
+    low = None if ci_high is None else 1.0 / ci_high
+    high = None if ci_low is None else 1.0 / ci_low
     return Ratio(1.0 / pair.ratio, low, high, pair.verdict)
+
+
+def family_alpha(look_alpha: float, arms: int) -> float:
+    """The two-sided level of each comparison behind a "best" chosen among `arms` arms (the
+    best fixed K, the schedule and routing over it): the chosen arm is compared with the
+    arms - 1 others and picked for being on top, so each comparison is held at look_alpha /
+    (arms - 1) (Bonferroni; each side then at half that, within the one-sided bound that
+    multiple comparisons with the best need, docs/decision.md)."""
+    return look_alpha / max(arms - 1, 1)
 
 
 def is_k_sweep(k_of: dict[str, int] | None) -> bool:
@@ -188,12 +202,16 @@ class KDecision:
                 return c
         return None
 
-    def ratio(self, scenario: str, concurrency: int, kx: int, ky: int) -> Ratio | None:
+    def ratio(self, scenario: str, concurrency: int, kx: int, ky: int,
+              family: bool = False) -> Ratio | None:
+        """K = kx over K = ky in one cell; `family`: its interval at `family_alpha` (the level
+        of the comparisons behind a best fixed K, a schedule's gain or routing)."""
         verdicts = self.analysis.verdicts
         arms = self.arm_of
         if verdicts is None or kx not in arms or ky not in arms:
             return None
-        return ratio_between(verdicts, scenario, concurrency, arms[kx], arms[ky])
+        alpha = (family_alpha(verdicts.settings.look_alpha, len(self.k_of)) if family else None)
+        return ratio_between(verdicts, scenario, concurrency, arms[kx], arms[ky], alpha)
 
 
 def decide_k(analysis: RunAnalysis, require_sweep: bool = True) -> KDecision | None:

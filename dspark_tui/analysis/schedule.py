@@ -88,13 +88,17 @@ class Gain:
 
 
 def weighted_gain(decision: KDecision, weights: dict[CellId, float],
-                  k_for: dict[CellId, int], k_against: dict[CellId, int]) -> Gain | None:
+                  k_for: dict[CellId, int], k_against: dict[CellId, int],
+                  family: bool = True) -> Gain | None:
+    """The traffic-weighted gain of one choice of K per cell over another. Its cells' intervals
+    are at the family level (decision.family_alpha) unless `family` is False: every gain the
+    answer reports sets a K chosen among the sweep's arms against the others."""
     weighted: list[tuple[float, Ratio]] = []
     for cell, weight in weights.items():
         kx, ky = k_for.get(cell), k_against.get(cell)
         if weight <= 0 or kx is None or ky is None:
             continue
-        ratio = decision.ratio(cell[0], cell[1], kx, ky)
+        ratio = decision.ratio(cell[0], cell[1], kx, ky, family=family)
         if ratio is not None:
             weighted.append((weight, ratio))
     return combine_ratios(weighted)

@@ -30,6 +30,7 @@ from dspark_tui.stats.paired import (
     NodeCheck,
     NoiseFit,
     PairVerdict,
+    Quantile,
     SessionPrior,
     Verdict,
     decide,
@@ -124,6 +125,18 @@ class PairResult:
     rounds_to_settle: int | None = None
     # Rounds left out of this cell's pairing: the two arms' measurements ran on different nodes.
     unpaired_rounds: int = 0
+    # The standard error of log(ratio) and its quantile rule, for the interval at another level
+    # (`interval_at`: a family of comparisons); not in analysis.json.
+    se: float | None = None
+    quantile: Quantile | None = None
+
+    def interval_at(self, alpha: float) -> tuple[float, float] | None:
+        """The ratio's interval (b / a) at the two-sided level `alpha` instead of the look's;
+        None without one (single measurements)."""
+        if self.se is None or self.quantile is None or self.verdict == SINGLE:
+            return None
+        half = self.quantile.at(alpha) * self.se
+        return math.exp(math.log(self.ratio) - half), math.exp(math.log(self.ratio) + half)
 
     @property
     def key(self) -> tuple[str, int]:
@@ -221,7 +234,8 @@ class RunVerdicts:
             "session_replication": not s.external_arms,
             "unreplicated_arms": list(s.external_arms),
             "session_noise": session_noise_source(s),
-            "pairs": [_rounded(asdict(p)) for p in self.pairs],
+            "pairs": [_rounded({k: v for k, v in asdict(p).items() if k not in _NOT_IN_JSON})
+                      for p in self.pairs],
             "cells": [_rounded(asdict(c)) for c in self.cells],
             "noise": [_rounded(asdict(n)) for n in self.noise],
             # The nodes the measurements ran on (null: this machine); arms are paired only
@@ -238,6 +252,9 @@ class RunVerdicts:
     @property
     def several_nodes(self) -> bool:
         return len(self.known_nodes) >= 2
+
+
+_NOT_IN_JSON = ("se", "quantile")
 
 
 def _rounded(row: dict[str, Any]) -> dict[str, Any]:
@@ -396,7 +413,7 @@ def analyse_measurements(measurements: Iterable[CellResult], arms: Sequence[str]
                 winner = b if v.log_ratio > 0 else a  # the seed's rule: a margin beyond the band
             result.pairs.append(PairResult(scenario, concurrency, a, b, v.n, v.ratio, v.ci_low,
                                            v.ci_high, v.verdict, winner, v.rounds_to_settle,
-                                           int(pairing.unpaired[v.cell].sum())))
+                                           int(pairing.unpaired[v.cell].sum()), v.se, v.quantile))
     result.unpaired_rounds = int(unpaired_rounds.sum())
     order = {key: i for i, key in enumerate(sorted(table.cells, key=lambda k: (first_seen[k[0]], k[1])))}
     result.pairs.sort(key=lambda p: (order[p.key], arms.index(p.a), arms.index(p.b)))

@@ -10,9 +10,9 @@ import pandas as pd
 
 from dspark_tui.analysis import frames as fr
 from dspark_tui.analysis.analysis import RunAnalysis
-from dspark_tui.analysis.bands import UNDECIDED, majority_verdict
+from dspark_tui.analysis.bands import NOT_SHOWN, UNDECIDED, band_interval_against, majority_verdict
 from dspark_tui.analysis.counting import start_failure
-from dspark_tui.report.findings import band_label
+from dspark_tui.report.findings import band_label, group_words, not_shown_words
 from dspark_tui.report.headline import is_simulated
 from dspark_tui.report.phrases import (
     counts,
@@ -50,7 +50,7 @@ def _setting_cell(analysis: RunAnalysis, t: Texts, verdict: str) -> str:
     layout = analysis.layout
     if verdict in layout.arms:
         return f"**{layout.spec_label(verdict)}**"
-    if verdict == UNDECIDED:
+    if verdict in (UNDECIDED, NOT_SHOWN):
         return t("rec_undecided")
     if verdict == fr.EVEN:
         sep = " 或 " if t.lang == "zh" else " / "
@@ -129,13 +129,12 @@ def _recommendation_rows(analysis: RunAnalysis, t: Texts) -> list[list[str]]:
         label = _merged_label(band_ids, concurrencies)
         if verdict in analysis.arms:
             band_arm.update(dict.fromkeys(band_ids, verdict))
-        rows.append(
-            [
-                t("rec_band", names=names, label=label),
-                _setting_cell(analysis, t, verdict),
-                _note(analysis, t, group, verdict, cells=int(every["band"].isin(band_ids).sum())),
-            ]
-        )
+        if verdict == NOT_SHOWN:
+            answer = next(a for a in analysis.band_answers if a.band in band_ids and a.verdict == NOT_SHOWN)
+            note = t("rec_note_not_shown", **not_shown_words(answer), tie=analysis.band.percent)
+        else:
+            note = _note(analysis, t, group, verdict, cells=int(every["band"].isin(band_ids).sum()))
+        rows.append([t("rec_band", names=names, label=label), _setting_cell(analysis, t, verdict), note])
     thresholds = {"rec_long_input": 4096, "rec_long_output": 1024, "rec_short": 0}
     for key, scenarios in analysis.workload_groups():
         group = winners[winners["scenario"].isin(scenarios)]
@@ -144,6 +143,16 @@ def _recommendation_rows(analysis: RunAnalysis, t: Texts) -> list[list[str]]:
         compared = int(every["scenario"].isin(scenarios).sum())
         verdict = majority_verdict(compared, len(group), ties, wins)
         label_n = f"{thresholds[key] // 1024}K" if thresholds[key] else ""
+        weakest = None
+        if verdict in analysis.arms and analysis.verdicts is not None:  # the band rule's check
+            cells = every[every["scenario"].isin(scenarios)]
+            keys = list(zip(cells["scenario"], cells["concurrency"].astype(int), strict=True))
+            weakest = band_interval_against(analysis.verdicts, keys, verdict, analysis.arms)
+        if weakest is not None:
+            rows.append([t(key, n=label_n, scenarios=t.join(scenarios)), t("rec_undecided"),
+                         t("rec_note_not_shown", **group_words(verdict, weakest, wins[verdict], compared),
+                           tie=analysis.band.percent)])
+            continue
         # One answer a workload: a group whose cells a concurrency row above gives another arm
         # does not give its own (the rows would overlap with two answers for one cell).
         others = sorted({band_arm[b] for b in group["band"] if b in band_arm} - {verdict})
@@ -174,7 +183,7 @@ def _next_steps(analysis: RunAnalysis, t: Texts) -> list[str]:
     arm_verdicts = [v for _, _, v in merged if v in layout.arms]
     if merged and len(merged) == 1 and arm_verdicts:
         steps.append(t(f"next_uniform{sim}", setting=f"`{layout.setting(arm_verdicts[0])}`"))
-    elif len(set(arm_verdicts)) > 1 or (arm_verdicts and any(v not in (UNDECIDED,) for _, _, v in merged
+    elif len(set(arm_verdicts)) > 1 or (arm_verdicts and any(v not in (UNDECIDED, NOT_SHOWN) for _, _, v in merged
                                                              if v not in layout.arms)):
         band_ids, concurrencies, verdict = merged[-1]
         others = {v for _, _, v in merged[:-1] if v in layout.arms}

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dspark_tui.analysis import frames as fr
 from dspark_tui.analysis.analysis import RunAnalysis, cell_noise
-from dspark_tui.analysis.bands import UNDECIDED, BandAnswer, majority_verdict, uniform_arm
+from dspark_tui.analysis.verdicts import GroupVerdict
+from dspark_tui.analysis.bands import NOT_SHOWN, UNDECIDED, BandAnswer, majority_verdict, uniform_arm
 from dspark_tui.report.phrases import (
     counts,
     decisive_wins,
@@ -40,6 +41,25 @@ def lean_text(t: Texts, band: BandAnswer) -> str:
         by = pct(low, 1) if pct(low, 1) == pct(high, 1) else f"{pct(low, 1)}–{pct(high, 1)}"
         items.append(t("lean_item", arm=arm, n=n, by=by))
     return t.join(items)
+
+
+def signed(ratio: float | None) -> str:
+    """1.041 -> `+4.1%`, 0.97 -> `-3.0%`: a ratio as a signed change."""
+    return "—" if ratio is None else f"{(ratio - 1.0) * 100:+.1f}%"
+
+
+def not_shown_words(band: BandAnswer) -> dict[str, str]:
+    """The placeholders of a NOT_SHOWN band's sentence: the majority arm, the arm it is not shown
+    faster than, and the band's interval of their ratio (analysis/bands.py)."""
+    assert band.band_interval is not None and band.majority is not None
+    return group_words(band.majority, band.band_interval, band.wins.get(band.majority, 0), band.cells)
+
+
+def group_words(arm: str, group: GroupVerdict, wins: int, cells: int) -> dict[str, str]:
+    """The same placeholders for any group of cells (a band, a workload)."""
+    return {"arm": arm, "other": group.a, "ratio": signed(group.ratio),
+            "low": signed(group.ci_low), "high": signed(group.ci_high),
+            "wins": str(wins), "cells": str(cells)}
 
 
 def findings_section(analysis: RunAnalysis, t: Texts) -> list[str]:
@@ -115,6 +135,8 @@ def _bands(analysis: RunAnalysis, t: Texts) -> list[str]:
         else:
             lines.append(t("band_mixed", name=name, label=label, counts=counts(t, tally, arms)))
         answer = answers.get(band.band)
+        if answer is not None and answer.verdict == NOT_SHOWN:
+            lines.append("  " + t("band_not_shown", **not_shown_words(answer)))
         if answer is not None and answer.unsure:
             lines.append("  " + t("band_unsure_note", n=answer.unsure, cells=answer.cells,
                                   lean=lean_text(t, answer),

@@ -13,14 +13,15 @@ from collections.abc import Sequence
 
 from dspark_tui.analysis import frames as fr
 from dspark_tui.analysis.analysis import RunAnalysis, analyse
-from dspark_tui.analysis.bands import UNDECIDED
+from dspark_tui.analysis.bands import NOT_SHOWN, UNDECIDED
 from dspark_tui.analysis.completeness import Completeness, is_simulated
+from dspark_tui.analysis.contention import contention
 from dspark_tui.analysis.deploy import DeployAnswer, deploy_answer
 from dspark_tui.analysis.schedule import DECIDED, SINGLE_ANSWER, UNSURE_ANSWER
 from dspark_tui.analysis.slo import slo_answer, slo_of
 from dspark_tui.analysis.verification import VerificationResult, verification_of
 from dspark_tui.report.certainty import how_sure, node_warnings
-from dspark_tui.report.findings import band_label, lean_text
+from dspark_tui.report.findings import band_label, lean_text, not_shown_words
 from dspark_tui.report.slo_section import slo_summary
 from dspark_tui.report.words import Texts
 from dspark_tui.results.store import LoadedRun
@@ -61,10 +62,26 @@ def headline_lines(analysis: RunAnalysis, answer: DeployAnswer | None, t: Texts,
         lines = [*first, *_sweep_lines(analysis, answer, t, simulated)]
     else:
         lines = [*first, *_band_lines(analysis, t, simulated)]
-    lines += ["", how_sure(analysis, t, in_report), *node_warnings(analysis, t)]
+    lines += ["", how_sure(analysis, t, in_report), *node_warnings(analysis, t),
+              *contention_lines(analysis, t)]
     if simulated:
         lines.append(t("summary_simulated"))
     return lines
+
+
+def contention_lines(analysis: RunAnalysis, t: Texts) -> list[str]:
+    """One line when the run's own records say the box was busy while it measured
+    (analysis/contention.py); none on a quiet run."""
+    found = contention(analysis.run)
+    if not found.contended:
+        return []
+    what = []
+    if found.sim_sessions_behind:
+        what.append(t("contended_sim", n=found.sim_sessions_behind, m=found.sim_sessions,
+                      s=f"{found.sim_behind_s:.1f}"))
+    if found.client_behind:
+        what.append(t("contended_client", n=found.client_behind, m=found.client_measured))
+    return [t("summary_contended", what=t.join(what))]
 
 
 def _has_schedule(answer: DeployAnswer | None) -> bool:
@@ -182,6 +199,11 @@ def _band_lines(analysis: RunAnalysis, t: Texts, simulated: bool) -> list[str]:
             key = "summary_sim_favours" if simulated else "summary_deploy"
             lines.append(t(key, where=where, setting=label(band.verdict),
                            wins=band.wins[band.verdict], cells=band.decided, extra=extra))
+        elif band.verdict == NOT_SHOWN:
+            words = not_shown_words(band)
+            lines.append(t("summary_not_shown", **{**words, "where": where, "extra": extra,
+                                                   "setting": label(words["arm"]),
+                                                   "other": label(words["other"])}))
         elif band.verdict == fr.EVEN:
             lines.append(t("summary_even", where=where, ties=band.ties, cells=band.decided, extra=extra))
         elif band.verdict == UNDECIDED:

@@ -22,6 +22,7 @@ Only numpy and scipy.special; callers hand in plain arrays.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from enum import StrEnum
@@ -66,12 +67,21 @@ class NoiseFit:
     prior_used: bool = False
     # Per noise group (fit_noise's `groups`): the group's own tau2 and df, by group label.
     group_tau2: dict[int, tuple[float, float]] | None = None
+    # The independent mean squares (value, df) whose sum is tau2: the pooled ones and each
+    # group's. The quantile of a cell's interval is computed from them (`quantile`).
+    parts: tuple[tuple[float, float], ...] = ()
+    group_parts: dict[int, tuple[tuple[float, float], ...]] | None = None
 
     def of_cell(self, group: int | None) -> tuple[float, float]:
         """(tau2, df) for a cell of `group` (the pooled values without groups)."""
         if self.group_tau2 is None or group is None or group not in self.group_tau2:
             return self.tau2, self.df
         return self.group_tau2[group]
+
+    def parts_of(self, group: int | None) -> tuple[tuple[float, float], ...]:
+        if self.group_parts is None or group is None or group not in self.group_parts:
+            return self.parts
+        return self.group_parts[group]
 
 
 @dataclass(frozen=True)
@@ -84,6 +94,10 @@ class PairVerdict:
     verdict: Verdict
     winner: str | None  # "a", "b" or None
     rounds_to_settle: int | None  # more rounds that would likely settle an unsure verdict
+    # The standard error of log_ratio and how its quantile is made: the interval at any other
+    # level is log_ratio -/+ quantile.at(level) * se (a family of comparisons, issue 22).
+    se: float | None = None
+    quantile: Quantile | None = None
 
     @property
     def ratio(self) -> float:
@@ -184,26 +198,30 @@ def fit_noise(d: np.ndarray, prior: SessionPrior | None = None,
     if tau2 < ms_e:
         # Round effects smaller than the residuals predict: var(s) estimates below zero. Hold
         # tau2 at var(e), a conservative floor, with the residuals' degrees of freedom.
-        return NoiseFit(0.0, ms_e, ms_e, float(df_e), n_rounds, n_cells, prior_used)
+        return NoiseFit(0.0, ms_e, ms_e, float(df_e), n_rounds, n_cells, prior_used,
+                        parts=((0.0, df_session), (ms_e, float(df_e))))
     df = tau2**2 / (sum(v**2 / f for v, f in session_parts if v > 0) + part_e**2 / df_e)
     if method in ("r-1", "arms-df"):
         df = min(df, df_session)
-    group_tau2 = None
+    group_tau2 = group_parts = None
     if groups is not None:
-        group_tau2 = _group_terms(resid, mask, groups[replicated], df_e / (n_obs - n_cells),
-                                  session_parts, ms_e / c_tilde)
+        group_tau2, group_parts = _group_terms(resid, mask, groups[replicated],
+                                               df_e / (n_obs - n_cells), session_parts,
+                                               ms_e / c_tilde)
     return NoiseFit(max(ms_session - ms_e / c_tilde, 0.0), ms_e, tau2, df, n_rounds, n_cells,
-                    prior_used, group_tau2)
+                    prior_used, group_tau2, (*session_parts, (part_e, float(df_e))), group_parts)
 
 
 def _group_terms(resid: np.ndarray, mask: np.ndarray, labels: np.ndarray, df_share: float,
                  session_parts: list[tuple[float, float]], pooled_e_share: float,
-                 ) -> dict[int, tuple[float, float]]:
+                 ) -> tuple[dict[int, tuple[float, float]],
+                            dict[int, tuple[tuple[float, float], ...]]]:
     """Each group's tau2 = the whole grid's session term + the group's own residual variance:
     cells of one concurrency band share a noise level, and a band much noisier than the rest
     (short c = 1 cells) must not borrow the quiet bands' level. The session term keeps all the
     cells' information (its degrees of freedom are the rounds', however many cells)."""
     out: dict[int, tuple[float, float]] = {}
+    out_parts: dict[int, tuple[tuple[float, float], ...]] = {}
     ms_session = sum(v for v, _ in session_parts)
     for label in np.unique(labels):
         rows = labels == label
@@ -217,7 +235,8 @@ def _group_terms(resid: np.ndarray, mask: np.ndarray, labels: np.ndarray, df_sha
         parts = [(v * session / ms_session if ms_session > 0 else 0.0, f) for v, f in session_parts]
         denominator = sum(v**2 / f for v, f in parts if v > 0) + ms_g**2 / df_g
         out[int(label)] = (tau2, tau2**2 / denominator if denominator > 0 else df_g)
-    return out
+        out_parts[int(label)] = (*parts, (ms_g, df_g))
+    return out, out_parts
 
 
 PRIOR_CHECK_LEVEL = 0.05
@@ -326,6 +345,99 @@ def _additive_fit(rows: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.nd
     return mu, s
 
 
+# The quantile of a cell's interval (docs/statistics.md, issue 22): "calibrated" (the method):
+# Student's t at the Satterthwaite degrees of freedom, at the nominal level at which that
+# procedure, degrees of freedom estimated and all, covers at the stated level whatever the
+# session share; "satterthwaite" (the earlier method: the estimated df taken as known) and
+# "cap" (the df never above the session term's), which bench/noise_processes.py measured.
+DF_RULE = "calibrated"
+
+
+@dataclass(frozen=True)
+class Quantile:
+    """How a cell's interval quantile is made: Student's t at `df`, at the level calibrated for
+    a session mean square on `f_s` and a residual part on `f_e` degrees of freedom over `cells`
+    cells (`f_s` 0: no calibration, the plain t)."""
+
+    df: float
+    f_s: float = 0.0
+    f_e: float = 0.0
+    cells: int = 1
+
+    def at(self, alpha: float) -> float:
+        """The two-sided 1 - alpha quantile."""
+        if self.f_s > 0 and self.f_e > 0:
+            alpha = calibrated_alpha(alpha, self.f_s, self.f_e, self.cells)
+        return t_quantile(1.0 - alpha / 2.0, self.df)
+
+
+def quantile_of(parts: tuple[tuple[float, float], ...], df: float, cells: int = 1) -> Quantile:
+    """The quantile rule for a cell whose variance is the sum of `parts` (DF_RULE)."""
+    if DF_RULE == "cap" and len(parts) > 1:
+        session = [(v, f) for v, f in parts[:-1] if v > 0]
+        if session:
+            df = min(df, _satterthwaite(session))
+    if DF_RULE == "calibrated" and len(parts) > 1:
+        f_s = sum(f for _, f in parts[:-1])
+        return Quantile(df, round(f_s, 1), round(parts[-1][1], 1), min(cells, 50))
+    return Quantile(df)
+
+
+def quantile(parts: tuple[tuple[float, float], ...], df: float, alpha: float,
+             cells: int = 1) -> float:
+    """The two-sided 1 - alpha quantile for a cell whose variance is the sum of `parts`."""
+    return quantile_of(parts, df, cells).at(alpha)
+
+
+_CALIBRATION_NODES = 64
+_SHARES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 1.0)
+
+
+@functools.lru_cache(maxsize=512)
+def calibrated_alpha(alpha: float, f_s: float, f_e: float, cells: int) -> float:
+    """The nominal level at which the Satterthwaite t interval of a cell covers at 1 - alpha
+    or better whatever the session share of its variance (docs/statistics.md).
+
+    The interval's variance is a session mean square on f_s degrees of freedom (which also
+    carries 1/cells of the residual variance) plus the residual part on f_e; its degrees of
+    freedom are estimated from those two, so they come out largest exactly when the session
+    mean square came out small, and the interval covers less than it says when the session
+    term dominates and f_s is small (two rounds: f_s = 2; up to 7.5 % misses at a nominal 5 %).
+    The actual miss rate of the procedure (the fit's floor included) is integrated over both
+    mean squares' chi-square distributions for session shares from 0 to 1, and the nominal level
+    is lowered until the worst share misses at alpha. Deterministic: a fixed quadrature."""
+    from scipy.special import chdtri, ndtr, stdtrit
+
+    u = (np.arange(_CALIBRATION_NODES) + 0.5) / _CALIBRATION_NODES
+    x_s = chdtri(f_s, 1.0 - u)[None, :, None] / f_s
+    x_e = chdtri(f_e, 1.0 - u)[None, None, :] / f_e
+    rho = np.asarray(_SHARES)[:, None, None]
+    ms_s = (rho + (1.0 - rho) / max(cells, 1)) * x_s
+    ms_e = (1.0 - rho) * x_e
+    part_e = (1.0 - 1.0 / max(cells, 1)) * ms_e
+    tau2 = ms_s + part_e
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = tau2**2 / (ms_s**2 / f_s + part_e**2 / f_e)
+    floor = tau2 < ms_e  # the fit holds tau2 at the residual variance, on its df
+    tau2 = np.where(floor, ms_e, tau2)
+    df = np.where(floor, f_e, np.nan_to_num(df, nan=f_s))
+    # t quantiles are smooth in the df: read them off a log-spaced grid of df values.
+    grid = np.geomspace(max(float(df.min()), 0.5), max(float(df.max()), 1.0) * 1.0001, 64)
+    log_df, root = np.log(df), np.sqrt(tau2)
+
+    def worst(level: float) -> float:
+        q = np.interp(log_df, np.log(grid), stdtrit(grid, 1.0 - level / 2.0))
+        return float(np.max(np.mean(2.0 * ndtr(-q * root), axis=(1, 2))))
+
+    level = alpha
+    for _ in range(5):
+        miss = worst(level)
+        if miss <= alpha * 1.001:
+            break
+        level *= alpha / miss
+    return min(level, alpha)
+
+
 def t_quantile(p: float, df: float) -> float:
     from scipy.special import stdtrit
 
@@ -361,13 +473,14 @@ def decide(d: np.ndarray, *, tie_band: float, alpha: float,
         if fit is None or t is None:
             out.append(PairVerdict(int(index), n, mean, None, None, SINGLE, None, None))
             continue
-        tau2, df_cell = fit.of_cell(None if groups is None else int(groups[index]))
+        group = None if groups is None else int(groups[index])
+        tau2, df_cell = fit.of_cell(group)
         var = tau2 / n
-        t_cell = t if df_cell == fit.df else t_quantile(1.0 - alpha / 2.0, df_cell)
+        rule = quantile_of(fit.parts_of(group), df_cell, fit.cells)
         if fixed is not None and fixed.var > 0:
             var = fixed.var + tau2 / n
-            df = var**2 / (fixed.var**2 / fixed.df + (tau2 / n) ** 2 / df_cell)
-            t_cell = t_quantile(1.0 - alpha / 2.0, df)
+            rule = Quantile(var**2 / (fixed.var**2 / fixed.df + (tau2 / n) ** 2 / df_cell))
+        t_cell = rule.at(alpha)
         half = t_cell * math.sqrt(var)
         low, high = mean - half, mean + half
         verdict, winner = classify(low, high, band)
@@ -375,7 +488,8 @@ def decide(d: np.ndarray, *, tie_band: float, alpha: float,
         if verdict == UNSURE:
             settle = rounds_to_settle(mean, tau2, t_cell, band, n,
                                       fixed.var if fixed is not None else 0.0)
-        out.append(PairVerdict(int(index), n, mean, low, high, verdict, winner, settle))
+        out.append(PairVerdict(int(index), n, mean, low, high, verdict, winner, settle,
+                               math.sqrt(var), rule))
     return out
 
 

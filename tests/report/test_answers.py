@@ -181,3 +181,27 @@ def test_a_verify_run_says_first_whether_the_schedule_was_confirmed(tmp_path):
         data = json.loads(path.read_text())
         assert data["status"] == outcome and data["deploy"] is (outcome == "confirmed")
         assert data["fixed_k"] == 4 and data["num_speculative_tokens_per_batch_size"]
+
+
+def test_a_majority_of_cells_the_bands_interval_does_not_confirm_is_not_decided(tmp_path):
+    """Issue 22: a band's answer holds at one cell's level only through the band's own interval.
+    K=5 wins five of eight cells by 8 %, K=3 the other three by 30 %: a majority for K=5, a band
+    mean that favours K=3. The summary names no setting and gives the band's interval."""
+    def split(k: int, scenario: str, c: int) -> float:
+        ahead = 1.08 if c in (2, 3, 4, 6, 8) else 1 / 1.3
+        return 1000.0 * c * (ahead if k == 5 else 1.0)
+
+    run = k_sweep_run(tmp_path, [3, 5], LOW, rounds=3, noise=0.005, model=split)
+    analysis = analyse(run)
+    (band,) = analysis.band_answers
+    assert band.wins == {"K=3": 3, "K=5": 5} and band.majority == "K=5"
+    assert band.verdict == "not shown" and band.band_interval is not None
+    assert band.band_interval.ratio < 1.0  # K=5 / K=3 over the band: K=3 leads it
+    report = render_report(run, lang="en")
+    (line,) = [ln for ln in _summary(report) if "c=2~24" in ln]
+    assert "not decided" in line and "deploy" not in line, line
+    assert "wins 5 of 8 cells, but the band as a whole is not shown faster than" in line, line
+    advice = report.split("## Recommendations", 1)[1]
+    assert "| not decided |" in advice and "**5**" not in advice
+    (zh,) = [ln for ln in _summary(render_report(run, lang="zh")) if "c=2~24" in ln]
+    assert "未判定" in zh and "部署" not in zh

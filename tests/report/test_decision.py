@@ -173,7 +173,10 @@ def test_traffic_moves_the_best_single_k_and_the_schedule_beats_it(tmp_path):
     for name, traffic in {"light": light, "heavy": heavy, "mixed": mixed}.items():
         answer = deploy_answer(analyse(k_sweep_run(tmp_path / name, KS, GRID, traffic=traffic)))
         single[name] = answer
-    assert single["light"].single.k == 6 and single["heavy"].single.k == 0
+    # Light traffic: K = 7 leads K = 6 by 1.4 %, inside the band, but with the gains held at the
+    # family level of a best among 8 arms (issue 22) K = 6 is not shown within the band of it.
+    assert single["light"].single.k == 7 and single["heavy"].single.k == 0
+    assert 1.0 / single["light"].single.gains[6].high < 0.98  # K=6 / K=7's lower end
     mixed_answer = single["mixed"]
     gain = mixed_answer.schedule_gain
     assert gain.low > 1.0  # the schedule beats the best single K on mixed traffic, interval clear of 0

@@ -14,6 +14,7 @@ from dspark_tui.stats.paired import (
     UNSURE,
     WINS,
     SessionPrior,
+    calibrated_alpha,
     classify,
     decide,
     fit_noise,
@@ -55,8 +56,39 @@ def test_balanced_grid_matches_the_textbook_anova_and_the_pooled_variance():
     # The same tau2 is the average of the cells' own variances over rounds.
     assert fit.tau2 == pytest.approx(d.var(axis=1, ddof=1).mean(), rel=1e-9)
     (first, *_) = decide(d, tie_band=0.02, alpha=0.05, fit=fit)
-    half = stats.t.ppf(0.975, df) * math.sqrt(tau2 / 3)
+    # Student's t at that df, at the level calibrated for the estimated df (2 df of session
+    # term, 10 of residuals, 6 cells): below the stated 5 %, never above it.
+    level = calibrated_alpha(0.05, 2.0, 10.0, 6)
+    assert 0.02 < level < 0.05
+    half = stats.t.ppf(1 - level / 2, df) * math.sqrt(tau2 / 3)
     assert first.log_high - first.log_low == pytest.approx(2 * half, rel=1e-9)
+
+
+def _misses(rule: str, draws: int = 3000) -> float:
+    """Share of intervals of one cell (6 cells x 2 rounds, the session term 95 % of the
+    variance) that miss the true ratio, under a df rule of stats.paired."""
+    import dspark_tui.stats.paired as paired
+
+    rng = np.random.default_rng(11)
+    saved = paired.DF_RULE
+    paired.DF_RULE = rule
+    try:
+        missed = 0
+        for _ in range(draws):
+            d = rng.normal(0.0, 0.05**0.5 * 0.1, size=(6, 2)) + rng.normal(0, 0.95**0.5 * 0.1, (1, 2))
+            (first, *_) = decide(d, tie_band=0.0, alpha=0.05)
+            missed += first.log_low > 0 or first.log_high < 0
+    finally:
+        paired.DF_RULE = saved
+    return missed / draws
+
+
+def test_the_calibrated_level_covers_where_the_estimated_df_does_not():
+    """With two rounds the Satterthwaite df comes out largest when the session mean square
+    came out small: taken as known it misses far more than 5 % when the session term dominates;
+    the calibrated level keeps to 5 % (three standard errors of 3000 draws: 1.2 points)."""
+    assert _misses("satterthwaite") > 0.05 + 0.012
+    assert _misses("calibrated") <= 0.05 + 0.012
 
 
 def test_the_level_is_the_callers():
