@@ -24,7 +24,6 @@ def lang_of(app: App[Any] | None) -> str:
     return lang if lang in LANGS else "en"
 
 
-VERDICTS = ("wins", "tie", "unsure", "single")  # stats/paired.py's Verdict
 def lang_here(node: object) -> str:
     """The language of the app a widget belongs to; English for one outside any app."""
     try:
@@ -34,6 +33,7 @@ def lang_here(node: object) -> str:
 
 
 STATUSES = ("starting", "running", "completed", "failed", "aborted", "interrupted")
+VERDICTS = ("wins", "tie", "unsure", "single")  # stats/paired.py's Verdict
 
 
 def status_said(lang: str, status: str, *, skipped: int = 0) -> str:

@@ -144,3 +144,32 @@ async def test_every_screen_says_its_labels_in_chinese(tmp_path: Path):
         english["run screen"] = english_words(screen_text(app), names)
         assert screen is not None
     assert {where: words for where, words in english.items() if words} == {}
+
+
+def test_every_key_of_every_screen_is_named_in_the_catalogue_as_the_code_names_it():
+    """Each binding with an id has its name (and its tooltip, when it has one) in both
+    languages; the English one is the code's own, so the two never drift apart."""
+    import importlib
+    import pkgutil
+
+    from textual.binding import Binding
+
+    import dspark_tui.tui.screens as screens
+    import dspark_tui.tui.widgets as widgets
+    from dspark_tui.report.words import CATALOGUE
+    from dspark_tui.tui import app, keys
+
+    modules = [app, *(importlib.import_module(f"{package.__name__}.{info.name}")
+                      for package in (screens, widgets) for info in pkgutil.iter_modules(package.__path__))]
+    bindings = [b for module in modules for owner in vars(module).values() if isinstance(owner, type)
+                for b in getattr(owner, "BINDINGS", []) or [] if isinstance(b, Binding) and b.id]
+    bindings += [b for b in keys.NAVIGATION if b.id]
+    assert len(bindings) > 60
+    for binding in bindings:
+        for lang in ("en", "zh"):
+            assert f"screens.key.{binding.id}" in CATALOGUE[lang], (lang, binding.id)
+            if binding.tooltip:
+                assert f"screens.tip.{binding.id}" in CATALOGUE[lang], (lang, binding.id)
+        assert CATALOGUE["en"][f"screens.key.{binding.id}"] == binding.description, binding.id
+        if binding.tooltip:
+            assert CATALOGUE["en"][f"screens.tip.{binding.id}"] == binding.tooltip, binding.id

@@ -831,4 +831,8 @@ WORDS: dict[str, str] = {
     "screens.cell.same_read": "{share} same-read gaps",
     "screens.cell.client": "client: {facts}",
     "screens.cell.client_behind": "client behind: {facts}",
+    "screens.refusal.nothing": "Nothing was started: no server, no run directory. Fix these and start again (n), or check a plan with `dspark-tui plan check`.",
+    "screens.refusal.title": "Not started: {what} ({n} problems)",
+    "screens.refusal.title_one": "Not started: {what} ({n} problem)",
+    "screens.refusal.close": "Close (enter)",
 }

@@ -793,4 +793,8 @@ WORDS: dict[str, str] = {
     "screens.cell.same_read": "{share} 同读间隔",
     "screens.cell.client": "客户端：{facts}",
     "screens.cell.client_behind": "客户端落后：{facts}",
+    "screens.refusal.nothing": "什么都没有启动：没有服务器，也没有运行目录。修好这些后再开始（n），或用 `dspark-tui plan check` 检查计划。",
+    "screens.refusal.title": "未启动：{what}（{n} 个问题）",
+    "screens.refusal.title_one": "未启动：{what}（{n} 个问题）",
+    "screens.refusal.close": "关闭（enter）",
 }

@@ -12,11 +12,11 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
+from dspark_tui.report.words import Texts
 from dspark_tui.tui import safe
-from dspark_tui.tui.words import SaidBindings
+from dspark_tui.tui.words import SaidBindings, lang_of
 
-NOTHING_STARTED = ("Nothing was started: no server, no run directory. Fix these and start "
-                   "again (n), or check a plan with `dspark-tui plan check`.")
+NOTHING_STARTED = Texts("en", "screens")("refusal.nothing")  # the English, for tests
 
 
 class RefusalScreen(SaidBindings, ModalScreen[None]):
@@ -43,14 +43,15 @@ class RefusalScreen(SaidBindings, ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         count = len(self.problems)
-        noun = "problem" if count == 1 else "problems"
+        t = Texts(lang_of(self.app), "screens")
+        title = t("refusal.title_one" if count == 1 else "refusal.title", what=self.what, n=count)
         with Vertical():
-            yield Label(safe.text(f"Not started: {self.what} ({count} {noun})"), id="refusal-title")
+            yield Label(safe.text(title), id="refusal-title")
             with VerticalScroll(id="refusal-problems"):
                 for problem in self.problems:
                     yield Static(Text("• ") + safe.text(problem), classes="problem")
-            yield Label(NOTHING_STARTED, id="refusal-nothing", markup=False)
-            yield Button("Close (enter)", id="refusal-ok", variant="error")
+            yield Label(t("refusal.nothing"), id="refusal-nothing", markup=False)
+            yield Button(t("refusal.close"), id="refusal-ok", variant="error")
 
     def on_mount(self) -> None:
         self.query_one(Button).focus()

@@ -101,13 +101,14 @@ def panel_view(chart: ChartData, panel: Panel, title: str, *, bands: bool = True
     same: dict[tuple[object, ...], list[str]] = {}
     first: dict[tuple[object, ...], Series] = {}
     for series in panel.series:
-        shown = (series.x, series.y, series.low if bands else None, series.high if bands else None)
-        same.setdefault(shown, []).append(series.label)
-        first.setdefault(shown, series)
+        drawn: tuple[object, ...] = (series.x, series.y, series.low if bands else None,
+                                     series.high if bands else None)
+        same.setdefault(drawn, []).append(series.label)
+        first.setdefault(drawn, series)
     lines: list[Line] = []
-    for shown, series in first.items():
+    for drawn, series in first.items():
         index = chart.arms.index(series.arm) if series.arm in chart.arms else 0
-        lines.append(Line(", ".join(same[shown]), series.x, series.y, index))
+        lines.append(Line(", ".join(same[drawn]), series.x, series.y, index))
         if bands and series.low is not None and series.high is not None:
             lines += [Line("", series.x, series.low, index, band=True),
                       Line("", series.x, series.high, index, band=True)]
