@@ -13,6 +13,7 @@ from typing import Any
 from dspark_tui.analysis.analysis import RunAnalysis
 from dspark_tui.analysis.decision import Ratio, ratio_between
 from dspark_tui.analysis.schedule import (
+    MIN_RUNNING_SAMPLES,
     SCHEDULE_SCHEMA_VERSION,
     CellId,
     Gain,
@@ -280,15 +281,21 @@ def _boundary_cells(analysis: RunAnalysis, record: Verification, verdicts: Any,
 
 def _held_batches(analysis: RunAnalysis, arm: str) -> dict[CellId, float]:
     """The running batch the arm held per cell: the mean over its ok measurements of each one's
-    steady reading (the median of its inner /metrics readings), else of its mean."""
+    steady reading (the median of its inner /metrics readings), else of its mean. A measurement
+    read fewer than MIN_RUNNING_SAMPLES times tells a ramp from nothing (the schedule's own
+    rule, docs/decision.md "Readings"): a cell with such a one is placed by its concurrency."""
     seen: dict[CellId, list[float]] = {}
+    thin: set[CellId] = set()
     for m in analysis.run.measurements:
         if m.arm != arm or not m.ok or m.server is None:
+            continue
+        if m.server.running_samples is not None and m.server.running_samples < MIN_RUNNING_SAMPLES:
+            thin.add((m.scenario, m.concurrency))
             continue
         value = m.server.running_steady if m.server.running_steady is not None else m.server.running_mean
         if value is not None:
             seen.setdefault((m.scenario, m.concurrency), []).append(value)
-    return {key: sum(v) / len(v) for key, v in seen.items()}
+    return {key: sum(v) / len(v) for key, v in seen.items() if key not in thin}
 
 
 def _drafted_k(analysis: RunAnalysis, arm: str) -> dict[CellId, float]:
