@@ -338,6 +338,8 @@ def verification_json(result: VerificationResult, simulated: bool,
     record = result.record
     gain = result.gain
     reasons = [] if result.outcome == "confirmed" else [result.outcome]
+    if result.collapses:
+        reasons.append("collapse_at_boundary")
     if incomplete is not None:
         reasons.append("incomplete")
     if simulated:

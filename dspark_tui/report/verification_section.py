@@ -94,7 +94,7 @@ def boundary_lines(result: VerificationResult, t: Texts) -> list[str]:
             cell.scenario, f"{cell.concurrency}{' *' if cell.probe else ''}",
             "—" if cell.batch is None else f"{cell.batch:.1f}",
             "—" if cell.schedule_k is None else str(cell.schedule_k),
-            f"{cell.boundary}|{cell.boundary + 1} (K={cell.k_low}→{cell.k_high})",
+            f"{cell.boundary}–{cell.boundary + 1} (K={cell.k_low}→K={cell.k_high})",
             _cell_ratio(cell.vs_low), _cell_ratio(cell.vs_high), _cell_ratio(cell.high_vs_low),
             "—" if cell.drafted_k is None else f"{cell.drafted_k:.2f} ({share * 100:.0f}%)"
             if share is not None else f"{cell.drafted_k:.2f}",

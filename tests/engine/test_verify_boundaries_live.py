@@ -84,7 +84,9 @@ def test_the_k_flip_fault_is_flagged_as_a_collapse_at_the_boundary(tmp_path: Pat
     saved = json.loads((run_dir / "schedule.json").read_text())
     check = saved["boundary_check"]
     assert {c["concurrency"] for c in check["collapses_at"]} == collapsed
-    assert "**Collapse at boundary 8|9**" in (run_dir / "report.en.md").read_text()
+    assert not saved["deploy"] and "collapse_at_boundary" in saved["not_deployable_because"]
+    report = (run_dir / "report.en.md").read_text()
+    assert "**Collapse at boundary 8|9**" in report and "move boundary 8|9 up" in report
     assert "### 调度边界处" in (run_dir / "report.md").read_text()
 
 
@@ -92,4 +94,5 @@ def test_without_the_fault_no_collapse_is_flagged(tmp_path: Path, sweep: Path):
     run_dir, result = _verify(tmp_path, sweep)
     assert not result.collapses, result.boundary_cells
     assert json.loads((run_dir / "schedule.json").read_text())["boundary_check"]["collapses_at"] == []
-    assert "Collapse at boundary" not in (run_dir / "report.en.md").read_text()
+    assert "Collapse at" not in (run_dir / "report.en.md").read_text()
+    assert "### At the schedule's boundaries" in (run_dir / "report.en.md").read_text()
