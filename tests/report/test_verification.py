@@ -30,7 +30,9 @@ def verification_run(folder: Path, truth: dict[int, float], *, rounds: int = 3,
     sweep_plan = parse_plan(plan_text([0, 2, 4, 5], GRID, traffic=TRAFFIC, rounds=rounds))
     recommendation = Recommendation(folder / "sweep", "k_sweep", "spec_tokens", CONFIG, 4,
                                     "running_batch")
+    # A rerun as it was before the boundary check: the two arms on the sweep's grid.
     plan = verification_plan(sweep_plan, recommendation)
+    plan = plan.model_copy(update={"arms": plan.arms[:2], "scenarios": sweep_plan.scenarios})
     folder.mkdir(parents=True, exist_ok=True)
     RunStore(folder).write_manifest(manifest_for_plan(plan, "test", verification_record(recommendation)))
     run = load_run(folder)
