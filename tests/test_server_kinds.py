@@ -240,7 +240,7 @@ def test_verifying_a_table_sweep_keeps_its_form_and_a_fixed_k0_has_no_flag(tmp_p
         recommendation = Recommendation(tmp_path, "sweep", "num_speculative_tokens", config,
                                         fixed_k, "running_batch")
         verifying = verification_plan(plan, recommendation)
-        schedule_argv, fixed_argv = (verifying.server_argv(arm) for arm in verifying.arms)
+        schedule_argv, fixed_argv = (verifying.server_argv(arm) for arm in verifying.arms[:2])
         assert spec_json(schedule_argv) == config
         assert spec_json(fixed_argv) == fixed
         assert fixed_argv[:7] == schedule_argv[:7] == plan.server_argv(plan.arms[0])

@@ -4,14 +4,16 @@ realised gain on the plan's traffic (docs/decision.md, "Verifying")."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dspark_tui.analysis.analysis import RunAnalysis
 from dspark_tui.analysis.decision import Ratio, ratio_between
 from dspark_tui.analysis.schedule import (
+    MIN_RUNNING_SAMPLES,
     SCHEDULE_SCHEMA_VERSION,
     CellId,
     Gain,
@@ -47,6 +49,98 @@ class VerifiedCell:
 
 
 @dataclass(frozen=True)
+class BoundaryCell:
+    """One cell of the boundary check (docs/decision.md, "At the schedule's boundaries"): the
+    schedule against the fixed K on each side of the boundary nearest the cell."""
+
+    scenario: str
+    concurrency: int
+    probe: bool  # added by the rerun (not a cell of the sweep's grid)
+    batch: float | None  # the running batch the schedule arm held (median of its readings)
+    schedule_k: int | None  # the schedule's K at that batch (the concurrency without /metrics)
+    boundary: int  # the last batch of the lower range: the boundary lies between it and +1
+    k_low: int  # the K of the range ending at the boundary
+    k_high: int  # the K of the range starting after it
+    vs_low: Ratio | None  # schedule / K = k_low
+    vs_high: Ratio | None  # schedule / K = k_high
+    high_vs_low: Ratio | None  # K = k_high / K = k_low: which side's K is faster here
+    drafted_k: float | None  # the schedule arm's drafted tokens per draft (/metrics counters)
+    band: float  # the run's tie band (a fraction)
+
+    @property
+    def side(self) -> str:
+        """Which range the cell's batch falls in: "low" (K = k_low) or "high"."""
+        key = self.batch if self.batch is not None else self.concurrency
+        return "low" if max(1, round(key)) <= self.boundary else "high"
+
+    @property
+    def collapse(self) -> bool:
+        """The schedule below BOTH fixed K by more than the tie band: the verdict analysis' own
+        rule (its interval beyond the band; the point estimate for single measurements)."""
+        return all(r is not None and _beaten(r, self.band) for r in (self.vs_low, self.vs_high))
+
+    @property
+    def single(self) -> bool:
+        return any(r is not None and not r.has_interval for r in (self.vs_low, self.vs_high))
+
+    @property
+    def high_share(self) -> float | None:
+        """The share of drafts at k_high implied by the drafted tokens per draft, were every
+        step at k_low or k_high: how mixed the schedule's K was in the cell."""
+        if self.drafted_k is None or self.k_high == self.k_low:
+            return None
+        share = (self.drafted_k - self.k_low) / (self.k_high - self.k_low)
+        return min(1.0, max(0.0, share))
+
+    @property
+    def move(self) -> str | None:
+        """Which way to move the boundary: "down" (the cell's batch should run k_high), "up"
+        (it should run k_low), or None. A collapse moves the boundary off the cell toward the
+        side whose fixed K is faster there (by the point estimate); otherwise a move is asked
+        only where the other side's K is shown faster than the K the schedule runs."""
+        between = self.high_vs_low
+        if self.collapse:
+            if between is None:
+                return None
+            return "down" if between.value > 1.0 else "up"
+        if between is None or between.verdict != WINS:
+            return None
+        if self.side == "low" and between.value > 1.0:
+            return "down"
+        if self.side == "high" and between.value < 1.0:
+            return "up"
+        return None
+
+
+def _beaten(ratio: Ratio, band: float) -> bool:
+    if ratio.has_interval:
+        return ratio.verdict == WINS and ratio.value < 1.0
+    return ratio.value < 1.0 / (1.0 + band)
+
+
+@dataclass(frozen=True)
+class BoundaryAdvice:
+    """What the check says about one boundary: the cells it rests on and the way to move it."""
+
+    boundary: int
+    k_low: int
+    k_high: int
+    move: str | None  # "down", "up", "conflict" or None (keep it)
+    collapses: list[BoundaryCell]
+    cells: list[BoundaryCell]
+
+    @property
+    def target(self) -> int | None:
+        """Where to move the boundary's last batch so every cell asking for a move gets its way:
+        below the lowest cell asking "down", at the highest asking "up"."""
+        if self.move == "down":
+            return min(c.concurrency for c in self.cells if c.move == "down") - 1
+        if self.move == "up":
+            return max(c.concurrency for c in self.cells if c.move == "up")
+        return None
+
+
+@dataclass(frozen=True)
 class VerificationResult:
     record: Verification
     cells: list[VerifiedCell]
@@ -55,6 +149,23 @@ class VerificationResult:
     traffic_source: str  # "plan" | "equal"
     band: TieBand  # the run's (model/statistics.py)
     level: float
+    boundary_cells: list[BoundaryCell] = field(default_factory=list)
+
+    @property
+    def collapses(self) -> list[BoundaryCell]:
+        return [cell for cell in self.boundary_cells if cell.collapse]
+
+    @property
+    def boundaries(self) -> list[BoundaryAdvice]:
+        """Per boundary of the schedule, its cells and the way to move it."""
+        out = []
+        for lo, hi in itertools.pairwise(sorted(self.record.schedule)):
+            cells = [c for c in self.boundary_cells if c.boundary == lo[1]]
+            moves = {c.move for c in cells if c.move is not None}
+            move = None if not moves else moves.pop() if len(moves) == 1 else "conflict"
+            out.append(BoundaryAdvice(lo[1], lo[2], hi[2], move,
+                                      [c for c in cells if c.collapse], cells))
+        return out
 
     @property
     def fixed_wins(self) -> list[VerifiedCell]:
@@ -97,7 +208,9 @@ def verification_of(analysis: RunAnalysis) -> VerificationResult | None:
         return None
     plan = plan_of(analysis.run.manifest.plan or {})
     traffic = plan.traffic if plan is not None else None
-    cells = sorted({(s.scenario, s.concurrency) for s in verdicts.cells if s.arm == record.schedule_arm},
+    probes = {(record.probe_scenario, c) for c in record.probes}
+    cells = sorted({(s.scenario, s.concurrency) for s in verdicts.cells
+                    if s.arm == record.schedule_arm and (s.scenario, s.concurrency) not in probes},
                    key=_order(analysis))
     batches = _running_batches(analysis, record.schedule_arm)
     weights = traffic_weights(cells, traffic, {k: v for k, v in batches.items() if v is not None})
@@ -110,13 +223,94 @@ def verification_of(analysis: RunAnalysis) -> VerificationResult | None:
             ratio_between(verdicts, scenario, concurrency, record.schedule_arm, record.fixed_arm),
             weights.get((scenario, concurrency), 0.0)))
     gain = combine_ratios([(row.weight, row.ratio) for row in rows if row.ratio is not None])
+    boundary_cells = _boundary_cells(analysis, record, verdicts, probes)
     verdict = SINGLE
     if gain is not None and gain.low is not None and gain.high is not None:
         verdict, _ = classify(math.log(gain.low), math.log(gain.high),
                               verdicts.settings.band.log_edge)
     return VerificationResult(record, rows, gain, verdict,
                               "plan" if traffic is not None else "equal",
-                              verdicts.settings.band, verdicts.settings.level)
+                              verdicts.settings.band, verdicts.settings.level, boundary_cells)
+
+
+def nearest_boundary(ranges: list[list[int]], key: float) -> tuple[int, int, int] | None:
+    """(boundary, K below, K above) of the boundary nearest a batch on a log2 scale (the
+    boundary sits between its last batch b and b + 1, so at b + 0.5); None without one."""
+    pairs = list(itertools.pairwise(sorted(ranges)))
+    if not pairs:
+        return None
+    lo, hi = min(pairs, key=lambda pair: abs(math.log2(max(key, 1.0)) - math.log2(pair[0][1] + 0.5)))
+    return lo[1], lo[2], hi[2]
+
+
+def _boundary_cells(analysis: RunAnalysis, record: Verification, verdicts: Any,
+                    probes: set[tuple[str | None, int]]) -> list[BoundaryCell]:
+    """The schedule against the fixed K on each side of the nearest boundary, in every cell
+    where the rerun ran both (verification runs from before the check ran no such arms)."""
+    arm_of = {k: name for name, k in record.fixed_arms.items()}
+    if not arm_of:
+        return []
+    held = _held_batches(analysis, record.schedule_arm)
+    drafted = _drafted_k(analysis, record.schedule_arm)
+    cells = sorted({(s.scenario, s.concurrency) for s in verdicts.cells
+                    if s.arm == record.schedule_arm}, key=_order(analysis))
+    out = []
+    for scenario, concurrency in cells:
+        batch = held.get((scenario, concurrency))
+        key = batch if batch is not None and record.keyed_on == "running_batch" else concurrency
+        found = nearest_boundary(record.schedule, float(concurrency))
+        if found is None:
+            continue
+        boundary, k_low, k_high = found
+        low_arm, high_arm = arm_of.get(k_low), arm_of.get(k_high)
+        if low_arm is None or high_arm is None:
+            continue
+
+        def ratio(x: str, y: str, cell: CellId = (scenario, concurrency)) -> Ratio | None:
+            return ratio_between(verdicts, cell[0], cell[1], x, y)
+
+        out.append(BoundaryCell(
+            scenario, concurrency, (scenario, concurrency) in probes,
+            batch if record.keyed_on == "running_batch" else None,
+            schedule_k_at(record.schedule, key), boundary, k_low, k_high,
+            ratio(record.schedule_arm, low_arm), ratio(record.schedule_arm, high_arm),
+            ratio(high_arm, low_arm), drafted.get((scenario, concurrency)),
+            verdicts.settings.band.fraction))
+    return out
+
+
+def _held_batches(analysis: RunAnalysis, arm: str) -> dict[CellId, float]:
+    """The running batch the arm held per cell: the mean over its ok measurements of each one's
+    steady reading (the median of its inner /metrics readings), else of its mean. A measurement
+    read fewer than MIN_RUNNING_SAMPLES times tells a ramp from nothing (the schedule's own
+    rule, docs/decision.md "Readings"): a cell with such a one is placed by its concurrency."""
+    seen: dict[CellId, list[float]] = {}
+    thin: set[CellId] = set()
+    for m in analysis.run.measurements:
+        if m.arm != arm or not m.ok or m.server is None:
+            continue
+        if m.server.running_samples is not None and m.server.running_samples < MIN_RUNNING_SAMPLES:
+            thin.add((m.scenario, m.concurrency))
+            continue
+        value = m.server.running_steady if m.server.running_steady is not None else m.server.running_mean
+        if value is not None:
+            seen.setdefault((m.scenario, m.concurrency), []).append(value)
+    return {key: sum(v) / len(v) for key, v in seen.items() if key not in thin}
+
+
+def _drafted_k(analysis: RunAnalysis, arm: str) -> dict[CellId, float]:
+    """Drafted tokens per draft of the arm per cell (vllm:spec_decode_num_draft_tokens over
+    vllm:spec_decode_num_drafts, summed over its ok measurements): the mean K it drafted."""
+    tokens: dict[CellId, float] = {}
+    drafts: dict[CellId, float] = {}
+    for m in analysis.run.measurements:
+        if m.arm != arm or not m.ok or m.server is None:
+            continue
+        if m.server.drafts and m.server.draft_tokens is not None:
+            key = (m.scenario, m.concurrency)
+            tokens[key] = tokens.get(key, 0.0) + m.server.draft_tokens
+            drafts[key] = drafts.get(key, 0.0) + m.server.drafts
+    return {key: tokens[key] / drafts[key] for key in tokens if drafts[key] > 0}
 
 
 def _order(analysis: RunAnalysis) -> Callable[[CellId], tuple[int, int]]:
@@ -144,6 +338,8 @@ def verification_json(result: VerificationResult, simulated: bool,
     record = result.record
     gain = result.gain
     reasons = [] if result.outcome == "confirmed" else [result.outcome]
+    if result.collapses:
+        reasons.append("collapse_at_boundary")
     if incomplete is not None:
         reasons.append("incomplete")
     if simulated:
@@ -167,4 +363,16 @@ def verification_json(result: VerificationResult, simulated: bool,
         "gain_verdict": str(result.gain_verdict),
         "fixed_k_wins_at": [{"scenario": c.scenario, "concurrency": c.concurrency}
                             for c in result.fixed_wins],
+        "boundary_check": None if not result.record.fixed_arms else {
+            "rule": "collapse: the schedule's Total tok/s below the fixed K on both sides of the "
+                    "nearest boundary, each by the verdict analysis (interval beyond the tie band)",
+            "probes": [{"scenario": result.record.probe_scenario, "concurrency": c}
+                       for c in result.record.probes],
+            "collapses_at": [{"scenario": c.scenario, "concurrency": c.concurrency,
+                              "boundary": c.boundary} for c in result.collapses],
+            "boundaries": [{"between": [b.boundary, b.boundary + 1], "k": [b.k_low, b.k_high],
+                            "move": b.move,
+                            "collapses_at": [c.concurrency for c in b.collapses]}
+                           for b in result.boundaries],
+        },
     }

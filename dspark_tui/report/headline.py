@@ -125,9 +125,16 @@ def verification_lines(result: VerificationResult | None, t: Texts) -> list[str]
             text += f" ({(gain.low - 1) * 100:+.1f}% … {(gain.high - 1) * 100:+.1f}%)"
     cells = t.join(f"{c.scenario} c={c.concurrency}" for c in result.fixed_wins)
     record = result.record
-    return [t(f"summary_verify.{result.outcome}", sweep=record.sweep_name or record.sweep,
-              k=record.fixed_k, gain=text, band=result.band.percent,
-              cells=t("summary_verify_cells", k=record.fixed_k, cells=cells) if cells else "")]
+    lines = [t(f"summary_verify.{result.outcome}", sweep=record.sweep_name or record.sweep,
+               k=record.fixed_k, gain=text, band=result.band.percent,
+               cells=t("summary_verify_cells", k=record.fixed_k, cells=cells) if cells else "")]
+    collapsed = [b for b in result.boundaries if b.collapses]
+    if collapsed:
+        moves = t.join(t(f"summary_verify_move.{b.move or 'none'}", b=b.boundary, b1=b.boundary + 1)
+                       for b in collapsed)
+        lines.append(t("summary_verify_collapse", moves=moves, cells=t.join(
+            f"{c.scenario} c={c.concurrency}" for c in result.collapses)))
+    return lines
 
 
 def _withheld_line(analysis: RunAnalysis, answer: DeployAnswer, t: Texts) -> str:

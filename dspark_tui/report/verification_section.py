@@ -65,4 +65,55 @@ def verification_section(result: VerificationResult | None, t: Texts) -> list[st
     won = [f"{c.scenario} c={c.concurrency}" for c in result.cells if c.schedule_wins]
     if won:
         lines.append(x("schedule_wins", cells=", ".join(won)))
+    return lines + boundary_lines(result, t)
+
+
+def _cell_ratio(ratio: Ratio | None) -> str:
+    if ratio is None:
+        return "—"
+    text = _pct(ratio.value)
+    return text + (f" ({_interval(ratio.low, ratio.high)})" if ratio.has_interval else "")
+
+
+def boundary_lines(result: VerificationResult, t: Texts) -> list[str]:
+    """The boundary check: the schedule against the fixed K on each side of the nearest
+    boundary per cell, the collapses, and which boundary to move which way."""
+    cells = result.boundary_cells
+    if not cells:
+        return []
+    x = t.of("verification")
+    record = result.record
+    lines = ["", x("boundary_heading"), "", x(
+        "boundary_lead", probes=", ".join(f"c={c}" for c in record.probes) or "—",
+        scenario=record.probe_scenario or "—",
+        arms=", ".join(f"`{name}`" for name in record.fixed_arms), band=result.band.percent), ""]
+    rows = []
+    for cell in cells:
+        share = cell.high_share
+        rows.append([
+            cell.scenario, f"{cell.concurrency}{' *' if cell.probe else ''}",
+            "—" if cell.batch is None else f"{cell.batch:.1f}",
+            "—" if cell.schedule_k is None else str(cell.schedule_k),
+            f"{cell.boundary}–{cell.boundary + 1} (K={cell.k_low}→K={cell.k_high})",
+            _cell_ratio(cell.vs_low), _cell_ratio(cell.vs_high), _cell_ratio(cell.high_vs_low),
+            "—" if cell.drafted_k is None else f"{cell.drafted_k:.2f} ({share * 100:.0f}%)"
+            if share is not None else f"{cell.drafted_k:.2f}",
+            x("collapse_yes") if cell.collapse else "",
+        ])
+    lines += markdown_table(x("boundary_header").strip("| ").split(" | "), rows)
+    lines += ["", x("boundary_probe_note"), ""]
+    for advice in result.boundaries:
+        names = dict(b=advice.boundary, b1=advice.boundary + 1, lo=advice.k_low, hi=advice.k_high)
+        if advice.collapses:
+            lines.append(x("collapse", cells=", ".join(
+                f"{c.scenario} c={c.concurrency}" for c in advice.collapses), **names))
+        if advice.move in ("down", "up"):
+            lines.append(x(f"move_{advice.move}", target=advice.target, **names))
+        elif advice.move == "conflict":
+            lines.append(x("move_conflict", **names))
+        elif advice.cells:
+            lines.append(x("move_none", **names))
+    if any(c.single for c in cells):
+        lines.append(x("boundary_single"))
+    lines.append(x("flip_note"))
     return lines

@@ -58,6 +58,13 @@ class Verification(BaseModel):
     fixed_k: int
     schedule_arm: str
     fixed_arm: str
+    # The boundary check (docs/decision.md, "At the schedule's boundaries"): concurrencies the
+    # rerun added to one scenario at and between the schedule's boundaries, and every fixed-K arm
+    # it ran (the best fixed K and the K on each side of a boundary), arm name -> K. Empty in
+    # verification runs from before the check.
+    probe_scenario: str | None = None
+    probes: list[int] = Field(default_factory=list)
+    fixed_arms: dict[str, int] = Field(default_factory=dict)
 
 
 class PromptSetRecord(BaseModel):

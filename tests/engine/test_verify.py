@@ -13,7 +13,10 @@ from dspark_tui.cli import main
 from dspark_tui.engine.checks.preflight import PreflightFailed
 from dspark_tui.engine.run.verify import (
     SCHEDULE_ARM,
+    boundary_probes,
+    neighbour_ks,
     plan_to_run,
+    probe_scenario,
     read_recommendation,
     verification_plan,
 )
@@ -46,10 +49,19 @@ def test_the_plan_runs_the_schedule_against_the_best_fixed_k(tmp_path: Path):
     plan = parse_plan(plan_text(KS, GRID, traffic=TRAFFIC))
     verifying = verification_plan(plan, recommendation)
     fixed = f"K={recommendation.fixed_k}"
-    assert [arm.name for arm in verifying.arms] == [SCHEDULE_ARM, fixed]
-    # Same grid, rounds and traffic as the plan.
-    assert verifying.scenarios == plan.scenarios and verifying.bench == plan.bench
-    assert verifying.traffic == plan.traffic
+    # The schedule, the best fixed K, then the K on each side of every boundary (the check at
+    # the boundaries, below).
+    sides = [f"K={k}" for k in sorted({k for _, _, k in recommendation.ranges})
+             if k != recommendation.fixed_k]
+    assert [arm.name for arm in verifying.arms] == [SCHEDULE_ARM, fixed, *sides]
+    # Same grid, rounds and traffic as the plan, with the boundary probes added to its scenario.
+    probes = boundary_probes(recommendation.ranges)
+    assert probes
+    (scenario,) = verifying.scenarios
+    assert scenario.concurrencies == sorted({*plan.scenarios[0].concurrencies, *probes})
+    assert scenario.model_copy(update={"concurrencies": plan.scenarios[0].concurrencies}) \
+        == plan.scenarios[0]
+    assert verifying.bench == plan.bench and verifying.traffic == plan.traffic
     schedule_argv = verifying.server_argv(verifying.arm(SCHEDULE_ARM))
     fixed_argv = verifying.server_argv(verifying.arm(fixed))
     for argv in (schedule_argv, fixed_argv):
@@ -146,3 +158,22 @@ def test_the_app_checks_verify_before_its_screen_switches(tmp_path: Path):
         _start_of(args(sweep), tmp_path / "plans", [tmp_path / "results"])
     assert "verify" not in str(refused.value) and "vllm" in str(refused.value)
     assert not (tmp_path / "results").exists()
+
+
+def test_the_boundary_probes_are_each_boundarys_two_sides_and_inner_midpoints():
+    """The rule of the check at the boundaries (docs/decision.md): for [[1,4,3],[5,16,2],
+    [17,256,1]] the batches 4|5 and 16|17 and the middle range's geometric midpoint 9."""
+    ranges = [[1, 4, 3], [5, 16, 2], [17, 256, 1]]
+    assert boundary_probes(ranges) == [4, 5, 9, 16, 17]
+    assert neighbour_ks(ranges) == [1, 2, 3]
+    assert boundary_probes([[1, 8, 5], [9, 256, 3]]) == [8, 9]
+    assert boundary_probes([[1, 256, 3]]) == [] and neighbour_ks([[1, 256, 3]]) == []
+    # A range of two batches has no midpoint strictly inside.
+    assert boundary_probes([[1, 4, 3], [5, 6, 2], [7, 256, 1]]) == [4, 5, 6, 7]
+
+
+def test_the_probes_go_to_the_scenario_the_traffic_weighs_most():
+    two = {"chat": [1, 64], "rag": [1, 64]}
+    assert probe_scenario(parse_plan(plan_text(KS, two))) == "chat"
+    weighted = parse_plan(plan_text(KS, two, traffic="[traffic]\nscenarios = { chat = 1, rag = 3 }\n"))
+    assert probe_scenario(weighted) == "rag"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from dspark_tui.engine.run.verify import boundary_probes
 from dspark_tui.results import load_run
 from tests.cli import run_cli
 from tests.engine.helpers import write_sim_plan
@@ -35,12 +36,17 @@ def test_verify_reruns_the_schedule_against_the_best_fixed_k(tmp_path: Path):
     (run_dir,) = list(verifications.iterdir())
     run = load_run(run_dir)
     assert run.manifest.status == "completed" and not run.problems
-    assert run.manifest.arm_names() == ["schedule", f"K={fixed_k}"]
     record = run.manifest.verification
     assert record is not None and record.sweep == str(sweep.resolve())
     assert record.schedule == saved["num_speculative_tokens_per_batch_size"]
+    # The schedule, the best fixed K, then the K on each side of a boundary; the grid plus the
+    # boundaries' probes (docs/decision.md, "At the schedule's boundaries").
+    sides = [f"K={k}" for k in sorted({k for _, _, k in record.schedule}) if k != fixed_k]
+    arms = ["schedule", f"K={fixed_k}", *(sides if len(record.schedule) > 1 else [])]
+    assert run.manifest.arm_names() == arms
+    assert record.probes == [c for c in boundary_probes(record.schedule) if c not in (1, 64)]
     assert {(c.arm, c.concurrency) for c in run.ok_cells()} == {
-        (arm, c) for arm in ("schedule", f"K={fixed_k}") for c in (1, 64)}
+        (arm, c) for arm in arms for c in (1, 64, *record.probes)}
     # The schedule arm's server took the sweep's schedule (the simulator logs it as vLLM does);
     # the fixed arm's ran one K.
     schedule_log = next((run_dir / "logs").glob("server-schedule-*.log")).read_text()

@@ -292,13 +292,19 @@ def test_the_k_sweeps_schedule_is_served_by_real_vllm_and_verified(tmp_path: Pat
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     argv = {record["arm"]: record["argv"] for record in _records(run_dir)}
     fixed = f"K={saved['single_best_k']['k']}"
-    assert sorted(argv) == sorted(["schedule", fixed]), argv
+    run = load_run(run_dir)
+    record = run.manifest.verification
+    assert run.manifest.status == "completed" and record is not None
+    # The schedule, the best fixed K and the K on each side of every boundary (the boundary
+    # check: docs/decision.md, "At the schedule's boundaries").
+    assert fixed in record.fixed_arms, record.fixed_arms
+    assert sorted(argv) == sorted(["schedule", *record.fixed_arms]), argv
     served = argv["schedule"]
     assert json.loads(served[served.index("--speculative-config") + 1]) == config
-    run = load_run(run_dir)
-    assert run.manifest.status == "completed" and run.manifest.verification is not None
     ok = [m for m in run.measurements if m.ok]
-    assert len(ok) == len(run.measurements) == 4, [(m.key, m.error) for m in run.measurements]
+    cells = {(m.scenario, m.concurrency) for m in run.measurements}
+    assert len(ok) == len(run.measurements) == len(argv) * len(cells), \
+        [(m.key, m.error) for m in run.measurements]
     # At c = 1 the schedule's first range speculates: vLLM's own counters say it drafted.
     first_k = config["num_speculative_tokens_per_batch_size"][0][2]
     c1 = next(m for m in ok if m.arm == "schedule" and m.concurrency == 1)

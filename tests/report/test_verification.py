@@ -30,7 +30,9 @@ def verification_run(folder: Path, truth: dict[int, float], *, rounds: int = 3,
     sweep_plan = parse_plan(plan_text([0, 2, 4, 5], GRID, traffic=TRAFFIC, rounds=rounds))
     recommendation = Recommendation(folder / "sweep", "k_sweep", "spec_tokens", CONFIG, 4,
                                     "running_batch")
+    # A rerun as it was before the boundary check: the two arms on the sweep's grid.
     plan = verification_plan(sweep_plan, recommendation)
+    plan = plan.model_copy(update={"arms": plan.arms[:2], "scenarios": sweep_plan.scenarios})
     folder.mkdir(parents=True, exist_ok=True)
     RunStore(folder).write_manifest(manifest_for_plan(plan, "test", verification_record(recommendation)))
     run = load_run(folder)
@@ -99,3 +101,74 @@ def test_other_runs_have_no_verification_section(tmp_path: Path):
 def test_the_schedules_k_is_looked_up_as_vllm_does():
     ranges = [[1, 8, 5], [12, 64, 3], [65, 256, 1]]
     assert [schedule_k_at(ranges, b) for b in (0.4, 8, 8.4, 10, 12, 300)] == [5, 5, 5, 5, 3, 1]
+
+
+def boundary_run(folder: Path, schedule_at: dict[int, float], k5_over_k2: dict[int, float],
+                 rounds: int = 3, noise: float = 0.002) -> LoadedRun:
+    """A `--verify` run with the boundary check: arms schedule, K=4 (best fixed), K=2 and K=5
+    (the two sides of the boundary 8|9), the probes 8 and 9 added to the grid. `schedule_at[c]`
+    is the schedule's true ratio to the better of K=2 and K=5 at c."""
+    sweep_plan = parse_plan(plan_text([0, 2, 4, 5], GRID, traffic=TRAFFIC, rounds=rounds))
+    recommendation = Recommendation(folder / "sweep", "k_sweep", "spec_tokens", CONFIG, 4,
+                                    "running_batch")
+    plan = verification_plan(sweep_plan, recommendation)
+    assert [a.name for a in plan.arms] == ["schedule", "K=4", "K=2", "K=5"]
+    assert plan.scenarios[0].concurrencies == [1, 8, 9, 16, 128]
+    folder.mkdir(parents=True, exist_ok=True)
+    record = verification_record(recommendation, sweep_plan)
+    assert record.probes == [8, 9] and record.fixed_arms == {"K=2": 2, "K=4": 4, "K=5": 5}
+    RunStore(folder).write_manifest(manifest_for_plan(plan, "test", record))
+    run = load_run(folder)
+    rng = np.random.default_rng(7)
+    measured = []
+    for rnd in range(1, rounds + 1):
+        for arm in ("schedule", "K=4", "K=2", "K=5"):
+            session = rng.normal(0, noise)
+            for c in plan.scenarios[0].concurrencies:
+                k2 = 1000.0 * c ** 0.8
+                k5 = k2 * k5_over_k2.get(c, 1.0)
+                value = {"K=2": k2, "K=5": k5, "K=4": 0.5 * (k2 + k5),
+                         "schedule": max(k2, k5) * schedule_at.get(c, 1.0)}[arm]
+                measured.append(CellResult(
+                    arm=arm, scenario="chat", concurrency=c, round=rnd, session=f"{arm}-r{rnd}",
+                    metrics=ClientMetrics(total_throughput=value * math.exp(session + rng.normal(0, noise)),
+                                          duration=20.0, completed=64),
+                    server=ServerSummary(samples=40, running_mean=c * 0.97, running_peak=c,
+                                         running_steady=float(c), running_samples=40,
+                                         drafts=100.0, draft_tokens=500.0 if c <= 8 else 300.0)))
+    run.measurements = measured
+    run.cells = {m.key: m for m in measured if m.round == rounds}
+    return run
+
+
+def test_a_collapse_at_the_boundary_is_flagged_and_the_boundary_moved(tmp_path: Path):
+    # At c = 9 the schedule is 15 % below the better fixed K (and so below both); K=5 is 10 %
+    # faster than K=2 there, so the boundary moves up, putting c = 9 in K=5's range.
+    run = boundary_run(tmp_path, {9: 0.85 / 1.10}, {1: 1.2, 8: 1.1, 9: 1.1, 16: 0.9, 128: 0.8})
+    result = verification_of(analyse(run))
+    assert result is not None
+    # The gain rests on the sweep's own cells only; the probes are checked, not weighed.
+    assert [c.concurrency for c in result.cells] == [1, 16, 128]
+    assert [c.concurrency for c in result.boundary_cells] == [1, 8, 9, 16, 128]
+    assert [c.concurrency for c in result.collapses] == [9]
+    (cell,) = result.collapses
+    assert cell.probe and cell.side == "high" and cell.schedule_k == 2 and cell.drafted_k == 3.0
+    (boundary,) = result.boundaries
+    assert (boundary.boundary, boundary.k_low, boundary.k_high, boundary.move) == (8, 5, 2, "up")
+    assert boundary.target == 9
+    en = render_report(run, "en")
+    assert "### At the schedule's boundaries" in en and "**Collapse at boundary 8|9**" in en
+    assert "**move it up**, the lower range ending at 9 at least" in en
+    assert "⚠ Collapse at the schedule's boundaries" in en
+    assert "### 调度边界处" in render_report(run, "zh")
+
+
+def test_without_a_collapse_a_misplaced_boundary_is_still_moved(tmp_path: Path):
+    # The schedule runs K=2 at c = 9 and K=5 is shown 10 % faster there: move the boundary up;
+    # the schedule equals K=2 there (not below both), so no collapse.
+    run = boundary_run(tmp_path, {9: 1.0 / 1.10}, {1: 1.2, 8: 1.1, 9: 1.1, 16: 0.9, 128: 0.8})
+    result = verification_of(analyse(run))
+    assert result is not None and not result.collapses
+    (boundary,) = result.boundaries
+    assert boundary.move == "up" and boundary.target == 9
+    assert "Collapse at" not in render_report(run, "en")

@@ -5,6 +5,7 @@ best fixed K as the other, on the plan's grid with the plan's rounds (docs/decis
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,41 @@ def fixed_arm_name(k: int) -> str:
     return f"K={k}"
 
 
+def boundary_probes(ranges: list[list[int]]) -> list[int]:
+    """The concurrencies the boundary check adds (docs/decision.md, "At the schedule's
+    boundaries"): for every boundary between two ranges its last batch `hi` and the next one's
+    first, `hi + 1`, and for every range between two boundaries its geometric midpoint (the cuts
+    are on a log2 scale), rounded, when it lies strictly inside. Two to three cells a boundary."""
+    ordered = sorted(ranges)
+    probes: set[int] = set()
+    for index, (lo, hi, _) in enumerate(ordered):
+        if index < len(ordered) - 1:
+            probes.update((hi, hi + 1))
+        if 0 < index < len(ordered) - 1:
+            middle = round(math.sqrt(lo * hi))
+            if lo < middle < hi:
+                probes.add(middle)
+    return sorted(probes)
+
+
+def neighbour_ks(ranges: list[list[int]]) -> list[int]:
+    """The K on each side of every boundary: the fixed arms the schedule is compared with there."""
+    ordered = sorted(ranges)
+    if len(ordered) < 2:
+        return []
+    return sorted({k for _, _, k in ordered})
+
+
+def probe_scenario(plan: Plan) -> str:
+    """The scenario the probes are added to: the one the plan's [traffic] weighs most (the
+    plan's first on a tie or without [traffic]). One scenario keeps the rerun short."""
+    names = [s.name for s in plan.scenarios]
+    weights = plan.traffic.scenarios if plan.traffic is not None else {}
+    if not weights:
+        return names[0]
+    return max(names, key=lambda name: (weights.get(name, 0.0), -names.index(name)))
+
+
 def verification_plan(plan: Plan, recommendation: Recommendation) -> Plan:
     """The plan with exactly two arms, `schedule` and `K=<best fixed>`, each with its
     speculative table (`[arms.speculative]`) given where the command says `"{speculative}"`:
@@ -99,9 +135,11 @@ def verification_plan(plan: Plan, recommendation: Recommendation) -> Plan:
                             f"sweep {recommendation.sweep_name} compared; verify with the sweep's "
                             f"own plan")
     schedule_config = dict(recommendation.config)
-    fixed_config = {key: value for key, value in schedule_config.items()
-                    if key != plan.kind.schedule_key}
-    fixed_config["num_speculative_tokens"] = recommendation.fixed_k
+    base_config = {key: value for key, value in schedule_config.items()
+                   if key != plan.kind.schedule_key}
+
+    def fixed_config(k: int) -> dict[str, Any] | None:
+        return {**base_config, "num_speculative_tokens": k} if k > 0 else None
     data = plan.model_dump()
     data["name"] = f"{plan.name}_verify"
     data["description"] = (f"verifies the K schedule of {recommendation.sweep_name} "
@@ -114,18 +152,42 @@ def verification_plan(plan: Plan, recommendation: Recommendation) -> Plan:
         {"name": SCHEDULE_ARM, "speculative": schedule_config,
          "description": "the sweep's num_speculative_tokens_per_batch_size schedule"},
         {"name": fixed_arm_name(recommendation.fixed_k),
-         "speculative": fixed_config if recommendation.fixed_k > 0 else None,
+         "speculative": fixed_config(recommendation.fixed_k),
          "description": "the sweep's best fixed K for the plan's traffic"},
     ]
+    for k in neighbour_ks(recommendation.ranges):
+        if k != recommendation.fixed_k:
+            data["arms"].append({"name": fixed_arm_name(k), "speculative": fixed_config(k),
+                                 "description": "the K on one side of a schedule boundary"})
+    probes = boundary_probes(recommendation.ranges)
+    if probes:
+        target = probe_scenario(plan)
+        for scenario in data["scenarios"]:
+            if scenario["name"] == target:
+                scenario["concurrencies"] = sorted({*scenario["concurrencies"], *probes})
     return Plan.model_validate(data)
 
 
-def verification_record(recommendation: Recommendation) -> Verification:
-    """What run.json keeps about the verified sweep, so the report stands on its own."""
+def verification_record(recommendation: Recommendation, plan: Plan | None = None) -> Verification:
+    """What run.json keeps about the verified sweep, so the report stands on its own: with the
+    boundary probes that are not in the plan's own grid (`plan` is the plan before the probes;
+    None: a record without the boundary check's fields, as before it)."""
+    if plan is None:
+        return Verification(sweep=str(recommendation.sweep.resolve()),
+                            sweep_name=recommendation.sweep_name, schedule=recommendation.ranges,
+                            keyed_on=recommendation.keyed_on, fixed_k=recommendation.fixed_k,
+                            schedule_arm=SCHEDULE_ARM,
+                            fixed_arm=fixed_arm_name(recommendation.fixed_k))
+    ks = sorted({recommendation.fixed_k, *neighbour_ks(recommendation.ranges)})
+    target = probe_scenario(plan)
+    grid = next(s.concurrencies for s in plan.scenarios if s.name == target)
+    probes = [c for c in boundary_probes(recommendation.ranges) if c not in grid]
     return Verification(sweep=str(recommendation.sweep.resolve()),
                         sweep_name=recommendation.sweep_name, schedule=recommendation.ranges,
                         keyed_on=recommendation.keyed_on, fixed_k=recommendation.fixed_k,
-                        schedule_arm=SCHEDULE_ARM, fixed_arm=fixed_arm_name(recommendation.fixed_k))
+                        schedule_arm=SCHEDULE_ARM, fixed_arm=fixed_arm_name(recommendation.fixed_k),
+                        probe_scenario=target if boundary_probes(recommendation.ranges) else None,
+                        probes=probes, fixed_arms={fixed_arm_name(k): k for k in ks})
 
 
 def plan_to_run(plan: Plan, verify: Path | None, arms: list[str] | None,
@@ -139,4 +201,5 @@ def plan_to_run(plan: Plan, verify: Path | None, arms: list[str] | None,
                         "the best fixed K")
     recommendation = read_recommendation(verify)
     narrowed = filter_plan(plan, None, scenarios)
-    return verification_plan(narrowed, recommendation), verification_record(recommendation)
+    return (verification_plan(narrowed, recommendation),
+            verification_record(recommendation, narrowed))
