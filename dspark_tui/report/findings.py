@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dspark_tui.analysis import frames as fr
 from dspark_tui.analysis.analysis import RunAnalysis, cell_noise
-from dspark_tui.analysis.verdicts import GroupVerdict
 from dspark_tui.analysis.bands import NOT_SHOWN, UNDECIDED, BandAnswer, majority_verdict, uniform_arm
+from dspark_tui.analysis.verdicts import GroupVerdict
 from dspark_tui.report.phrases import (
     counts,
     decisive_wins,
