@@ -143,7 +143,9 @@ async def test_the_best_arm_of_a_sweep_is_shown_against_k0_in_run_detail(tmp_pat
         assert headers == ["Scenario", "C", "Best", "Margin", "vs K=0"]  # verdict and interval inside
         rows = {(str(r[0]), str(r[1])): [str(c) for c in r]
                 for r in (table.get_row_at(i) for i in range(table.row_count))}  # type: ignore[attr-defined]
-        assert rows[("chat", "1")][2] == "K=7 tie" and rows[("chat", "1")][4].startswith("+")
+        # K=7 leads K=6 by 1.3 % (+0.6 … +2.0 %): unsure since the level is calibrated for the
+        # estimated df (issue 22; a tie before, the upper end just inside the 2 % band).
+        assert rows[("chat", "1")][2] == "K=7 unsure" and rows[("chat", "1")][4].startswith("+")
         assert re.fullmatch(r" *\d+\.\d% [+-][\d.]+…[+-][\d.]+", rows[("chat", "1")][3])
         assert rows[("chat", "256")][2] == "K=0 wins" and rows[("chat", "256")][4] == "—"
 
