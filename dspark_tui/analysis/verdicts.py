@@ -220,8 +220,9 @@ class RunVerdicts:
         return {
             "schema_version": ANALYSIS_SCHEMA_VERSION,
             "method": "paired log ratio by round; session term from each arm's own rounds, "
-                      "residual noise per concurrency band; t interval, Satterthwaite df; one "
-                      "level per look (Pocock-type, for this plan's looks)",
+                      "residual noise per concurrency band; t interval, Satterthwaite df at the "
+                      "level calibrated for estimating it; one level per look (Pocock-type, "
+                      "for this plan's looks)",
             "settings": {"tie_band": s.tie_band, "alpha": s.alpha, "looks": s.looks,
                          "level": round(s.level, 6), "rounds": s.rounds,
                          "adaptive_rounds": s.adaptive_rounds,

@@ -183,8 +183,8 @@ def _next_steps(analysis: RunAnalysis, t: Texts) -> list[str]:
     arm_verdicts = [v for _, _, v in merged if v in layout.arms]
     if merged and len(merged) == 1 and arm_verdicts:
         steps.append(t(f"next_uniform{sim}", setting=f"`{layout.setting(arm_verdicts[0])}`"))
-    elif len(set(arm_verdicts)) > 1 or (arm_verdicts and any(v not in (UNDECIDED, NOT_SHOWN) for _, _, v in merged
-                                                             if v not in layout.arms)):
+    elif len(set(arm_verdicts)) > 1 or (arm_verdicts and any(
+            v not in (UNDECIDED, NOT_SHOWN) for _, _, v in merged if v not in layout.arms)):
         band_ids, concurrencies, verdict = merged[-1]
         others = {v for _, _, v in merged[:-1] if v in layout.arms}
         if band_ids[-1] == "high" and verdict in layout.arms and others - {verdict}:

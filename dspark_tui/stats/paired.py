@@ -14,8 +14,10 @@ the additive fit (many degrees of freedom; per concurrency band when the caller 
 and var(s) from each arm's own round effects (2(R - 1) degrees of freedom; the pair's round
 effects alone have R - 1; more with a stated prior that the run does not contradict), and give
 the sum the Satterthwaite degrees of freedom of that linear combination. The interval is
-Student's t at the level the caller gives: with adaptive re-measurement, the per-look level of
-stats/sequential.py, so looking again cannot inflate false winners.
+Student's t at those degrees of freedom, at the level the caller gives (with adaptive
+re-measurement, the per-look level of stats/sequential.py, so looking again cannot inflate
+false winners) made smaller where estimating the degrees of freedom would otherwise make the
+interval miss more often than it says (`calibrated_alpha`).
 
 Only numpy and scipy.special; callers hand in plain arrays.
 """

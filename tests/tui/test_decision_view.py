@@ -92,8 +92,7 @@ async def test_the_decision_view_shows_the_schedule_and_command_and_c_copies_it(
         schedule = await seen_whole(pilot, screen, "#decision-schedule")
         assert sweep_answer.schedule is not None
         for lo, hi, k in sweep_answer.schedule.ranges:
-            batches = f"{lo}–{hi}" if lo != hi else str(lo)  # one batch: `1`, not `1–1`
-            assert any(line.split()[:2] == [batches, str(k)] for line in schedule.splitlines()
+            assert any(line.split()[:2] == [f"{lo}–{hi}", str(k)] for line in schedule.splitlines()
                        if line.strip()), (lo, hi, k)
         command = shell_line(sweep_answer.command or [])
         assert _words(await seen_whole(pilot, screen, "#decision-command")) == _words(command)
@@ -109,10 +108,7 @@ async def test_the_decision_view_shows_the_schedule_and_command_and_c_copies_it(
         screen.clear_selection()
         await pilot.press("c")
         await wait_until(pilot, lambda: app.clipboard == command, what="the command copied")
-        # Sent, not said to be copied: a terminal (tmux) may ignore OSC 52.
-        await until_shown(pilot, app, "serve command sent to the terminal's clipboard")
-        port = " ".join((await seen_whole(pilot, screen, "#decision-port")).split())
-        assert "--port 8000 is the port this run's server listened on" in port
+        await until_shown(pilot, app, "serve command copied")
         await pilot.press("j")
         await wait_until(pilot, lambda: '"num_speculative_tokens":6' in app.clipboard,
                          what="the JSON copied")
@@ -147,8 +143,8 @@ async def test_the_best_arm_of_a_sweep_is_shown_against_k0_in_run_detail(tmp_pat
         assert headers == ["Scenario", "C", "Best", "Margin", "vs K=0"]  # verdict and interval inside
         rows = {(str(r[0]), str(r[1])): [str(c) for c in r]
                 for r in (table.get_row_at(i) for i in range(table.row_count))}  # type: ignore[attr-defined]
-        # K=7 leads at chat c=1; at the family level (Bonferroni over the sweep's comparisons,
-        # docs/statistics.md) it is not shown within the band: unsure, no longer a tie.
+        # K=7 leads K=6 by 1.3 % (+0.6 … +2.0 %): unsure since the level is calibrated for the
+        # estimated df (issue 22; a tie before, the upper end just inside the 2 % band).
         assert rows[("chat", "1")][2] == "K=7 unsure" and rows[("chat", "1")][4].startswith("+")
         assert re.fullmatch(r" *\d+\.\d% [+-][\d.]+…[+-][\d.]+", rows[("chat", "1")][3])
         assert rows[("chat", "256")][2] == "K=0 wins" and rows[("chat", "256")][4] == "—"
