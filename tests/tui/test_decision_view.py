@@ -92,7 +92,8 @@ async def test_the_decision_view_shows_the_schedule_and_command_and_c_copies_it(
         schedule = await seen_whole(pilot, screen, "#decision-schedule")
         assert sweep_answer.schedule is not None
         for lo, hi, k in sweep_answer.schedule.ranges:
-            assert any(line.split()[:2] == [f"{lo}–{hi}", str(k)] for line in schedule.splitlines()
+            batches = f"{lo}–{hi}" if lo != hi else str(lo)  # one batch: `1`, not `1–1`
+            assert any(line.split()[:2] == [batches, str(k)] for line in schedule.splitlines()
                        if line.strip()), (lo, hi, k)
         command = shell_line(sweep_answer.command or [])
         assert _words(await seen_whole(pilot, screen, "#decision-command")) == _words(command)
@@ -108,7 +109,10 @@ async def test_the_decision_view_shows_the_schedule_and_command_and_c_copies_it(
         screen.clear_selection()
         await pilot.press("c")
         await wait_until(pilot, lambda: app.clipboard == command, what="the command copied")
-        await until_shown(pilot, app, "serve command copied")
+        # Sent, not said to be copied: a terminal (tmux) may ignore OSC 52.
+        await until_shown(pilot, app, "serve command sent to the terminal's clipboard")
+        port = " ".join((await seen_whole(pilot, screen, "#decision-port")).split())
+        assert "--port 8000 is the port this run's server listened on" in port
         await pilot.press("j")
         await wait_until(pilot, lambda: '"num_speculative_tokens":6' in app.clipboard,
                          what="the JSON copied")
