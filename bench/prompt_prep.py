@@ -6,7 +6,7 @@ plan (once per run, after the first server is ready), the prompts/ folder's size
 to load the largest set before a cell (every measurement does it, outside its timed part).
 
     python bench/prompt_prep.py            # ShareGPT-shaped file of 20,000 conversations
-    python bench/prompt_prep.py --quick    # 2,000 conversations (a test)
+    python bench/prompt_prep.py --quick    # 2,000 conversations, the demo's first scenario (a test)
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import print_table, simulator
 
+from dspark_tui.engine.checks.setup import filter_plan
 from dspark_tui.engine.datasets import load_prompt_set, prepare_prompt_sets
 from dspark_tui.engine.datasets.prepare import needs_preparing, set_key
 from dspark_tui.model import parse_plan
@@ -54,11 +55,12 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-async def measure(url: str, dataset: str, path: Path | None, folder: Path) -> list[object]:
+async def measure(url: str, dataset: str, path: Path | None, folder: Path,
+                  scenarios: list[str] | None) -> list[object]:
     keys = f'driver = "native"\ndataset = "{dataset}"' + (f'\ndataset_path = "{path}"' if path else "")
     text = (shipped_plan_text("demo").replace('driver = "native"', keys)
             .replace('model = "demo/DeepSeek-V4-Flash-DSpark-sim"', 'model = "bench-model"'))
-    plan = parse_plan(text, "demo")
+    plan = filter_plan(parse_plan(text, "demo"), None, scenarios)
     run_dir = folder / f"run-{dataset}"
     run_dir.mkdir()
     wall, cpu = time.perf_counter(), _cpu()
@@ -76,14 +78,15 @@ async def measure(url: str, dataset: str, path: Path | None, folder: Path) -> li
             f"{load * 1000:.1f}"]
 
 
-async def main_async(conversations: int) -> None:
+async def main_async(conversations: int, scenarios: list[str] | None) -> None:
     with tempfile.TemporaryDirectory(prefix="prompt-prep-") as tmp, simulator(speed=50) as (url, _):
         folder = Path(tmp)
         sharegpt = sharegpt_file(folder, conversations)
-        rows = [await measure(url, "jsonl", None, folder),
-                await measure(url, "random", sharegpt, folder),
-                await measure(url, "sharegpt", sharegpt, folder)]
-    print(f"demo plan, ShareGPT-shaped file of {conversations} conversations")
+        rows = [await measure(url, "jsonl", None, folder, scenarios),
+                await measure(url, "random", sharegpt, folder, scenarios),
+                await measure(url, "sharegpt", sharegpt, folder, scenarios)]
+    grid = f"demo plan ({', '.join(scenarios)})" if scenarios else "demo plan"
+    print(f"{grid}, ShareGPT-shaped file of {conversations} conversations")
     print_table(["dataset", "sets", "prompts", "wall s", "cpu s", "prompts/ KiB", "load ms"], rows)
 
 
@@ -91,7 +94,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
-    asyncio.run(main_async(2000 if args.quick else 20000))
+    # --quick: a smoke run of the script; 72 prompts to tokenize of the whole plan's 460
+    asyncio.run(main_async(2000, ["chat_short"]) if args.quick else main_async(20000, None))
 
 
 if __name__ == "__main__":
