@@ -47,7 +47,7 @@ def adaptive_section(answer: DeployAnswer | None, t: Texts) -> list[str]:
                       cs=", ".join(map(str, r.adaptive_at)))
                     for r in arm.routing)
                 lines.append(d("adaptive_routing", arm=arm.arm, rules=rules, source=VLLM_SOURCE))
-            if not arm.method_ok:
-                lines.append(d("adaptive_method", source=VLLM_SOURCE))
+        if not arm.method_ok:
+            lines.append(d("adaptive_method", source=VLLM_SOURCE))
         lines.append("")
     return lines[:-1] if lines[-1] == "" else lines
