@@ -166,6 +166,9 @@ class KDecision:
     choices: list[CellChoice] = field(default_factory=list)
     break_evens: list[BreakEven] = field(default_factory=list)
     stops: list[SpeculationStop] = field(default_factory=list)
+    # Adaptive-verification arms beside the fixed K ones (layout.adaptive_arms): not choices,
+    # compared against the choice per cell (analysis/adaptive.py).
+    adaptive: list[str] = field(default_factory=list)
 
     @property
     def arm_of(self) -> dict[int, str]:
@@ -218,9 +221,16 @@ def decide_k(analysis: RunAnalysis, require_sweep: bool = True) -> KDecision | N
     """The K decision of a run, or None when its arms are not a K sweep (or, with
     `require_sweep` False, not K values at all)."""
     k_of = arm_k_values(analysis.layout)
-    if k_of is None or (require_sweep and not is_k_sweep(k_of)) or analysis.verdicts is None:
+    adaptive: list[str] = []
+    if k_of is None and analysis.layout.adaptive_arms:
+        # A K sweep that carries adaptive-verification arms: the decision over the fixed arms.
+        k_of, adaptive = dict(analysis.layout.fixed_k), list(analysis.layout.adaptive_arms)
+    # With adaptive arms, two fixed K values are a sweep too: the seed's two-arm report is not
+    # at stake, and the adaptive arm needs a choice per cell to be compared with.
+    sweep = is_k_sweep(k_of) or (bool(adaptive) and k_of is not None and len(k_of) >= 2)
+    if k_of is None or (require_sweep and not sweep) or analysis.verdicts is None:
         return None
-    decision = KDecision(analysis, k_of, analysis.verdicts.settings.band)
+    decision = KDecision(analysis, k_of, analysis.verdicts.settings.band, adaptive=adaptive)
     means: dict[tuple[str, int], dict[int, float]] = {}
     for stats in analysis.verdicts.cells:
         if stats.arm in k_of:

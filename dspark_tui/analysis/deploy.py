@@ -9,9 +9,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dspark_tui.analysis.adaptive import AdaptiveArm, adaptive_arms, arm_configs
 from dspark_tui.analysis.analysis import RunAnalysis, analyse
 from dspark_tui.analysis.completeness import Completeness, is_simulated
 from dspark_tui.analysis.decision import KDecision, decide_k
+from dspark_tui.analysis.layout import K_VAR
 from dspark_tui.analysis.positions import (
     Disagreement,
     PositionValue,
@@ -77,6 +79,9 @@ class DeployAnswer:
     simulated: bool = False
     withheld: bool = False  # arms are missing: no schedule, no fixed K (unless asked)
     notes: list[str] = field(default_factory=list)
+    # Adaptive-verification arms against the per-cell choice, with their hybrids (empty
+    # without such arms: analysis/adaptive.py).
+    adaptive: list[AdaptiveArm] = field(default_factory=list)
 
     @property
     def status(self) -> str:
@@ -160,8 +165,11 @@ def deploy_answer(analysis: RunAnalysis, partial: bool = False) -> DeployAnswer 
     if schedule is not None:
         config = speculative_config(schedule, method, existing_speculative_config(plan),
                                     kind_of(plan))
-        if plan is not None and analysis.layout.compared_var is not None:
-            command = serve_command(plan, analysis.layout.compared_var, config)
+        # A sweep with adaptive arms compares two variables; its K is the speculative table's.
+        compared_var = analysis.layout.compared_var or (
+            K_VAR if decision.adaptive else None)
+        if plan is not None and compared_var is not None:
+            command = serve_command(plan, compared_var, config)
     single = best_single_k(decision, weights)
     schedule_gain = None
     routing = None
@@ -170,6 +178,9 @@ def deploy_answer(analysis: RunAnalysis, partial: bool = False) -> DeployAnswer 
             k_for = {key: schedule.k_at(points[key][0]) for key in weights}
             schedule_gain = weighted_gain(decision, weights, k_for, dict.fromkeys(weights, single.k))
         routing = best_routing(decision, weights, single)
+    adaptive = (adaptive_arms(decision, schedule, points, weights,
+                              arm_configs(plan.arms if plan is not None else []), method)
+                if decision.adaptive else [])
     return DeployAnswer(
         decision=decision,
         counters=counters,
@@ -188,6 +199,7 @@ def deploy_answer(analysis: RunAnalysis, partial: bool = False) -> DeployAnswer 
         routing=routing,
         run=run,
         simulated=simulated,
+        adaptive=adaptive,
     )
 
 
@@ -255,6 +267,8 @@ def schedule_json(answer: DeployAnswer) -> dict[str, Any]:
          "weight": round(answer.weights.get(c.key, 0.0), 6)}
         for c in decision.choices
     ]
+    if answer.adaptive:
+        out["adaptive"] = [arm.to_json() for arm in answer.adaptive]
     return out
 
 

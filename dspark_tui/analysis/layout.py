@@ -32,6 +32,10 @@ class RunLayout:
     compared_var: str | None = None
     compared_flag: str | None = None
     arm_values: dict[str, str] = field(default_factory=dict)
+    # A K sweep with adaptive-verification arms (issue 24): K of each fixed arm, and the arms
+    # that verify adaptively. Empty unless the arms differ in K and adaptive verification alone.
+    fixed_k: dict[str, int] = field(default_factory=dict)
+    adaptive_arms: list[str] = field(default_factory=list)
 
     @property
     def baseline(self) -> str:
@@ -84,6 +88,7 @@ def layout_of(run: LoadedRun) -> RunLayout:
     ]
 
     compared_var, compared_flag, values = compared_values(manifest, arms)
+    fixed_k, adaptive = adaptive_split(manifest, arms) or ({}, [])
     return RunLayout(
         arms=arms,
         scenarios=shapes,
@@ -91,7 +96,45 @@ def layout_of(run: LoadedRun) -> RunLayout:
         compared_var=compared_var,
         compared_flag=compared_flag,
         arm_values=values,
+        fixed_k=fixed_k,
+        adaptive_arms=adaptive,
     )
+
+
+K_VAR = "num_speculative_tokens"
+ADAPTIVE_VAR = "speculative.enable_adaptive_verification"
+
+
+def is_adaptive(settings: dict[str, object]) -> bool:
+    """An arm's settings turn vLLM's adaptive verification on."""
+    value = settings.get(ADAPTIVE_VAR)
+    return value is True or str(value).lower() == "true"
+
+
+def adaptive_split(manifest: RunManifest, arms: list[str]) -> tuple[dict[str, int], list[str]] | None:
+    """(K of each fixed arm, the adaptive-verification arms) when the arms differ in K and in
+    adaptive verification alone, some arm verifies adaptively and the fixed arms have distinct
+    K values; else None. (The K decision is made over the fixed arms; the adaptive ones are
+    compared against it, analysis/adaptive.py.)"""
+    if manifest.verification is not None:
+        return None
+    if {c.var for c in manifest.compared} != {K_VAR, ADAPTIVE_VAR}:
+        return None
+    arm_vars = {a.name: a.vars for a in manifest.arms}
+    fixed: dict[str, str] = {}
+    adaptive: list[str] = []
+    for arm in arms:
+        settings = arm_vars.get(arm)
+        if settings is None or K_VAR not in settings:
+            return None
+        if is_adaptive(settings):
+            adaptive.append(arm)
+        else:
+            fixed[arm] = str(settings[K_VAR])
+    k_of = _k_values(fixed) if len(fixed) >= 2 else None
+    if not adaptive or k_of is None:
+        return None
+    return k_of, adaptive
 
 
 def compared_values(manifest: RunManifest, arms: list[str]) -> tuple[str | None, str | None, dict[str, str]]:

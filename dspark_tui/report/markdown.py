@@ -14,6 +14,7 @@ from dspark_tui.analysis.greedy import greedy_result
 from dspark_tui.analysis.slo import slo_answer, slo_of
 from dspark_tui.analysis.verification import verification_of
 from dspark_tui.model import shown
+from dspark_tui.report.adaptive_section import adaptive_section
 from dspark_tui.report.advice import advice_section
 from dspark_tui.report.categories import category_section
 from dspark_tui.report.certainty import margin_interval_text, unsure_section
@@ -75,6 +76,7 @@ def render_report(run: LoadedRun, lang: str = "zh", analysis: RunAnalysis | None
         _header(analysis, t),
         verification_section(verification_of(analysis), t),
         deploy_section(answer, t, simulated=is_simulated(run.manifest)),
+        adaptive_section(answer, t),
         slo_section(slo, t),
         _core(analysis, t),
         _server(analysis, t),

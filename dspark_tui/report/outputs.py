@@ -10,8 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dspark_tui.analysis.analysis import RunAnalysis, analyse
-from dspark_tui.analysis.deploy import write_schedule
+from dspark_tui.analysis.deploy import deploy_answer, write_schedule
 from dspark_tui.analysis.greedy import greedy_result
+from dspark_tui.analysis.layout import adaptive_split
 from dspark_tui.analysis.slo import slo_answer, slo_of
 from dspark_tui.analysis.verdicts import RunVerdicts, run_verdicts
 from dspark_tui.report.charts import chart_data
@@ -31,6 +32,12 @@ def analysis_json(run: LoadedRun, verdicts: RunVerdicts | None = None,
         answer = slo_answer(analysis if analysis is not None else analyse(run))
         if answer is not None:
             document["slo"] = answer.to_json()
+    if adaptive_split(run.manifest, run.manifest.arm_names()) is not None:
+        # A K sweep with adaptive-verification arms: each against the per-cell choice and its
+        # hybrid with the schedule (analysis/adaptive.py); absent without such arms.
+        deployed = deploy_answer(analysis if analysis is not None else analyse(run))
+        if deployed is not None and deployed.adaptive:
+            document["adaptive"] = [arm.to_json() for arm in deployed.adaptive]
     greedy = greedy_result(run.path, run.manifest)
     if greedy is not None:
         document["greedy"] = {

@@ -1,0 +1,102 @@
+"""The hybrid of adaptive verification and the K schedule (analysis/adaptive.py) on runs whose
+measurements come from a stated truth (as tests/report/k_sweep_builders.py, sessions and cells
+with 0.2 % noise, three rounds): where adaptive verification is faster than the chosen K the
+hybrid takes it, and its expected gain over the schedule alone is the traffic-weighted mean of
+those cells' ratios. The live run is tests/report/test_adaptive_arm.py."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dspark_tui.analysis.adaptive import ONE_CONFIG, ROUTING, WINS
+from dspark_tui.analysis.analysis import analyse
+from dspark_tui.analysis.deploy import deploy_answer, schedule_json
+from dspark_tui.model import CellResult, ClientMetrics, parse_plan
+from dspark_tui.report.markdown import render_report
+from dspark_tui.results import RunStore, load_run, manifest_for_plan
+from dspark_tui.results.store import LoadedRun
+
+ARMS = {"K=1": "num_speculative_tokens = 1", "K=3": "num_speculative_tokens = 3",
+        "K=3 adaptive": "num_speculative_tokens = 3, enable_adaptive_verification = true"}
+CONCURRENCIES = [1, 4, 64, 256]
+
+
+def _run(folder: Path, truth: dict[str, dict[int, float]], rounds: int = 3) -> LoadedRun:
+    lines = ['name = "adaptive_hybrid"', 'model = "/models/DeepSeek-V4-Flash-DSpark"',
+             "[server]", 'command = ["vllm", "serve", "{model}", "--port", "{port}", "{speculative}"]',
+             "[bench]", 'driver = "sglang"', f"rounds = {rounds}", "adaptive_rounds = 0"]
+    for name, table in ARMS.items():
+        lines += ["[[arms]]", f'name = "{name}"', f'speculative = {{ method = "dspark", {table} }}']
+    lines += ["[[scenarios]]", 'name = "chat"', "input_len = 512", "output_len = 256",
+              f"concurrencies = {CONCURRENCIES}", "num_prompts = 64"]
+    plan = parse_plan("\n".join(lines) + "\n")
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest = manifest_for_plan(plan, plan_source="test")
+    manifest.status = "completed"
+    RunStore(folder).write_manifest(manifest)
+    run = load_run(folder)
+    rng = np.random.default_rng(5)
+    measured = []
+    for rnd in range(1, rounds + 1):
+        for arm in ARMS:
+            session = rng.normal(0, 0.002)
+            for c in CONCURRENCIES:
+                total = truth[arm][c] * math.exp(session + rng.normal(0, 0.002))
+                measured.append(CellResult(
+                    arm=arm, scenario="chat", concurrency=c, round=rnd, session=f"{arm}-r{rnd}",
+                    metrics=ClientMetrics(total_throughput=total, duration=20.0, completed=64)))
+    run.measurements = measured
+    run.cells = {m.key: m for m in measured if m.round == rounds}
+    return run
+
+
+def _truth(adaptive: dict[int, float]) -> dict[str, dict[int, float]]:
+    # K=3 is +50 % at small batches and -10 % at large ones against K=1.
+    return {"K=1": dict.fromkeys(CONCURRENCIES, 100.0),
+            "K=3": {1: 150.0, 4: 150.0, 64: 90.0, 256: 90.0},
+            "K=3 adaptive": adaptive}
+
+
+def test_adaptive_where_it_beats_the_choice_is_routed_by_load_with_its_gain(tmp_path: Path):
+    run = _run(tmp_path, _truth({1: 140.0, 4: 140.0, 64: 110.0, 256: 110.0}))
+    analysis = analyse(run)
+    answer = deploy_answer(analysis)
+    assert answer is not None and answer.schedule is not None
+    assert [c.k for c in answer.decision.choices] == [3, 3, 1, 1]
+    (arm,) = answer.adaptive
+    assert [c.outcome for c in arm.cells] == ["loses", "loses", WINS, WINS]
+    assert arm.form == ROUTING
+    assert [(r.scenario, r.adaptive_at, r.from_concurrency) for r in arm.routing] == [("chat", [64, 256], 64)]
+    # Equal weights: the geometric mean of 1, 1, 1.1, 1.1.
+    assert arm.gain is not None and arm.gain.ratio == pytest.approx(1.1 ** 0.5, rel=0.01)
+    assert arm.gain.low is not None and arm.gain.high is not None
+    assert arm.gain.low < arm.gain.ratio < arm.gain.high and arm.gain.low > 1.0
+    assert arm.method_ok
+    hybrid = schedule_json(answer)["adaptive"][0]["hybrid"]
+    assert hybrid["form"] == "routing" and hybrid["speculative_config"] is None
+    text = render_report(run, "en", analysis=analysis)
+    assert "Served as routing by load: chat at concurrency >= 64" in text
+    assert "## 自适应验证与 K 决策的对比" in render_report(run, "zh", analysis=analysis)
+
+
+def test_adaptive_faster_everywhere_is_one_config(tmp_path: Path):
+    run = _run(tmp_path, _truth({1: 170.0, 4: 170.0, 64: 110.0, 256: 110.0}))
+    answer = deploy_answer(analyse(run))
+    assert answer is not None
+    (arm,) = answer.adaptive
+    assert all(c.outcome == WINS for c in arm.cells)
+    assert arm.form == ONE_CONFIG
+    assert arm.config == {"method": "dspark", "num_speculative_tokens": 3,
+                          "enable_adaptive_verification": True}
+
+
+def test_without_adaptive_arms_nothing_is_added(tmp_path: Path):
+    from tests.report.k_sweep_builders import k_sweep_run
+
+    answer = deploy_answer(analyse(k_sweep_run(tmp_path, [0, 1, 3, 5], {"chat": [1, 8, 64]})))
+    assert answer is not None and answer.adaptive == []
+    assert "adaptive" not in schedule_json(answer)
