@@ -76,11 +76,14 @@ def layout_of(run: LoadedRun) -> RunLayout:
             arms.append(cell.arm)
 
     shapes = _scenario_shapes(plan, manifest.scenarios, cells)
+    # An arm with `cells` in the plan plans only those: a cell it leaves out is not expected.
+    limited = {a.name: a for a in plan.arms if a.cells is not None} if plan is not None else {}
     expected = [
         CellKey(arm=arm, scenario=shape.name, concurrency=c)
         for arm in arms
         for shape in shapes
         for c in shape.concurrencies
+        if arm not in limited or limited[arm].plans(shape.name, c)
     ]
 
     compared_var, compared_flag, values = compared_values(manifest, arms)

@@ -119,7 +119,9 @@ def probe_scenario(plan: Plan) -> str:
 
 
 def verification_plan(plan: Plan, recommendation: Recommendation) -> Plan:
-    """The plan with exactly two arms, `schedule` and `K=<best fixed>`, each with its
+    """The plan with the arms `schedule` and `K=<best fixed>`, on every cell, and the fixed K on
+    each side of every boundary (`K=<k>`, when not the best fixed K) on the boundary probes only
+    (`cells`, model/plan.Arm), each with its
     speculative table (`[arms.speculative]`) given where the command says `"{speculative}"`:
     the schedule's `--speculative-config`, the fixed K's, and for a fixed K = 0 none at all, so
     its server starts without any speculative flag (upstream vLLM refuses K = 0 in every form).
@@ -155,13 +157,15 @@ def verification_plan(plan: Plan, recommendation: Recommendation) -> Plan:
          "speculative": fixed_config(recommendation.fixed_k),
          "description": "the sweep's best fixed K for the plan's traffic"},
     ]
+    probes = boundary_probes(recommendation.ranges)
+    target = probe_scenario(plan)
     for k in neighbour_ks(recommendation.ranges):
         if k != recommendation.fixed_k:
+            # Only the cells the boundary check compares it in: the probes (docs/decision.md).
             data["arms"].append({"name": fixed_arm_name(k), "speculative": fixed_config(k),
-                                 "description": "the K on one side of a schedule boundary"})
-    probes = boundary_probes(recommendation.ranges)
+                                 "description": "the K on one side of a schedule boundary",
+                                 "cells": {target: probes}})
     if probes:
-        target = probe_scenario(plan)
         for scenario in data["scenarios"]:
             if scenario["name"] == target:
                 scenario["concurrencies"] = sorted({*scenario["concurrencies"], *probes})
