@@ -32,6 +32,12 @@ class RunLayout:
     compared_var: str | None = None
     compared_flag: str | None = None
     arm_values: dict[str, str] = field(default_factory=dict)
+    # Arms the plan limits to some cells (`cells`, model/plan.Arm): arm -> its (scenario, c).
+    limited: dict[str, frozenset[tuple[str, int]]] = field(default_factory=dict)
+
+    def plans(self, arm: str, key: tuple[str, int]) -> bool:
+        """Whether the arm was planned at the cell (scenario, concurrency)."""
+        return arm not in self.limited or key in self.limited[arm]
 
     @property
     def baseline(self) -> str:
@@ -94,6 +100,8 @@ def layout_of(run: LoadedRun) -> RunLayout:
         compared_var=compared_var,
         compared_flag=compared_flag,
         arm_values=values,
+        limited={arm: frozenset((s.name, c) for s in shapes for c in s.concurrencies
+                                if limited[arm].plans(s.name, c)) for arm in limited},
     )
 
 
