@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from dspark_tui.analysis.counting import planned_per_cell
 from dspark_tui.analysis.layout import layout_of
 from dspark_tui.engine.checks.disk_budget import expected_output_bytes, planned_measurements
@@ -112,3 +114,15 @@ def test_an_arm_with_cells_plans_only_those_everywhere_it_is_counted(tmp_path: P
     planned = planned_per_cell(run)
     assert {key: planned(key) for key in expected} == expected
     assert layout_of(run).expected == list(expected)
+
+
+def test_scenarios_narrowing_keeps_an_arm_s_cells_in_the_scenarios_kept():
+    from dspark_tui.engine.checks.setup import filter_plan
+    from dspark_tui.model import UserError
+
+    text = plan_text(ARMS, {"chat": (128, 64, [1, 8]), "rag": (512, 64, [1, 8])})
+    plan = parse_plan(text.replace('name = "st=5"', 'name = "st=5"\ncells = { chat = [8], rag = [1] }'))
+    assert filter_plan(plan, None, ["rag"]).arm("st=5").cells == {"rag": [1]}
+    only_chat = parse_plan(text.replace('name = "st=5"', 'name = "st=5"\ncells = { chat = [8] }'))
+    with pytest.raises(UserError, match=r"arm 'st=5'.*measures only cells of scenarios left out"):
+        filter_plan(only_chat, None, ["rag"])
