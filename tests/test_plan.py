@@ -75,6 +75,12 @@ def test_json_braces_in_command_pass_through():
         (("vars = { spec_tokens = 5 }", "vars = { other = 5 }"), "arm 'st=5' sets no vars.spec_tokens"),
         (("concurrencies = [1, 8]", "concurrencies = []"), "scenarios[\"a\"].concurrencies"),
         (('name = "t"', 'name = "t"\narms = []'), "not valid TOML"),
+        (("vars = { spec_tokens = 5 }", "vars = { spec_tokens = 5 }\ncells = { b = [1] }"),
+         "arm 'st=5': cells names 'b', which is no scenario of the plan"),
+        (("vars = { spec_tokens = 5 }", "vars = { spec_tokens = 5 }\ncells = { a = [2] }"),
+         "arm 'st=5': cells.a lists concurrency 2, which is not in scenario 'a'"),
+        (("vars = { spec_tokens = 5 }", "vars = { spec_tokens = 5 }\ncells = { a = [] }"),
+         "cells lists no concurrency"),
     ],
 )
 def test_bad_plans_give_one_line(change, expected):

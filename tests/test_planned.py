@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from dspark_tui.analysis.counting import planned_per_cell
+from dspark_tui.analysis.layout import layout_of
 from dspark_tui.engine.checks.disk_budget import expected_output_bytes, planned_measurements
 from dspark_tui.engine.schedule import Schedule, rounds_from_events
 from dspark_tui.model import CellKey, parse_plan
@@ -72,3 +75,54 @@ def test_a_run_that_announced_no_rounds_is_one_measurement_a_cell(tmp_path: Path
     store.write_manifest(manifest_for_plan(_plan(), plan_source="t"))
     planned = planned_per_cell(load_run(tmp_path))
     assert planned(CellKey(arm="st=3", scenario="chat", concurrency=1)) == 1
+
+
+def _limited_plan():
+    """st=5 measures only chat c = 8 (`cells`): its other cells are not planned."""
+    text = plan_text(ARMS, SCENARIOS).replace("[bench]\n", "[bench]\nrounds = 2\nrepeats = 2\n")
+    return parse_plan(text.replace('name = "st=5"', 'name = "st=5"\ncells = { chat = [8] }'))
+
+
+def test_an_arm_with_cells_plans_only_those_everywhere_it_is_counted(tmp_path: Path):
+    plan = _limited_plan()
+    assert plan.arm("st=5").cells == {"chat": [8]}
+    assert [(c.key.arm, c.key.concurrency) for c in plan.cells()] == [
+        ("st=3", 1), ("st=3", 8), ("st=3", 64), ("st=5", 8)]
+    adaptive = adaptive_round(plan, 3, [("chat", 1), ("chat", 8)]).event()
+    announced = [*(rnd.event() for rnd in rounds_of(plan, [])), adaptive]
+    fold = PlannedMeasurements.of_rounds(rounds_of(plan, announced))
+    expected = {CellKey(arm="st=3", scenario="chat", concurrency=1): 6,
+                CellKey(arm="st=3", scenario="chat", concurrency=8): 6,
+                CellKey(arm="st=3", scenario="chat", concurrency=64): 4,
+                CellKey(arm="st=5", scenario="chat", concurrency=8): 6}
+    assert {key: fold.count(key) for key in fold.slots} == expected
+    assert fold.total == 22 and planned_measurements(plan) == 16
+
+    schedule = Schedule(plan, rounds_from_events(plan, announced), set())
+    assert schedule.total == fold.total
+    assert [c.key.concurrency for c, _ in schedule.todo(3, "st=5")] == [8, 8]
+    state = RunState()
+    state.apply_all(announced)  # a watcher knows from the events alone
+    assert state.schedule.total == fold.total
+    assert RoundPlan.of_event(adaptive) == adaptive_round(plan, 3, [("chat", 1), ("chat", 8)])
+
+    store = RunStore(tmp_path)
+    store.write_manifest(manifest_for_plan(plan, plan_source="t"))
+    for event in announced:
+        store.append_event(event)
+    run = load_run(tmp_path)
+    planned = planned_per_cell(run)
+    assert {key: planned(key) for key in expected} == expected
+    assert layout_of(run).expected == list(expected)
+
+
+def test_scenarios_narrowing_keeps_an_arm_s_cells_in_the_scenarios_kept():
+    from dspark_tui.engine.checks.setup import filter_plan
+    from dspark_tui.model import UserError
+
+    text = plan_text(ARMS, {"chat": (128, 64, [1, 8]), "rag": (512, 64, [1, 8])})
+    plan = parse_plan(text.replace('name = "st=5"', 'name = "st=5"\ncells = { chat = [8], rag = [1] }'))
+    assert filter_plan(plan, None, ["rag"]).arm("st=5").cells == {"rag": [1]}
+    only_chat = parse_plan(text.replace('name = "st=5"', 'name = "st=5"\ncells = { chat = [8] }'))
+    with pytest.raises(UserError, match=r"arm 'st=5'.*measures only cells of scenarios left out"):
+        filter_plan(only_chat, None, ["rag"])

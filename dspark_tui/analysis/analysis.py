@@ -71,7 +71,7 @@ class RunAnalysis:
         """Each concurrency band's answer over all its compared cells (analysis/bands.py)."""
         if self._band_answers is None:
             self._band_answers = band_answers(self.winners, self.decided, self.unsure, self.arms,
-                                              self.verdicts)
+                                              self.verdicts, self.layout.plans)
         return self._band_answers
 
     @property

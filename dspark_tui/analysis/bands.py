@@ -15,6 +15,7 @@ heading and the recommendations all read this one rule.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -23,6 +24,8 @@ from dspark_tui.analysis import frames as fr
 from dspark_tui.analysis.verdicts import SINGLE, WINS, GroupVerdict, RunVerdicts, group_verdict
 
 UNDECIDED = "undecided"
+# Whether an arm was planned at a cell (scenario, concurrency): RunLayout.plans.
+Planned = Callable[[str, tuple[str, int]], bool]
 NOT_SHOWN = "not shown"  # a majority of the band's cells, not confirmed by the band's interval
 
 
@@ -48,7 +51,8 @@ class BandAnswer:
 
 
 def band_answers(winners: pd.DataFrame, decided: pd.DataFrame, unsure: pd.DataFrame,
-                 arms: list[str], verdicts: RunVerdicts | None = None) -> list[BandAnswer]:
+                 arms: list[str], verdicts: RunVerdicts | None = None,
+                 planned: Planned | None = None) -> list[BandAnswer]:
     """One answer per band with compared cells, in band order. `winners` holds every compared
     cell, `decided` and `unsure` split it by verdict (RunAnalysis); `verdicts` gives the band's
     own interval (none: the majority rule alone, as for single measurements)."""
@@ -72,7 +76,7 @@ def band_answers(winners: pd.DataFrame, decided: pd.DataFrame, unsure: pd.DataFr
         majority, weakest = None, None
         if verdict in arms and verdicts is not None:
             keys = list(zip(every["scenario"], every["concurrency"].astype(int), strict=True))
-            weakest = band_interval_against(verdicts, keys, verdict, arms)
+            weakest = band_interval_against(verdicts, keys, verdict, arms, planned)
             if weakest is not None:
                 majority, verdict = verdict, NOT_SHOWN
         out.append(BandAnswer(
@@ -85,7 +89,7 @@ def band_answers(winners: pd.DataFrame, decided: pd.DataFrame, unsure: pd.DataFr
 
 
 def band_interval_against(verdicts: RunVerdicts, keys: list[tuple[str, int]], arm: str,
-                          arms: list[str]) -> GroupVerdict | None:
+                          arms: list[str], planned: Planned | None = None) -> GroupVerdict | None:
     """None when the band's interval shows `arm` faster than every other arm over `keys` (or
     the band has single measurements only: no interval to ask); else the band's interval of
     `arm` / the other (GroupVerdict b = arm) against the arm it is least shown faster than."""
@@ -93,10 +97,13 @@ def band_interval_against(verdicts: RunVerdicts, keys: list[tuple[str, int]], ar
     for other in arms:
         if other == arm:
             continue
-        pairs = [p for key in keys if (p := verdicts.pair(key[0], key[1], arm, other)) is not None]
+        # Over the cells the other arm was planned at: one that plans a few (`cells`) is
+        # compared there, not found missing everywhere else (a failed cell still counts).
+        keys_of = [key for key in keys if planned is None or planned(other, key)]
+        pairs = [p for key in keys_of if (p := verdicts.pair(key[0], key[1], arm, other)) is not None]
         if not pairs or all(p.verdict == SINGLE for p in pairs):
             continue
-        group = group_verdict(verdicts, keys, other, arm)  # ratio arm / other
+        group = group_verdict(verdicts, keys_of, other, arm)  # ratio arm / other
         if group is None or (group.verdict == WINS and group.winner == arm):
             continue
         if weakest is None or (group.ci_low or 0.0) < (weakest.ci_low or 0.0):

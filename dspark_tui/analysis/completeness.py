@@ -42,7 +42,7 @@ class Completeness:
     missing_arms: list[str]  # arms without a single ok measurement
     failed: list[FailedCell] = field(default_factory=list)
     not_run: int = 0  # cells with measurements still to make (none failed)
-    total: int = 0  # cells of the grid
+    total: int = 0  # cells planned (an arm with `cells` plans only those)
     ok: int = 0  # cells whose every planned measurement is ok
     counts: CellCounts = field(default_factory=CellCounts)  # the report header's count
 

@@ -36,6 +36,12 @@ class RunLayout:
     # that verify adaptively. Empty unless the arms differ in K and adaptive verification alone.
     fixed_k: dict[str, int] = field(default_factory=dict)
     adaptive_arms: list[str] = field(default_factory=list)
+    # Arms the plan limits to some cells (`cells`, model/plan.Arm): arm -> its (scenario, c).
+    limited: dict[str, frozenset[tuple[str, int]]] = field(default_factory=dict)
+
+    def plans(self, arm: str, key: tuple[str, int]) -> bool:
+        """Whether the arm was planned at the cell (scenario, concurrency)."""
+        return arm not in self.limited or key in self.limited[arm]
 
     @property
     def baseline(self) -> str:
@@ -80,11 +86,14 @@ def layout_of(run: LoadedRun) -> RunLayout:
             arms.append(cell.arm)
 
     shapes = _scenario_shapes(plan, manifest.scenarios, cells)
+    # An arm with `cells` in the plan plans only those: a cell it leaves out is not expected.
+    limited = {a.name: a for a in plan.arms if a.cells is not None} if plan is not None else {}
     expected = [
         CellKey(arm=arm, scenario=shape.name, concurrency=c)
         for arm in arms
         for shape in shapes
         for c in shape.concurrencies
+        if arm not in limited or limited[arm].plans(shape.name, c)
     ]
 
     compared_var, compared_flag, values = compared_values(manifest, arms)
@@ -98,6 +107,8 @@ def layout_of(run: LoadedRun) -> RunLayout:
         arm_values=values,
         fixed_k=fixed_k,
         adaptive_arms=adaptive,
+        limited={arm: frozenset((s.name, c) for s in shapes for c in s.concurrencies
+                                if limited[arm].plans(s.name, c)) for arm in limited},
     )
 
 

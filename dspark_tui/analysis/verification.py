@@ -246,10 +246,16 @@ def nearest_boundary(ranges: list[list[int]], key: float) -> tuple[int, int, int
 def _boundary_cells(analysis: RunAnalysis, record: Verification, verdicts: Any,
                     probes: set[tuple[str | None, int]]) -> list[BoundaryCell]:
     """The schedule against the fixed K on each side of the nearest boundary, in every cell
-    where the rerun ran both (verification runs from before the check ran no such arms)."""
+    where the rerun planned both (the probes; verification runs from before the check ran no
+    such arms, and those between it and the `cells` key ran them on every cell)."""
     arm_of = {k: name for name, k in record.fixed_arms.items()}
     if not arm_of:
         return []
+    plan = plan_of(analysis.run.manifest.plan or {})
+    arms = {arm.name: arm for arm in plan.arms} if plan is not None else {}
+
+    def planned(arm: str, scenario: str, concurrency: int) -> bool:
+        return arm not in arms or arms[arm].plans(scenario, concurrency)
     held = _held_batches(analysis, record.schedule_arm)
     drafted = _drafted_k(analysis, record.schedule_arm)
     cells = sorted({(s.scenario, s.concurrency) for s in verdicts.cells
@@ -263,8 +269,9 @@ def _boundary_cells(analysis: RunAnalysis, record: Verification, verdicts: Any,
             continue
         boundary, k_low, k_high = found
         low_arm, high_arm = arm_of.get(k_low), arm_of.get(k_high)
-        if low_arm is None or high_arm is None:
-            continue
+        if low_arm is None or high_arm is None or not (
+                planned(low_arm, scenario, concurrency) and planned(high_arm, scenario, concurrency)):
+            continue  # a neighbouring K measures the probes only (engine/run/verify.py)
 
         def ratio(x: str, y: str, cell: CellId = (scenario, concurrency)) -> Ratio | None:
             return ratio_between(verdicts, cell[0], cell[1], x, y)

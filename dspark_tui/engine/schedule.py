@@ -76,7 +76,7 @@ class Schedule:
         return [
             (self._specs[CellKey(arm=arm, scenario=s, concurrency=c)], repeat)
             for repeat in range(1, rnd.repeats + 1)
-            for s, c in rnd.cells
+            for s, c in rnd.cells_of(arm)
             if self.state[(CellKey(arm=arm, scenario=s, concurrency=c), round, repeat)]
             == SlotState.PENDING
         ]
@@ -136,7 +136,7 @@ class PlanCost:
 
 def plan_cost(plan: Plan) -> PlanCost:
     bench = plan.bench
-    per_round = len(plan.cells()) * bench.repeats  # every arm, every cell, every repeat
+    per_round = len(plan.cells()) * bench.repeats  # every arm, each cell it plans, every repeat
     most = bench.rounds + bench.adaptive_rounds
     started = len(plan.local_arms())  # an arm with a url is never started by this tool
     planned = PlannedMeasurements.of_rounds(planned_rounds(plan)).total

@@ -151,6 +151,9 @@ class RoundPlanned(_Event):
     cells: list[tuple[str, int]]  # (scenario, concurrency); every arm measures each
     reason: Literal["planned", "adaptive"] = "planned"
     repeats: int = 1
+    # An arm with `cells` in the plan (model/plan.Arm.cells) measures only these of the round's
+    # cells; the other arms measure all of them. Empty: every arm measures every cell.
+    arm_cells: dict[str, list[tuple[str, int]]] = Field(default_factory=dict)
     message: str = ""
 
 

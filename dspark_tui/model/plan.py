@@ -197,6 +197,23 @@ class Arm(_Strict):
     # `[arms.speculative]`: method, K and the method's keys, given to the server where the
     # command says `"{speculative}"`. None: no speculation (K = 0).
     speculative: SpeculativeSettings | None = None
+    # Only these cells of the grid, per scenario (`cells = {chat = [8, 9]}`): the arm measures
+    # nothing else, and a cell it leaves out is "not planned", never "not run" (a verify run's
+    # neighbouring fixed-K arms, engine/run/verify.py). None: every cell of the grid.
+    cells: dict[str, list[int]] | None = None
+
+    @field_validator("cells")
+    @classmethod
+    def _some_cells(cls, value: dict[str, list[int]] | None) -> dict[str, list[int]] | None:
+        if value is None:
+            return None
+        if not value or not all(value.values()):
+            raise ValueError("cells lists no concurrency; leave the key out to measure every cell")
+        return {name: sorted(set(concurrencies)) for name, concurrencies in value.items()}
+
+    def plans(self, scenario: str, concurrency: int) -> bool:
+        """Whether the arm measures the grid's cell (scenario, concurrency)."""
+        return self.cells is None or concurrency in self.cells.get(scenario, ())
 
     @field_validator("url")
     @classmethod
@@ -211,6 +228,8 @@ class Arm(_Strict):
             del data["url"]
         if isinstance(data, dict) and data.get("speculative", 0) is None:
             del data["speculative"]
+        if isinstance(data, dict) and data.get("cells", 0) is None:
+            del data["cells"]
         return data
 
     @property
@@ -416,6 +435,7 @@ class Plan(_Strict):
             raise ValueError(f"server.command is required: arm {started[0].name!r} gives no url, "
                              "so the tool starts its server")
         _check_speculative(self)
+        _check_arm_cells(self)
         for arm in started:
             missing = sorted(self.placeholders() - set(arm.vars) - set(BUILTIN_VARS) - {SPECULATIVE})
             if missing:
@@ -512,6 +532,8 @@ class Plan(_Strict):
                 ratio = self.bench.range_ratio if scenario.range_ratio is None else scenario.range_ratio
                 dataset, dataset_path = self.dataset_of(scenario)
                 for concurrency in scenario.concurrencies:
+                    if not arm.plans(scenario.name, concurrency):
+                        continue
                     yield CellSpec(
                         key=CellKey(arm=arm.name, scenario=scenario.name, concurrency=concurrency),
                         input_len=scenario.input_len,
@@ -661,6 +683,19 @@ def _check_speculative(plan: Plan) -> None:
             raise KeyedValueError(("arms", index, "speculative"), f"{name}.speculative: "
                                   f"server.command has no \"{SPECULATIVE_ARG}\" argument to put "
                                   "it in")
+
+
+def _check_arm_cells(plan: Plan) -> None:
+    """An arm's `cells` name only the plan's scenarios and their concurrencies."""
+    grid = {s.name: s.concurrencies for s in plan.scenarios}
+    for arm in plan.arms:
+        for name, concurrencies in (arm.cells or {}).items():
+            if name not in grid:
+                raise ValueError(f"arm {arm.name!r}: cells names {name!r}, which is no scenario "
+                                 f"of the plan")
+            if extra := [c for c in concurrencies if c not in grid[name]]:
+                raise ValueError(f"arm {arm.name!r}: cells.{name} lists concurrency {extra[0]}, "
+                                 f"which is not in scenario {name!r}'s concurrencies")
 
 
 def _check_parallel(plan: Plan) -> None:

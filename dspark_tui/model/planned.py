@@ -15,7 +15,7 @@ so a linear drift cancels instead of landing on one arm.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -35,21 +35,32 @@ class RoundPlan:
     cells: tuple[GridCell, ...]
     reason: str = "planned"
     repeats: int = 1
+    # Arms that measure only some of the round's cells (the plan's `cells` key): arm -> those.
+    arm_cells: Mapping[str, tuple[GridCell, ...]] = field(default_factory=dict)
 
     def event(self) -> RoundPlanned:
         return RoundPlanned(round=self.round, arms=list(self.arms), cells=list(self.cells),
-                            reason=self.reason, repeats=self.repeats)  # type: ignore[arg-type]
+                            reason=self.reason, repeats=self.repeats,  # type: ignore[arg-type]
+                            arm_cells={arm: list(cells) for arm, cells in self.arm_cells.items()})
 
     @classmethod
     def of_event(cls, event: RoundPlanned) -> RoundPlan:
         return cls(event.round, tuple(event.arms), tuple((s, c) for s, c in event.cells),
-                   event.reason, event.repeats)
+                   event.reason, event.repeats,
+                   {arm: tuple((s, c) for s, c in cells) for arm, cells in event.arm_cells.items()})
+
+    def cells_of(self, arm: str) -> tuple[GridCell, ...]:
+        """The round's cells the arm measures, in the round's order."""
+        limited = self.arm_cells.get(arm)
+        if limited is None:
+            return self.cells
+        return tuple(cell for cell in self.cells if cell in limited)
 
     def slots(self) -> Iterator[tuple[CellKey, Slot]]:
-        """Its measurements in running order: each arm's passes (repeats) over the cells."""
+        """Its measurements in running order: each arm's passes (repeats) over its cells."""
         for arm in self.arms:
             for repeat in range(1, self.repeats + 1):
-                for scenario, concurrency in self.cells:
+                for scenario, concurrency in self.cells_of(arm):
                     yield CellKey(arm=arm, scenario=scenario, concurrency=concurrency), (self.round, repeat)
 
 
@@ -59,23 +70,31 @@ def arm_order(plan: Plan, round: int) -> tuple[str, ...]:
 
 
 def grid(plan: Plan) -> tuple[GridCell, ...]:
-    """The plan's (scenario, concurrency) in plan order."""
+    """The plan's (scenario, concurrency) in plan order: every cell some arm measures."""
     seen: dict[GridCell, None] = {}
     for spec in plan.cells():
         seen.setdefault((spec.key.scenario, spec.key.concurrency), None)
     return tuple(seen)
 
 
+def arm_cells(plan: Plan, cells: tuple[GridCell, ...]) -> dict[str, tuple[GridCell, ...]]:
+    """Of `cells`, those each arm with a `cells` key measures (the others measure all)."""
+    return {arm.name: tuple(cell for cell in cells if arm.plans(*cell))
+            for arm in plan.arms if arm.cells is not None}
+
+
 def planned_rounds(plan: Plan) -> list[RoundPlan]:
     cells = grid(plan)
-    return [RoundPlan(r, arm_order(plan, r), cells, "planned", plan.bench.repeats)
+    limited = arm_cells(plan, cells)
+    return [RoundPlan(r, arm_order(plan, r), cells, "planned", plan.bench.repeats, limited)
             for r in range(1, plan.bench.rounds + 1)]
 
 
 def adaptive_round(plan: Plan, round: int, cells: Iterable[GridCell]) -> RoundPlan:
     wanted = {(str(s), int(c)) for s, c in cells}
     ordered = tuple(cell for cell in grid(plan) if cell in wanted)  # plan order, grid cells only
-    return RoundPlan(round, arm_order(plan, round), ordered, "adaptive", plan.bench.repeats)
+    return RoundPlan(round, arm_order(plan, round), ordered, "adaptive", plan.bench.repeats,
+                     arm_cells(plan, ordered))
 
 
 def rounds_of(plan: Plan, events: Iterable[Event]) -> list[RoundPlan]:

@@ -147,7 +147,8 @@ def _recommendation_rows(analysis: RunAnalysis, t: Texts) -> list[list[str]]:
         if verdict in analysis.arms and analysis.verdicts is not None:  # the band rule's check
             cells = every[every["scenario"].isin(scenarios)]
             keys = list(zip(cells["scenario"], cells["concurrency"].astype(int), strict=True))
-            weakest = band_interval_against(analysis.verdicts, keys, verdict, analysis.arms)
+            weakest = band_interval_against(analysis.verdicts, keys, verdict, analysis.arms,
+                                            analysis.layout.plans)
         if weakest is not None:
             rows.append([t(key, n=label_n, scenarios=t.join(scenarios)), t("rec_undecided"),
                          t("rec_note_not_shown", **group_words(verdict, weakest, wins[verdict], compared),

@@ -17,6 +17,7 @@ from dspark_tui.engine.run.verify import (
     neighbour_ks,
     plan_to_run,
     probe_scenario,
+    probes_of,
     read_recommendation,
     verification_plan,
 )
@@ -62,6 +63,11 @@ def test_the_plan_runs_the_schedule_against_the_best_fixed_k(tmp_path: Path):
     assert scenario.model_copy(update={"concurrencies": plan.scenarios[0].concurrencies}) \
         == plan.scenarios[0]
     assert verifying.bench == plan.bench and verifying.traffic == plan.traffic
+    # Schedule and best fixed K run every cell; each boundary K only its boundary's probes.
+    assert verifying.arm(SCHEDULE_ARM).cells is None and verifying.arm(fixed).cells is None
+    for side in sides:
+        k = verifying.arm(side).cells
+        assert k is not None and k == {scenario.name: probes_of(recommendation.ranges, int(side[2:]))}
     schedule_argv = verifying.server_argv(verifying.arm(SCHEDULE_ARM))
     fixed_argv = verifying.server_argv(verifying.arm(fixed))
     for argv in (schedule_argv, fixed_argv):
@@ -170,6 +176,8 @@ def test_the_boundary_probes_are_each_boundarys_two_sides_and_inner_midpoints():
     assert boundary_probes([[1, 256, 3]]) == [] and neighbour_ks([[1, 256, 3]]) == []
     # A range of two batches has no midpoint strictly inside.
     assert boundary_probes([[1, 4, 3], [5, 6, 2], [7, 256, 1]]) == [4, 5, 6, 7]
+    # A boundary K runs the probes whose nearest boundary (log2) it borders: 9 is nearer 16|17.
+    assert [probes_of(ranges, k) for k in (3, 2, 1)] == [[4, 5], [4, 5, 9, 16, 17], [9, 16, 17]]
 
 
 def test_the_probes_go_to_the_scenario_the_traffic_weighs_most():

@@ -62,6 +62,13 @@ def _verify(tmp_path: Path, sweep: Path, *sim_flags: str) -> tuple[Path, Any]:
     assert run.manifest.arm_names() == ["schedule", "K=3", "K=5"]
     record = run.manifest.verification
     assert record is not None and record.probes == [8, 9] and record.probe_scenario == "chat"
+    # The boundary's other K runs the probes only; the rerun is whole without its c = 4.
+    measured = {(m.arm, m.concurrency) for m in run.measurements}
+    assert {c for arm, c in measured if arm == "K=5"} == {8, 9}
+    assert {c for arm, c in measured if arm == "schedule"} == {c for arm, c in measured
+                                                               if arm == "K=3"} == {4, 8, 9}
+    assert len(run.measurements) == ROUNDS * (3 + 3 + 2)
+    assert json.loads((run_dir / "schedule.json").read_text())["incomplete"] is None
     result = verification_of(analyse(run))
     assert result is not None
     # The gain is still the sweep's own cell's; the probes are checked, not weighed.

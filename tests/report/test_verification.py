@@ -114,6 +114,8 @@ def boundary_run(folder: Path, schedule_at: dict[int, float], k5_over_k2: dict[i
     plan = verification_plan(sweep_plan, recommendation)
     assert [a.name for a in plan.arms] == ["schedule", "K=4", "K=2", "K=5"]
     assert plan.scenarios[0].concurrencies == [1, 8, 9, 16, 128]
+    assert plan.arm("K=2").cells == plan.arm("K=5").cells == {"chat": [8, 9]}
+    assert plan.arm("K=4").cells is None and plan.arm("schedule").cells is None
     folder.mkdir(parents=True, exist_ok=True)
     record = verification_record(recommendation, sweep_plan)
     assert record.probes == [8, 9] and record.fixed_arms == {"K=2": 2, "K=4": 4, "K=5": 5}
@@ -125,6 +127,8 @@ def boundary_run(folder: Path, schedule_at: dict[int, float], k5_over_k2: dict[i
         for arm in ("schedule", "K=4", "K=2", "K=5"):
             session = rng.normal(0, noise)
             for c in plan.scenarios[0].concurrencies:
+                if not plan.arm(arm).plans("chat", c):
+                    continue  # K=2 and K=5 measure the probes only
                 k2 = 1000.0 * c ** 0.8
                 k5 = k2 * k5_over_k2.get(c, 1.0)
                 value = {"K=2": k2, "K=5": k5, "K=4": 0.5 * (k2 + k5),
@@ -149,7 +153,8 @@ def test_a_collapse_at_the_boundary_is_flagged_and_the_boundary_moved(tmp_path: 
     assert result is not None
     # The gain rests on the sweep's own cells only; the probes are checked, not weighed.
     assert [c.concurrency for c in result.cells] == [1, 16, 128]
-    assert [c.concurrency for c in result.boundary_cells] == [1, 8, 9, 16, 128]
+    # The check compares the schedule with both neighbours where both were planned: the probes.
+    assert [c.concurrency for c in result.boundary_cells] == [8, 9]
     assert [c.concurrency for c in result.collapses] == [9]
     (cell,) = result.collapses
     assert cell.probe and cell.side == "high" and cell.schedule_k == 2 and cell.drafted_k == 3.0
@@ -161,6 +166,11 @@ def test_a_collapse_at_the_boundary_is_flagged_and_the_boundary_moved(tmp_path: 
     assert "**move it up**, the lower range ending at 9 at least" in en
     assert "⚠ Collapse at the schedule's boundaries" in en
     assert "### 调度边界处" in render_report(run, "zh")
+    # K=2 and K=5 ran the probes only: "—" elsewhere, and compared only where they ran.
+    winners = [line for line in en.splitlines() if line.startswith("| chat | 1 | schedule |")]
+    assert winners and all("| — | — | K=4 |" in line for line in winners if "K=4 |" in line)
+    assert "— … —" not in en  # no group interval over cells an arm did not plan
+    assert "14 of 14 cells" in en or "14 ok, 0 failed, 0 not run (of 14)" in en
 
 
 def test_without_a_collapse_a_misplaced_boundary_is_still_moved(tmp_path: Path):

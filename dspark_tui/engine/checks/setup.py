@@ -39,6 +39,14 @@ def filter_plan(plan: Plan, arms: Iterable[str] | None, scenarios: Iterable[str]
     if scenarios:
         data["scenarios"] = [s.model_dump()
                              for s in _pick("scenarios", plan.name, plan.scenarios, scenarios)]
+        kept = {s["name"] for s in data["scenarios"]}
+        for arm in data["arms"]:  # an arm's `cells` keep the scenarios still run
+            if arm.get("cells") is not None:
+                arm["cells"] = {name: cs for name, cs in arm["cells"].items() if name in kept}
+                if not arm["cells"]:
+                    raise UserError(f"--scenarios: arm {arm['name']!r} of plan {plan.name!r} "
+                                    f"measures only cells of scenarios left out ({', '.join(kept)} "
+                                    f"kept); add them or leave the arm out with --arms")
     return Plan.model_validate(data) if (arms or scenarios) else plan
 
 

@@ -108,6 +108,17 @@ def neighbour_ks(ranges: list[list[int]]) -> list[int]:
     return sorted({k for _, _, k in ordered})
 
 
+def probes_of(ranges: list[list[int]], k: int) -> list[int]:
+    """The probes whose nearest boundary (the boundary check's rule, analysis/verification.py
+    `nearest_boundary`) has K = k on one side: the cells a neighbouring fixed K is compared in.
+    All probes in the odd schedule where no probe's nearest boundary borders k."""
+    from dspark_tui.analysis.verification import nearest_boundary
+
+    probes = boundary_probes(ranges)
+    mine = [c for c in probes if k in (nearest_boundary(ranges, float(c)) or (0, None, None))[1:]]
+    return mine or probes
+
+
 def probe_scenario(plan: Plan) -> str:
     """The scenario the probes are added to: the one the plan's [traffic] weighs most (the
     plan's first on a tie or without [traffic]). One scenario keeps the rerun short."""
@@ -119,7 +130,9 @@ def probe_scenario(plan: Plan) -> str:
 
 
 def verification_plan(plan: Plan, recommendation: Recommendation) -> Plan:
-    """The plan with exactly two arms, `schedule` and `K=<best fixed>`, each with its
+    """The plan with the arms `schedule` and `K=<best fixed>`, on every cell, and the fixed K on
+    each side of every boundary (`K=<k>`, when not the best fixed K) on its boundaries' probes only
+    (`cells`, model/plan.Arm), each with its
     speculative table (`[arms.speculative]`) given where the command says `"{speculative}"`:
     the schedule's `--speculative-config`, the fixed K's, and for a fixed K = 0 none at all, so
     its server starts without any speculative flag (upstream vLLM refuses K = 0 in every form).
@@ -155,13 +168,15 @@ def verification_plan(plan: Plan, recommendation: Recommendation) -> Plan:
          "speculative": fixed_config(recommendation.fixed_k),
          "description": "the sweep's best fixed K for the plan's traffic"},
     ]
+    probes = boundary_probes(recommendation.ranges)
+    target = probe_scenario(plan)
     for k in neighbour_ks(recommendation.ranges):
         if k != recommendation.fixed_k:
+            # Only the cells the boundary check compares it in (docs/decision.md).
             data["arms"].append({"name": fixed_arm_name(k), "speculative": fixed_config(k),
-                                 "description": "the K on one side of a schedule boundary"})
-    probes = boundary_probes(recommendation.ranges)
+                                 "description": "the K on one side of a schedule boundary",
+                                 "cells": {target: probes_of(recommendation.ranges, k)}})
     if probes:
-        target = probe_scenario(plan)
         for scenario in data["scenarios"]:
             if scenario["name"] == target:
                 scenario["concurrencies"] = sorted({*scenario["concurrencies"], *probes})
