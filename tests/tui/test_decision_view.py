@@ -108,7 +108,7 @@ async def test_the_decision_view_shows_the_schedule_and_command_and_c_copies_it(
         screen.clear_selection()
         await pilot.press("c")
         await wait_until(pilot, lambda: app.clipboard == command, what="the command copied")
-        await until_shown(pilot, app, "serve command copied")
+        await until_shown(pilot, app, "serve command sent")  # sent: OSC 52 may be ignored
         await pilot.press("j")
         await wait_until(pilot, lambda: '"num_speculative_tokens":6' in app.clipboard,
                          what="the JSON copied")
@@ -184,3 +184,22 @@ async def test_single_measurements_are_marked_unverified(tmp_path: Path):
         best = await seen_whole(pilot, screen, "#decision-map")
         cells = [line for line in best.splitlines() if "K=" in line]
         assert cells and all("unverified" in line for line in cells)
+
+
+async def test_historys_best_arm_of_a_sweep_is_the_decision_views_answer(tmp_path: Path):
+    """No arm beats every other in a sweep's cells (neighbouring K tie), so the verdicts' line
+    read `unsure 0/5`: History gives the sweep's answer, the decision view's, in both languages."""
+    from dspark_tui.tui.run_facts import best_column
+
+    run_dir = write_k_sweep(tmp_path / "results")
+    answer = deploy_answer(analyse(load_run(run_dir)))
+    assert answer is not None and answer.schedule is not None
+    ks = {k for _, _, k in answer.schedule.ranges}
+    unsure = sum(1 for c in answer.decision.choices if c.status != "decided")
+    said = f"K={min(ks)}–{max(ks)} ?{unsure}/{len(answer.decision.choices)}"
+    assert said == "K=0–6 ?2/9"  # NOT DECIDED: 2 of 9 cells unsure, in the decision view
+    assert best_column(load_run(run_dir), "zh") == "K=0–6 未定2/9"
+    app: DsparkApp = make_app(tmp_path, settings={"language": "en"})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await history_listed(pilot)
+        await until_shown(pilot, app, said)
