@@ -817,6 +817,7 @@ WORDS: dict[str, str] = {
     "screens.report.not_found": "not found: {words}",
     "screens.report.saving": "saving the {lang} report",
     "screens.decision.port_note": "--port {port} is the port this run's server listened on (a demo picks a free one at random): serve on your own.",
+    "screens.decision.port_picked": "--port left out: this run's server listened on a free port picked at start (server.port = 0); add --port to serve on yours.",
     "screens.charts.title": "charts",
     "screens.key.charts.arm": "Arm",
     "screens.tip.charts.arm": "the margin chart of many arms (a K sweep): one arm at a time, then all",

@@ -779,6 +779,7 @@ WORDS: dict[str, str] = {
     "screens.report.not_found": "未找到：{words}",
     "screens.report.saving": "正在保存 {lang} 报告",
     "screens.decision.port_note": "--port {port} 是本次运行服务器监听的端口（demo 随机选一个空闲端口）：部署时用你自己的端口。",
+    "screens.decision.port_picked": "未写 --port：本次运行的服务器使用启动时随机选的空闲端口（server.port = 0）；部署时加上 --port 指定你的端口。",
     "screens.charts.title": "图表",
     "screens.key.charts.arm": "配置",
     "screens.tip.charts.arm": "多配置（K 扫描）的差距图：一次一个配置，再回到全部",
