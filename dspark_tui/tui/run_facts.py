@@ -22,7 +22,8 @@ FAILED_MARK = " !"
 @dataclass(frozen=True)
 class RunFacts:
     # `st=5 10/18`, `tie 4/5`, `—`, `incomplete`, `st=5 9/18 !` (failed cells); a K sweep's
-    # answer: `K=6 decided`, `K=2–6 ?2/9` (a schedule's K span; 2 of 9 cells unsure), `K=6 point`
+    # answer: `K=6 ✓` (decided), `K=2–6 ?2/9` (a schedule's K span; 2 of 9 cells unsure),
+    # `K=6 ≈` (single measurements: point estimates); symbols, as 11 columns hold no zh words
     best: str
     cells_ok: int
     skipped: int  # cells the user skipped (and none of whose measurements failed)
@@ -64,7 +65,7 @@ def best_column(run: LoadedRun, lang: str = "en") -> str:
 
 
 def k_sweep_answer(run: LoadedRun, lang: str = "en") -> str | None:
-    """`K=6 decided`, `K=2–6 ?2/9` (cells unsure of all), `K=6 point` (single
+    """`K=6 ✓` (decided), `K=2–6 ?2/9` (cells unsure of all), `K=6 ≈` (single
     measurements): from analysis/deploy.py's answer, the one the decision view and schedule.json
     give; None unless the run is a K sweep with a K to name."""
     from dspark_tui.analysis.decision import is_k_sweep
