@@ -632,7 +632,7 @@ WORDS: dict[str, str] = {
     "screens.help.title": "# Keys",
     "screens.help.columns": "| key | action | id |",
     "screens.help.key_does": "{name}: {does}",
-    "screens.help.about": "dspark-tui compares speculative-decoding settings of a vLLM server. Runs go on in their own process: quitting asks first and stops a run this app started; a **detached** run keeps going and `dspark-tui attach` (or `a` in History) brings it back.\n\nKeys can be remapped in the config file: `[keymap]` with `binding-id = \"key\"`.\n`ctrl+p` opens the command palette (themes, every action).",
+    "screens.help.about": "dspark-tui compares speculative-decoding settings of a vLLM server. Runs go on in their own process: quitting asks first and stops a run this app started; a **detached** run keeps going and `dspark-tui attach` (or `a` in History) brings it back.\n\nHistory's best arm of a K sweep is its answer: `K=6 ✓` decided, `K=2–6 ?2/9` a schedule over K = 2 … 6 with 2 of 9 cells unsure, `≈` single measurements; `d` in the run's detail opens it.\n\nKeys can be remapped in the config file: `[keymap]` with `binding-id = \"key\"`.\n`ctrl+p` opens the command palette (themes, every action).",
     "screens.status.starting": "starting",
     "screens.status.running": "running",
     "screens.status.completed": "completed",

@@ -594,7 +594,7 @@ WORDS: dict[str, str] = {
     "screens.help.title": "# 按键",
     "screens.help.columns": "| 按键 | 作用 | id |",
     "screens.help.key_does": "{name}：{does}",
-    "screens.help.about": "dspark-tui 比较 vLLM 服务器的推测解码设置。运行在自己的进程里进行：退出前会先询问，并停止本应用启动的运行；**后台**运行会继续，`dspark-tui attach`（或在历史中按 `a`）可以接回它。\n\n按键可在配置文件中重新映射：`[keymap]` 下写 `binding-id = \"key\"`。\n`ctrl+p` 打开命令面板（主题、所有操作）。",
+    "screens.help.about": "dspark-tui 比较 vLLM 服务器的推测解码设置。运行在自己的进程里进行：退出前会先询问，并停止本应用启动的运行；**后台**运行会继续，`dspark-tui attach`（或在历史中按 `a`）可以接回它。\n\n历史中 K 扫描的最佳配置即其结论：`K=6 ✓` 已定，`K=2–6 ?2/9` 为 K = 2 … 6 的调度、9 个单元中 2 个未定，`≈` 为单次测量；在运行详情中按 `d` 打开。\n\n按键可在配置文件中重新映射：`[keymap]` 下写 `binding-id = \"key\"`。\n`ctrl+p` 打开命令面板（主题、所有操作）。",
     "screens.status.starting": "启动中",
     "screens.status.running": "运行中",
     "screens.status.completed": "已完成",
