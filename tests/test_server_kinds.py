@@ -271,3 +271,5 @@ def test_a_picked_port_is_recorded_and_left_out_of_the_serve_command():
     assert old[3:5] == ["--port", str(picked.server.port)]
     assert without_port_flag(["x", "--port={port}", "--host", "{host}", "--port", "80"]) == [
         "x", "--host", "{host}", "--port", "80"]
+    with pytest.raises(PlanError, match=r"port_picked: is recorded by a run"):
+        parse_plan(plan_text(NGRAM_ARMS, server="port_picked = true\n"))

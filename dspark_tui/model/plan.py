@@ -185,6 +185,14 @@ class ServerConfig(_Strict):
                     data.pop(name, None)
         return data
 
+    @field_validator("port_picked")
+    @classmethod
+    def _picked_by_the_run(cls, value: bool, info: ValidationInfo) -> bool:
+        if value and (info.context or {}).get("plan_file"):
+            raise ValueError("is recorded by a run whose port = 0 picked a free port; "
+                             "a plan sets port")
+        return value
+
     @field_validator("kind")
     @classmethod
     def _known_kind(cls, value: str) -> str:
