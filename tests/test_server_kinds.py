@@ -17,6 +17,7 @@ from dspark_tui.analysis.schedule import (
     method_for,
     serve_command,
     speculative_config,
+    without_port_flag,
 )
 from dspark_tui.engine.run.verify import Recommendation, verification_plan
 from dspark_tui.engine.servers.scraper import parse_metrics
@@ -244,3 +245,31 @@ def test_verifying_a_table_sweep_keeps_its_form_and_a_fixed_k0_has_no_flag(tmp_p
         assert spec_json(schedule_argv) == config
         assert spec_json(fixed_argv) == fixed
         assert fixed_argv[:7] == schedule_argv[:7] == plan.server_argv(plan.arms[0])
+
+
+def test_a_picked_port_is_recorded_and_left_out_of_the_serve_command():
+    """`port = 0`: the run picks a free port; run.json says so and the serve command to copy
+    does not repeat a port that meant nothing to the user. A chosen port stays, and a snapshot
+    without the record (an older run) reads as before."""
+    from dspark_tui.engine.servers.ports import with_concrete_port
+
+    chosen = parse_plan(plan_text(NGRAM_ARMS, server="port = 9123\n"))
+    assert with_concrete_port(chosen) is chosen
+    assert "port_picked" not in manifest_for_plan(chosen).plan["server"]
+    picked = with_concrete_port(parse_plan(plan_text(NGRAM_ARMS, server="port = 0\n")))
+    assert picked.server.port > 0 and picked.server.port_picked
+    snapshot = manifest_for_plan(picked).plan
+    assert snapshot["server"]["port_picked"] is True
+    again = Plan.model_validate(snapshot)  # as the decision view reads run.json's plan
+    config = {"method": "ngram", "num_speculative_tokens": 2}
+    command = serve_command(again, "num_speculative_tokens", config)
+    assert "--port" not in command and str(picked.server.port) not in command
+    assert command[:3] == ["vllm", "serve", "tiny"] and "--max-num-seqs" in command
+    assert serve_command(chosen, "num_speculative_tokens", config)[3:5] == ["--port", "9123"]
+    del snapshot["server"]["port_picked"]  # an old run: the port as recorded
+    old = serve_command(Plan.model_validate(snapshot), "num_speculative_tokens", config)
+    assert old[3:5] == ["--port", str(picked.server.port)]
+    assert without_port_flag(["x", "--port={port}", "--host", "{host}", "--port", "80"]) == [
+        "x", "--host", "{host}", "--port", "80"]
+    with pytest.raises(PlanError, match=r"port_picked: is recorded by a run"):
+        parse_plan(plan_text(NGRAM_ARMS, server="port_picked = true\n"))

@@ -544,6 +544,9 @@ def serve_command(plan: Plan, compared_var: str, config: dict[str, Any] | None) 
     replaced by the schedule's --speculative-config; placeholders filled from the plan. A plan
     that says `"{speculative}"` gets the schedule's config there, as an arm's table would."""
     kind = plan.kind
+    if plan.server.port_picked:  # a port the run picked means nothing to the user: left out
+        plan = plan.model_copy(update={"server": plan.server.model_copy(
+            update={"command": without_port_flag(plan.server.command)})})
     values = {k: v for k, v in plan.template_vars(plan.arms[0]).items() if k != compared_var}
     values["python"] = "python"
 
@@ -559,6 +562,25 @@ def serve_command(plan: Plan, compared_var: str, config: dict[str, Any] | None) 
     if config is not None:
         filled += kind.speculative_args(config)
     return filled
+
+
+def without_port_flag(command: list[str]) -> list[str]:
+    """The command without the flag that gives the server `{port}` (`--port {port}` or
+    `--port={port}`); a port written out in the command is the user's and stays."""
+    out: list[str] = []
+    skip = False
+    for index, part in enumerate(command):
+        if skip:
+            skip = False
+            continue
+        if part.startswith("-") and "=" in part and "{port}" in part.split("=", 1)[1]:
+            continue
+        following = command[index + 1] if index + 1 < len(command) else ""
+        if part.startswith("-") and "=" not in part and "{port}" in following:
+            skip = True
+            continue
+        out.append(part)
+    return out
 
 
 def shell_line(argv: list[str]) -> str:

@@ -144,6 +144,10 @@ class ServerConfig(_Strict):
     host: str = "127.0.0.1"
     # 0: any free port, chosen when the run starts (the demo plan uses it, so demos never clash).
     port: int = Field(default=8000, ge=0, lt=65536)
+    # Set by the engine when it replaced `port = 0` with a free port (engine/servers/ports.py):
+    # the run's snapshot then says the port was picked, not chosen, and the suggested serve
+    # command leaves `--port {port}` out. Not for plans to set; absent in older snapshots.
+    port_picked: bool = False
     startup_timeout_s: float = Field(default=1800, gt=0)
     stop_timeout_s: float = Field(default=30, gt=0)
     # A serving server whose token counters stay frozen this long while a cell has requests
@@ -172,12 +176,22 @@ class ServerConfig(_Strict):
                 data.pop("kind", None)
             if self.session_name is None:
                 data.pop("session_name", None)
+            if not self.port_picked:
+                data.pop("port_picked", None)
             if self.launcher == "local":
                 data.pop("launcher", None)
             for name in ("slurm", "kubernetes"):
                 if name != self.launcher:
                     data.pop(name, None)
         return data
+
+    @field_validator("port_picked")
+    @classmethod
+    def _picked_by_the_run(cls, value: bool, info: ValidationInfo) -> bool:
+        if value and (info.context or {}).get("plan_file"):
+            raise ValueError("is recorded by a run whose port = 0 picked a free port; "
+                             "a plan sets port")
+        return value
 
     @field_validator("kind")
     @classmethod

@@ -21,7 +21,10 @@ FAILED_MARK = " !"
 
 @dataclass(frozen=True)
 class RunFacts:
-    best: str  # `st=5 10/18`, `tie 4/5`, `—`, `incomplete`, `st=5 9/18 !` (failed cells)
+    # `st=5 10/18`, `tie 4/5`, `—`, `incomplete`, `st=5 9/18 !` (failed cells); a K sweep's
+    # answer: `K=6 ✓` (decided), `K=2–6 ?2/9` (a schedule's K span; 2 of 9 cells unsure),
+    # `K=6 ≈` (single measurements: point estimates); symbols, as 11 columns hold no zh words
+    best: str
     cells_ok: int
     skipped: int  # cells the user skipped (and none of whose measurements failed)
     # Cells measured ok in some of their planned measurements, not all (a sweep aborted in its
@@ -29,7 +32,7 @@ class RunFacts:
     partial: int = 0
 
 
-def run_facts(path: Path) -> RunFacts:
+def run_facts(path: Path, lang: str = "en") -> RunFacts:
     from dspark_tui.analysis.counting import cell_outcomes
     from dspark_tui.analysis.measurements import measurements_of
     from dspark_tui.model.outcome import CellCounts
@@ -39,15 +42,17 @@ def run_facts(path: Path) -> RunFacts:
     counts = CellCounts.of(outcomes.values())
     measured = {m.key for m in measurements_of(run) if m.ok}
     partial = sum(1 for key, outcome in outcomes.items() if outcome != "ok" and key in measured)
-    return RunFacts(best=best_column(run), cells_ok=counts.ok, skipped=counts.skipped,
+    return RunFacts(best=best_column(run, lang), cells_ok=counts.ok, skipped=counts.skipped,
                     partial=partial)
 
 
-def best_column(run: LoadedRun) -> str:
+def best_column(run: LoadedRun, lang: str = "en") -> str:
     """The best arm by the verdicts, unless the run is incomplete (analysis/completeness.py):
     aborted, interrupted or failed, or finished without an arm → `incomplete`; failed cells
     in an otherwise whole run → the best arm marked ` !` (which cells: the report's first
-    line)."""
+    line). A K sweep's best arm is its answer, as the decision view gives it: the schedule's K
+    and whether it is decided (no arm "beats every other" in a sweep's cells, where
+    neighbouring K tie: the verdicts' line would read `unsure 0/5`)."""
     from dspark_tui.analysis.completeness import completeness
     from dspark_tui.analysis.verdicts import best_arm_line
     from dspark_tui.report.outputs import run_verdicts
@@ -55,5 +60,40 @@ def best_column(run: LoadedRun) -> str:
     found = completeness(run)
     if found.stopped or (found.status == "completed" and found.missing_arms):
         return INCOMPLETE
-    best = best_arm_line(run_verdicts(run))
+    best = k_sweep_answer(run, lang) or best_arm_line(run_verdicts(run))
     return best + FAILED_MARK if found.failed else best
+
+
+def k_sweep_answer(run: LoadedRun, lang: str = "en") -> str | None:
+    """`K=6 ✓` (decided), `K=2–6 ?2/9` (cells unsure of all), `K=6 ≈` (single
+    measurements): from analysis/deploy.py's answer, the one the decision view and schedule.json
+    give; None unless the run is a K sweep with a K to name."""
+    from dspark_tui.analysis.decision import is_k_sweep
+    from dspark_tui.analysis.layout import manifest_k_values
+
+    if not is_k_sweep(manifest_k_values(run.manifest)):
+        return None  # cheap: from run.json, before the analysis a sweep needs
+    from dspark_tui.analysis.analysis import analyse
+    from dspark_tui.analysis.deploy import deploy_answer
+    from dspark_tui.analysis.schedule import DECIDED, SINGLE_ANSWER
+    from dspark_tui.report.words import Texts
+
+    answer = deploy_answer(analyse(run))
+    if answer is None:
+        return None
+    if answer.schedule is not None:
+        ks = {k for _, _, k in answer.schedule.ranges}
+    elif answer.single is not None:
+        ks = {answer.single.k}
+    else:
+        return None
+    t = Texts(lang, "screens")
+    # One K, or the span a schedule keeps its K in (the column has 11 characters; the ranges
+    # are the decision view's, one key away).
+    k = f"K={min(ks)}" if len(ks) == 1 else f"K={min(ks)}–{max(ks)}"
+    if answer.status == SINGLE_ANSWER:
+        return t("history.best_k_point", k=k)
+    if answer.status != DECIDED:
+        unsure = sum(1 for choice in answer.decision.choices if choice.status != DECIDED)
+        return t("history.best_k_unsure", k=k, n=unsure, total=len(answer.decision.choices))
+    return t("history.best_k_decided", k=k)

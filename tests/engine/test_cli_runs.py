@@ -61,6 +61,7 @@ def test_demo_headless_end_to_end(tmp_path: Path):
     assert all(p["ci_low"] < p["ratio"] < p["ci_high"] for p in analysis["pairs"])
     assert run.manifest.status == "completed"
     assert run.manifest.plan["server"]["port"] > 0  # the chosen port is recorded for a resume
+    assert run.manifest.plan["server"]["port_picked"] is True  # and that the run picked it
     report = (run_dir / "report.md").read_text()
     assert "chat_short" in report and "st=3" in report
     # Written before run.json is closed, the reports still know the run ended whole.

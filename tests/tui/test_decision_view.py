@@ -188,3 +188,47 @@ async def test_single_measurements_are_marked_unverified(tmp_path: Path):
         best = await seen_whole(pilot, screen, "#decision-map")
         cells = [line for line in best.splitlines() if "K=" in line]
         assert cells and all("unverified" in line for line in cells)
+
+
+async def test_historys_best_arm_of_a_sweep_is_the_decision_views_answer(tmp_path: Path):
+    """No arm beats every other in a sweep's cells (neighbouring K tie), so the verdicts' line
+    read `unsure 0/5`: History gives the sweep's answer, the decision view's, in both languages
+    (symbols, not words: 11 columns hold no zh word after `K=0–6`)."""
+    from dspark_tui.tui.run_facts import best_column
+
+    run_dir = write_k_sweep(tmp_path / "results")
+    answer = deploy_answer(analyse(load_run(run_dir)))
+    assert answer is not None and answer.schedule is not None
+    ks = {k for _, _, k in answer.schedule.ranges}
+    unsure = sum(1 for c in answer.decision.choices if c.status != "decided")
+    said = f"K={min(ks)}–{max(ks)} ?{unsure}/{len(answer.decision.choices)}"
+    assert said == "K=0–6 ?2/9"  # NOT DECIDED: 2 of 9 cells unsure, in the decision view
+    assert best_column(load_run(run_dir), "zh") == said  # 11 columns: symbols, no words
+    app: DsparkApp = make_app(tmp_path, settings={"language": "en"})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await history_listed(pilot)
+        await until_shown(pilot, app, said)
+
+
+async def test_a_picked_port_is_left_out_of_the_command_and_said(tmp_path: Path):
+    """A run whose plan said `port = 0` (the demos) records that its port was picked: the
+    command to copy has no --port, and the note says why; a run without the record keeps it."""
+    from dspark_tui.results import RunStore
+
+    run_dir = write_k_sweep(tmp_path / "results")
+    store = RunStore(run_dir)
+    manifest = store.read_manifest()
+    assert manifest.plan["server"]["port"] and "port_picked" not in manifest.plan["server"]
+    kept = deploy_answer(analyse(load_run(run_dir)))
+    assert kept is not None and "--port" in (kept.command or [])
+    manifest.plan["server"]["port_picked"] = True
+    store.write_manifest(manifest)
+    app = make_app(tmp_path, settings={"language": "en"})
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.push_screen(DecisionScreen(run_dir))
+        screen = await decision_shown(pilot)
+        command = str(screen.query_one("#decision-command", Static).render())
+        assert "vllm serve" in command and "--port" not in command
+        assert screen.answer is not None and "--port" not in (screen.answer.command or [])
+        note = screen.query_one("#decision-port", Static)
+        assert note.display and "--portleftout" in _words(str(note.render()))

@@ -130,3 +130,16 @@ async def test_help_lists_every_key_of_the_report_viewer(tmp_path: Path):
                            "report.down", "report.up", "report.top", "report.bottom",
                            "report.back", "app.quit", "app.help"):
             assert binding_id in text, binding_id
+
+
+async def test_help_at_80_columns_shows_keys_and_ids_whole_in_chinese(tmp_path: Path):
+    """CJK actions have no spaces to wrap at: the table used to shrink the key column to "sp…"
+    and the header to "按…"; the action column folds instead."""
+    _runs(tmp_path, 1)
+    app = make_app(tmp_path, settings={"language": "zh"})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await history_listed(pilot)
+        await pilot.press("question_mark")
+        text = await until_shown(pilot, app, "history.mark")
+        assert "按键" in text and "space" in text and "history.compare" in text, text
+        assert "…" not in text, text

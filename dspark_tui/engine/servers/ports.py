@@ -66,7 +66,8 @@ async def wait_port_free(host: str, port: int, timeout: float) -> bool:
 
 
 def with_concrete_port(plan: Plan) -> Plan:
-    """`server.port = 0` means any free port: pick one now, so the run's snapshot records it."""
+    """`server.port = 0` means any free port: pick one now, so the run's snapshot records it,
+    and that it was picked (`port_picked`: a serve command to copy should not repeat it)."""
     if plan.server.port != 0:
         return plan
     host = plan.server.host
@@ -76,5 +77,5 @@ def with_concrete_port(plan: Plan) -> Plan:
         except OSError as exc:
             raise _not_local(host, exc) from None
         port = int(sock.getsockname()[1])
-    server = plan.server.model_copy(update={"port": port})
+    server = plan.server.model_copy(update={"port": port, "port_picked": True})
     return plan.model_copy(update={"server": server})

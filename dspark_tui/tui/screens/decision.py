@@ -150,8 +150,11 @@ class DecisionScreen(LoadingScreen):
         self.query_one("#decision-command", Static).update(Content(command_text(answer, lang)))
         port = port_of(answer)  # the run's own server's port (a demo's is a random one)
         note = self.query_one("#decision-port", Static)
-        note.update(Content(t("decision.port_note", port=port) if port else ""))
-        note.display = bool(port)
+        if port_picked(data.manifest.plan):  # left out of the command: say why, once
+            note.update(Content(t("decision.port_picked")))
+        else:
+            note.update(Content(t("decision.port_note", port=port) if port else ""))
+        note.display = bool(port) or port_picked(data.manifest.plan)
         self.query_one("#decision-map", Static).update(best_k_map(answer, lang))
         items = break_even_items(answer, lang)
         await self.query_one("#decision-break", Markdown).update(
@@ -286,6 +289,13 @@ def command_text(answer: DeployAnswer, lang: str = "en") -> str:
     if answer.command is None:
         return Texts(lang, "screens")("decision.command_unknown")
     return shell_line(answer.command)
+
+
+def port_picked(plan: dict[str, Any] | None) -> bool:
+    """Whether the run picked its server's port (`port = 0`, engine/servers/ports.py): then the
+    serve command has no --port (analysis/schedule.serve_command). Older runs: False."""
+    server = (plan or {}).get("server")
+    return isinstance(server, dict) and server.get("port_picked") is True
 
 
 def port_of(answer: DeployAnswer) -> str:

@@ -21,6 +21,10 @@ class HelpScreen(SaidBindings, ModalScreen[None]):
         width: 80%; max-width: 100; height: 85%; background: $surface;
         border: round $primary; padding: 0 1;
     }
+    /* Keys and ids at their full width; the action column takes the rest and wraps (CJK text
+       has no spaces, so the table's own shrinking would cut the key column to "sp…"). */
+    HelpScreen MarkdownTableContent { grid-columns: auto 1fr auto; }
+    HelpScreen MarkdownTableContent > .cell { text-overflow: fold; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,question_mark,q", "close", "Close", id="help.close"),

@@ -138,13 +138,14 @@ class HistoryScreen(LoadingScreen):
     def _summarize_best(self) -> None:
         """Reads cells of the newest runs only, off the UI thread: the list is usable at once."""
         worker = get_current_worker()
+        lang = lang_of(self.app)
         for run in self.runs[:BEST_ARM_RUNS]:
             if worker.is_cancelled:
                 return
             known = self.facts.get(run.path)
             if run.problem or (known is not None and known[0] == _signature(run)):
                 continue
-            facts = run_facts(run.path)
+            facts = run_facts(run.path, lang)
             self.app.call_from_thread(self._show_facts, run, facts)
 
     def _show_facts(self, run: RunSummary, facts: RunFacts) -> None:
