@@ -11,7 +11,6 @@ never chosen."""
 from __future__ import annotations
 
 import math
-import random
 from pathlib import Path
 
 import numpy as np
@@ -22,9 +21,7 @@ from dspark_tui.analysis.slo import slo_answer
 from dspark_tui.model import CellResult, ClientMetrics, Provenance, parse_plan
 from dspark_tui.results import RunStore, load_run, manifest_for_plan
 from dspark_tui.results.native_raw import NativeRaw, RequestTiming, write_native_raw
-from dspark_tui.sim.config import DEFAULT_ACCEPTANCE, ModelConfig, StepCosts
-from dspark_tui.sim.content import scaled_acceptance
-from dspark_tui.sim.scheduler import Scheduler, SimRequest
+from tests.closed_loop import closed_loop as model_loop
 
 KS = (0, 1, 3, 6)
 CONCURRENCIES = (4, 16)
@@ -32,27 +29,11 @@ LIMIT_MS = 7.0
 LEVEL = 0.90
 ROUNDS = 2
 PROMPTS = 64  # a round's requests per cell (demo-slo's)
-# demo-slo: chat (a fifth of the shipped prompts) at 0.1, the other categories at 0.97.
-PROFILES = [scaled_acceptance(0.97, DEFAULT_ACCEPTANCE)] * 4 + [scaled_acceptance(0.1, DEFAULT_ACCEPTANCE)]
 
 
 def closed_loop(k: int, c: int, n: int, seed: int) -> tuple[list[RequestTiming], float]:
     """n requests (256 in, 128 out) kept c at a time; each request's timing in modelled seconds."""
-    config = ModelConfig(spec_tokens=k, costs=StepCosts(draft_step_s=0.0008))
-    scheduler = Scheduler(config, random.Random(seed), None)
-    requests: list[SimRequest] = []
-    now, waiting, in_flight = 0.0, n, 0
-    while waiting or in_flight:
-        while waiting and in_flight < c:
-            request = SimRequest(f"r{len(requests)}", 256, 128, arrival=now,
-                                 acceptance=PROFILES[len(requests) % len(PROFILES)])
-            scheduler.add(request)
-            requests.append(request)
-            waiting -= 1
-            in_flight += 1
-        step = scheduler.step(now)
-        now += step.duration
-        in_flight -= len(step.finished)
+    requests, now = model_loop(k, c, n, seed)
     timings = [RequestTiming(index=i, input_tokens=256, requested_output_tokens=128,
                              output_tokens=r.generated, start_s=r.arrival,
                              ttft_s=r.first_token_time - r.arrival, e2e_s=r.last_token_time - r.arrival,

@@ -10,39 +10,22 @@ false winners at most 3 % of pair-cells, intervals excluding the truth at most 7
 from __future__ import annotations
 
 import math
-import random
 
 import numpy as np
 
 from dspark_tui.analysis.slo import latency_verdicts
 from dspark_tui.analysis.verdicts import Settings
 from dspark_tui.model import CellResult, ClientMetrics
-from dspark_tui.sim.config import DEFAULT_ACCEPTANCE, ModelConfig, StepCosts
-from dspark_tui.sim.content import scaled_acceptance
-from dspark_tui.sim.scheduler import Scheduler, SimRequest
+from tests.closed_loop import closed_loop
 
 CONCURRENCIES = (2, 4, 8, 16)
-PROFILES = [scaled_acceptance(0.97, DEFAULT_ACCEPTANCE)] * 4 + [scaled_acceptance(0.1, DEFAULT_ACCEPTANCE)]
 POOL = 24  # model measurements per cell (acceptance seeds)
 RUNS = 300
 
 
 def p90_tpot(c: int, seed: int, n: int = 64) -> float:
-    scheduler = Scheduler(ModelConfig(spec_tokens=3, costs=StepCosts(draft_step_s=0.0008)),
-                          random.Random(seed), None)
-    requests: list[SimRequest] = []
-    now, waiting, in_flight = 0.0, n, 0
-    while waiting or in_flight:
-        while waiting and in_flight < c:
-            order = (seed + len(requests)) % len(PROFILES)  # the prompts' order differs by seed
-            request = SimRequest(f"r{len(requests)}", 256, 128, arrival=now, acceptance=PROFILES[order])
-            scheduler.add(request)
-            requests.append(request)
-            waiting -= 1
-            in_flight += 1
-        step = scheduler.step(now)
-        now += step.duration
-        in_flight -= len(step.finished)
+    # The prompts' order differs by seed.
+    requests, _ = closed_loop(3, c, n, seed, first_profile=seed)
     tpots = [(r.last_token_time - r.first_token_time) / (r.generated - 1) * 1000 for r in requests]
     return float(np.percentile(tpots, 90))
 
