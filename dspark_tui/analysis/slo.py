@@ -196,10 +196,12 @@ def _cell(run: LoadedRun, slo: Slo, alpha: float, arm: str, scenario: str, concu
             each = [_meets(values, lim, request.ok) for lim in limits]
             for lim, hit in zip(limits, each, strict=True):
                 tally[lim.key] = tally.get(lim.key, 0) + int(hit)
-                if request.ok and (v := values[lim.metric]) is not None:
-                    values_by_metric[lim.metric].append(v)
-                elif not request.ok:
-                    values_by_metric[lim.metric].append(math.inf)
+            # Once a request per metric, however many limits name it (tpot_ms and p95_tpot_ms).
+            for metric, kept in values_by_metric.items():
+                if not request.ok:
+                    kept.append(math.inf)
+                elif (v := values[metric]) is not None:
+                    kept.append(v)
             plain_hit = all(h for lim, h in zip(limits, each, strict=True) if lim.percentile is None)
             tally["plain"] = tally.get("plain", 0) + int(plain_hit)
             tally["all"] = tally.get("all", 0) + int(all(each))
@@ -286,12 +288,6 @@ class SloAnswer:
     latency: list[LatencyVerdict] = field(default_factory=list)
     verdict_level: float = 0.95  # the latency verdicts' per-look level (the throughput verdicts')
     tie_band: float = 0.02
-
-    def cell(self, arm: str, scenario: str, concurrency: int) -> SloCell | None:
-        for c in self.cells:
-            if (c.arm, c.scenario, c.concurrency) == (arm, scenario, concurrency):
-                return c
-        return None
 
     def to_json(self) -> dict[str, Any]:
         scenarios = sorted({c.scenario for c in self.cells})
