@@ -251,11 +251,10 @@ def _boundary_cells(analysis: RunAnalysis, record: Verification, verdicts: Any,
     arm_of = {k: name for name, k in record.fixed_arms.items()}
     if not arm_of:
         return []
-    plan = plan_of(analysis.run.manifest.plan or {})
-    arms = {arm.name: arm for arm in plan.arms} if plan is not None else {}
 
     def planned(arm: str, scenario: str, concurrency: int) -> bool:
-        return arm not in arms or arms[arm].plans(scenario, concurrency)
+        return analysis.layout.plans(arm, (scenario, concurrency))
+
     held = _held_batches(analysis, record.schedule_arm)
     drafted = _drafted_k(analysis, record.schedule_arm)
     cells = sorted({(s.scenario, s.concurrency) for s in verdicts.cells

@@ -109,13 +109,6 @@ class Slo(SloLimits):
     # requests a second that meet the SLO (goodput).
     objective: Literal["throughput", "goodput"] = "throughput"
 
-    @field_validator("attainment", mode="before")
-    @classmethod
-    def _level_number(cls, value: Any) -> Any:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return float(value)
-        return value
-
     @model_validator(mode="after")
     def _some_limit(self) -> Slo:
         if not self.given() and not any(s.given() for s in self.scenarios.values()):

@@ -385,12 +385,6 @@ def quantile_of(parts: tuple[tuple[float, float], ...], df: float, cells: int = 
     return Quantile(df)
 
 
-def quantile(parts: tuple[tuple[float, float], ...], df: float, alpha: float,
-             cells: int = 1) -> float:
-    """The two-sided 1 - alpha quantile for a cell whose variance is the sum of `parts`."""
-    return quantile_of(parts, df, cells).at(alpha)
-
-
 _CALIBRATION_NODES = 64
 _SHARES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 1.0)
 
@@ -466,13 +460,12 @@ def decide(d: np.ndarray, *, tie_band: float, alpha: float,
     fixed.var + tau2 / n, with the Satterthwaite degrees of freedom of that sum."""
     fit = fit if fit is not None else fit_noise(d, prior, arms, groups)
     band = math.log1p(tie_band)
-    t = t_quantile(1.0 - alpha / 2.0, fit.df) if fit is not None else None
     counts = (~np.isnan(d)).sum(axis=1)
     means = np.where(counts > 0, np.nansum(d, axis=1) / np.maximum(counts, 1), 0.0)
     out = []
     for index in np.flatnonzero(counts):
         n, mean = int(counts[index]), float(means[index])
-        if fit is None or t is None:
+        if fit is None:
             out.append(PairVerdict(int(index), n, mean, None, None, SINGLE, None, None))
             continue
         group = None if groups is None else int(groups[index])
