@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from dspark_tui.analysis.completeness import is_simulated
 from dspark_tui.analysis.measurements import measurements_of
 from dspark_tui.results.store import LoadedRun
 
@@ -42,7 +43,9 @@ def contention(run: LoadedRun) -> Contention:
     measured = [m for m in measurements_of(run) if m.ok and m.client is not None]
     behind = sum(1 for m in measured if m.client_behind)
     logs_dir = run.path / "logs"
-    logs = sorted(logs_dir.glob("server-*.log")) if logs_dir.is_dir() else []
+    # Only the simulator writes the line looked for: a real server's logs are not read.
+    simulated = is_simulated(run.manifest) and logs_dir.is_dir()
+    logs = sorted(logs_dir.glob("server-*.log")) if simulated else []
     sessions_behind, worst = 0, 0.0
     for path in logs:
         lags = []

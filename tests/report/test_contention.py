@@ -32,6 +32,9 @@ def test_the_simulator_falling_behind_is_named_in_the_summary(tmp_path: Path):
     (logs / "server-K_3-s1.log").write_text("started\n" + WARNING.format(s="1.20")
                                              + WARNING.format(s="3.45"), encoding="utf-8")
     (logs / "server-K_5-s2.log").write_text("started\nno trouble\n", encoding="utf-8")
+    # Only the simulator writes that line: a real server's logs are not read for it.
+    assert contention(run).sim_sessions == 0
+    run.manifest.backend_label = "dspark_tui.sim"  # the run's server was the simulator
     found = contention(run)
     assert (found.sim_sessions_behind, found.sim_sessions, found.sim_behind_s) == (1, 2, 3.45)
     en = _summary(render_report(run, lang="en"))

@@ -39,7 +39,7 @@ def filter_plan(plan: Plan, arms: Iterable[str] | None, scenarios: Iterable[str]
     if scenarios:
         data["scenarios"] = [s.model_dump()
                              for s in _pick("scenarios", plan.name, plan.scenarios, scenarios)]
-        kept = {s["name"] for s in data["scenarios"]}
+        kept = [s["name"] for s in data["scenarios"]]  # in the plan's order, for the message
         for arm in data["arms"]:  # an arm's `cells` keep the scenarios still run
             if arm.get("cells") is not None:
                 arm["cells"] = {name: cs for name, cs in arm["cells"].items() if name in kept}

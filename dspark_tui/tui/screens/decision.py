@@ -37,6 +37,7 @@ from dspark_tui.analysis.schedule import (
     SINGLE_ANSWER,
     UNSURE_ANSWER,
     Gain,
+    flag_value,
     shell_line,
 )
 from dspark_tui.report.decision_section import break_even_items
@@ -148,7 +149,8 @@ class DecisionScreen(LoadingScreen):
         self.query_one("#decision-notes", Static).update(Content("\n".join(schedule_notes(answer, lang))))
         self.query_one("#decision-config", Static).update(Content(config_text(answer, lang)))
         self.query_one("#decision-command", Static).update(Content(command_text(answer, lang)))
-        port = port_of(answer)  # the run's own server's port (a demo's is a random one)
+        # The run's own server's port (a demo's is a random one).
+        port = flag_value(answer.command or [], "--port") or ""
         note = self.query_one("#decision-port", Static)
         if port_picked(data.manifest.plan):  # left out of the command: say why, once
             note.update(Content(t("decision.port_picked")))
@@ -296,17 +298,6 @@ def port_picked(plan: dict[str, Any] | None) -> bool:
     serve command has no --port (analysis/schedule.serve_command). Older runs: False."""
     server = (plan or {}).get("server")
     return isinstance(server, dict) and server.get("port_picked") is True
-
-
-def port_of(answer: DeployAnswer) -> str:
-    """The `--port` the serve command carries: the port the run's server listened on."""
-    argv = answer.command or []
-    for index, arg in enumerate(argv):
-        if arg == "--port" and index + 1 < len(argv):
-            return argv[index + 1]
-        if arg.startswith("--port="):
-            return arg.split("=", 1)[1]
-    return ""
 
 
 def _captioned(table: Table, caption: str) -> Group:
