@@ -110,6 +110,7 @@ async def test_vllm_command_line_and_spec_decode(tmp_path: Path):
     # sglang's [1, 512] becomes vllm's 256 +/- 0.99
     assert pairs["--random-input-len"] == "256" and pairs["--random-range-ratio"] == "0.99"
     assert pairs["--result-filename"] == "chat_short__c4.json"
+    assert argv[argv.index("--temperature") + 1] == "0"  # greedy, as the native client and sglang ask
     assert result.metrics.accept_length == pytest.approx(2.86)
     assert result.metrics.p90_ttft_ms is not None  # asked for 90,95,99
     assert any("256 +/- 0.99" in n for n in result.provenance.notes)

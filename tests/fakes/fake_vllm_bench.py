@@ -27,6 +27,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--endpoint", default="/v1/completions")
     parser.add_argument("--request-rate", default="inf")
     parser.add_argument("--ignore-eos", action="store_true")
+    parser.add_argument("--temperature", type=float)
     parser.add_argument("--percentile-metrics")
     parser.add_argument("--metric-percentiles", default="99")
     parser.add_argument("--save-result", action="store_true")
@@ -76,6 +77,10 @@ def draw_bar(done: int, total: int) -> None:
 def main() -> int:
     args = parse_args(sys.argv[1:])
     switches = common.begin(args)
+    if args.temperature is None:  # what 0.33 prints then (the fixture's stdout)
+        print("WARNING: vllm bench serve no longer sets temperature==0 (greedy) in requests by "
+              "default. The default will be determined on the server side and can be model/API "
+              "specific. For the old behavior, include --temperature=0.")
     print("Starting initial single prompt test run...")
     print("Starting main benchmark run...")
     print(f"Traffic request rate: {args.request_rate}")

@@ -45,6 +45,10 @@ def vllm_argv(cell: CellSpec, ctx: DriverContext, result_filename: str) -> list[
         "--max-concurrency", str(cell.key.concurrency),
         "--request-rate", "inf",
         "--ignore-eos",
+        # greedy, as the native client and sglang.bench_serving ask: vllm bench (0.32, 0.33) leaves
+        # the temperature to the server (1.0), another workload (sampling and detokenizing cost,
+        # draft acceptance under rejection sampling) than the other clients' (docs/client.md)
+        "--temperature", "0",
         "--seed", str(bench.seed),
         "--percentile-metrics", "ttft,tpot,itl,e2el",
         "--metric-percentiles", "50,90,95,99",
