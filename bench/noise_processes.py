@@ -8,7 +8,9 @@ arms (A vs A), or the second arm faster by a stated margin in every cell.
 
     python bench/noise_processes.py                 # 200 seeds per process and grid
     python bench/noise_processes.py --seeds 40      # quicker
-    python bench/noise_processes.py --runs          # also the run-level checks (bands, 7 arms)
+    python bench/noise_processes.py --runs          # also seven equal arms: the best fixed K's
+                                                    # gains and the per-cell choices' claims
+    python bench/noise_processes.py --rounds 3      # three planned rounds instead of the plan's
 
 The processes (fixed before any result was seen; cv = coefficient of variation of Total tok/s):
 
@@ -335,6 +337,45 @@ def fixed_k_exclusion(grid_name: str, process: Process, seeds: int, arms: int = 
             "some_gain_excludes_1_per_comparison": counts["any_per_comparison"] / seeds}
 
 
+def cell_choice_claims(grid_name: str, process: Process, seeds: int, arms: int = 7) -> dict[str, float]:
+    """Seven identical arms: does a cell's K choice (decision's per-cell rule) claim a
+    difference — the top shown faster than the runner-up ("wins"), or the cheaper K shown slower
+    than the top by less than the band ("in band")? Any such claim is false here. At the family
+    level of the comparisons behind the choice (the K decision now) and, for reference, at one
+    comparison's level (`..._per_comparison`, the per-cell choice before). Rates: of cells, and
+    of runs with some cell claiming."""
+    from types import SimpleNamespace
+    from unittest import mock
+
+    from dspark_tui.analysis import decision as dm
+
+    grid = grid_of(grid_name, arms)
+    names = [a.name for a in grid.plan.arms]
+    k_of = {name: i for i, name in enumerate(names)}
+    counts = {"cells": 0, "runs": 0, "cells_per_comparison": 0, "runs_per_comparison": 0}
+    total_cells = 0
+    for seed in range(seeds):
+        verdicts = simulate(grid, process, [0.0] * arms, rng_for("choice", process.name, grid_name, seed))
+        means: dict[tuple[str, int], dict[int, float]] = {}
+        for c in verdicts.cells:
+            means.setdefault((c.scenario, c.concurrency), {})[k_of[c.arm]] = c.mean
+        total_cells += len(means)
+        for suffix, per_comparison in (("", False), ("_per_comparison", True)):
+            decision = dm.KDecision(SimpleNamespace(verdicts=verdicts), k_of,  # type: ignore[arg-type]
+                                    verdicts.settings.band)
+            level = (lambda look_alpha, _arms: look_alpha) if per_comparison else dm.family_alpha
+            with mock.patch.object(dm, "family_alpha", level):
+                claims = sum(choice.verdict in ("wins", "in band")
+                             for key, throughput in means.items()
+                             if (choice := dm._choose(decision, key[0], key[1], throughput)) is not None)
+            counts["cells" + suffix] += claims
+            counts["runs" + suffix] += claims > 0
+    return {"runs": seeds, "cells_claiming": counts["cells"] / total_cells,
+            "runs_claiming": counts["runs"] / seeds,
+            "cells_claiming_per_comparison": counts["cells_per_comparison"] / total_cells,
+            "runs_claiming_per_comparison": counts["runs_per_comparison"] / seeds}
+
+
 # -- the tables ---------------------------------------------------------------------------------
 
 LIMITS = {"false_wins": 0.03, "exclusion": 0.07, "wrong_sign": 0.01, "power10_textbook": 0.75}
@@ -409,6 +450,8 @@ def main(argv: list[str] | None = None) -> int:
         for process in processes:
             print(f"7 equal arms, seed grid, {process.name}:",
                   fixed_k_exclusion("seed18", process, max(args.seeds // 2, 20)), flush=True)
+            print(f"7 equal arms, seed grid, {process.name}, cell choices:",
+                  cell_choice_claims("seed18", process, max(args.seeds // 2, 20)), flush=True)
     usage = resource.getrusage(resource.RUSAGE_SELF)
     print(f"CPU {usage.ru_utime + usage.ru_stime:.0f} s, {args.seeds} seeds")
     return 0
