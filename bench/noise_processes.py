@@ -11,6 +11,7 @@ arms (A vs A), or the second arm faster by a stated margin in every cell.
     python bench/noise_processes.py --runs          # also seven equal arms: the best fixed K's
                                                     # gains and the per-cell choices' claims
     python bench/noise_processes.py --rounds 3      # three planned rounds instead of the plan's
+    python bench/noise_processes.py --box-prior 3   # a session prior measured on the box first
 
 The processes (fixed before any result was seen; cv = coefficient of variation of Total tok/s):
 
@@ -28,6 +29,7 @@ nothing is chosen by looking at the result.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import resource
 import sys
@@ -50,6 +52,7 @@ from dspark_tui.analysis.verdicts import (
 )
 from dspark_tui.model import CellResult, ClientMetrics, Plan
 from dspark_tui.plans import resolve_plan
+from dspark_tui.stats.paired import SessionPrior
 
 SEED_BASE = 2026_12_02
 MARGINS = (0.05, 0.10, 0.15, 0.20)
@@ -101,7 +104,7 @@ class Grid:
 ROUNDS: int | None = None  # --rounds: the planned rounds instead of the plan's
 
 
-def grid_of(name: str, arms: int = 2) -> Grid:
+def grid_of(name: str, arms: int = 2, rounds: int | None = None) -> Grid:
     """The shipped plan's grid and bench settings; `arms` arms named K=1.. (all identical unless
     an effect is given), so the plan's own arms only lend their count when it is 2."""
     plan, _ = resolve_plan(GRIDS.get(name, name))
@@ -110,9 +113,38 @@ def grid_of(name: str, arms: int = 2) -> Grid:
         plan = plan.model_copy(update={"arms": [
             template.model_copy(update={"name": f"K={k}", "vars": {**template.vars, "spec_tokens": k}})
             for k in range(1, arms + 1)]})
-    if ROUNDS is not None:
-        plan = plan.model_copy(update={"bench": plan.bench.model_copy(update={"rounds": ROUNDS})})
+    rounds = rounds if rounds is not None else ROUNDS
+    if rounds is not None:
+        plan = plan.model_copy(update={"bench": plan.bench.model_copy(update={"rounds": rounds})})
     return Grid.of(plan)
+
+
+BOX_PRIOR_RUNS = 0  # --box-prior: a session-noise prior measured on the box before each run
+BOX_PRIOR_ROUNDS = 4
+
+
+def box_prior(grid_name: str, process: Process, seed: int, runs: int) -> SessionPrior:
+    """The session-noise prior a user would state after `runs` A-vs-A runs of BOX_PRIOR_ROUNDS
+    rounds on the same box (the same process), pooled as `dspark-tui noise` pools them
+    (analysis/noise_prior.py: each pair's session variance weighted by its R - 1)."""
+    grid = grid_of(grid_name, rounds=BOX_PRIOR_ROUNDS)
+    total = df = 0.0
+    for i in range(runs):
+        verdicts = simulate(grid, process, [0.0, 0.0], rng_for("prior", process.name, grid_name, seed, i))
+        for noise in verdicts.noise:
+            if noise.session_sd is None or noise.rounds < 2:
+                continue
+            total += (noise.rounds - 1) * noise.session_sd**2
+            df += noise.rounds - 1
+    return SessionPrior(math.sqrt(total / df), int(df))
+
+
+def settings_for(grid: Grid, grid_name: str, process: Process, seed: int) -> Settings | None:
+    """None (the plan's own settings) unless --box-prior asks for a prior measured first."""
+    if BOX_PRIOR_RUNS <= 0:
+        return None
+    prior = box_prior(grid_name, process, seed, BOX_PRIOR_RUNS)
+    return dataclasses.replace(Settings.of_plan(grid.plan), prior=prior)
 
 
 Remeasure = Callable[[Sequence[CellResult], Plan, int], list[tuple[str, int]]]
@@ -219,7 +251,8 @@ def cell_rates(process: Process, grid_name: str, seeds: int, *, margins: Sequenc
     out = CellRates(process.name, grid_name, seeds)
     cpu = time.process_time()
     for seed in range(seeds):
-        verdicts = simulate(grid, process, [0.0, 0.0], rng_for(process.name, grid_name, 0.0, seed))
+        verdicts = simulate(grid, process, [0.0, 0.0], rng_for(process.name, grid_name, 0.0, seed),
+                            settings=settings_for(grid, grid_name, process, seed))
         wins = 0
         for p in verdicts.pairs:
             out.pair_cells += 1
@@ -236,7 +269,8 @@ def cell_rates(process: Process, grid_name: str, seeds: int, *, margins: Sequenc
         right = wrong = total = 0
         for seed in range(seeds):
             rng = rng_for(process.name, grid_name, m, seed)
-            verdicts = simulate(grid, process, [0.0, math.log1p(m)], rng)
+            verdicts = simulate(grid, process, [0.0, math.log1p(m)], rng,
+                                settings=settings_for(grid, grid_name, process, seed))
             for p in verdicts.pairs:
                 total += 1
                 right += p.verdict == WINS and p.winner == p.b
@@ -419,7 +453,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--method", help="(experiments) stats.paired.SESSION_METHOD")
     parser.add_argument("--groups", help="(experiments) analysis.verdicts.GROUPS")
     parser.add_argument("--rounds", type=int, help="planned rounds instead of the plan's")
+    parser.add_argument("--box-prior", type=int, default=0, metavar="RUNS",
+                        help="(experiments) before each run, a session-noise prior pooled from RUNS "
+                             f"A-vs-A runs of {BOX_PRIOR_ROUNDS} rounds of the same process")
     args = parser.parse_args(argv)
+    if args.box_prior:
+        global BOX_PRIOR_RUNS
+        BOX_PRIOR_RUNS = args.box_prior
     if args.rounds:
         global ROUNDS
         ROUNDS = args.rounds
