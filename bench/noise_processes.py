@@ -410,6 +410,51 @@ def cell_choice_claims(grid_name: str, process: Process, seeds: int, arms: int =
             "runs_claiming_per_comparison": counts["runs_per_comparison"] / seeds}
 
 
+def schedule_gain_exclusion(grid_name: str, process: Process, seeds: int, arms: int = 7) -> dict[str, float]:
+    """Seven identical arms: does the schedule's gain over the best fixed K (deploy.py's
+    `schedule_gain`, equal traffic weights) have an interval that excludes 1? The schedule keyed
+    on the client's concurrency (no server counters here): cells of one concurrency share one K
+    (schedule._anchor, as overlapping batches do), others keep their own choice. At the family
+    level (now) and, for reference, with every comparison at one comparison's level."""
+    from types import SimpleNamespace
+    from unittest import mock
+
+    from dspark_tui.analysis import decision as dm
+    from dspark_tui.analysis import schedule as sm
+
+    grid = grid_of(grid_name, arms)
+    names = [a.name for a in grid.plan.arms]
+    k_of = {name: i for i, name in enumerate(names)}
+    counts = {"": 0, "_per_comparison": 0}
+    for seed in range(seeds):
+        verdicts = simulate(grid, process, [0.0] * arms, rng_for("schedule", process.name, grid_name, seed))
+        means: dict[tuple[str, int], dict[int, float]] = {}
+        for c in verdicts.cells:
+            means.setdefault((c.scenario, c.concurrency), {})[k_of[c.arm]] = c.mean
+        for suffix in counts:
+            level = (lambda look_alpha, _arms: look_alpha) if suffix else dm.family_alpha
+            with mock.patch.object(dm, "family_alpha", level):
+                decision = dm.KDecision(SimpleNamespace(verdicts=verdicts), k_of,  # type: ignore[arg-type]
+                                        verdicts.settings.band)
+                decision.choices = [choice for key, throughput in means.items()
+                                    if (choice := dm._choose(decision, key[0], key[1], throughput))]
+                weights = {c.key: 1.0 / len(decision.choices) for c in decision.choices}
+                points = {c.key: (float(c.concurrency),) * 3 for c in decision.choices}
+                k_for = {}
+                for concurrency in {c.concurrency for c in decision.choices}:
+                    cells = [c for c in decision.choices if c.concurrency == concurrency]
+                    anchor = sm._anchor(decision, cells, points, weights)
+                    k_for.update(dict.fromkeys((c.key for c in cells), anchor.k))
+                single = sm.best_single_k(decision, weights)
+                if single is None:
+                    continue
+                gain = sm.weighted_gain(decision, weights, k_for, dict.fromkeys(weights, single.k))
+            if gain is not None and gain.low is not None and gain.high is not None:
+                counts[suffix] += gain.low > 1 or gain.high < 1
+    return {"runs": seeds, "schedule_gain_excludes_1": counts[""] / seeds,
+            "schedule_gain_excludes_1_per_comparison": counts["_per_comparison"] / seeds}
+
+
 # -- the tables ---------------------------------------------------------------------------------
 
 LIMITS = {"false_wins": 0.03, "exclusion": 0.07, "wrong_sign": 0.01, "power10_textbook": 0.75}
@@ -492,6 +537,8 @@ def main(argv: list[str] | None = None) -> int:
                   fixed_k_exclusion("seed18", process, max(args.seeds // 2, 20)), flush=True)
             print(f"7 equal arms, seed grid, {process.name}, cell choices:",
                   cell_choice_claims("seed18", process, max(args.seeds // 2, 20)), flush=True)
+            print(f"7 equal arms, seed grid, {process.name}, schedule gain:",
+                  schedule_gain_exclusion("seed18", process, max(args.seeds // 2, 20)), flush=True)
     usage = resource.getrusage(resource.RUSAGE_SELF)
     print(f"CPU {usage.ru_utime + usage.ru_stime:.0f} s, {args.seeds} seeds")
     return 0
