@@ -8,7 +8,10 @@ arms (A vs A), or the second arm faster by a stated margin in every cell.
 
     python bench/noise_processes.py                 # 200 seeds per process and grid
     python bench/noise_processes.py --seeds 40      # quicker
-    python bench/noise_processes.py --runs          # also the run-level checks (bands, 7 arms)
+    python bench/noise_processes.py --runs          # also seven equal arms: the best fixed K's
+                                                    # gains and the per-cell choices' claims
+    python bench/noise_processes.py --rounds 3      # three planned rounds instead of the plan's
+    python bench/noise_processes.py --box-prior 3   # a session prior measured on the box first
 
 The processes (fixed before any result was seen; cv = coefficient of variation of Total tok/s):
 
@@ -26,6 +29,7 @@ nothing is chosen by looking at the result.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import resource
 import sys
@@ -48,6 +52,7 @@ from dspark_tui.analysis.verdicts import (
 )
 from dspark_tui.model import CellResult, ClientMetrics, Plan
 from dspark_tui.plans import resolve_plan
+from dspark_tui.stats.paired import SessionPrior
 
 SEED_BASE = 2026_12_02
 MARGINS = (0.05, 0.10, 0.15, 0.20)
@@ -99,7 +104,7 @@ class Grid:
 ROUNDS: int | None = None  # --rounds: the planned rounds instead of the plan's
 
 
-def grid_of(name: str, arms: int = 2) -> Grid:
+def grid_of(name: str, arms: int = 2, rounds: int | None = None) -> Grid:
     """The shipped plan's grid and bench settings; `arms` arms named K=1.. (all identical unless
     an effect is given), so the plan's own arms only lend their count when it is 2."""
     plan, _ = resolve_plan(GRIDS.get(name, name))
@@ -108,9 +113,38 @@ def grid_of(name: str, arms: int = 2) -> Grid:
         plan = plan.model_copy(update={"arms": [
             template.model_copy(update={"name": f"K={k}", "vars": {**template.vars, "spec_tokens": k}})
             for k in range(1, arms + 1)]})
-    if ROUNDS is not None:
-        plan = plan.model_copy(update={"bench": plan.bench.model_copy(update={"rounds": ROUNDS})})
+    rounds = rounds if rounds is not None else ROUNDS
+    if rounds is not None:
+        plan = plan.model_copy(update={"bench": plan.bench.model_copy(update={"rounds": rounds})})
     return Grid.of(plan)
+
+
+BOX_PRIOR_RUNS = 0  # --box-prior: a session-noise prior measured on the box before each run
+BOX_PRIOR_ROUNDS = 4
+
+
+def box_prior(grid_name: str, process: Process, seed: int, runs: int) -> SessionPrior:
+    """The session-noise prior a user would state after `runs` A-vs-A runs of BOX_PRIOR_ROUNDS
+    rounds on the same box (the same process), pooled as `dspark-tui noise` pools them
+    (analysis/noise_prior.py: each pair's session variance weighted by its R - 1)."""
+    grid = grid_of(grid_name, rounds=BOX_PRIOR_ROUNDS)
+    total = df = 0.0
+    for i in range(runs):
+        verdicts = simulate(grid, process, [0.0, 0.0], rng_for("prior", process.name, grid_name, seed, i))
+        for noise in verdicts.noise:
+            if noise.session_sd is None or noise.rounds < 2:
+                continue
+            total += (noise.rounds - 1) * noise.session_sd**2
+            df += noise.rounds - 1
+    return SessionPrior(math.sqrt(total / df), int(df))
+
+
+def settings_for(grid: Grid, grid_name: str, process: Process, seed: int) -> Settings | None:
+    """None (the plan's own settings) unless --box-prior asks for a prior measured first."""
+    if BOX_PRIOR_RUNS <= 0:
+        return None
+    prior = box_prior(grid_name, process, seed, BOX_PRIOR_RUNS)
+    return dataclasses.replace(Settings.of_plan(grid.plan), prior=prior)
 
 
 Remeasure = Callable[[Sequence[CellResult], Plan, int], list[tuple[str, int]]]
@@ -217,7 +251,8 @@ def cell_rates(process: Process, grid_name: str, seeds: int, *, margins: Sequenc
     out = CellRates(process.name, grid_name, seeds)
     cpu = time.process_time()
     for seed in range(seeds):
-        verdicts = simulate(grid, process, [0.0, 0.0], rng_for(process.name, grid_name, 0.0, seed))
+        verdicts = simulate(grid, process, [0.0, 0.0], rng_for(process.name, grid_name, 0.0, seed),
+                            settings=settings_for(grid, grid_name, process, seed))
         wins = 0
         for p in verdicts.pairs:
             out.pair_cells += 1
@@ -234,7 +269,8 @@ def cell_rates(process: Process, grid_name: str, seeds: int, *, margins: Sequenc
         right = wrong = total = 0
         for seed in range(seeds):
             rng = rng_for(process.name, grid_name, m, seed)
-            verdicts = simulate(grid, process, [0.0, math.log1p(m)], rng)
+            verdicts = simulate(grid, process, [0.0, math.log1p(m)], rng,
+                                settings=settings_for(grid, grid_name, process, seed))
             for p in verdicts.pairs:
                 total += 1
                 right += p.verdict == WINS and p.winner == p.b
@@ -335,6 +371,90 @@ def fixed_k_exclusion(grid_name: str, process: Process, seeds: int, arms: int = 
             "some_gain_excludes_1_per_comparison": counts["any_per_comparison"] / seeds}
 
 
+def cell_choice_claims(grid_name: str, process: Process, seeds: int, arms: int = 7) -> dict[str, float]:
+    """Seven identical arms: does a cell's K choice (decision's per-cell rule) claim a
+    difference — the top shown faster than the runner-up ("wins"), or the cheaper K shown slower
+    than the top by less than the band ("in band")? Any such claim is false here. At the family
+    level of the comparisons behind the choice (the K decision now) and, for reference, at one
+    comparison's level (`..._per_comparison`, the per-cell choice before). Rates: of cells, and
+    of runs with some cell claiming."""
+    from types import SimpleNamespace
+    from unittest import mock
+
+    from dspark_tui.analysis import decision as dm
+
+    grid = grid_of(grid_name, arms)
+    names = [a.name for a in grid.plan.arms]
+    k_of = {name: i for i, name in enumerate(names)}
+    counts = {"cells": 0, "runs": 0, "cells_per_comparison": 0, "runs_per_comparison": 0}
+    total_cells = 0
+    for seed in range(seeds):
+        verdicts = simulate(grid, process, [0.0] * arms, rng_for("choice", process.name, grid_name, seed))
+        means: dict[tuple[str, int], dict[int, float]] = {}
+        for c in verdicts.cells:
+            means.setdefault((c.scenario, c.concurrency), {})[k_of[c.arm]] = c.mean
+        total_cells += len(means)
+        for suffix, per_comparison in (("", False), ("_per_comparison", True)):
+            decision = dm.KDecision(SimpleNamespace(verdicts=verdicts), k_of,  # type: ignore[arg-type]
+                                    verdicts.settings.band)
+            level = (lambda look_alpha, _arms: look_alpha) if per_comparison else dm.family_alpha
+            with mock.patch.object(dm, "family_alpha", level):
+                claims = sum(choice.verdict in ("wins", "in band")
+                             for key, throughput in means.items()
+                             if (choice := dm._choose(decision, key[0], key[1], throughput)) is not None)
+            counts["cells" + suffix] += claims
+            counts["runs" + suffix] += claims > 0
+    return {"runs": seeds, "cells_claiming": counts["cells"] / total_cells,
+            "runs_claiming": counts["runs"] / seeds,
+            "cells_claiming_per_comparison": counts["cells_per_comparison"] / total_cells,
+            "runs_claiming_per_comparison": counts["runs_per_comparison"] / seeds}
+
+
+def schedule_gain_exclusion(grid_name: str, process: Process, seeds: int, arms: int = 7) -> dict[str, float]:
+    """Seven identical arms: does the schedule's gain over the best fixed K (deploy.py's
+    `schedule_gain`, equal traffic weights) have an interval that excludes 1? The schedule keyed
+    on the client's concurrency (no server counters here): cells of one concurrency share one K
+    (schedule._anchor, as overlapping batches do), others keep their own choice. At the family
+    level (now) and, for reference, with every comparison at one comparison's level."""
+    from types import SimpleNamespace
+    from unittest import mock
+
+    from dspark_tui.analysis import decision as dm
+    from dspark_tui.analysis import schedule as sm
+
+    grid = grid_of(grid_name, arms)
+    names = [a.name for a in grid.plan.arms]
+    k_of = {name: i for i, name in enumerate(names)}
+    counts = {"": 0, "_per_comparison": 0}
+    for seed in range(seeds):
+        verdicts = simulate(grid, process, [0.0] * arms, rng_for("schedule", process.name, grid_name, seed))
+        means: dict[tuple[str, int], dict[int, float]] = {}
+        for c in verdicts.cells:
+            means.setdefault((c.scenario, c.concurrency), {})[k_of[c.arm]] = c.mean
+        for suffix in counts:
+            level = (lambda look_alpha, _arms: look_alpha) if suffix else dm.family_alpha
+            with mock.patch.object(dm, "family_alpha", level):
+                decision = dm.KDecision(SimpleNamespace(verdicts=verdicts), k_of,  # type: ignore[arg-type]
+                                        verdicts.settings.band)
+                decision.choices = [choice for key, throughput in means.items()
+                                    if (choice := dm._choose(decision, key[0], key[1], throughput))]
+                weights = {c.key: 1.0 / len(decision.choices) for c in decision.choices}
+                points = {c.key: (float(c.concurrency),) * 3 for c in decision.choices}
+                k_for = {}
+                for concurrency in {c.concurrency for c in decision.choices}:
+                    cells = [c for c in decision.choices if c.concurrency == concurrency]
+                    anchor = sm._anchor(decision, cells, points, weights)
+                    k_for.update(dict.fromkeys((c.key for c in cells), anchor.k))
+                single = sm.best_single_k(decision, weights)
+                if single is None:
+                    continue
+                gain = sm.weighted_gain(decision, weights, k_for, dict.fromkeys(weights, single.k))
+            if gain is not None and gain.low is not None and gain.high is not None:
+                counts[suffix] += gain.low > 1 or gain.high < 1
+    return {"runs": seeds, "schedule_gain_excludes_1": counts[""] / seeds,
+            "schedule_gain_excludes_1_per_comparison": counts["_per_comparison"] / seeds}
+
+
 # -- the tables ---------------------------------------------------------------------------------
 
 LIMITS = {"false_wins": 0.03, "exclusion": 0.07, "wrong_sign": 0.01, "power10_textbook": 0.75}
@@ -378,7 +498,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--method", help="(experiments) stats.paired.SESSION_METHOD")
     parser.add_argument("--groups", help="(experiments) analysis.verdicts.GROUPS")
     parser.add_argument("--rounds", type=int, help="planned rounds instead of the plan's")
+    parser.add_argument("--box-prior", type=int, default=0, metavar="RUNS",
+                        help="(experiments) before each run, a session-noise prior pooled from RUNS "
+                             f"A-vs-A runs of {BOX_PRIOR_ROUNDS} rounds of the same process")
     args = parser.parse_args(argv)
+    if args.box_prior:
+        global BOX_PRIOR_RUNS
+        BOX_PRIOR_RUNS = args.box_prior
     if args.rounds:
         global ROUNDS
         ROUNDS = args.rounds
@@ -409,6 +535,10 @@ def main(argv: list[str] | None = None) -> int:
         for process in processes:
             print(f"7 equal arms, seed grid, {process.name}:",
                   fixed_k_exclusion("seed18", process, max(args.seeds // 2, 20)), flush=True)
+            print(f"7 equal arms, seed grid, {process.name}, cell choices:",
+                  cell_choice_claims("seed18", process, max(args.seeds // 2, 20)), flush=True)
+            print(f"7 equal arms, seed grid, {process.name}, schedule gain:",
+                  schedule_gain_exclusion("seed18", process, max(args.seeds // 2, 20)), flush=True)
     usage = resource.getrusage(resource.RUSAGE_SELF)
     print(f"CPU {usage.ru_utime + usage.ru_stime:.0f} s, {args.seeds} seeds")
     return 0

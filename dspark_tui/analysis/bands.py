@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from dspark_tui.analysis import frames as fr
+from dspark_tui.analysis.decision import family_alpha
 from dspark_tui.analysis.verdicts import SINGLE, WINS, GroupVerdict, RunVerdicts, group_verdict
 
 UNDECIDED = "undecided"
@@ -92,8 +93,13 @@ def band_interval_against(verdicts: RunVerdicts, keys: list[tuple[str, int]], ar
                           arms: list[str], planned: Planned | None = None) -> GroupVerdict | None:
     """None when the band's interval shows `arm` faster than every other arm over `keys` (or
     the band has single measurements only: no interval to ask); else the band's interval of
-    `arm` / the other (GroupVerdict b = arm) against the arm it is least shown faster than."""
+    `arm` / the other (GroupVerdict b = arm) against the arm it is least shown faster than.
+
+    `arm` was picked for leading the band among `arms`, so its comparisons with the others are
+    a family: each cell's interval at decision.family_alpha (the look's level with two arms),
+    as every other "best" among K arms (issue 22)."""
     weakest: GroupVerdict | None = None
+    alpha = family_alpha(verdicts.settings.look_alpha, len(arms)) if len(arms) > 2 else None
     for other in arms:
         if other == arm:
             continue
@@ -103,7 +109,7 @@ def band_interval_against(verdicts: RunVerdicts, keys: list[tuple[str, int]], ar
         pairs = [p for key in keys_of if (p := verdicts.pair(key[0], key[1], arm, other)) is not None]
         if not pairs or all(p.verdict == SINGLE for p in pairs):
             continue
-        group = group_verdict(verdicts, keys_of, other, arm)  # ratio arm / other
+        group = group_verdict(verdicts, keys_of, other, arm, alpha=alpha)  # ratio arm / other
         if group is None or (group.verdict == WINS and group.winner == arm):
             continue
         if weakest is None or (group.ci_low or 0.0) < (weakest.ci_low or 0.0):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from dspark_tui.analysis.layout import arm_k_values
 from dspark_tui.analysis.verdicts import SINGLE, RunVerdicts, Verdict
 from dspark_tui.model.statistics import TieBand
+from dspark_tui.stats.paired import classify
 
 if TYPE_CHECKING:  # analysis imports live.py, which imports this module
     from dspark_tui.analysis.analysis import RunAnalysis
@@ -52,13 +53,17 @@ def ratio_between(verdicts: RunVerdicts, scenario: str, concurrency: int, x: str
     if pair is None:
         return None
     ci_low, ci_high = pair.ci_low, pair.ci_high
-    if alpha is not None:
-        ci_low, ci_high = pair.interval_at(alpha) or (ci_low, ci_high)
+    verdict = pair.verdict
+    if alpha is not None and (family := pair.interval_at(alpha)) is not None:
+        # The verdict is the family interval's, against the same tie band: a choice among K
+        # arms that rests on a "tie" or "wins" must rest on it at the family's level.
+        ci_low, ci_high = family
+        verdict, _ = classify(math.log(ci_low), math.log(ci_high), verdicts.settings.band.log_edge)
     if pair.b == x:
-        return Ratio(pair.ratio, ci_low, ci_high, pair.verdict)
+        return Ratio(pair.ratio, ci_low, ci_high, verdict)
     low = None if ci_high is None else 1.0 / ci_high
     high = None if ci_low is None else 1.0 / ci_low
-    return Ratio(1.0 / pair.ratio, low, high, pair.verdict)
+    return Ratio(1.0 / pair.ratio, low, high, verdict)
 
 
 def family_alpha(look_alpha: float, arms: int) -> float:
@@ -257,9 +262,11 @@ def _choose(decision: KDecision, scenario: str, concurrency: int,
     if len(throughput) < 2:
         return None
     top_k = max(throughput, key=lambda k: (throughput[k], -k))
+    # Every comparison the choice rests on is at the family level (issue 22): the top was picked
+    # for being on top of the cell's K arms, and the cheaper K for being within its band.
     vs_top: dict[int, Ratio] = {}
     for k in sorted(throughput):
-        ratio = decision.ratio(scenario, concurrency, k, top_k)
+        ratio = decision.ratio(scenario, concurrency, k, top_k, family=True)
         if ratio is not None:
             vs_top[k] = ratio
     floor = decision.band.floor
@@ -280,8 +287,9 @@ def _choose(decision: KDecision, scenario: str, concurrency: int,
         top_k=top_k,
         throughput=dict(sorted(throughput.items())),
         vs_top=vs_top,
-        vs_baseline=decision.ratio(scenario, concurrency, chosen, 0) if chosen != 0 else None,
-        top_vs_runner_up=(decision.ratio(scenario, concurrency, top_k, runner_up)
+        vs_baseline=(decision.ratio(scenario, concurrency, chosen, 0, family=True)
+                     if chosen != 0 else None),
+        top_vs_runner_up=(decision.ratio(scenario, concurrency, top_k, runner_up, family=True)
                           if runner_up is not None else None),
         runner_up_k=runner_up,
         verified=verified,

@@ -567,14 +567,17 @@ class GroupVerdict:
 
 
 def group_verdict(verdicts: RunVerdicts, keys: Iterable[tuple[str, int]], a: str, b: str,
-                  weights: dict[tuple[str, int], float] | None = None) -> GroupVerdict | None:
+                  weights: dict[tuple[str, int], float] | None = None,
+                  alpha: float | None = None) -> GroupVerdict | None:
     """One answer for a group of cells, with the run-level error the summary needs: the
     interval of the group's weighted mean log ratio is the weighted mean of the cells' interval
     ends (exact when the cells' errors move together, as the shared session term makes them;
     wider otherwise), so it holds at each cell's level however many cells the group has. A
     group of identical arms gets `wins` about as rarely as one cell does, where counting the
     cells' own wins ("wins 1 of 1 decided cells") makes a false winner of any one of them.
-    `wins` needs every cell of the group to have an interval; None when no cell has a pair."""
+    `wins` needs every cell of the group to have an interval; None when no cell has a pair.
+    With `alpha`, the cells' intervals at that two-sided level instead of the look's (an arm
+    picked among several: a family, decision.family_alpha)."""
     band = verdicts.settings.band.log_edge
     total = mid = low = high = 0.0
     cells = missing = 0
@@ -592,6 +595,8 @@ def group_verdict(verdicts: RunVerdicts, keys: Iterable[tuple[str, int]], a: str
             missing += 1
             continue
         lo, hi = math.log(pair.ci_low), math.log(pair.ci_high)
+        if alpha is not None and (family := pair.interval_at(alpha)) is not None:
+            lo, hi = math.log(family[0]), math.log(family[1])
         low += weight * (-hi if flip else lo)
         high += weight * (-lo if flip else hi)
         cells += 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from dspark_tui.analysis.decision import Crossing, Ratio
+from dspark_tui.analysis.decision import Crossing, Ratio, family_alpha
 from dspark_tui.analysis.deploy import DeployAnswer
 from dspark_tui.analysis.positions import PositionGain
 from dspark_tui.analysis.schedule import (
@@ -132,7 +132,12 @@ def sweep_section(answer: DeployAnswer | None, t: Texts) -> list[str]:
     d = t.of("decision")
     decision = answer.decision
     band = decision.band.percent
-    lines = [d("sweep_heading"), "", d("best_k_heading"), "", d("best_k_lead", band=band), ""]
+    arms = len(decision.k_of)
+    alpha = decision.analysis.verdicts.settings.alpha if decision.analysis.verdicts else 0.05
+    each = 1.0 - family_alpha(alpha, arms)
+    lines = [d("sweep_heading"), "", d("best_k_heading"), "",
+             d("best_k_lead", band=band, arms=arms, others=max(arms - 1, 1),
+               level=f"{100 * (1 - alpha):g}", each=f"{100 * each:.3g}"), ""]
     rows = []
     for c in decision.choices:
         rows.append([

@@ -205,3 +205,30 @@ def test_a_majority_of_cells_the_bands_interval_does_not_confirm_is_not_decided(
     assert "| not decided |" in advice and "**5**" not in advice
     (zh,) = [ln for ln in _summary(render_report(run, lang="zh")) if "c=2~24" in ln]
     assert "未判定" in zh and "部署" not in zh
+
+
+def test_a_bands_arm_among_several_is_confirmed_at_the_family_level(tmp_path):
+    """Issue 22, one rule for every best: a band's (and a workload row's) arm is picked for
+    leading among the sweep's arms, so the band's interval against each other arm is read at
+    decision.family_alpha, as the best fixed K is. Five arms, two rounds: K=5 leads K=4 by
+    4 % everywhere and wins 5 of 8 cells; the band's interval at one comparison's level shows it
+    faster (the band's and the workload's rows named K=5), at the family level of five arms it
+    does not."""
+    from dspark_tui.analysis.verdicts import WINS, group_verdict
+
+    def ahead(k: int, scenario: str, c: int) -> float:
+        return 1000.0 * c * {1: 0.7, 2: 0.75, 3: 0.8, 4: 1.0, 5: 1.04}[k]
+
+    run = k_sweep_run(tmp_path, [1, 2, 3, 4, 5], LOW, rounds=2, noise=0.01, model=ahead, seed=4)
+    analysis = analyse(run)
+    assert analysis.verdicts is not None
+    keys = [("chat", c) for c in LOW["chat"]]
+    per_comparison = group_verdict(analysis.verdicts, keys, "K=4", "K=5")
+    assert per_comparison is not None and per_comparison.verdict == WINS  # the old rule's "deploy"
+    (band,) = analysis.band_answers
+    assert band.majority == "K=5" and band.verdict == "not shown"
+    assert band.band_interval is not None and band.band_interval.a == "K=4"
+    advice = render_report(run, lang="en").split("## Recommendations", 1)[1]
+    band_row, workload_row = [ln for ln in advice.splitlines() if "c=2~24" in ln or "chat |" in ln]
+    for row in (band_row, workload_row):
+        assert "| not decided |" in row and "does not clear the ±2% band" in row, row

@@ -313,3 +313,33 @@ def test_the_fixed_k_that_is_not_shown_best_is_named_as_the_leader_only(tmp_path
     en = render_report(run, lang="en")
     assert f"no fixed K is shown best; the leader is K={answer.single.leader}" in en
     assert "With one fixed K for all traffic: K=" not in en
+
+
+def test_a_cells_choice_among_eight_arms_rests_on_the_family_level(tmp_path):
+    """The per-cell choice picks the top of K arms and the smallest K within its band: both are
+    picked from K - 1 comparisons, so each is read at decision.family_alpha, as the best fixed K
+    is (issue 22). At chat c=1 of this two-round sweep K=6's interval against K=7 sits within
+    the band at one comparison's level (lower end 0.9801 >= 0.98: the choice was K=6, "tie") but
+    not at the family's: K=7 is chosen and the choice is unsure."""
+    from dspark_tui.analysis.decision import family_alpha, ratio_between
+
+    analysis = analyse(k_sweep_run(tmp_path, KS, GRID, rounds=2))
+    decision = decide_k(analysis)
+    assert decision is not None and analysis.verdicts is not None
+    verdicts, arm = analysis.verdicts, decision.arm_of
+    low = decision.choice("chat", 1)
+    assert low is not None
+    per_comparison = ratio_between(verdicts, "chat", 1, arm[6], arm[7])
+    assert per_comparison is not None and per_comparison.lower >= decision.band.floor
+    assert (low.top_k, low.k, low.status) == (7, 7, "unsure")
+    alpha = family_alpha(verdicts.settings.look_alpha, len(KS))
+    for choice in decision.choices:
+        for k, ratio in choice.vs_top.items():
+            if k == choice.top_k:
+                continue
+            pair = verdicts.pair(choice.scenario, choice.concurrency, arm[k], arm[choice.top_k])
+            assert pair is not None
+            family = pair.interval_at(alpha)
+            assert family is not None
+            ends = family if pair.b == arm[k] else (1.0 / family[1], 1.0 / family[0])
+            assert (ratio.low, ratio.high) == pytest.approx(ends, rel=1e-12)

@@ -2,12 +2,16 @@
 schedule with adaptive rounds, synthetic measurements from stated noise processes, the
 report's own verdicts). Seeds are the bench's first ones (fixed, so each test is deterministic).
 
-A run's cells share its server sessions, so they win or miss together: a limit gets a margin
-of three standard errors over RUNS, not over pair-cells as if they were independent. The
-margin is fixed before the result (a run's share of cells has variance at most p(1-p) at the
-limit p), never the observed standard error: that one grows with a clustered failure and
-would let the failure widen its own limit. Each check
-that matters here is shown to fail under the method it replaced."""
+The margin rule, fixed before any result: a run's cells share its server sessions, so they win
+or miss together, and the sampled unit is the RUN. A run's share of cells that err lies in
+[0, 1] with mean p, so its variance is at most p(1 - p) (every cell of a run erring together);
+a limit p checked over n runs gets three of those standard errors, 3 sqrt(p (1 - p) / n),
+computed at the limit's own rate — never from the observed spread, which grows with a clustered
+failure and would let the failure widen its own limit. With n runs a check therefore fails for
+any rate above p + 3 sqrt(p (1 - p) / n): each test's docstring says what its run count can
+detect, and the checks that matter are shown to fail under the method they replaced. What the
+CI runs cannot resolve (the demo's session processes at 2.5 % against a 3 % limit) the bench
+measures over 1000 runs (docs/statistics.md)."""
 
 from __future__ import annotations
 
@@ -17,13 +21,15 @@ import pytest
 
 from tests.bench_module import load_bench
 
-SEEDS = 16  # the seed grid (18 cells): about 0.3 s of CPU a process
-DEMO_SEEDS = 100  # the demo grid (5 cells) is cheap, and its session processes were the breach
+SEEDS = 200  # the seed grid (18 cells): about 6 s of CPU a process; fails above 6.6 % / 12.4 %
+DEMO_SEEDS = 200  # the demo grid (5 cells): about 4 s a process; fails above 6.6 % false winners
 RUN_SEEDS = 48  # run-level rates: binomial over runs
-FALSE_WINS, EXCLUSION, POWER_10 = 0.03, 0.07, 0.75
+SEVEN_ARM_SEEDS = 100  # seven arms on the seed grid: about 14 s; fails above 11.5 %
+FALSE_WINS, EXCLUSION, WRONG_SIGN, POWER_10 = 0.03, 0.07, 0.01, 0.75
 
 
 def margin(p: float, n: int) -> float:
+    """Three standard errors of a rate p over n runs, at the worst within-run clustering."""
     return 3.0 * math.sqrt(p * (1.0 - p) / n)
 
 
@@ -36,28 +42,71 @@ def a_vs_a(bench, process: str, grid: str, seeds: int = SEEDS):
     return bench.cell_rates(bench.PROCESS_BY_NAME[process], grid, seeds, margins=(), wrong_margins=())
 
 
-@pytest.mark.parametrize("process", ["session5", "session8", "hetero", "group", "badcells"])
+@pytest.mark.parametrize("process", ["session5", "session8", "hetero", "group", "badcells", "drift"])
 def test_identical_arms_rarely_win_on_the_seed_grid(bench, process):
+    """200 runs: fails for false winners above 6.6 % or exclusion above 12.4 % (the 16 runs
+    before allowed 15.5 % and 26 %)."""
     rates = a_vs_a(bench, process, "seed18")
     assert rates.false_win_rate <= FALSE_WINS + margin(FALSE_WINS, rates.seeds), rates
     assert rates.exclusion_rate <= EXCLUSION + margin(EXCLUSION, rates.seeds), rates
 
 
+def test_the_seed_grid_check_fails_under_the_method_it_replaced(bench, monkeypatch):
+    """The method before issue 22 — the session term from the pair's own round effects (one
+    degree of freedom at two rounds), one noise level for every cell, the Satterthwaite df taken
+    as known — read 10.4 % false winners on the seed's grid under 5 % session noise in the
+    issue's seeds, 7.5 % in these 200 runs: the check above fails on it (by under a point: 200
+    runs detect about twice the limit, not less)."""
+    from dspark_tui.analysis import verdicts
+    from dspark_tui.stats import paired
+
+    monkeypatch.setattr(paired, "SESSION_METHOD", "paired")
+    monkeypatch.setattr(paired, "DF_RULE", "satterthwaite")
+    monkeypatch.setattr(verdicts, "GROUPS", "none")
+    rates = a_vs_a(bench, "session5", "seed18")
+    assert rates.false_win_rate > FALSE_WINS + margin(FALSE_WINS, rates.seeds), rates
+
+
 @pytest.mark.parametrize("process", ["session5", "session8", "hetero"])
 def test_identical_arms_rarely_win_on_the_demo_grid(bench, process):
-    """The demo's 5 cells under 5-8 % session noise were 5.6-6.4 % false winners before the
-    calibrated level (issue 22)."""
+    """The demo's 5 cells under 5-8 % session noise and noisy c = 1 cells, the processes
+    nearest the limit. 200 runs fail only above 6.6 %: a guard against gross failure (the
+    method before the calibrated level read 3.9-4.2 % over 1000 runs, which this cannot tell
+    from 3 %); the bench's 1000 runs are the measure (2.5-2.8 %)."""
     rates = a_vs_a(bench, process, "demo", DEMO_SEEDS)
     assert rates.false_win_rate <= FALSE_WINS + margin(FALSE_WINS, rates.seeds), rates
+    assert rates.exclusion_rate <= EXCLUSION + margin(EXCLUSION, rates.seeds), rates
 
 
-def test_textbook_noise_keeps_its_power(bench):
-    rates = bench.cell_rates(bench.PROCESS_BY_NAME["textbook"], "demo", SEEDS, margins=(0.10,),
+def test_wrong_sign_wins_are_rare_under_strong_session_noise(bench):
+    """The demo under 8 % session noise, the second arm 2 % faster: wins for the first arm
+    are at most 1 % (200 runs: fails above 3.1 %; the bench's 1000 runs read 0.9 %)."""
+    rates = bench.cell_rates(bench.PROCESS_BY_NAME["session8"], "demo", DEMO_SEEDS, margins=(),
                              wrong_margins=(0.02,))
-    n = rates.pair_cells
-    assert rates.power[0.10] >= POWER_10 - margin(POWER_10, n), rates
-    assert rates.wrong_sign[0.02] <= 0.01 + margin(0.01, n), rates
-    assert rates.false_win_rate <= FALSE_WINS + margin(FALSE_WINS, rates.seeds), rates
+    assert rates.wrong_sign[0.02] <= WRONG_SIGN + margin(WRONG_SIGN, rates.seeds), rates
+
+
+def test_textbook_noise_keeps_its_power_on_the_demo(bench):
+    """Right-sign wins at a true 10 % margin on textbook noise, the demo grid (the issue's
+    "today 78 %" is this grid's, under the method before issue 22): at least 75 % less three
+    standard errors over 200 runs (fails below 65.8 %)."""
+    rates = bench.cell_rates(bench.PROCESS_BY_NAME["textbook"], "demo", DEMO_SEEDS, margins=(0.10,),
+                             wrong_margins=(0.02,))
+    runs = rates.seeds
+    assert rates.power[0.10] >= POWER_10 - margin(POWER_10, runs), rates
+    assert rates.wrong_sign[0.02] <= WRONG_SIGN + margin(WRONG_SIGN, runs), rates
+
+
+@pytest.mark.xfail(strict=True, reason="issue 22's power limit is not met on the seed's grid at "
+                   "the shipped two rounds: 70 % at a 10 % margin (the method before issue 22 "
+                   "read 70 % too); three planned rounds read 84 % (docs/statistics.md)")
+def test_textbook_noise_power_on_the_seed_grid(bench):
+    """Kept as a strict xfail (100 runs; the bench reads 70 % over 200, 69.9 % over 400):
+    when a method or plan meets the limit this turns into a failure, and docs/statistics.md's
+    statement of the shortfall must be changed with it."""
+    rates = bench.cell_rates(bench.PROCESS_BY_NAME["textbook"], "seed18", 100, margins=(0.10,),
+                             wrong_margins=())
+    assert rates.power[0.10] >= POWER_10, rates
 
 
 def test_the_summary_names_an_arm_for_a_band_in_few_a_vs_a_runs(bench):
@@ -65,12 +114,7 @@ def test_the_summary_names_an_arm_for_a_band_in_few_a_vs_a_runs(bench):
     summary's band rule (a majority of ALL the band's cells, confirmed by the band's own
     interval) names an arm in at most 3 % of runs; the rule before it (a majority of the band's
     DECIDED cells) does in about a fifth of them, beyond the margin: the check can fail. Runs
-    are independent, so the margin is binomial over runs.
-
-    (The per-cell rates cannot show the earlier per-cell method failing with few seeds: its
-    false winners come a whole run at a time, 16 % of pair-cells from 3 of 16 runs, and the
-    runs' standard error is then 8 points. tests/stats/test_paired.py shows the df defect on
-    independent draws instead.)"""
+    are independent, so the margin is binomial over runs (48 runs: fails above 10.4 %)."""
     rates = a_vs_a(bench, "badcells", "seed18", RUN_SEEDS)
     runs = rates.seeds
     assert rates.band_rules["summary"] / runs <= 0.03 + margin(0.03, runs), rates.band_rules
@@ -80,8 +124,9 @@ def test_the_summary_names_an_arm_for_a_band_in_few_a_vs_a_runs(bench):
 def test_the_best_of_seven_equal_arms_is_rarely_shown_better(bench):
     """Seven identical arms under 8 % session noise: the gain of the top K over some other K
     excludes 1 in at most 5 % of runs at the family level (decision.family_alpha); at one
-    comparison's level it did in 14-16 % (the check fails on that rule)."""
-    result = bench.fixed_k_exclusion("seed18", bench.PROCESS_BY_NAME["session8"], 24)
+    comparison's level it did in 14-16 %. 100 runs: fails above 11.5 %, which the
+    per-comparison rule's rate clears."""
+    result = bench.fixed_k_exclusion("seed18", bench.PROCESS_BY_NAME["session8"], SEVEN_ARM_SEEDS)
     runs = result["runs"]
     assert result["top_gain_excludes_1"] <= 0.05 + margin(0.05, runs), result
     assert result["top_gain_excludes_1_per_comparison"] > 0.05 + margin(0.05, runs), result

@@ -311,7 +311,9 @@ WORDS: dict[str, str] = {
     "decision.best_k_heading": "### Best K per cell",
     "decision.best_k_lead": "The smallest K shown to be within the tie band ({band}%) of the cell's fastest: "
     "its ratio's lower bound against the fastest is >= 1 − {band}%; the fastest itself when no "
-    "cheaper K is.",
+    "cheaper K is. A choice is picked among {arms} K values, so its intervals hold at {level}% "
+    "together over the {others} comparisons behind it (each at {each}%), wider than a single "
+    "comparison's.",
     "decision.best_k_header": "| Scenario | Concurrency | Running batch | Chosen K | Fastest K | Chosen/fastest | "
     "Chosen/K=0 | Fastest/runner-up | Status |",
     "decision.status.decided": "decided",

@@ -287,7 +287,8 @@ WORDS: dict[str, str] = {
     "decision.sweep_heading": "## K 扫描",
     "decision.best_k_heading": "### 各单元的最佳 K",
     "decision.best_k_lead": "取已证明与最优者相差不超过持平带（{band}%）的最小 K：其相对最优者比值的区间下界 ≥ "
-    "1 − {band}%；没有这样的 K 时取最优者本身。",
+    "1 − {band}%；没有这样的 K 时取最优者本身。选择是在 {arms} 个 K 值中做出的，因此其区间在背后的 "
+    "{others} 次比较上共同保持 {level}%（每个 {each}%），比单次比较的区间更宽。",
     "decision.best_k_header": "| 场景 | 并发 | 运行 batch | 选择 K | 最快 K | 选择/最快 | 选择/K=0 | "
     "最快/第二 | 状态 |",
     "decision.status.decided": "已判定",
