@@ -219,7 +219,11 @@ class KDecision:
 
 def decide_k(analysis: RunAnalysis, require_sweep: bool = True) -> KDecision | None:
     """The K decision of a run, or None when its arms are not a K sweep (or, with
-    `require_sweep` False, not K values at all)."""
+    `require_sweep` False, not K values at all); computed once per analysis."""
+    return analysis.computed(("decide_k", require_sweep), lambda: _decide_k(analysis, require_sweep))
+
+
+def _decide_k(analysis: RunAnalysis, require_sweep: bool) -> KDecision | None:
     k_of = arm_k_values(analysis.layout)
     adaptive: list[str] = []
     if k_of is None and analysis.layout.adaptive_arms:
