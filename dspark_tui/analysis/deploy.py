@@ -13,7 +13,6 @@ from dspark_tui.analysis.adaptive import AdaptiveArm, adaptive_arms, arm_configs
 from dspark_tui.analysis.analysis import RunAnalysis, analyse
 from dspark_tui.analysis.completeness import Completeness, is_simulated
 from dspark_tui.analysis.decision import KDecision, decide_k
-from dspark_tui.analysis.layout import K_VAR
 from dspark_tui.analysis.positions import (
     Disagreement,
     PositionValue,
@@ -123,7 +122,7 @@ class DeployAnswer:
 
 
 def deploy_answer(analysis: RunAnalysis, partial: bool = False) -> DeployAnswer | None:
-    """None unless the run's arms are a K sweep (report/decision.is_k_sweep). A sweep that
+    """None unless the run's arms are a K sweep (analysis/layout.ArmKs.is_sweep). A sweep that
     lacks arms (aborted, a crashed arm) gets no schedule and no fixed K — their choices would
     come from the arms that happened to run — unless `partial` asks for one, which then says so
     (`withheld` False, `run` naming what is missing). Computed once per analysis (`partial`
@@ -134,7 +133,8 @@ def deploy_answer(analysis: RunAnalysis, partial: bool = False) -> DeployAnswer 
 
 def _deploy_answer(analysis: RunAnalysis, partial: bool) -> DeployAnswer | None:
     decision = decide_k(analysis)
-    if decision is None or not decision.choices:
+    ks = analysis.layout.ks
+    if decision is None or not decision.choices or ks is None:
         return None
     run = analysis.completeness
     simulated = is_simulated(analysis.run.manifest)
@@ -155,11 +155,8 @@ def _deploy_answer(analysis: RunAnalysis, partial: bool) -> DeployAnswer | None:
     command = None
     if schedule is not None:
         config = schedule_config(schedule, method, plan)
-        # A sweep with adaptive arms compares two variables; its K is the speculative table's.
-        compared_var = analysis.layout.compared_var or (
-            K_VAR if decision.adaptive else None)
-        if plan is not None and compared_var is not None:
-            command = serve_command(plan, compared_var, config)
+        if plan is not None:
+            command = serve_command(plan, ks.var, config)
     single = best_single_k(decision, weights)
     schedule_gain = None
     routing = None

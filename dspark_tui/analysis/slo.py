@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from dspark_tui.analysis.decision import KDecision, Ratio, decide_k, ratio_between
-from dspark_tui.analysis.layout import arm_k_values
 from dspark_tui.analysis.measurements import measurements_of
 from dspark_tui.analysis.positions import spec_counters
 from dspark_tui.analysis.schedule import (
@@ -352,7 +351,8 @@ def _slo_answer(analysis: RunAnalysis) -> SloAnswer | None:
     verdicts = analysis.verdicts
     alpha = verdicts.settings.alpha if verdicts is not None else 0.05
     cells = slo_cells(run, slo, alpha)
-    k_of = arm_k_values(analysis.layout)
+    ks = analysis.layout.ks
+    k_of = ks.every_arm if ks is not None else None  # an adaptive arm has no K to rank it by
     by_cell: dict[CellId, dict[str, SloCell]] = {}
     for c in cells:
         by_cell.setdefault(c.key, {})[c.arm] = c
