@@ -128,10 +128,12 @@ def _print_slo(plan: Plan) -> None:
     slo = plan.slo
     if slo is None:
         return
+    from dspark_tui.report.slo_section import limit_text
+    from dspark_tui.report.words import Texts
+
+    say = Texts("en", "slo")  # the report's words for a limit; plan check speaks English
     for scenario in plan.scenarios:
-        limits = slo.limits_for(scenario.name)
-        said = ", ".join(lim.label if lim.percentile is not None
-                         else f"{lim.label} for {lim.share * 100:g}% of requests" for lim in limits)
+        said = say.join(limit_text(lim, say) for lim in slo.limits_for(scenario.name))
         print(f"slo {scenario.name}: {said or 'no limit'}")
 
 

@@ -1,17 +1,18 @@
 """The command line as a user runs it, for the tests that drive it as a subprocess.
 
 One copy of what many test files carried their own of: the argv, a run of it with the
-developer's own config pointed nowhere, a poll for a condition, and the plan snippet of cells
-slow enough to act on while one is in flight.
+developer's own config pointed nowhere, a poll for a condition, a started one reaped, and the
+plan snippet of cells slow enough to act on while one is in flight.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 CLI = [sys.executable, "-m", "dspark_tui"]
@@ -31,6 +32,18 @@ def run_cli(*args: str, timeout: float = 90, env: Mapping[str, str] | None = Non
     return subprocess.run([*prefix, *CLI, *args], capture_output=True, text=True,
                           timeout=timeout, env=cli_env(env), cwd=cwd,
                           stdin=subprocess.DEVNULL, check=False)
+
+
+@contextlib.contextmanager
+def reaped(proc: subprocess.Popen[str]) -> Iterator[subprocess.Popen[str]]:
+    """The process killed and waited for if it still runs when the block ends (an assertion
+    failed, a wait timed out): no test leaves a runner behind."""
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def wait_for(predicate: Callable[[], object], timeout: float = 30.0, what: str = "") -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from typing import TypeVar, cast
 
 import pandas as pd
 
@@ -15,6 +17,8 @@ from dspark_tui.analysis.verdicts import SINGLE, UNSURE, RunVerdicts, Settings, 
 from dspark_tui.model import CellKey
 from dspark_tui.model.statistics import TieBand
 from dspark_tui.results.store import LoadedRun
+
+T = TypeVar("T")
 
 LONG_INPUT = 4096
 LONG_OUTPUT = 1024
@@ -49,8 +53,18 @@ class RunAnalysis:
     _by_scenario: dict[str, pd.DataFrame] | None = None
     _band_answers: list[BandAnswer] | None = None
     _completeness: Completeness | None = None
-    # The answer under the plan's [slo], once computed (analysis/slo.py: slo_answer caches it).
-    slo_cache: list[object] = field(default_factory=list)
+    # The K-sweep pipeline's results, each computed once per analysis (`computed`).
+    _computed: dict[Hashable, object] = field(default_factory=dict, repr=False)
+
+    def computed(self, key: Hashable, make: Callable[[], T]) -> T:
+        """`make()` computed once per analysis under `key`: the store of the K-sweep pipeline
+        (the decision, the /metrics counters, the deploy answer, the verification, the SLO
+        answer), which the reports in two languages, analysis.json, schedule.json and the
+        headline all ask for. The modules above own their keys (analysis/decision.py,
+        deploy.py, verification.py, slo.py); this layer knows none of them."""
+        if key not in self._computed:
+            self._computed[key] = make()
+        return cast(T, self._computed[key])
 
     @property
     def arms(self) -> list[str]:

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from dspark_tui.analysis.layout import arm_k_values
 from dspark_tui.analysis.verdicts import SINGLE, RunVerdicts, Verdict
 from dspark_tui.model.statistics import TieBand
 from dspark_tui.stats.paired import classify
@@ -73,12 +72,6 @@ def family_alpha(look_alpha: float, arms: int) -> float:
     (arms - 1) (Bonferroni; each side then at half that, within the one-sided bound that
     multiple comparisons with the best need, docs/decision.md)."""
     return look_alpha / max(arms - 1, 1)
-
-
-def is_k_sweep(k_of: dict[str, int] | None) -> bool:
-    """A sweep worth a schedule: a K = 0 baseline or at least three K values. (Two hand-picked
-    values, as in the seed, keep the seed's report.)"""
-    return k_of is not None and (0 in k_of.values() or len(k_of) >= 3)
 
 
 @dataclass(frozen=True)
@@ -171,7 +164,7 @@ class KDecision:
     choices: list[CellChoice] = field(default_factory=list)
     break_evens: list[BreakEven] = field(default_factory=list)
     stops: list[SpeculationStop] = field(default_factory=list)
-    # Adaptive-verification arms beside the fixed K ones (layout.adaptive_arms): not choices,
+    # Adaptive-verification arms beside the fixed K ones (layout.ks.adaptive): not choices,
     # compared against the choice per cell (analysis/adaptive.py).
     adaptive: list[str] = field(default_factory=list)
 
@@ -224,18 +217,17 @@ class KDecision:
 
 def decide_k(analysis: RunAnalysis, require_sweep: bool = True) -> KDecision | None:
     """The K decision of a run, or None when its arms are not a K sweep (or, with
-    `require_sweep` False, not K values at all)."""
-    k_of = arm_k_values(analysis.layout)
-    adaptive: list[str] = []
-    if k_of is None and analysis.layout.adaptive_arms:
-        # A K sweep that carries adaptive-verification arms: the decision over the fixed arms.
-        k_of, adaptive = dict(analysis.layout.fixed_k), list(analysis.layout.adaptive_arms)
-    # With adaptive arms, two fixed K values are a sweep too: the seed's two-arm report is not
-    # at stake, and the adaptive arm needs a choice per cell to be compared with.
-    sweep = is_k_sweep(k_of) or (bool(adaptive) and k_of is not None and len(k_of) >= 2)
-    if k_of is None or (require_sweep and not sweep) or analysis.verdicts is None:
+    `require_sweep` False, not K values at all); computed once per analysis."""
+    return analysis.computed(("decide_k", require_sweep), lambda: _decide_k(analysis, require_sweep))
+
+
+def _decide_k(analysis: RunAnalysis, require_sweep: bool) -> KDecision | None:
+    ks = analysis.layout.ks
+    if ks is None or (require_sweep and not ks.is_sweep) or analysis.verdicts is None:
         return None
-    decision = KDecision(analysis, k_of, analysis.verdicts.settings.band, adaptive=adaptive)
+    # The decision is made over the fixed-K arms; adaptive ones are compared against it.
+    k_of = dict(ks.fixed)
+    decision = KDecision(analysis, k_of, analysis.verdicts.settings.band, adaptive=list(ks.adaptive))
     means: dict[tuple[str, int], dict[int, float]] = {}
     for stats in analysis.verdicts.cells:
         if stats.arm in k_of:

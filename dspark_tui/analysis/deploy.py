@@ -13,7 +13,6 @@ from dspark_tui.analysis.adaptive import AdaptiveArm, adaptive_arms, arm_configs
 from dspark_tui.analysis.analysis import RunAnalysis, analyse
 from dspark_tui.analysis.completeness import Completeness, is_simulated
 from dspark_tui.analysis.decision import KDecision, decide_k
-from dspark_tui.analysis.layout import K_VAR
 from dspark_tui.analysis.positions import (
     Disagreement,
     PositionValue,
@@ -34,20 +33,14 @@ from dspark_tui.analysis.schedule import (
     Routing,
     Schedule,
     SingleK,
-    batch_points,
     best_routing,
     best_single_k,
-    build_schedule,
-    cell_samples,
-    cell_weights,
-    existing_speculative_config,
-    kind_of,
-    max_num_seqs_of,
     method_for,
-    plan_of,
+    place_cells,
+    run_plan,
+    schedule_config,
+    schedule_of,
     serve_command,
-    speculative_config,
-    thin_cells,
     weighted_gain,
 )
 from dspark_tui.analysis.slo import slo_answer, slo_of
@@ -129,47 +122,41 @@ class DeployAnswer:
 
 
 def deploy_answer(analysis: RunAnalysis, partial: bool = False) -> DeployAnswer | None:
-    """None unless the run's arms are a K sweep (report/decision.is_k_sweep). A sweep that
+    """None unless the run's arms are a K sweep (analysis/layout.ArmKs.is_sweep). A sweep that
     lacks arms (aborted, a crashed arm) gets no schedule and no fixed K — their choices would
     come from the arms that happened to run — unless `partial` asks for one, which then says so
-    (`withheld` False, `run` naming what is missing)."""
+    (`withheld` False, `run` naming what is missing). Computed once per analysis (`partial`
+    matters only when arms are missing)."""
+    partial = partial and bool(analysis.completeness.missing_arms)
+    return analysis.computed(("deploy_answer", partial), lambda: _deploy_answer(analysis, partial))
+
+
+def _deploy_answer(analysis: RunAnalysis, partial: bool) -> DeployAnswer | None:
     decision = decide_k(analysis)
-    if decision is None or not decision.choices:
+    ks = analysis.layout.ks
+    if decision is None or not decision.choices or ks is None:
         return None
     run = analysis.completeness
     simulated = is_simulated(analysis.run.manifest)
+    plan = run_plan(analysis)
+    counters = spec_counters(decision)
+    placed = place_cells(decision, counters, plan)
+    points, weights = placed.points, placed.weights
     if run.missing_arms and not partial:
-        counters = spec_counters(decision)
-        points, _ = batch_points(decision, counters)
-        plan = plan_of(analysis.run.manifest.plan or {})
-        traffic = plan.traffic if plan is not None else None
         return DeployAnswer(
             decision=decision, counters=counters, positions=position_values(decision, counters),
-            warnings=disagreements(decision, counters),
-            weights=cell_weights(decision, traffic, {key: p[0] for key, p in points.items()}),
-            traffic_source="plan" if traffic is not None else "equal", points=points,
+            warnings=disagreements(decision, counters), weights=weights,
+            traffic_source=placed.traffic_source, points=points,
             schedule=None, method="", method_source="", config=None, command=None, single=None,
             schedule_gain=None, routing=None, run=run, simulated=simulated, withheld=True)
-    plan = plan_of(analysis.run.manifest.plan or {})
-    counters = spec_counters(decision)
-    points, keyed_on = batch_points(decision, counters)
-    thin = thin_cells(decision, counters)
-    traffic = plan.traffic if plan is not None else None
-    weights = cell_weights(decision, traffic, {key: p[0] for key, p in points.items()})
-    max_seqs, max_source = max_num_seqs_of(plan)
-    schedule = build_schedule(decision, points, keyed_on, weights, max_seqs, max_source,
-                              samples=cell_samples(decision, counters), thin=thin)
+    schedule = schedule_of(decision, counters, placed, plan)
     method, method_source = method_for(plan)
     config = None
     command = None
     if schedule is not None:
-        config = speculative_config(schedule, method, existing_speculative_config(plan),
-                                    kind_of(plan))
-        # A sweep with adaptive arms compares two variables; its K is the speculative table's.
-        compared_var = analysis.layout.compared_var or (
-            K_VAR if decision.adaptive else None)
-        if plan is not None and compared_var is not None:
-            command = serve_command(plan, compared_var, config)
+        config = schedule_config(schedule, method, plan)
+        if plan is not None:
+            command = serve_command(plan, ks.var, config)
     single = best_single_k(decision, weights)
     schedule_gain = None
     routing = None
@@ -187,7 +174,7 @@ def deploy_answer(analysis: RunAnalysis, partial: bool = False) -> DeployAnswer 
         positions=position_values(decision, counters),
         warnings=disagreements(decision, counters),
         weights=weights,
-        traffic_source="plan" if traffic is not None else "equal",
+        traffic_source=placed.traffic_source,
         points=points,
         schedule=schedule,
         method=method,

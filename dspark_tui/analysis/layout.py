@@ -24,6 +24,37 @@ class ScenarioShape:
     concurrencies: tuple[int, ...] = ()
 
 
+@dataclass(frozen=True)
+class ArmKs:
+    """K per arm, the layout's one answer to "is this a K sweep, and which arm runs which K":
+    each fixed-K arm's K (`fixed`), the arms that verify adaptively beside them (`adaptive`,
+    issue 24; empty in a plain sweep), and the arm variable that carries K (`var`: the compared
+    variable, or the speculative table's K when the arms differ in K and adaptive verification)."""
+
+    fixed: dict[str, int]
+    adaptive: tuple[str, ...] = ()
+    var: str = ""
+
+    @property
+    def is_sweep(self) -> bool:
+        """A sweep worth a schedule: a K = 0 baseline or at least three K values (two
+        hand-picked values, as in the seed, keep the seed's report); with adaptive arms, two
+        fixed K values are a sweep too (the adaptive arm needs a choice per cell)."""
+        return is_k_sweep(self.fixed) or (bool(self.adaptive) and len(self.fixed) >= 2)
+
+    @property
+    def every_arm(self) -> dict[str, int] | None:
+        """K of every arm; None when some arm verifies adaptively (an arm the K rule cannot
+        rank by its K: the SLO choice compares such a run's arms as arms)."""
+        return None if self.adaptive else self.fixed
+
+
+def is_k_sweep(k_of: dict[str, int] | None) -> bool:
+    """A sweep worth a schedule: a K = 0 baseline or at least three K values. (Two hand-picked
+    values, as in the seed, keep the seed's report.)"""
+    return k_of is not None and (0 in k_of.values() or len(k_of) >= 3)
+
+
 @dataclass
 class RunLayout:
     arms: list[str]
@@ -32,10 +63,8 @@ class RunLayout:
     compared_var: str | None = None
     compared_flag: str | None = None
     arm_values: dict[str, str] = field(default_factory=dict)
-    # A K sweep with adaptive-verification arms (issue 24): K of each fixed arm, and the arms
-    # that verify adaptively. Empty unless the arms differ in K and adaptive verification alone.
-    fixed_k: dict[str, int] = field(default_factory=dict)
-    adaptive_arms: list[str] = field(default_factory=list)
+    # K per arm when the arms are K values (with or without adaptive-verification arms).
+    ks: ArmKs | None = None
     # Arms the plan limits to some cells (`cells`, model/plan.Arm): arm -> its (scenario, c).
     limited: dict[str, frozenset[tuple[str, int]]] = field(default_factory=dict)
 
@@ -97,7 +126,6 @@ def layout_of(run: LoadedRun) -> RunLayout:
     ]
 
     compared_var, compared_flag, values = compared_values(manifest, arms)
-    fixed_k, adaptive = adaptive_split(manifest, arms) or ({}, [])
     return RunLayout(
         arms=arms,
         scenarios=shapes,
@@ -105,8 +133,7 @@ def layout_of(run: LoadedRun) -> RunLayout:
         compared_var=compared_var,
         compared_flag=compared_flag,
         arm_values=values,
-        fixed_k=fixed_k,
-        adaptive_arms=adaptive,
+        ks=arm_ks(manifest, arms, compared_var, values),
         limited={arm: frozenset((s.name, c) for s in shapes for c in s.concurrencies
                                 if limited[arm].plans(s.name, c)) for arm in limited},
     )
@@ -205,13 +232,18 @@ def _scenario_shapes(
     return shapes
 
 
-# K of each arm: the shape of a K sweep, read without the statistics (a runner asks for the
-# baseline at its greedy check; numpy is not loaded for it).
-def arm_k_values(layout: RunLayout) -> dict[str, int] | None:
-    """K of each arm when the arms differ in one integer variable (`spec_tokens`), else None."""
-    if layout.compared_var is None or len(layout.arm_values) != len(layout.arms):
+def arm_ks(manifest: RunManifest, arms: list[str], compared_var: str | None,
+           arm_values: dict[str, str]) -> ArmKs | None:
+    """K per arm: every arm's when the arms differ in one integer variable (`spec_tokens`);
+    the fixed arms' and the adaptive arms' names when they differ in K and adaptive
+    verification alone (`adaptive_split`); else None."""
+    if compared_var is not None and len(arm_values) == len(arms):
+        values = _k_values(arm_values)
+        return None if values is None else ArmKs(values, (), compared_var)
+    split = adaptive_split(manifest, arms)
+    if split is None:
         return None
-    return _k_values(layout.arm_values)
+    return ArmKs(split[0], tuple(split[1]), K_VAR)
 
 
 def manifest_k_values(manifest: RunManifest) -> dict[str, int] | None:

@@ -45,7 +45,14 @@ class SpecCounters:
 def spec_counters(decision: KDecision) -> dict[tuple[str, int, int], SpecCounters]:
     """(scenario, concurrency, K) -> counters over the cell's ok measurements (means; the
     running peak is the highest), for the cells with server metrics. Reads only the fields it
-    needs: aggregate_cells would dump every field of every measurement."""
+    needs: aggregate_cells would dump every field of every measurement. They depend on the arms'
+    K values only, not on the choices, so a decision under an SLO shares them: computed once
+    per analysis and K values (the caller must not change the dict)."""
+    key = ("spec_counters", tuple(sorted(decision.k_of.items())))
+    return decision.analysis.computed(key, lambda: _spec_counters(decision))
+
+
+def _spec_counters(decision: KDecision) -> dict[tuple[str, int, int], SpecCounters]:
     groups: dict[tuple[str, int, int], list[CellResult]] = {}
     for m in measurements_of(decision.analysis.run):
         if m.ok and m.arm in decision.k_of and (m.server is not None or m.metrics.accept_length):

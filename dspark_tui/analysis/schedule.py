@@ -12,6 +12,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from dspark_tui.analysis.analysis import RunAnalysis
 from dspark_tui.analysis.decision import CellChoice, KDecision, Ratio
 from dspark_tui.analysis.layout import plan_snapshot
 from dspark_tui.analysis.positions import SpecCounters
@@ -27,6 +28,50 @@ CellId = tuple[str, int]
 
 
 plan_of = plan_snapshot
+
+
+def run_plan(analysis: RunAnalysis) -> Plan | None:
+    """The run's plan from its run.json snapshot, validated once per analysis."""
+    return analysis.computed("run_plan", lambda: plan_of(analysis.run.manifest.plan or {}))
+
+
+@dataclass(frozen=True)
+class PlacedCells:
+    """A decision's chosen cells placed for a schedule: each one's (mean, low, high) running
+    batch (`batch_points`), what they are keyed on, and their share of the plan's traffic."""
+
+    points: dict[CellId, tuple[float, float, float]]
+    keyed_on: str
+    weights: dict[CellId, float]
+    traffic: TrafficMix | None
+
+    @property
+    def traffic_source(self) -> str:
+        return "plan" if self.traffic is not None else "equal"
+
+
+def place_cells(decision: KDecision, counters: dict[tuple[str, int, int], SpecCounters],
+                plan: Plan | None) -> PlacedCells:
+    """The set-up every schedule of a decision shares (the throughput one and the SLO one)."""
+    points, keyed_on = batch_points(decision, counters)
+    traffic = plan.traffic if plan is not None else None
+    weights = cell_weights(decision, traffic, {key: p[0] for key, p in points.items()})
+    return PlacedCells(points, keyed_on, weights, traffic)
+
+
+def schedule_of(decision: KDecision, counters: dict[tuple[str, int, int], SpecCounters],
+                placed: PlacedCells, plan: Plan | None) -> Schedule | None:
+    """`build_schedule` over placed cells, bounded by the plan's batch limit; ValueError when
+    cells sharing an anchor have no K in common (an SLO choice can leave none)."""
+    max_seqs, max_source = max_num_seqs_of(plan)
+    return build_schedule(decision, placed.points, placed.keyed_on, placed.weights, max_seqs,
+                          max_source, samples=cell_samples(decision, counters),
+                          thin=thin_cells(decision, counters))
+
+
+def schedule_config(schedule: Schedule, method: str, plan: Plan | None) -> dict[str, Any] | None:
+    """The speculative config that deploys a schedule with the plan's method and keys."""
+    return speculative_config(schedule, method, existing_speculative_config(plan), kind_of(plan))
 
 
 # -- traffic ------------------------------------------------------------------------------------

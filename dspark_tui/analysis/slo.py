@@ -20,22 +20,15 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from dspark_tui.analysis.decision import KDecision, Ratio, decide_k, ratio_between
-from dspark_tui.analysis.layout import arm_k_values
 from dspark_tui.analysis.measurements import measurements_of
 from dspark_tui.analysis.positions import spec_counters
 from dspark_tui.analysis.schedule import (
     Schedule,
-    batch_points,
-    build_schedule,
-    cell_samples,
-    cell_weights,
-    existing_speculative_config,
-    kind_of,
-    max_num_seqs_of,
     method_for,
-    plan_of,
-    speculative_config,
-    thin_cells,
+    place_cells,
+    run_plan,
+    schedule_config,
+    schedule_of,
     traffic_weights,
 )
 from dspark_tui.analysis.verdicts import Settings, analyse_measurements
@@ -347,12 +340,7 @@ def _cell_json(c: SloCell) -> dict[str, Any]:
 def slo_answer(analysis: RunAnalysis) -> SloAnswer | None:
     """The run's answer under its `[slo]`; None when the plan has none. Computed once per
     analysis (the reports in two languages and analysis.json share it)."""
-    if analysis.slo_cache:
-        cached = analysis.slo_cache[0]
-        return cached if isinstance(cached, SloAnswer) else None
-    answer = _slo_answer(analysis)
-    analysis.slo_cache.append(answer)
-    return answer
+    return analysis.computed("slo_answer", lambda: _slo_answer(analysis))
 
 
 def _slo_answer(analysis: RunAnalysis) -> SloAnswer | None:
@@ -363,7 +351,8 @@ def _slo_answer(analysis: RunAnalysis) -> SloAnswer | None:
     verdicts = analysis.verdicts
     alpha = verdicts.settings.alpha if verdicts is not None else 0.05
     cells = slo_cells(run, slo, alpha)
-    k_of = arm_k_values(analysis.layout)
+    ks = analysis.layout.ks
+    k_of = ks.every_arm if ks is not None else None  # an adaptive arm has no K to rank it by
     by_cell: dict[CellId, dict[str, SloCell]] = {}
     for c in cells:
         by_cell.setdefault(c.key, {})[c.arm] = c
@@ -501,23 +490,19 @@ def slo_schedule(analysis: RunAnalysis, answer: SloAnswer) -> SloSchedule | None
         top = max(allowed, key=lambda kk: allowed[kk])
         choices.append(dataclasses.replace(ch, k=k, top_k=top, throughput=allowed))
     constrained = KDecision(decision.analysis, decision.k_of, decision.band, choices=choices)
-    plan = plan_of(analysis.run.manifest.plan or {})
+    # The throughput schedule's set-up (analysis/schedule.py) over the constrained choices;
+    # the /metrics counters are the same (they depend on the K values, not on the choices).
+    plan = run_plan(analysis)
     counters = spec_counters(constrained)
-    points, keyed_on = batch_points(constrained, counters)
-    traffic = plan.traffic if plan is not None else None
-    weights = cell_weights(constrained, traffic, {key: p[0] for key, p in points.items()})
-    max_seqs, max_source = max_num_seqs_of(plan)
     try:
-        schedule = build_schedule(constrained, points, keyed_on, weights, max_seqs, max_source,
-                                  samples=cell_samples(constrained, counters),
-                                  thin=thin_cells(constrained, counters))
+        schedule = schedule_of(constrained, counters, place_cells(constrained, counters, plan), plan)
     except ValueError:  # cells sharing an anchor have no K in common that meets the SLO
         return None
     if schedule is None:
         return None
     method, _ = method_for(plan)
-    config = speculative_config(schedule, method, existing_speculative_config(plan), kind_of(plan))
-    return SloSchedule(schedule=schedule, config=config, without_k=without)
+    return SloSchedule(schedule=schedule, config=schedule_config(schedule, method, plan),
+                       without_k=without)
 
 
 # -- latency verdicts, paired by round -------------------------------------------------------------

@@ -18,7 +18,7 @@ from dspark_tui.analysis.schedule import (
     CellId,
     Gain,
     combine_ratios,
-    plan_of,
+    run_plan,
     traffic_weights,
 )
 from dspark_tui.model.statistics import TieBand
@@ -201,12 +201,17 @@ def schedule_k_at(ranges: list[list[int]], batch: float) -> int | None:
 
 
 def verification_of(analysis: RunAnalysis) -> VerificationResult | None:
-    """None unless run.json says the run verifies a sweep and the verdicts were computed."""
+    """None unless run.json says the run verifies a sweep and the verdicts were computed;
+    computed once per analysis."""
+    return analysis.computed("verification_of", lambda: _verification_of(analysis))
+
+
+def _verification_of(analysis: RunAnalysis) -> VerificationResult | None:
     record = analysis.run.manifest.verification
     verdicts = analysis.verdicts
     if record is None or verdicts is None:
         return None
-    plan = plan_of(analysis.run.manifest.plan or {})
+    plan = run_plan(analysis)
     traffic = plan.traffic if plan is not None else None
     probes = {(record.probe_scenario, c) for c in record.probes}
     cells = sorted({(s.scenario, s.concurrency) for s in verdicts.cells

@@ -17,25 +17,22 @@ from dspark_tui.model.measurements import slot_label
 
 @dataclass
 class CurrentCell:
-    """A running measurement's live client numbers; a newer progress event replaces the older."""
+    """A running measurement: which one (its CellStarted) and its live client numbers: the
+    latest CellProgress, each optional number the last one reported (a progress event without
+    it keeps the older)."""
 
     key: CellKey
     num_prompts: int
     index: int
     total: int
     started_t: float
+    numbers: ev.CellProgress
     round: int = 1
     repeat: int = 1
-    completed: int = 0
-    failed: int = 0
-    output_tok_s: float | None = None
-    ttft_p50_ms: float | None = None
-    ttft_p99_ms: float | None = None
-    tpot_p50_ms: float | None = None
-    tpot_p99_ms: float | None = None
-    client_lag_p99_ms: float | None = None
-    same_read_fraction: float | None = None
-    mean_itl_ms: float | None = None
+
+    @property
+    def completed(self) -> int:
+        return self.numbers.completed
 
     @property
     def fraction(self) -> float:
@@ -47,8 +44,9 @@ class CurrentCell:
         return slot_label(self.round, self.repeat)
 
 
-_PROGRESS_FIELDS = ("output_tok_s", "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms",
-                    "client_lag_p99_ms", "same_read_fraction", "mean_itl_ms")
+# CellProgress's numbers that may be missing from one event (None): the last one known stays.
+_KEPT = tuple(name for name, spec in ev.CellProgress.model_fields.items()
+              if spec.default is None and name not in ev.OnLane.model_fields)
 
 
 @dataclass
@@ -85,7 +83,9 @@ class LaneBoard:
         if isinstance(event, ev.CellStarted):
             self.cells[lane] = CurrentCell(
                 key=event.key, num_prompts=event.num_prompts, index=event.index, total=event.total,
-                started_t=event.t, round=event.round, repeat=event.repeat)
+                started_t=event.t, round=event.round, repeat=event.repeat,
+                numbers=ev.CellProgress(key=event.key, completed=0, total=event.num_prompts,
+                                        t=event.t, lane=lane))
         elif isinstance(event, ev.CellProgress):
             self._progress(self.cells.get(lane), event)
         if lane is None:
@@ -105,13 +105,9 @@ class LaneBoard:
     def _progress(cell: CurrentCell | None, event: ev.CellProgress) -> None:
         if cell is None or cell.key != event.key:
             return
-        cell.completed = event.completed
         cell.num_prompts = event.total or cell.num_prompts
-        cell.failed = event.failed
-        for name in _PROGRESS_FIELDS:
-            value = getattr(event, name)
-            if value is not None:
-                setattr(cell, name, value)
+        cell.numbers = event.model_copy(update={name: getattr(cell.numbers, name) for name in _KEPT
+                                                if getattr(event, name) is None})
 
     def ended(self, key: CellKey, round_: int, repeat: int) -> None:
         for lane, cell in list(self.cells.items()):

@@ -35,13 +35,10 @@ KEYS = ("prompt", "category", "output_len")
 def read_prompt_file(path: Path) -> list[PromptEntry]:
     """Every prompt of the file in order (blank lines skipped); a bad line is one
     `PromptFileError` naming the file, the line and the key."""
-    try:
-        # never a FIFO's wait nor /dev/zero read whole
-        lines = safe_files.read_text(path, safe_files.DATASET_CAP, follow=True).splitlines()
-    except OSError as exc:
-        raise PromptFileError(f"{path}: cannot read the prompt file: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise PromptFileError(f"{path}: cannot read the prompt file: {exc}") from None
+    try:  # never a FIFO's wait nor /dev/zero read whole; the one line a named file's reader says
+        lines = safe_files.read_named_text(path, safe_files.DATASET_CAP, "prompt").splitlines()
+    except safe_files.Unreadable as exc:
+        raise PromptFileError(str(exc)) from None
     entries = [entry for number, line in enumerate(lines, 1)
                if (entry := _entry(path, number, line)) is not None]
     if not entries:

@@ -15,12 +15,8 @@ from dspark_tui.analysis.schedule import (
     Gain,
     shell_line,
 )
-from dspark_tui.report.tables import markdown_table
+from dspark_tui.report.tables import markdown_table, signed
 from dspark_tui.report.words import Texts
-
-
-def _signed_pct(ratio: float | None) -> str:
-    return "—" if ratio is None else f"{(ratio - 1.0) * 100:+.1f}%"
 
 
 def _gain_text(d: Texts, gain: Gain | Ratio | None) -> str:
@@ -29,9 +25,9 @@ def _gain_text(d: Texts, gain: Gain | Ratio | None) -> str:
     low = gain.low if not isinstance(gain, Ratio) or gain.has_interval else None
     high = gain.high if not isinstance(gain, Ratio) or gain.has_interval else None
     if low is None or high is None:
-        return _signed_pct(gain.value if isinstance(gain, Ratio) else gain.ratio)
+        return signed(gain.value if isinstance(gain, Ratio) else gain.ratio)
     value = gain.value if isinstance(gain, Ratio) else gain.ratio
-    return d("gain_fmt", value=_signed_pct(value), low=_signed_pct(low), high=_signed_pct(high))
+    return d("gain_fmt", value=signed(value), low=signed(low), high=signed(high))
 
 
 def _spans_zero(low: float | None, high: float | None) -> bool:
@@ -283,7 +279,7 @@ def _warning_lines(answer: DeployAnswer, d: Texts) -> list[str]:
     for w in answer.warnings:
         grouped.setdefault((w.scenario, w.low_k, w.high_k), []).append(
             d("warn_cell", c=w.concurrency, low_accept=f"{w.low_accept:.2f}",
-              high_accept=f"{w.high_accept:.2f}", ratio=_signed_pct(w.ratio.value)))
+              high_accept=f"{w.high_accept:.2f}", ratio=signed(w.ratio.value)))
     lines = ["", d("warn_heading"), "", d("warn_lead"), ""]
     for (scenario, low_k, high_k), cells in grouped.items():
         lines.append(d("warn_item", scenario=scenario, low_k=low_k, high_k=high_k, cells="; ".join(cells)))

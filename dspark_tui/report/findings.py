@@ -20,7 +20,7 @@ from dspark_tui.report.phrases import (
     where,
     win_range,
 )
-from dspark_tui.report.tables import markdown_table, num, pct, tokens
+from dspark_tui.report.tables import markdown_table, num, pct, signed, tokens
 from dspark_tui.report.words import Texts
 from dspark_tui.stats.outliers import OUTLIER_LOG_DEVIATION, OUTLIER_NOISE_Z
 
@@ -41,11 +41,6 @@ def lean_text(t: Texts, band: BandAnswer) -> str:
         by = pct(low, 1) if pct(low, 1) == pct(high, 1) else f"{pct(low, 1)}–{pct(high, 1)}"
         items.append(t("lean_item", arm=arm, n=n, by=by))
     return t.join(items)
-
-
-def signed(ratio: float | None) -> str:
-    """1.041 -> `+4.1%`, 0.97 -> `-3.0%`: a ratio as a signed change."""
-    return "—" if ratio is None else f"{(ratio - 1.0) * 100:+.1f}%"
 
 
 def not_shown_words(band: BandAnswer) -> dict[str, str]:

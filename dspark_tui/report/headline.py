@@ -23,6 +23,7 @@ from dspark_tui.analysis.verification import VerificationResult, verification_of
 from dspark_tui.report.certainty import how_sure, node_warnings
 from dspark_tui.report.findings import band_label, lean_text, not_shown_words
 from dspark_tui.report.slo_section import slo_summary
+from dspark_tui.report.tables import signed
 from dspark_tui.report.words import Texts
 from dspark_tui.results.store import LoadedRun
 
@@ -120,9 +121,9 @@ def verification_lines(result: VerificationResult | None, t: Texts) -> list[str]
     if gain is None:
         text = "—"
     else:
-        text = f"{(gain.ratio - 1) * 100:+.1f}%"
+        text = signed(gain.ratio)
         if gain.low is not None and gain.high is not None:
-            text += f" ({(gain.low - 1) * 100:+.1f}% … {(gain.high - 1) * 100:+.1f}%)"
+            text += f" ({signed(gain.low)} … {signed(gain.high)})"
     cells = t.join(f"{c.scenario} c={c.concurrency}" for c in result.fixed_wins)
     record = result.record
     lines = [t(f"summary_verify.{result.outcome}", sweep=record.sweep_name or record.sweep,

@@ -47,7 +47,9 @@ def attainment_text(cell: SloCell, say: Texts) -> str:
     return say("interval", value=_pct(share.value), low=_pct(share.low), high=_pct(share.high))
 
 
-def _limit_text(limit: Limit, say: Texts) -> str:
+def limit_text(limit: Limit, say: Texts) -> str:
+    """`TPOT ≤ 25 ms for 95% of requests`, `p99 TTFT ≤ 800 ms`: one limit and the share of
+    requests it asks for (`say`: the `slo` section; `plan check` prints it in English)."""
     if limit.percentile is None:
         return say("limit_plain", label=limit.label, share=f"{limit.share * 100:g}")
     return say("limit_pct", label=limit.label)
@@ -56,7 +58,7 @@ def _limit_text(limit: Limit, say: Texts) -> str:
 def limits_text(answer: SloAnswer, say: Texts) -> str:
     """The plan's limits; a scenario whose own limits differ is named with them."""
     scenarios = sorted({c.scenario for c in answer.cells})
-    texts = {s: say.join(_limit_text(lim, say) for lim in answer.slo.limits_for(s)) for s in scenarios}
+    texts = {s: say.join(limit_text(lim, say) for lim in answer.slo.limits_for(s)) for s in scenarios}
     if len(set(texts.values())) <= 1:
         return next(iter(texts.values()), "")
     return say("sep").join(say("scenario_limits", scenario=s, limits=text) for s, text in texts.items())
@@ -117,8 +119,8 @@ def slo_section(answer: SloAnswer | None, t: Texts) -> list[str]:
     for choice in answer.choices:
         lines += _choice_lines(choice, say)
     lines += _single_lines(answer, say)
-    if answer.schedule is not None:
-        lines += ["", *schedule_lines(answer, t)]
+    # The schedule under the SLO is said once, in the summary (slo_summary: the answer first,
+    # and the TUI's headline), not again here.
     return lines + _latency_lines(answer, say)
 
 
@@ -209,7 +211,8 @@ def schedule_lines(answer: SloAnswer, t: Texts) -> list[str]:
 
 def slo_summary(answer: SloAnswer | None, t: Texts) -> list[str]:
     """The summary's lines: per cell the choice under the SLO (where none meets it, the
-    closest arm and what it misses by), and the best fixed arm."""
+    closest arm and what it misses by), the best fixed arm, and (K sweeps) the K schedule
+    under the SLO, which only the summary says."""
     if answer is None or not answer.choices:
         return []
     say = t.of("slo")

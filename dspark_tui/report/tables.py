@@ -21,6 +21,12 @@ def pct(ratio: float | None, digits: int = 2) -> str:
     return f"{ratio * 100:.{digits}f}%"
 
 
+def signed(ratio: float | None) -> str:
+    """1.041 -> `+4.1%`, 0.97 -> `-3.0%`: a ratio as a signed change (the report's one form
+    of a gain; the SLO section writes its minus as U+2212)."""
+    return MISSING if ratio is None else f"{(ratio - 1.0) * 100:+.1f}%"
+
+
 def tokens(length: int | None) -> str:
     """16384 -> `16K`, 512 -> `512`: how the seed names scenario lengths."""
     if length is None:

@@ -7,12 +7,8 @@ from dspark_tui.analysis.decision import Ratio
 from dspark_tui.analysis.schedule import Gain
 from dspark_tui.analysis.verdicts import Verdict
 from dspark_tui.analysis.verification import VerificationResult
-from dspark_tui.report.tables import markdown_table
+from dspark_tui.report.tables import markdown_table, signed
 from dspark_tui.report.words import Texts
-
-
-def _pct(value: float | None) -> str:
-    return "—" if value is None else f"{(value - 1.0) * 100:+.1f}%"
 
 
 def _verdict(x: Texts, verdict: Verdict, ratio: float) -> str:
@@ -22,7 +18,7 @@ def _verdict(x: Texts, verdict: Verdict, ratio: float) -> str:
 
 
 def _interval(low: float | None, high: float | None) -> str:
-    return "—" if low is None or high is None else f"{_pct(low)} … {_pct(high)}"
+    return "—" if low is None or high is None else f"{signed(low)} … {signed(high)}"
 
 
 def verification_section(result: VerificationResult | None, t: Texts) -> list[str]:
@@ -43,7 +39,7 @@ def verification_section(result: VerificationResult | None, t: Texts) -> list[st
             "—" if cell.batch is None else f"{cell.batch:.1f}",
             "—" if cell.schedule_k is None else str(cell.schedule_k),
             f"{cell.weight:.2f}",
-            "—" if ratio is None else _pct(ratio.value),
+            "—" if ratio is None else signed(ratio.value),
             "—" if ratio is None or not ratio.has_interval else _interval(ratio.low, ratio.high),
             "—" if ratio is None else _verdict(x, ratio.verdict, ratio.value),
         ])
@@ -51,7 +47,7 @@ def verification_section(result: VerificationResult | None, t: Texts) -> list[st
     lines.append("")
     gain: Gain | None = result.gain
     if gain is not None:
-        text = _pct(gain.ratio)
+        text = signed(gain.ratio)
         if gain.low is not None:
             text += f" ({_interval(gain.low, gain.high)})"
         lines.append(x("gain", fixed_arm=fixed, traffic=x(f"traffic.{result.traffic_source}"),
@@ -71,7 +67,7 @@ def verification_section(result: VerificationResult | None, t: Texts) -> list[st
 def _cell_ratio(ratio: Ratio | None) -> str:
     if ratio is None:
         return "—"
-    text = _pct(ratio.value)
+    text = signed(ratio.value)
     return text + (f" ({_interval(ratio.low, ratio.high)})" if ratio.has_interval else "")
 
 

@@ -8,11 +8,13 @@ fallback for a binding the catalogue does not know (Textual's own, say).
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from textual.binding import ActiveBinding, Binding
 
+from dspark_tui.model.events import RunStatus, ServerState
 from dspark_tui.report.words import LANGS, Texts
+from dspark_tui.stats.paired import Verdict
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -32,8 +34,10 @@ def lang_here(node: object) -> str:
         return "en"
 
 
-STATUSES = ("starting", "running", "completed", "failed", "aborted", "interrupted")
-VERDICTS = ("wins", "tie", "unsure", "single")  # stats/paired.py's Verdict
+# The model's own values, each with a word in the catalogue (tests/report/test_words.py);
+# "starting" is the run directory's status before the runner's first event (results/scan.py).
+STATUSES = ("starting", *get_args(RunStatus))
+VERDICTS = tuple(Verdict)
 
 
 def status_said(lang: str, status: str, *, skipped: int = 0) -> str:
@@ -53,8 +57,7 @@ def verdict_said(lang: str, verdict: str) -> str:
     return t(f"outcome.{verdict}") if verdict in ("failed", "skipped") else verdict
 
 
-SERVER_STATES = ("starting", "loading", "warming_up", "ready", "stopping", "stopped", "failed",
-                 "restarting", "pending")  # model/events.py's ServerState, and not started yet
+SERVER_STATES = (*get_args(ServerState), "pending")  # and "pending": not started yet
 
 
 def server_said(lang: str, state: str) -> str:

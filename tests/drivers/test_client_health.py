@@ -122,9 +122,10 @@ def test_the_cell_panel_gets_the_clients_health_from_the_progress_events():
                                mean_itl_ms=6.0)
     state.apply(progress)
     current = state.current
-    assert current is not None and (current.client_lag_p99_ms, current.same_read_fraction) == (12.345, 0.3012)
-    line, behind = live_client_line(current.client_lag_p99_ms, current.same_read_fraction,
-                                    current.mean_itl_ms)
+    assert current is not None
+    live = current.numbers
+    assert (live.client_lag_p99_ms, live.same_read_fraction) == (12.345, 0.3012)
+    line, behind = live_client_line(live.client_lag_p99_ms, live.same_read_fraction, live.mean_itl_ms)
     assert behind and line == "client behind: loop lag p99 12.3 ms, 30% same-read gaps"
     written = ev.file_json(progress)
     assert '"client_lag_p99_ms":12.3' in written and '"same_read_fraction":0.3' in written

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from dspark_tui.engine.datasets.files import read_sharegpt_pairs
 from dspark_tui.engine.datasets.sampling import random_prompts, sharegpt_prompts
-from dspark_tui.engine.datasets.tokenizers import ServerTokenizer
+from dspark_tui.engine.datasets.tokenizers import RememberingTokenizer, ServerTokenizer
 from tests.simulator import running_sim
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -25,7 +25,8 @@ async def test_native_prompts_equal_sglangs() -> None:
     assert fixture["sglang"] == "0.5.23"
     pairs = read_sharegpt_pairs(DATA / fixture["sharegpt_file"])
     with running_sim() as sim:
-        tokenizer = ServerTokenizer(sim.url, sim.model, {})
+        # As a run prepares its sets: one remembering tokenizer for all of them.
+        tokenizer = RememberingTokenizer(ServerTokenizer(sim.url, sim.model, {}))
         try:
             for case in fixture["cases"]:
                 if case["dataset"] == "random":
@@ -43,3 +44,36 @@ async def test_native_prompts_equal_sglangs() -> None:
                     assert a.text == b["text"], where
         finally:
             await tokenizer.aclose()
+
+
+class CountingTokenizer(ServerTokenizer):
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)  # type: ignore[arg-type]
+        self.texts: list[str] = []
+
+    async def encode(self, text: str) -> list[int]:
+        self.texts.append(text)
+        return await super().encode(text)
+
+
+async def test_sets_of_one_run_encode_each_text_once_and_draw_the_same_prompts() -> None:
+    """The sets of a run share the file's shuffled order: a larger set's first conversations
+    are a smaller one's. Remembered, each text goes to /tokenize once; the prompts are those
+    of a tokenizer that asks every time."""
+    pairs = read_sharegpt_pairs(DATA / "sharegpt_small.json")
+    with running_sim() as sim:
+        counting = CountingTokenizer(sim.url, sim.model, {})
+        remembering = RememberingTokenizer(counting)
+        plain = ServerTokenizer(sim.url, sim.model, {})
+        try:
+            for count, input_len in ((8, 64), (24, 128), (24, 64)):
+                ours = await random_prompts(pairs, input_len, 32, 0.5, count, 1, remembering)
+                theirs = await random_prompts(pairs, input_len, 32, 0.5, count, 1, plain)
+                assert ours == theirs
+            await sharegpt_prompts(pairs, 16, 1, remembering)
+        finally:
+            await remembering.aclose()
+            await plain.aclose()
+    assert len(counting.texts) == len(set(counting.texts))
+    # Without it: 32 + 32 + 32 first turns encoded (a batch of 32 each), and "" each time.
+    assert counting.texts.count("") == 1 and len(counting.texts) < 32 * 3

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from dspark_tui.model import Plan
 from dspark_tui.model.events import Event
+from tests.cli import run_cli
 
 if TYPE_CHECKING:
     from dspark_tui.engine.run.runner import Runner
@@ -62,14 +63,26 @@ num_prompts = 4
 """
 
 
+def sim_server_table(port: int, speed: float, *, k_args: str = "", tail: str = ', "{speculative}"',
+                     **server: Any) -> str:
+    """A plan's `[server]` table that starts the simulator. `k_args` say an arm's K by a flag
+    (`"--spec-tokens", "{spec_tokens}", `); by default the arm's speculative table reaches it
+    as `{speculative}` after the speed (`tail`: what ends the command)."""
+    server = {"startup_timeout_s": 20, "stop_timeout_s": 3, **server}
+    extra = "".join(f"{k} = {v}\n" for k, v in server.items())
+    return f"""[server]
+command = ["{{python}}", "-m", "dspark_tui.sim", "serve", "{{model}}", "--host", "{{host}}",
+           "--port", "{{port}}", {k_args}"--speed", "{speed}"{tail}]
+port = {port}
+{extra}"""
+
+
 def sim_plan_text(port: int, *sim_flags: str, arms: tuple[int, ...] = (3, 5), speed: float = 50,
                   warmup: int = 2, cells: str | None = None, rounds: int = 1, repeats: int = 1,
                   adaptive_rounds: int = 0, parallel: int = 1, **server: Any) -> str:
     """A plan TOML against the simulator; `cells` replaces the default one-scenario grid. One
     round, one repeat, no adaptive round unless a test is about them."""
     flags = "".join(f', "{f}"' for f in sim_flags)
-    server = {"startup_timeout_s": 20, "stop_timeout_s": 3, **server}
-    extra = "".join(f"{k} = {v}\n" for k, v in server.items())
     arm_tables = "".join(f'[[arms]]\nname = "st={k}"\nvars = {{ spec_tokens = {k} }}\n\n'
                          for k in arms)
     scenarios = cells or CHAT_SCENARIO
@@ -77,11 +90,7 @@ def sim_plan_text(port: int, *sim_flags: str, arms: tuple[int, ...] = (3, 5), sp
 model = "test-model"
 backend_label = "simulator"
 
-[server]
-command = ["{{python}}", "-m", "dspark_tui.sim", "serve", "{{model}}", "--host", "{{host}}",
-           "--port", "{{port}}", "--spec-tokens", "{{spec_tokens}}", "--speed", "{speed}"{flags}]
-port = {port}
-{extra}
+{sim_server_table(port, speed, k_args='"--spec-tokens", "{spec_tokens}", ', tail=flags, **server)}
 {arm_tables}[bench]
 driver = "native"
 warmup_requests = {warmup}
@@ -98,6 +107,15 @@ def write_sim_plan(folder: Path, port: int, *sim_flags: str, **kwargs: Any) -> P
     path = folder / "plan.toml"
     path.write_text(sim_plan_text(port, *sim_flags, **kwargs))
     return path
+
+
+def headless_run(plan: Path, results: Path, *extra: str, timeout: float) -> Path:
+    """`dspark-tui run PLAN --headless --results RESULTS *extra` to a clean exit: the one run
+    directory it made."""
+    done = run_cli("run", str(plan), *extra, "--headless", "--results", str(results), timeout=timeout)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (run_dir,) = list(results.iterdir())
+    return run_dir
 
 
 def sim_runner(tmp_path: Path, port: int, *flags: str, **kwargs: Any) -> tuple[Runner, Recorder]:

@@ -17,7 +17,7 @@ import pytest
 from dspark_tui.engine.rundir.save_errors import save_advice, save_problem
 from dspark_tui.model import CellResult, ClientMetrics
 from dspark_tui.results import RunStore
-from tests.cli import CLI, run_cli, slow_cells
+from tests.cli import CLI, reaped, run_cli, slow_cells
 from tests.conftest import SAMPLE_RUN
 from tests.engine.helpers import sim_runner, write_sim_plan
 
@@ -150,7 +150,7 @@ def test_permission_denied_while_saving_is_named_and_the_run_resumes(port: int):
         run = [*prefix, *CLI, "run", str(plan), "--headless", "--results", str(results)]
         proc = subprocess.Popen(run, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 stdin=subprocess.DEVNULL, env=env)
-        try:
+        with reaped(proc):
             deadline = time.monotonic() + 60
             while not list(results.glob("*/cells/st_3/slow__c1__r1p1.json")):
                 assert time.monotonic() < deadline and proc.poll() is None, "no first cell"
@@ -158,10 +158,6 @@ def test_permission_denied_while_saving_is_named_and_the_run_resumes(port: int):
             (cells,) = results.glob("*/cells/st_3")
             cells.chmod(0o555)  # the next save is refused
             out, _ = proc.communicate(timeout=60)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
         assert proc.returncode != 0 and "Traceback" not in out, out
         assert f"permission denied on {cells}; the run stopped with every earlier cell kept: " \
                "give your user write access there, then dspark-tui run --resume" in out

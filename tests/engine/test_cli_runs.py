@@ -22,7 +22,7 @@ from dspark_tui.engine.servers.ports import port_is_free
 from dspark_tui.engine.start.launch import RunnerProcess
 from dspark_tui.model import load_plan
 from dspark_tui.results import RunStore, load_run, manifest_for_plan, scan_runs
-from tests.cli import CLI, cli_env, run_cli, slow_cells, wait_for
+from tests.cli import CLI, cli_env, reaped, run_cli, slow_cells, wait_for
 from tests.conftest import SAMPLE_RUN
 from tests.disks import small_tmpfs
 from tests.engine.helpers import write_sim_plan
@@ -259,7 +259,7 @@ def test_sighup_of_a_foreground_run_detaches_it_and_the_run_finishes(tmp_path: P
     proc = subprocess.Popen([*CLI, "run", str(plan), "--headless", "--results", str(results)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             stdin=subprocess.DEVNULL, start_new_session=True, env=cli_env(env))
-    try:
+    with reaped(proc):
         wait_for(lambda: list(results.glob("*/cells/*/*.json")), what="a finished cell")
         (run_dir,) = list(results.iterdir())
         proc.send_signal(signal.SIGHUP)
@@ -267,10 +267,6 @@ def test_sighup_of_a_foreground_run_detaches_it_and_the_run_finishes(tmp_path: P
                  what="the hand-off")
         attached = run_cli("attach", "--headless", timeout=60, env=env)
         out, _ = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 0, out
     assert "control detach: terminal closed, detached" in out
     assert str(run_dir) in attached.stdout and "run completed: 4/4 cells ok" in attached.stdout
@@ -286,16 +282,12 @@ def test_sighup_with_no_detach_on_hangup_stops_the_server_and_marks_the_run_inte
                              "--no-detach-on-hangup"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             stdin=subprocess.DEVNULL, start_new_session=True)
-    try:
+    with reaped(proc):
         wait_for(lambda: list(results.glob("*/cells/*/*.json")), what="a finished cell")
         (run_dir,) = list(results.iterdir())
         server_pid = json.loads((run_dir / "server.json").read_text())["pid"]
         proc.send_signal(signal.SIGHUP)
         out, _ = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 130
     assert "SIGHUP: stopping the server" in out
     assert _status(run_dir) == "interrupted"
@@ -425,14 +417,10 @@ def test_a_full_disk_stops_the_run_keeping_every_saved_cell_and_resume_finishes(
     proc = subprocess.Popen([*CLI, "run", str(plan), "--headless", "--results", str(results)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             stdin=subprocess.DEVNULL)
-    try:
+    with reaped(proc):
         wait_for(lambda: any(results.glob("*/cells/*/slow__c1__r1p1.json")), what="the first cell")
         filler = _fill(small_disk)  # the disk is full while the second cell runs
         out, _ = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode != 0
     assert "Traceback" not in out
     (run_dir,) = results.iterdir()

@@ -11,19 +11,14 @@ from pathlib import Path
 from dspark_tui.engine.run.runner import Runner, prepare_run
 from dspark_tui.model import load_plan
 from dspark_tui.results import load_run
-from tests.engine.helpers import CHAT_SCENARIO
+from tests.engine.helpers import CHAT_SCENARIO, sim_server_table
 
-PLAN = """name = "tables"
+HEAD = """name = "tables"
 model = "test-model"
 backend_label = "simulator"
 
-[server]
-command = ["{{python}}", "-m", "dspark_tui.sim", "serve", "{{model}}", "--host", "{{host}}",
-           "--port", "{{port}}", "--speed", "50", "{{speculative}}"]
-port = {port}
-startup_timeout_s = 20
-stop_timeout_s = 3
-
+"""
+ARMS = """
 [[arms]]
 name = "K=0"
 
@@ -57,7 +52,7 @@ def started_argv(run_dir: Path, arm: str) -> list[str]:
 
 async def test_a_table_arm_and_a_k0_arm_run_on_the_simulator(tmp_path: Path, port: int):
     plan_file = tmp_path / "plan.toml"
-    plan_file.write_text(PLAN.format(port=port))
+    plan_file.write_text(HEAD + sim_server_table(port, 50) + ARMS)
     plan = load_plan(plan_file)
     store = prepare_run(plan, tmp_path / "results")
     assert await Runner(plan, store, gpu=None, charts=False).run() == "completed"

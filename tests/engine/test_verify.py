@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from dspark_tui.analysis.deploy import write_schedule
 from dspark_tui.cli import main
 from dspark_tui.engine.checks.preflight import PreflightFailed
 from dspark_tui.engine.run.verify import (
@@ -24,25 +23,19 @@ from dspark_tui.engine.run.verify import (
 from dspark_tui.model import UserError, parse_plan
 from dspark_tui.results import RunStore
 from tests.conftest import SAMPLE_RUN
-from tests.report.k_sweep_builders import k_sweep_run, plan_text
+from tests.report.k_sweep_builders import finished_sweep, k_sweep_run, plan_text
 
 KS = list(range(8))
 GRID = {"chat": [1, 4, 16, 64, 128]}
 TRAFFIC = "[traffic]\nconcurrency = { 1 = 0.3, 16 = 0.2, 128 = 0.5 }\n"
 
 
-def finished_sweep(folder: Path) -> Path:
-    run = k_sweep_run(folder, KS, GRID, traffic=TRAFFIC)
-    assert write_schedule(run) is not None
-    store = RunStore(folder)
-    manifest = store.read_manifest()
-    manifest.status = "completed"
-    store.write_manifest(manifest)
-    return folder
+def sweep_dir(folder: Path) -> Path:
+    return finished_sweep(k_sweep_run(folder, KS, GRID, traffic=TRAFFIC))
 
 
 def test_the_plan_runs_the_schedule_against_the_best_fixed_k(tmp_path: Path):
-    sweep = finished_sweep(tmp_path / "sweep")
+    sweep = sweep_dir(tmp_path / "sweep")
     saved = json.loads((sweep / "schedule.json").read_text())
     recommendation = read_recommendation(sweep)
     assert recommendation.fixed_k == saved["single_best_k"]["k"]
@@ -88,13 +81,8 @@ def test_a_best_fixed_k_of_0_starts_without_any_speculative_flag(tmp_path: Path)
     def tokens_per_s(k: int, scenario: str, c: int) -> float:  # K = 1 pays at c = 1 only
         return 100.0 * c * (1.0 + (0.3 * k if c == 1 else -0.2 * k))
 
-    run = k_sweep_run(tmp_path / "sweep", KS[:4], grid, model=tokens_per_s,
-                      traffic="[traffic]\nconcurrency = { 1 = 0.1, 128 = 0.9 }\n")
-    assert write_schedule(run) is not None
-    store = RunStore(tmp_path / "sweep")
-    manifest = store.read_manifest()
-    manifest.status = "completed"
-    store.write_manifest(manifest)
+    finished_sweep(k_sweep_run(tmp_path / "sweep", KS[:4], grid, model=tokens_per_s,
+                               traffic="[traffic]\nconcurrency = { 1 = 0.1, 128 = 0.9 }\n"))
     recommendation = read_recommendation(tmp_path / "sweep")
     assert recommendation.fixed_k == 0 and recommendation.ranges[0][2] > 0, recommendation
     plan = parse_plan(plan_text(KS[:4], grid))
@@ -106,7 +94,7 @@ def test_a_best_fixed_k_of_0_starts_without_any_speculative_flag(tmp_path: Path)
 
 
 def test_without_schedule_json_the_recommendation_is_computed(tmp_path: Path):
-    sweep = finished_sweep(tmp_path / "sweep")
+    sweep = sweep_dir(tmp_path / "sweep")
     saved = json.loads((sweep / "schedule.json").read_text())
     (sweep / "schedule.json").unlink()
     # Measurements on disk this time: the in-memory builder's cells written as files.
@@ -130,7 +118,7 @@ def test_a_run_that_is_no_finished_sweep_is_refused_in_one_line(tmp_path: Path):
         read_recommendation(tmp_path / "nowhere")
     plan = parse_plan(plan_text(KS, GRID))
     with pytest.raises(UserError, match="--arms cannot be combined with --verify"):
-        plan_to_run(plan, finished_sweep(tmp_path / "sweep"), ["K=1"], None)
+        plan_to_run(plan, sweep_dir(tmp_path / "sweep"), ["K=1"], None)
 
 
 def test_cli_refuses_a_non_sweep_without_making_a_run_directory(tmp_path: Path, capsys):
@@ -157,7 +145,7 @@ def test_the_app_checks_verify_before_its_screen_switches(tmp_path: Path):
 
     with pytest.raises(UserError, match="not a K sweep"):
         _start_of(args(SAMPLE_RUN), tmp_path / "plans", [tmp_path / "results"])
-    sweep = finished_sweep(tmp_path / "sweep")
+    sweep = sweep_dir(tmp_path / "sweep")
     # The sweep passes the verify check; what stops this (GPU-box) plan here is the machine,
     # and that too is said before any screen or run directory exists.
     with pytest.raises(PreflightFailed) as refused:

@@ -14,8 +14,7 @@ import pytest
 from dspark_tui.analysis.analysis import analyse
 from dspark_tui.analysis.verification import verification_of
 from dspark_tui.results import load_run
-from tests.cli import run_cli
-from tests.engine.helpers import write_sim_plan
+from tests.engine.helpers import headless_run, write_sim_plan
 
 # One cell inside the first range (c = 4); the rerun adds the boundary's two sides, c = 8 and 9.
 CELLS = """[[scenarios]]
@@ -38,9 +37,7 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
     under test: `--verify` reruns what schedule.json says."""
     folder = tmp_path_factory.mktemp("sweep")
     plan = write_sim_plan(folder, 0, arms=(3, 5), speed=SPEED, warmup=1, cells=CELLS)
-    done = run_cli("run", str(plan), "--headless", "--results", str(folder / "runs"), timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
-    (run_dir,) = list((folder / "runs").iterdir())
+    run_dir = headless_run(plan, folder / "runs", timeout=120)
     # Two K values make no K sweep of their own, so the schedule is the one under test.
     (run_dir / "schedule.json").write_text(json.dumps({
         "speculative_config": {"method": "mtp", "num_speculative_tokens": 5,
@@ -52,11 +49,8 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _verify(tmp_path: Path, sweep: Path, *sim_flags: str) -> tuple[Path, Any]:
     plan = write_sim_plan(tmp_path, 0, *sim_flags, arms=(3, 5), speed=SPEED, warmup=1,
                           cells=CELLS, rounds=ROUNDS)
-    results = tmp_path / "verifications"
-    done = run_cli("run", str(plan), "--verify", str(sweep), "--headless", "--results",
-                   str(results), "--lang", "en", timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
-    (run_dir,) = list(results.iterdir())
+    run_dir = headless_run(plan, tmp_path / "verifications", "--verify", str(sweep), "--lang", "en",
+                           timeout=300)
     run = load_run(run_dir)
     assert run.manifest.status == "completed" and not run.problems
     assert run.manifest.arm_names() == ["schedule", "K=3", "K=5"]

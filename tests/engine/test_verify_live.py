@@ -8,8 +8,7 @@ from pathlib import Path
 
 from dspark_tui.engine.run.verify import boundary_probes, probes_of
 from dspark_tui.results import load_run
-from tests.cli import run_cli
-from tests.engine.helpers import write_sim_plan
+from tests.engine.helpers import headless_run, write_sim_plan
 
 # K = 0, 1, 5 at c = 1 (large K pays) and c = 64 (small K pays): both sides of the crossover.
 CELLS = """[[scenarios]]
@@ -24,16 +23,11 @@ num_prompts = { per_concurrency = 2, min = 4, max = 128 }
 def test_verify_reruns_the_schedule_against_the_best_fixed_k(tmp_path: Path):
     plan = write_sim_plan(tmp_path, 0, arms=(0, 1, 5), speed=50, warmup=1, cells=CELLS)
     sweeps, verifications = tmp_path / "sweeps", tmp_path / "verifications"
-    done = run_cli("run", str(plan), "--headless", "--results", str(sweeps), timeout=150)
-    assert done.returncode == 0, done.stdout + done.stderr
-    (sweep,) = list(sweeps.iterdir())
+    sweep = headless_run(plan, sweeps, timeout=150)
     saved = json.loads((sweep / "schedule.json").read_text())
     fixed_k = saved["single_best_k"]["k"]
 
-    done = run_cli("run", str(plan), "--verify", str(sweep), "--headless", "--results",
-                   str(verifications), "--lang", "en", timeout=150)
-    assert done.returncode == 0, done.stdout + done.stderr
-    (run_dir,) = list(verifications.iterdir())
+    run_dir = headless_run(plan, verifications, "--verify", str(sweep), "--lang", "en", timeout=150)
     run = load_run(run_dir)
     assert run.manifest.status == "completed" and not run.problems
     record = run.manifest.verification

@@ -22,7 +22,7 @@ import psutil
 import pytest
 
 from dspark_tui.results import RunStore, load_run
-from tests.cli import CLI, cli_env, run_cli, wait_for
+from tests.cli import CLI, cli_env, reaped, run_cli, wait_for
 
 pytestmark = [pytest.mark.realvllm, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -164,7 +164,7 @@ def test_kill_9_mid_cell_then_resume_leaves_no_vllm_process(tmp_path: Path, tiny
                                "--arms", "ngram K=2"], stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
                               start_new_session=True, env=cli_env(env))
-    try:
+    with reaped(runner):
         wait_for(lambda: list(results.glob("*/cells/*/*.json")), timeout=START_S + 120,
                  what="the first measurement")
         (run_dir,) = list(results.iterdir())
@@ -175,10 +175,6 @@ def test_kill_9_mid_cell_then_resume_leaves_no_vllm_process(tmp_path: Path, tiny
         runner.wait(10)
         time.sleep(1)
         assert _none_alive(first), "the server outlives its killed runner, as after a crash"
-    finally:
-        if runner.poll() is None:
-            runner.kill()
-            runner.wait()
     resumed = run_cli("run", "--resume", str(run_dir), "--headless", timeout=START_S + 300, env=env)
     print(resumed.stdout[-2000:], f"start times: {_start_times(run_dir)}", sep="\n")
     assert resumed.returncode == 0, resumed.stdout[-4000:] + resumed.stderr[-4000:]
@@ -198,7 +194,7 @@ def test_sigint_during_the_start_stops_every_vllm_process(tmp_path: Path, tiny_m
                             text=True, stdin=subprocess.DEVNULL, start_new_session=True,
                             env=cli_env(_env(results)))
     seen: list[psutil.Process] = []
-    try:
+    with reaped(proc):
         def engine_core_started() -> bool:
             runs = list(results.glob("*/server.json"))
             if not runs:
@@ -211,10 +207,6 @@ def test_sigint_during_the_start_stops_every_vllm_process(tmp_path: Path, tiny_m
         wait_for(engine_core_started, timeout=START_S, what="vLLM's EngineCore")
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 130, out[-3000:]
     (run_dir,) = list(results.iterdir())
     assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
@@ -230,7 +222,7 @@ def test_a_server_that_dies_mid_cell_leaves_no_vllm_process(tmp_path: Path, tiny
                              "--arms", "K=0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, stdin=subprocess.DEVNULL, start_new_session=True,
                             env=cli_env(_env(results)))
-    try:
+    with reaped(proc):
         wait_for(lambda: list(results.glob("*/events.jsonl"))
                  and "cell_started" in _kinds(next(results.iterdir())),
                  timeout=START_S + 60, what="the cell")
@@ -239,10 +231,6 @@ def test_a_server_that_dies_mid_cell_leaves_no_vllm_process(tmp_path: Path, tiny
         assert len(pids) >= 2, pids
         os.kill(pids[0], signal.SIGKILL)
         out, _ = proc.communicate(timeout=180)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     run = load_run(run_dir)
     assert run.measurements and not any(m.ok for m in run.measurements), out[-3000:]
     states = [e.state for e in RunStore(run_dir).read_events() if e.kind == "server_state"]
@@ -259,20 +247,14 @@ def _finished_ngram_sweep(folder: Path) -> Path:
     """A finished K sweep (K = 0..3, c = 1, 4, 8) whose plan speculates with ngram: its
     schedule.json is what the project emits for it (the measurements come from a closed-form
     engine whose best K falls with the batch, so the schedule has three ranges)."""
-    from dspark_tui.analysis.deploy import write_schedule
-    from tests.report.k_sweep_builders import k_sweep_run
+    from tests.report.k_sweep_builders import finished_sweep, k_sweep_run
 
     def tokens_per_s(k: int, scenario: str, c: int) -> float:  # best K: 3 at c=1, 2 at 4, 1 at 8
         return 100.0 * c * max(0.1, 1.0 + 0.5 * k - 0.04 * k * k * c)
 
     run = k_sweep_run(folder, [0, 1, 2, 3], {"chat": [1, 4, 8]}, model=tokens_per_s,
                       command_extra=f"\"--speculative-config\", '{NGRAM}',")
-    assert write_schedule(run) is not None
-    store = RunStore(folder)
-    manifest = store.read_manifest()
-    manifest.status = "completed"
-    store.write_manifest(manifest)
-    return folder
+    return finished_sweep(run)
 
 
 def test_the_k_sweeps_schedule_is_served_by_real_vllm_and_verified(tmp_path: Path, tiny_model: Path):

@@ -90,6 +90,19 @@ def k_sweep_run(folder: Path, ks: list[int], scenarios: dict[str, list[int]], *,
     return run
 
 
+def finished_sweep(run: LoadedRun) -> Path:
+    """The sweep as a finished run leaves it for `run --verify`: schedule.json written and
+    run.json's status `completed`; its folder."""
+    from dspark_tui.analysis.deploy import write_schedule
+
+    assert write_schedule(run) is not None
+    store = RunStore(run.path)
+    manifest = store.read_manifest()
+    manifest.status = "completed"
+    store.write_manifest(manifest)
+    return run.path
+
+
 def _cell(k: int, scenario: str, c: int, rnd: int, total: float, server: bool,
           running: float, readings: int | None = None) -> CellResult:
     duration = 20.0

@@ -24,6 +24,7 @@ import pytest
 
 from dspark_tui.report.outputs import write_outputs
 from dspark_tui.results.store import load_run
+from tests.engine.helpers import sim_server_table
 from tests.ports import free_port
 
 # Throughput verdicts on wall-clock time: alone, as the SLO run (tests/exclusive.py).
@@ -41,13 +42,7 @@ def _plan_text(port: int) -> str:
 model = "test-model"
 backend_label = "simulator"
 
-[server]
-command = ["{{python}}", "-m", "dspark_tui.sim", "serve", "{{model}}", "--host", "{{host}}",
-           "--port", "{{port}}", "--speed", "4", "{{speculative}}"]
-port = {port}
-startup_timeout_s = 20
-stop_timeout_s = 3
-
+{sim_server_table(port, 4)}
 {arms}[bench]
 driver = "native"
 warmup_requests = 2

@@ -100,3 +100,23 @@ def test_without_adaptive_arms_nothing_is_added(tmp_path: Path):
     answer = deploy_answer(analyse(k_sweep_run(tmp_path, [0, 1, 3, 5], {"chat": [1, 8, 64]})))
     assert answer is not None and answer.adaptive == []
     assert "adaptive" not in schedule_json(answer)
+
+
+def test_the_layout_answers_k_per_arm_once_for_adaptive_and_plain_sweeps(tmp_path: Path):
+    """analysis/layout.ArmKs: the K decision, the serve command and the SLO choice all ask it.
+    An adaptive arm is no K of the decision (two fixed K values make a sweep beside it) and the
+    command's K is the speculative table's; a plain sweep's every arm is a K value."""
+    from dspark_tui.analysis.layout import K_VAR, ArmKs
+    from tests.report.k_sweep_builders import k_sweep_run
+
+    analysis = analyse(_run(tmp_path / "adaptive", _truth(dict.fromkeys(CONCURRENCIES, 100.0))))
+    assert analysis.layout.ks == ArmKs({"K=1": 1, "K=3": 3}, ("K=3 adaptive",), K_VAR)
+    assert analysis.layout.ks.is_sweep and analysis.layout.ks.every_arm is None
+    answer = deploy_answer(analysis)
+    assert answer is not None and answer.decision.k_of == {"K=1": 1, "K=3": 3}
+    assert answer.decision.adaptive == ["K=3 adaptive"]
+    assert answer.command is not None and any(K_VAR in part for part in answer.command)
+    plain = analyse(k_sweep_run(tmp_path / "plain", [0, 1, 3], {"chat": [1, 8]})).layout
+    assert plain.ks is not None and plain.ks.adaptive == ()
+    assert plain.ks.every_arm == plain.ks.fixed and set(plain.ks.fixed.values()) == {0, 1, 3}
+    assert plain.ks.var == plain.compared_var

@@ -343,3 +343,33 @@ def test_a_cells_choice_among_eight_arms_rests_on_the_family_level(tmp_path):
             assert family is not None
             ends = family if pair.b == arm[k] else (1.0 / family[1], 1.0 / family[0])
             assert (ratio.low, ratio.high) == pytest.approx(ends, rel=1e-12)
+
+
+def test_the_k_sweep_pipeline_is_computed_once_per_analysis(tmp_path, monkeypatch):
+    """Both reports, analysis.json and schedule.json rest on one decision, one set of /metrics
+    counters and one deploy answer (RunAnalysis.computed); before, each report and
+    schedule.json decided K again."""
+    import dspark_tui.analysis.decision as decision_module
+    import dspark_tui.analysis.deploy as deploy_module
+    import dspark_tui.analysis.positions as positions_module
+    import dspark_tui.analysis.verification as verification_module
+
+    calls: dict[str, int] = {}
+
+    def counting(name: str, real):
+        def counted(*args, **kwargs):
+            calls[name] = calls.get(name, 0) + 1
+            return real(*args, **kwargs)
+        return counted
+
+    for module, name in [(decision_module, "_decide_k"), (deploy_module, "_deploy_answer"),
+                         (positions_module, "_spec_counters"),
+                         (verification_module, "_verification_of")]:
+        monkeypatch.setattr(module, name, counting(name, getattr(module, name)))
+    run = k_sweep_run(tmp_path, [0, 1, 3], {"chat": [1, 16]})
+    write_outputs(run, charts=False)
+    assert calls == {"_decide_k": 1, "_deploy_answer": 1, "_spec_counters": 1, "_verification_of": 1}
+    analysis = analyse(run)
+    answer = deploy_answer(analysis)
+    assert answer is not None and answer is deploy_answer(analysis, partial=True)  # no arm missing
+    assert answer.decision is decide_k(analysis) and answer.counters is spec_counters(answer.decision)

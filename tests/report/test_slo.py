@@ -60,6 +60,14 @@ def slo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return runner.store.path
 
 
+def schedule_words(lang: str) -> str:
+    """The bold words that open the K schedule line under the SLO, in `lang`."""
+    from dspark_tui.report.words import Texts
+
+    line = Texts(lang, "slo")("schedule", keyed="", ranges="", config="")
+    return line[:line.index("**", line.index("**") + 2) + 2]
+
+
 def _tpot_ms(line: dict) -> float | None:
     if line["output_tokens"] <= 1:
         return None
@@ -113,7 +121,12 @@ def test_the_fastest_k_fails_the_tpot_slo_and_the_choice_is_the_k_that_meets_it(
     assert ("- **Under the SLO** (p90 TPOT ≤ 7 ms): mixed c=8 → `st=1` (the fastest, `st=3`, "
             "fails it)") in report
     assert "- **K schedule under the SLO** (by the running batch the server saw): 1–256 → K=1" in report
-    assert "## SLO 约束下" in (slo_run / "report.md").read_text()
+    zh = (slo_run / "report.md").read_text()
+    assert "## SLO 约束下" in zh
+    # Said once, in the summary (the SLO section repeated the same line, config and all).
+    assert report.count("**K schedule under the SLO**") == 1
+    assert report.index("**K schedule under the SLO**") < report.index("## Under the SLO")
+    assert zh.count(schedule_words("zh")) == 1
 
 
 @pytest.mark.slow

@@ -168,7 +168,7 @@ def test_category_pure_cells_measure_back_the_configured_profiles(tmp_path: Path
     (["--accept-profile", "code=2"], "--accept-profile code: a rate in [0, 1]"),
     (["--prompts", "x.jsonl"], "--prompts needs --accept-profile"),
     (["--accept-profile", "code=0.9", "--prompts", "nowhere.jsonl"],
-     "nowhere.jsonl: cannot read the prompt file"),
+     "nowhere.jsonl: no such prompt file"),
 ])
 def test_the_simulator_refuses_a_bad_profile_in_one_line(args: list[str], says: str, capsys):
     from dspark_tui.sim.cli import main

@@ -44,14 +44,22 @@ def run_screen(app: DsparkApp) -> RunScreen:
     return screen
 
 
+async def shown_run_screen(pilot: Pilot[object], app: DsparkApp, *, measuring: bool = False) -> RunScreen:
+    """The run screen once the app shows it; `measuring`: once a cell is in flight too."""
+    await wait_for(pilot, lambda: any(isinstance(s, RunScreen) for s in app.screen_stack))
+    screen = run_screen(app)
+    if measuring:
+        await wait_for(pilot, lambda: screen.state.current is not None)
+    return screen
+
+
 async def test_demo_runs_to_its_end_and_fills_the_ab_table(tmp_path: Path):
     plan = demo_plan(tmp_path)
     app = make_app(tmp_path, start=StartRequest(plan=str(plan), scenarios=["chat_short",
                                                                          "decode_heavy"]))
     try:
         async with app.run_test(size=SIZE, notifications=True) as pilot:
-            await wait_for(pilot, lambda: any(isinstance(s, RunScreen) for s in app.screen_stack))
-            screen = run_screen(app)
+            screen = await shown_run_screen(pilot, app)
             await wait_for(pilot, lambda: screen.state.done >= 1)
             await wait_for(pilot, lambda: screen.state.finished)
             assert screen.state.status == "completed", screen.state.message
@@ -75,9 +83,7 @@ async def test_pause_skip_and_abort_from_the_keyboard(tmp_path: Path):
     app = make_app(tmp_path, start=StartRequest(plan=str(plan), arms=["st=3"]))
     try:
         async with app.run_test(size=SIZE, notifications=True) as pilot:
-            await wait_for(pilot, lambda: any(isinstance(s, RunScreen) for s in app.screen_stack))
-            screen = run_screen(app)
-            await wait_for(pilot, lambda: screen.state.current is not None)
+            screen = await shown_run_screen(pilot, app, measuring=True)
             await pilot.press("p")
             await wait_for(pilot, lambda: screen.state.paused, timeout=15)
             await until_shown(pilot, app, "[paused]")
@@ -109,9 +115,7 @@ async def test_quit_while_running_asks_then_stops_the_runner(tmp_path: Path):
     app = make_app(tmp_path, start=StartRequest(plan=str(plan)))
     try:
         async with app.run_test(size=SIZE, notifications=True) as pilot:
-            await wait_for(pilot, lambda: any(isinstance(s, RunScreen) for s in app.screen_stack))
-            screen = run_screen(app)
-            await wait_for(pilot, lambda: screen.state.current is not None)
+            screen = await shown_run_screen(pilot, app, measuring=True)
             await pilot.press("q")
             await until_shown(pilot, app, "Abort and quit (a)")
             await pilot.press("s")  # stay
@@ -132,9 +136,7 @@ async def test_detach_and_quit_leaves_the_run_going(tmp_path: Path):
     app = make_app(tmp_path, start=StartRequest(plan=str(plan), arms=["st=3"]))
     try:
         async with app.run_test(size=(80, 24), notifications=True) as pilot:
-            await wait_for(pilot, lambda: any(isinstance(s, RunScreen) for s in app.screen_stack))
-            screen = run_screen(app)
-            await wait_for(pilot, lambda: screen.state.current is not None)
+            screen = await shown_run_screen(pilot, app, measuring=True)
             await pilot.press("q")
             await until_shown(pilot, app, "Detach and quit (d)")
             await pilot.press("d")

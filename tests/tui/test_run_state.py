@@ -37,8 +37,14 @@ def test_mid_run_has_current_cell_eta_and_loading_line(tmp_path: Path):
     state.apply(ev.CellProgress(t=state.last_t + 1, key=KEY, completed=16, total=64, output_tok_s=1234.5,
                              ttft_p99_ms=88.0))
     assert state.current is not None and state.current.fraction == 0.25
-    assert state.current.output_tok_s == 1234.5
+    assert state.current.numbers.output_tok_s == 1234.5
     assert list(state.series["tok_s"]) == [1234.5]
+    # A later progress without a number keeps the last one known; the counts are the latest.
+    state.apply(ev.CellProgress(t=state.last_t + 1, key=KEY, completed=32, total=64, failed=1,
+                                ttft_p99_ms=90.0))
+    live = state.current.numbers
+    assert (live.completed, live.failed, live.output_tok_s, live.ttft_p99_ms) == (32, 1, 1234.5, 90.0)
+    assert state.current.fraction == 0.5
     eta = state.eta(state.last_t)
     assert eta is not None and 0 < eta < 10 * 60
     assert state.cells[KEY].phase == "running"

@@ -35,7 +35,7 @@ from dspark_tui.engine.datasets.sampling import (
     random_prompts,
     sharegpt_prompts,
 )
-from dspark_tui.engine.datasets.tokenizers import Tokenizer, open_tokenizer
+from dspark_tui.engine.datasets.tokenizers import RememberingTokenizer, Tokenizer, open_tokenizer
 from dspark_tui.model import CellSpec, Plan
 from dspark_tui.model.naming import safe_name
 from dspark_tui.results.atomic import atomic_write_bytes
@@ -159,7 +159,8 @@ async def prepare_keys(keys: list[PromptSetKey], seed: int, run_dir: Path, base_
         if key not in missing and key.relpath not in records:  # written, then the runner died
             records[key.relpath] = _record_of_file(run_dir, key)
     if missing:
-        tokenizer = await open_tokenizer(base_url, model, headers, local_tokenizer)
+        # Each text encoded once for all the sets (they share the file's shuffled order).
+        tokenizer = RememberingTokenizer(await open_tokenizer(base_url, model, headers, local_tokenizer))
         try:
             sources = _Sources()
             for key in missing:

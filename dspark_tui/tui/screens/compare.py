@@ -55,10 +55,6 @@ def compare_runs(run_a: Path, run_b: Path, lang: str) -> Compared:
 
 class CompareScreen(LoadingScreen):
     DEFAULT_CSS = """
-    CompareScreen #compare-title {
-        background: $panel; padding: 0 1; width: 1fr; height: 1;
-        text-wrap: nowrap; text-overflow: ellipsis;
-    }
     CompareScreen #compare-summary { height: auto; max-height: 50%; }
     CompareScreen #compare-summary Markdown { margin: 0; }
     CompareScreen #compare-table { height: 1fr; }
@@ -78,7 +74,8 @@ class CompareScreen(LoadingScreen):
 
     def compose(self) -> ComposeResult:
         t = Texts(lang_of(self.app), "screens")
-        yield Label(safe.text(t("compare.title", a=self.run_a.name, b=self.run_b.name)), id="compare-title")
+        yield Label(safe.text(t("compare.title", a=self.run_a.name, b=self.run_b.name)),
+                    id="compare-title", classes="title-line")
         with VerticalScroll(id="compare-summary"):
             yield Markdown(t("compare.comparing"), id="compare-text")
         table: DataTable[rich.text.Text] = DataTable(cursor_type="row", zebra_stripes=True,

@@ -26,9 +26,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Label, Markdown, Static
 
 from dspark_tui.analysis.analysis import analyse
-from dspark_tui.analysis.decision import is_k_sweep
 from dspark_tui.analysis.deploy import DeployAnswer, deploy_answer
-from dspark_tui.analysis.layout import manifest_k_values
+from dspark_tui.analysis.layout import is_k_sweep, manifest_k_values
 from dspark_tui.analysis.positions import acceptance_by_k
 from dspark_tui.analysis.schedule import (
     DECIDED,

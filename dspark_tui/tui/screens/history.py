@@ -53,10 +53,6 @@ class RunTable(DataTable[Text | str]):
 
 class HistoryScreen(LoadingScreen):
     DEFAULT_CSS = """
-    HistoryScreen #history-title {
-        background: $panel; padding: 0 1; width: 1fr; height: 1;
-        text-wrap: nowrap; text-overflow: ellipsis;
-    }
     HistoryScreen #history-filter { height: 3; }
     HistoryScreen DataTable { height: 1fr; }
     """
@@ -94,7 +90,7 @@ class HistoryScreen(LoadingScreen):
 
     def compose(self) -> ComposeResult:
         t = Texts(lang_of(self.app), "screens")
-        yield Label(t("history.title"), id="history-title")
+        yield Label(t("history.title"), id="history-title", classes="title-line")
         yield Input(placeholder=t("history.filter_hint"), id="history-filter")
         table = RunTable(cursor_type="row", zebra_stripes=True, id="history-table")
         yield table

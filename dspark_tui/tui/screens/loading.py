@@ -33,6 +33,13 @@ class LoadingScreen(SaidBindings, Screen[None]):
     or the showing, ends in `load_failed`: logged, notified, and said on the ERROR_LINE label.
     """
 
+    # The one-line title bar of History, a run's detail and Compare (a Label of this class).
+    DEFAULT_CSS = """
+    LoadingScreen .title-line {
+        background: $panel; padding: 0 1; width: 1fr; height: 1;
+        text-wrap: nowrap; text-overflow: ellipsis;
+    }
+    """
     ERROR_LINE: ClassVar[str] = ""
 
     def __init__(self) -> None:

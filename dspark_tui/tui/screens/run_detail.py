@@ -92,10 +92,6 @@ class CellsTable(DataTable[Text | str]):
 
 class RunDetailScreen(LoadingScreen):
     DEFAULT_CSS = """
-    RunDetailScreen #detail-title {
-        background: $panel; padding: 0 1; width: 1fr; height: 1;
-        text-wrap: nowrap; text-overflow: ellipsis;
-    }
     RunDetailScreen TabbedContent { height: 1fr; }  /* the title stays on screen */
     RunDetailScreen TabPane { height: 1fr; padding: 0; }
     RunDetailScreen DataTable { height: 1fr; }
@@ -125,7 +121,8 @@ class RunDetailScreen(LoadingScreen):
 
     def compose(self) -> ComposeResult:
         t = Texts(lang_of(self.app), "screens")
-        yield Label(safe.text(t("detail.loading", path=self.run_dir)), id="detail-title")
+        yield Label(safe.text(t("detail.loading", path=self.run_dir)), id="detail-title",
+                    classes="title-line")
         with TabbedContent(initial="summary"):
             with TabPane(t("detail.tab.summary"), id="summary"), VerticalScroll(id="detail-summary"):
                 yield Markdown(t("loading"), id="detail-headline")

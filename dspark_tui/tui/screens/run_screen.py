@@ -392,8 +392,7 @@ class RunScreen(SaidBindings, Screen[None]):
         self.app.push_screen(ReportScreen(self.run_dir))
 
     def _is_sweep(self) -> bool:
-        from dspark_tui.analysis.decision import is_k_sweep
-        from dspark_tui.analysis.layout import manifest_k_values
+        from dspark_tui.analysis.layout import is_k_sweep, manifest_k_values
 
         return self._manifest is not None and is_k_sweep(manifest_k_values(self._manifest))
 

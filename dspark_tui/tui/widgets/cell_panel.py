@@ -72,18 +72,19 @@ class CellPanel(Vertical):
                      else t("cell.index", index=current.index, total=current.total))
             arm, scenario = safe.plain(key.arm), safe.plain(key.scenario)
             title = f"{arm} · {scenario} · c{key.concurrency}{which}   {where}"
-            failed = "  " + t("header.failed", n=current.failed) if current.failed else ""
+            live = current.numbers
+            failed = "  " + t("header.failed", n=live.failed) if live.failed else ""
             numbers = (
                 t("cell.requests", done=current.completed, total=current.num_prompts) + f"{failed}   "
-                + t("cell.out", tok_s=fmt.number(current.output_tok_s, 1)) + "\n"
-                f"TTFT {fmt.number(current.ttft_p50_ms, 1)}/{fmt.number(current.ttft_p99_ms, 1)} ms  "
-                f"TPOT {fmt.number(current.tpot_p50_ms, 2)}/{fmt.number(current.tpot_p99_ms, 2)} ms"
+                + t("cell.out", tok_s=fmt.number(live.output_tok_s, 1)) + "\n"
+                f"TTFT {fmt.number(live.ttft_p50_ms, 1)}/{fmt.number(live.ttft_p99_ms, 1)} ms  "
+                f"TPOT {fmt.number(live.tpot_p50_ms, 2)}/{fmt.number(live.tpot_p99_ms, 2)} ms"
                 "  (p50/p99)"
             )
-            client, behind = live_client_line(current.client_lag_p99_ms,
-                                              current.same_read_fraction, current.mean_itl_ms)
+            client, behind = live_client_line(live.client_lag_p99_ms,
+                                              live.same_read_fraction, live.mean_itl_ms)
             if client:  # model/client_health.py's judgement, said in the app's language
-                lag, same = current.client_lag_p99_ms, current.same_read_fraction
+                lag, same = live.client_lag_p99_ms, live.same_read_fraction
                 said = [t("cell.lag", ms=f"{lag:.1f}") if lag is not None else "",
                         t("cell.same_read", share=f"{same:.0%}") if same is not None else ""]
                 client = t("cell.client_behind" if behind else "cell.client",
