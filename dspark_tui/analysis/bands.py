@@ -21,8 +21,14 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from dspark_tui.analysis import frames as fr
-from dspark_tui.analysis.decision import family_alpha
-from dspark_tui.analysis.verdicts import SINGLE, WINS, GroupVerdict, RunVerdicts, group_verdict
+from dspark_tui.analysis.verdicts import (
+    SINGLE,
+    WINS,
+    GroupVerdict,
+    RunVerdicts,
+    family_alpha,
+    group_verdict,
+)
 
 UNDECIDED = "undecided"
 # Whether an arm was planned at a cell (scenario, concurrency): RunLayout.plans.

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from dspark_tui.analysis.verdicts import SINGLE, RunVerdicts, Verdict
+from dspark_tui.analysis.verdicts import family_alpha as family_alpha  # its home; named here too
 from dspark_tui.model.statistics import TieBand
 from dspark_tui.stats.paired import classify
 
@@ -63,15 +64,6 @@ def ratio_between(verdicts: RunVerdicts, scenario: str, concurrency: int, x: str
     low = None if ci_high is None else 1.0 / ci_high
     high = None if ci_low is None else 1.0 / ci_low
     return Ratio(1.0 / pair.ratio, low, high, verdict)
-
-
-def family_alpha(look_alpha: float, arms: int) -> float:
-    """The two-sided level of each comparison behind a "best" chosen among `arms` arms (the
-    best fixed K, the schedule and routing over it): the chosen arm is compared with the
-    arms - 1 others and picked for being on top, so each comparison is held at look_alpha /
-    (arms - 1) (Bonferroni; each side then at half that, within the one-sided bound that
-    multiple comparisons with the best need, docs/decision.md)."""
-    return look_alpha / max(arms - 1, 1)
 
 
 @dataclass(frozen=True)

@@ -702,3 +702,12 @@ def run_verdicts(run: LoadedRun) -> RunVerdicts:
     """The verdicts of a loaded run under the statistics settings it was started with."""
     settings = Settings.of_manifest(run.manifest)
     return analyse_measurements(measurements_of(run), layout_of(run).arms, settings)
+
+
+def family_alpha(look_alpha: float, arms: int) -> float:
+    """The two-sided level of each comparison behind a "best" chosen among `arms` arms (the
+    best fixed K, the schedule and routing over it): the chosen arm is compared with the
+    arms - 1 others and picked for being on top, so each comparison is held at look_alpha /
+    (arms - 1) (Bonferroni; each side then at half that, within the one-sided bound that
+    multiple comparisons with the best need, docs/decision.md)."""
+    return look_alpha / max(arms - 1, 1)
