@@ -111,8 +111,8 @@ def test_cli_plan_check_prints_cell_count():
     ).stdout
     lines = out.splitlines()
     assert "36 cells" in lines
-    # then the cost: 2 arms x 18 cells, 2 rounds planned, 2 more at most (the shipped defaults)
-    assert "cell runs: 72 planned, at most 144" in lines
+    # then the cost: 2 arms x 18 cells, 3 rounds planned, 2 adaptive more at most (the default)
+    assert "cell runs: 108 planned, at most 180" in lines
 
 
 def test_cli_bad_plan_is_one_line_no_traceback(tmp_path: Path):
