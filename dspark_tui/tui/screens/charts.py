@@ -1,7 +1,8 @@
 """`c`: the run's curves in the terminal, one scenario at a time so that 80x24 is enough. `m`
 steps through Total tok/s, TPOT and TTFT against concurrency (log2), one line per arm, then two
 of the report's own charts (report/charts.py, its data as it is): the margin over the reference
-arm with its interval and the tie band, and the per-position acceptance per arm.
+(a K sweep's chosen K in each cell, else one arm) with its interval and the tie band, and the
+per-position acceptance per arm.
 
 Live, it reads the run screen's RunState and redraws when a measurement lands (the state's
 `measured` count moves), not on every progress tick; the report's charts need the run's analysis
@@ -242,12 +243,23 @@ class ChartScreen(LoadingScreen):
     def action_arm(self) -> None:
         """Every arm's margin, then each arm's alone (a K sweep's seven bands overlap), then
         every arm again."""
-        arms = max(1, len(self.arms) - 1)  # the margin's series: every arm but the reference
+        arms = max(1, self._margin_series())
         self.arm_index = self.arm_index + 1 if self.arm_index + 1 < arms else -1
         if self.mode != "margin":
             self.metric_index = len(METRICS) + REPORT_MODES.index("margin")
             self._read_live_report()
         self.redraw()
+
+    def _margin_series(self) -> int:
+        """How many arms the shown scenario's margin panel draws: every arm but the reference
+        (two arms, a run without a sweep's choice), or every arm not chosen in all its cells
+        (a sweep against each cell's chosen K)."""
+        chart = None if self.report is None else self.report.margin
+        if chart is None or not self.scenarios:
+            return len(self.arms) - 1
+        scenario = self.scenarios[self.scenario_index % len(self.scenarios)]
+        panels = [p for p in chart.panels if p.title == scenario]
+        return len(panels[0].series) if panels else len(self.arms) - 1
 
     def action_back(self) -> None:
         self.app.pop_screen()
