@@ -37,7 +37,7 @@ from dspark_tui.tui.widgets.log_pane import LogPane
 from dspark_tui.tui.widgets.plan_tree import PlanTree
 from dspark_tui.tui.widgets.run_header import RunHeader
 from dspark_tui.tui.widgets.run_summary import RunSummary
-from dspark_tui.tui.words import SaidBindings, lang_of
+from dspark_tui.tui.words import SaidBindings, event_said, lang_of, status_said
 
 if TYPE_CHECKING:
     from dspark_tui.analysis.live import ComparisonRow
@@ -209,19 +209,25 @@ class RunScreen(SaidBindings, Screen[None]):
                         timeout=15)
 
     def _announce(self, event: Event) -> None:
+        """Toasts in the app's language by event kind (the catalogue's `screens.event.*`); what
+        the engine says in its own words (a failure's reason, a notice) stays as it came."""
+        lang = lang_of(self.app)
+        t = Texts(lang, "screens")
         if isinstance(event, CellFailed):
-            self.notify(f"{event.key.id} failed: {event.reason}  (f: details)",
+            self.notify(t("event.cell_failed", cell=event.key.id, reason=event.reason),
                         severity="error", timeout=8)
         elif isinstance(event, Notice) and event.level != "info":
             self.notify(event.message, severity=event.level, timeout=6)
         elif isinstance(event, RunControl) and event.message:
-            self.notify(event.message, timeout=4)
+            self.notify(event_said(lang, "control", event.action, event.message), timeout=4)
         elif isinstance(event, RunFinished):
             severity: SeverityLevel = "information" if event.status == "completed" else "warning"
-            sweep = "  d: what to deploy" if self._is_sweep() else ""
-            self.notify(f"run {self.state.status_label}: {event.done} done, {event.failed} failed"
-                        f" of {event.total}. r: report  c: charts{sweep}", severity=severity,
-                        timeout=10)
+            status = (t("header.paused") if self.state.paused and not self.state.finished
+                      else status_said(lang, self.state.status,
+                                       skipped=self.state.skipped_cells if self.state.skipped else 0))
+            self.notify(t("event.finished_sweep" if self._is_sweep() else "event.finished",
+                          status=status, done=event.done, failed=event.failed, total=event.total),
+                        severity=severity, timeout=10)
 
     def _check_runner(self) -> None:
         link = self.link
