@@ -84,3 +84,24 @@ async def test_the_run_screen_says_warmed_up_in_chinese(tmp_path: Path):
             assert words in text, text
             if lang == "zh":
                 assert "warmed up" not in text
+
+
+async def test_the_run_screens_own_toasts_are_in_chinese(tmp_path: Path):
+    """The run screen's own toasts, from the catalogue: `p` on a run opened read-only, `abort
+    requested` on one attached."""
+    from dspark_tui.tui.app import AttachTarget
+    from tests.tui.eventlog import write_run
+    from tests.tui.helpers import until_shown
+
+    run_dir = write_run(tmp_path / "results", stop_after=2, finish=False, live=True)
+    app = make_app(tmp_path, start=AttachTarget(run_dir, read_only=True), settings={"language": "zh"})
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await run_screen_shown(pilot, "单元 2/10")
+        await pilot.press("p")
+        text = await until_shown(pilot, app, "以只读方式打开")
+        assert "read-only" not in text
+    app = make_app(tmp_path, start=AttachTarget(run_dir), settings={"language": "zh"})
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await run_screen_shown(pilot, "单元 2/10")
+        await pilot.press("s")
+        await until_shown(pilot, app, "已请求跳过")
