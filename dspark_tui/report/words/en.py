@@ -438,7 +438,7 @@ WORDS: dict[str, str] = {
     "slo.left_out": "- {n} measurements have no per-request latencies here (another client, or a client that fell behind) and are left out.",
     "slo.one_session": "- {n} of {total} rows rest on one server session: their intervals cover the spread of requests within it, not how one server start differs from another (docs/statistics.md, Attainment); run `rounds >= 2`.",
     "slo.choices_heading": "### The choice under the SLO",
-    "slo.objective_goodput": "The plan's objective is goodput: each choice is the arm with the most requests a second meeting the SLO among those shown to meet it (a point estimate; the tie band's rule for K is not applied).",
+    "slo.objective_goodput": "The plan's objective is goodput: each choice is the arm with the most requests a second meeting the SLO among those shown to meet it; among K values the smallest K shown within the tie band of it, by goodput's own paired verdicts (each session's requests meeting the SLO a second, paired by round as Total tok/s is; `goodput_verdicts` in analysis.json).",
     "slo.choice_fastest": "- `{scenario}` c={c}: `{arm}` — the fastest arm, and it meets the SLO",
     "slo.choice_other": "- `{scenario}` c={c}: `{arm}` meets the SLO, {ratio} against the fastest, `{fastest}`, which {why}",
     "slo.fastest_fails": "fails it ({misses})",
