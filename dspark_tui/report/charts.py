@@ -52,6 +52,11 @@ class ChartData:
     tie_band: float | None = None  # shaded ±band around 0 (the margin chart), as a fraction
     columns: int = 3
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # The margin chart's reference, for a screen that words it in its own language: an arm's
+    # name, "" for each cell's chosen K (a K sweep), None for other charts; and the interval's
+    # level (None: one measurement a cell).
+    reference: str | None = None
+    level: float | None = None
 
     @property
     def file_name(self) -> str:
@@ -189,7 +194,8 @@ def margin_chart(analysis: RunAnalysis) -> ChartData | None:
         f"Margin over {over} (one measurement a cell: no interval)"
     return ChartData("margin", title,
                      "Concurrency (log2 scale)", tuple(panels), tuple(analysis.arms),
-                     tie_band=settings.tie_band)
+                     tie_band=settings.tie_band, reference="" if chosen else fixed,
+                     level=settings.level if banded else None)
 
 
 def _margin_of(a: str, ratio: float, low: float | None, high: float | None,

@@ -194,3 +194,22 @@ def test_arms_whose_lines_coincide_are_one_line_named_once():
                       log2_x=False)
     view = panel_view(chart, panel, "Acceptance", bands=False)
     assert [line.label for line in view.lines] == ["K=1, K=2", "K=3"]
+
+
+async def test_a_sweeps_margin_is_worded_in_chinese_on_a_zh_screen(tmp_path: Path):
+    """The margin chart's title, legend and axis from the catalogue in zh (the SVG's stay
+    English: one file serves both reports)."""
+    from tests.tui.k_sweep_dir import write_k_sweep
+
+    run_dir = write_k_sweep(tmp_path / "results")
+    app = make_app(tmp_path, settings={"language": "zh"})
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.push_screen(ChartScreen(run_dir))
+        await pilot.press("m", "m", "m")
+        text = await until_shown(pilot, app, "相对 各单元所选 K 的差距及其 95.0% 区间: chat")
+        await pilot.press("a")
+        text = await until_shown(pilot, app, "· K=0 相对 所选 K")
+        view = app.screen.query_one(RunChart)._shown
+        assert view.y_label == "Total tok/s 相对 所选 K 的差距 (%)"
+        assert [line.label for line in view.lines if line.label] == ["K=0 相对 所选 K"]
+        assert " over " not in text and "chosen" not in text

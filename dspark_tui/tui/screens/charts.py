@@ -29,7 +29,14 @@ from dspark_tui.results import load_run
 from dspark_tui.results.store import LoadedRun
 from dspark_tui.tui import safe
 from dspark_tui.tui.screens.loading import LoadingScreen
-from dspark_tui.tui.widgets.run_chart import METRICS, RunChart, curves, panel_view
+from dspark_tui.tui.widgets.run_chart import (
+    METRICS,
+    RunChart,
+    chart_title,
+    curves,
+    panel_view,
+    series_label,
+)
 from dspark_tui.tui.words import lang_of
 
 if TYPE_CHECKING:
@@ -206,13 +213,14 @@ class ChartScreen(LoadingScreen):
             self._empty(t("charts.no_margin" if margin else "charts.no_acceptance"), shown=True)
             self.query_one(RunChart).display = False
             return
-        title = f"{chart.title}: {scenario}" if margin else chart.title
+        lang = lang_of(self.app)
+        title = f"{chart_title(chart, lang)}: {scenario}" if margin else chart.title
         panel = panels[0]
         if margin and self.arm_index >= 0 and len(panel.series) > 1:
             # Six bands over one another read as none: one arm's margin and interval at a time.
             shown = panel.series[self.arm_index % len(panel.series)]
             panel = replace(panel, series=(shown,))
-            title = f"{title} · {shown.label}"
+            title = f"{title} · {series_label(chart, shown, lang)}"
         self._empty("", shown=False)
         # The acceptance band is the spread over cells: at 80x24 its dots hide the means.
         self.query_one(RunChart).show_view(panel_view(chart, panel, title, bands=margin,
