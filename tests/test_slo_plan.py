@@ -62,14 +62,15 @@ def test_a_bad_slo_is_one_line_naming_the_key(table: str, expected: str):
     assert "\n" not in message and message.startswith(expected), message
 
 
+@pytest.mark.slow  # a `dspark-tui` process
 def test_plan_check_prints_each_scenarios_limits(tmp_path):
     """`plan check` of a plan with [slo]: one line a scenario, its limits and the shares."""
-    import subprocess
-    import sys
+    from tests.cli import run_cli
 
     plan = tmp_path / "slo.toml"
     plan.write_text(BASE + "[slo]\ntpot_ms = 25\np99_ttft_ms = 800\n[slo.scenarios.rag]\ntpot_ms = 40\n")
-    out = subprocess.run([sys.executable, "-m", "dspark_tui", "plan", "check", str(plan)],
-                         capture_output=True, text=True, check=True).stdout.splitlines()
+    done = run_cli("plan", "check", str(plan))
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout.splitlines()
     assert "slo chat: TPOT ≤ 25 ms for 95% of requests, p99 TTFT ≤ 800 ms" in out
     assert "slo rag: TPOT ≤ 40 ms for 95% of requests, p99 TTFT ≤ 800 ms" in out

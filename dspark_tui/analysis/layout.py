@@ -247,12 +247,23 @@ def arm_ks(manifest: RunManifest, arms: list[str], compared_var: str | None,
 
 
 def manifest_k_values(manifest: RunManifest) -> dict[str, int] | None:
-    """The same from run.json alone, before any cell is read (a screen's quick check)."""
+    """The same from run.json alone, before any cell is read (a screen's quick check). A sweep
+    that carries adaptive-verification arms gives its fixed arms' K (the K axis the decision is
+    made over, as the layout's `fixed_k`); `manifest_adaptive_arms` names the others."""
     arms = manifest.arm_names()
-    var, _, values = compared_values(manifest, arms)
-    if var is None or not arms:
+    if not arms:
         return None
+    var, _, values = compared_values(manifest, arms)
+    if var is None:
+        split = adaptive_split(manifest, arms)
+        return split[0] if split is not None else None
     return _k_values(values)
+
+
+def manifest_adaptive_arms(manifest: RunManifest) -> list[str]:
+    """The adaptive-verification arms of a K sweep that carries them, from run.json alone."""
+    split = adaptive_split(manifest, manifest.arm_names())
+    return split[1] if split is not None else []
 
 
 def _k_values(arm_values: dict[str, str]) -> dict[str, int] | None:

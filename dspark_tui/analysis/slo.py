@@ -31,7 +31,7 @@ from dspark_tui.analysis.schedule import (
     schedule_of,
     traffic_weights,
 )
-from dspark_tui.analysis.verdicts import Settings, analyse_measurements
+from dspark_tui.analysis.verdicts import RunVerdicts, Settings, analyse_measurements
 from dspark_tui.model import CellResult
 from dspark_tui.model.slo import Limit, Slo
 from dspark_tui.model.traffic import TrafficMix
@@ -279,6 +279,8 @@ class SloAnswer:
     k_of: dict[str, int] | None
     schedule: SloSchedule | None = None
     latency: list[LatencyVerdict] = field(default_factory=list)
+    # Goodput per pair of arms and cell, paired by round as throughput is (goodput_verdicts).
+    goodput: RunVerdicts | None = None
     verdict_level: float = 0.95  # the latency verdicts' per-look level (the throughput verdicts')
     tie_band: float = 0.02
 
@@ -305,6 +307,11 @@ class SloAnswer:
                          "a": v.a, "b": v.b, "ratio": _r(v.ratio), "low": _r(v.low),
                          "high": _r(v.high), "verdict": str(v.verdict), "lower": v.lower}
                         for v in self.latency],
+            "goodput_verdicts": [] if self.goodput is None else [
+                {"scenario": g.scenario, "concurrency": g.concurrency, "a": g.a, "b": g.b,
+                 "ratio": _r(g.ratio), "low": _r(g.ci_low), "high": _r(g.ci_high),
+                 "verdict": str(g.verdict), "higher": g.winner}
+                for g in self.goodput.pairs],
             "best_fixed": None if self.single is None else {
                 "arm": self.single.arm, "candidates": self.single.candidates,
                 "fastest_without_slo": self.single.fastest,
@@ -357,12 +364,16 @@ def _slo_answer(analysis: RunAnalysis) -> SloAnswer | None:
     for c in cells:
         by_cell.setdefault(c.key, {})[c.arm] = c
     band_floor = analysis.band.floor
+    goodput = (goodput_verdicts(run, slo, measurements_of(run), analysis.arms, verdicts.settings)
+               if verdicts is not None else None)
     choices = [choice for key, arms in sorted(by_cell.items())
-               if (choice := _choose(analysis, key, arms, k_of, band_floor, slo.objective)) is not None]
+               if (choice := _choose(analysis, key, arms, k_of, band_floor, slo.objective,
+                                     goodput)) is not None]
     traffic = _traffic_of(run)
     weights = traffic_weights(sorted(by_cell), traffic, {})
     single = _single(by_cell, weights, analysis.arms, slo.objective)
-    answer = SloAnswer(slo=slo, alpha=alpha, cells=cells, choices=choices, single=single, k_of=k_of)
+    answer = SloAnswer(slo=slo, alpha=alpha, cells=cells, choices=choices, single=single, k_of=k_of,
+                       goodput=goodput)
     answer.schedule = slo_schedule(analysis, answer)
     if verdicts is not None:
         answer.verdict_level, answer.tie_band = verdicts.settings.level, verdicts.settings.tie_band
@@ -383,9 +394,11 @@ def _traffic_of(run: LoadedRun) -> TrafficMix | None:
 
 
 def _choose(analysis: RunAnalysis, key: CellId, arms: dict[str, SloCell], k_of: dict[str, int] | None,
-            floor: float, objective: str = "throughput") -> SloChoice | None:
-    """The fastest arm shown to meet the SLO (by Total tok/s, the K decision's rule among K
-    values; by goodput, the highest point estimate, when the plan's objective is goodput)."""
+            floor: float, objective: str = "throughput",
+            goodput_pairs: RunVerdicts | None = None) -> SloChoice | None:
+    """The fastest arm shown to meet the SLO: by Total tok/s, or by goodput when the plan's
+    objective is goodput; among K values the K decision's rule (the smallest K shown within
+    the tie band of the top), on the paired verdicts of the objective's measure."""
     measured = {arm: c for arm, c in arms.items() if c.throughput is not None}
     if not measured:
         return None
@@ -400,11 +413,12 @@ def _choose(analysis: RunAnalysis, key: CellId, arms: dict[str, SloCell], k_of: 
     if meeting:
         top = max(meeting, key=lambda a: speed[a])
         choice = top
-        if not goodput and k_of is not None and all(a in k_of for a in meeting) and verdicts is not None:
+        paired = goodput_pairs if goodput else verdicts
+        if k_of is not None and all(a in k_of for a in meeting) and paired is not None:
             # The K decision's rule among the arms that meet the SLO: the smallest K shown
-            # within the tie band of the fastest of them.
+            # within the tie band of the top of them (by Total tok/s or by goodput).
             for arm in sorted(meeting, key=lambda a: k_of[a]):
-                ratio = ratio_between(verdicts, key[0], key[1], arm, top)
+                ratio = ratio_between(paired, key[0], key[1], arm, top)
                 if arm == top or (ratio is not None and ratio.has_interval and ratio.lower >= floor):
                     choice = arm
                     break
@@ -503,6 +517,33 @@ def slo_schedule(analysis: RunAnalysis, answer: SloAnswer) -> SloSchedule | None
     method, _ = method_for(plan)
     return SloSchedule(schedule=schedule, config=schedule_config(schedule, method, plan),
                        without_k=without)
+
+
+# -- goodput verdicts, paired by round -------------------------------------------------------------
+
+def goodput_verdicts(run: LoadedRun, slo: Slo, measurements: Sequence[CellResult],
+                     arms: Sequence[str], settings: Settings) -> RunVerdicts:
+    """Goodput compared as throughput is (docs/decision.md, "Under an SLO"): each measurement's
+    requests meeting the SLO over its duration, put in the place of its Total tok/s and run
+    through the throughput verdicts' analysis, so the pairing by round (the arms' sessions of
+    one round against each other), the tie band and the per-look level are the same. A
+    measurement with no request meeting the SLO counts half a request (a log ratio needs a
+    positive rate; it is then far below any arm that meets it, as it should be). Measurements
+    without per-request data or whose client fell behind give none, as for attainment."""
+    rated = []
+    for m in measurements:
+        if not m.ok or m.client_behind:
+            continue
+        raw = _raw_of(run, m)
+        if raw is None or raw[1] <= 0:
+            continue
+        requests, seconds = raw
+        limits = slo.limits_for(m.scenario)
+        hits = sum(1 for r in requests
+                   if all(_meets(request_values(r), lim, r.ok) for lim in limits))
+        metrics = m.metrics.model_copy(update={"total_throughput": max(hits, 0.5) / seconds})
+        rated.append(m.model_copy(update={"metrics": metrics}))
+    return analyse_measurements(rated, list(arms), settings)
 
 
 # -- latency verdicts, paired by round -------------------------------------------------------------

@@ -617,15 +617,27 @@ def group_verdict(verdicts: RunVerdicts, keys: Iterable[tuple[str, int]], a: str
                         verdict, winner)
 
 
-def best_arm_line(verdicts: RunVerdicts) -> str:
-    """History's one-line answer: the arm that beats every other arm in the most cells, by the
-    verdicts (`st=5 3/5`: wins 3 of 5 compared cells), `tie 4/5` when most cells are ties,
-    `—` when nothing is compared. Single measurements count by the seed's rule (band)."""
+@dataclass(frozen=True)
+class BestArm:
+    """History's one-line answer, in parts a screen words in its language: `arm` beats every
+    other arm in `n` of `total` compared cells; `tie`: `n` cells are ties; `unsure`: no cell has
+    a winner and none is a tie, `n` (= `total`) cells undecided; `none`: nothing compared."""
+
+    kind: str  # "arm" | "tie" | "unsure" | "none"
+    arm: str | None
+    n: int
+    total: int
+
+
+def best_arm(verdicts: RunVerdicts) -> BestArm:
+    """The arm that beats every other arm in the most cells, by the verdicts (wins 3 of 5
+    compared cells), a tie when most cells are ties, every cell unsure when none has a winner
+    or is a tie. Single measurements count by the seed's rule (band)."""
     by_cell: dict[tuple[str, int], list[PairResult]] = {}
     for pair in verdicts.pairs:
         by_cell.setdefault(pair.key, []).append(pair)
     if not by_cell:
-        return "—"
+        return BestArm("none", None, 0, 0)
     wins: dict[str, int] = {}
     ties = 0
     for pairs in by_cell.values():
@@ -638,12 +650,13 @@ def best_arm_line(verdicts: RunVerdicts) -> str:
             wins[top[0]] = wins.get(top[0], 0) + 1
         elif all(p.verdict == TIE for p in pairs):
             ties += 1
+    total = len(by_cell)
     if not wins and ties == 0:
-        return f"unsure 0/{len(by_cell)}"
+        return BestArm("unsure", None, total, total)
     leader = max(sorted(wins), key=lambda arm: wins[arm]) if wins else None
     if leader is None or ties > wins[leader]:
-        return f"tie {ties}/{len(by_cell)}"
-    return f"{leader} {wins[leader]}/{len(by_cell)}"
+        return BestArm("tie", None, ties, total)
+    return BestArm("arm", leader, wins[leader], total)
 
 
 # -- the runner's question ------------------------------------------------------------------

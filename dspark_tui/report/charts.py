@@ -52,6 +52,11 @@ class ChartData:
     tie_band: float | None = None  # shaded ±band around 0 (the margin chart), as a fraction
     columns: int = 3
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # The margin chart's reference, for a screen that words it in its own language: an arm's
+    # name, "" for each cell's chosen K (a K sweep), None for other charts; and the interval's
+    # level (None: one measurement a cell).
+    reference: str | None = None
+    level: float | None = None
 
     @property
     def file_name(self) -> str:
@@ -118,7 +123,8 @@ def latency_chart(analysis: RunAnalysis) -> ChartData | None:
 
 
 def reference_arm(analysis: RunAnalysis) -> str:
-    """What the margins are measured against: the K = 0 arm of a sweep, else the first arm."""
+    """What the margins are measured against without a sweep's choice: the K = 0 arm of a
+    sweep, else the first arm."""
     k_of = manifest_k_values(analysis.run.manifest)
     if k_of:
         zero = [arm for arm, k in k_of.items() if k == 0 and arm in analysis.arms]
@@ -127,46 +133,69 @@ def reference_arm(analysis: RunAnalysis) -> str:
     return analysis.arms[0]
 
 
+def chosen_arms(analysis: RunAnalysis) -> dict[tuple[str, int], str]:
+    """A K sweep's chosen K per cell, as the decision chose it (analysis/decision.py: the
+    smallest K shown within the tie band of the cell's top), by arm name; empty when the run is
+    no sweep or chose nothing."""
+    from dspark_tui.analysis.decision import decide_k
+
+    decision = decide_k(analysis)
+    if decision is None:
+        return {}
+    arm_of = decision.arm_of
+    return {choice.key: arm_of[choice.k] for choice in decision.choices if choice.k in arm_of}
+
+
 def margin_chart(analysis: RunAnalysis) -> ChartData | None:
-    """Each other arm's margin over the reference arm (B over A with two arms), in percent, with
-    the interval of the paired analysis the verdicts rest on (analysis/verdicts.py) as a band and
-    the tie band shaded. Cells measured once have a point and no band."""
+    """Each arm's margin over the reference in percent, with the interval of the paired
+    analysis the verdicts rest on (analysis/verdicts.py) as a band and the tie band shaded.
+    A K sweep that chose a K per cell is drawn against the cell's chosen K (the K the report
+    deploys there: each other K's margin is what choosing it instead would give or cost; the
+    chosen K's own point is 0); any other run against one arm (B over A with two arms, K = 0
+    of a sweep without choices). Cells measured once have a point and no band."""
     verdicts = analysis.verdicts
     if verdicts is None or len(analysis.arms) < 2:
         return None
-    reference = reference_arm(analysis)
+    chosen = chosen_arms(analysis)
+    fixed = reference_arm(analysis)
+    said = "the chosen K" if chosen else fixed
     panels = []
     for shape in analysis.layout.scenarios:
         series = []
         for arm in analysis.arms:
-            if arm == reference:
-                continue
-            points = []
+            points: list[tuple[int, float, float | None, float | None]] = []
             for concurrency in sorted(shape.concurrencies):
+                reference = chosen.get((shape.name, concurrency), fixed) if chosen else fixed
+                if arm == reference:
+                    if chosen and (shape.name, concurrency) in chosen:
+                        points.append((concurrency, 0.0, 0.0, 0.0))  # the reference itself
+                    continue
                 pair = verdicts.pair(shape.name, concurrency, reference, arm)
                 if pair is None:
                     continue
                 points.append((concurrency, *_margin_of(pair.a, pair.ratio, pair.ci_low, pair.ci_high, arm)))
-            if not points:
-                continue
+            if not points or all(p[1:] == (0.0, 0.0, 0.0) for p in points):
+                continue  # the reference in every cell it has: a line at 0 says nothing
             banded = all(low is not None and high is not None for _, _, low, high in points)
             series.append(Series(
-                arm, f"{arm} over {reference}", tuple(float(p[0]) for p in points),
+                arm, f"{arm} over {said}", tuple(float(p[0]) for p in points),
                 tuple(p[1] for p in points),
                 tuple(float(p[2]) for p in points) if banded else None,  # type: ignore[arg-type]
                 tuple(float(p[3]) for p in points) if banded else None,  # type: ignore[arg-type]
             ))
         if series:
-            panels.append(Panel(shape.name, f"Total tok/s margin over {reference} (%)", tuple(series)))
+            panels.append(Panel(shape.name, f"Total tok/s margin over {said} (%)", tuple(series)))
     if not panels:
         return None
     settings = verdicts.settings
     banded = any(s.low is not None for p in panels for s in p.series)
-    title = f"Margin over {reference}, with its {settings.level * 100:.1f}% interval" if banded else \
-        f"Margin over {reference} (one measurement a cell: no interval)"
+    over = "each cell's chosen K" if chosen else fixed
+    title = f"Margin over {over}, with its {settings.level * 100:.1f}% interval" if banded else \
+        f"Margin over {over} (one measurement a cell: no interval)"
     return ChartData("margin", title,
                      "Concurrency (log2 scale)", tuple(panels), tuple(analysis.arms),
-                     tie_band=settings.tie_band)
+                     tie_band=settings.tie_band, reference="" if chosen else fixed,
+                     level=settings.level if banded else None)
 
 
 def _margin_of(a: str, ratio: float, low: float | None, high: float | None,

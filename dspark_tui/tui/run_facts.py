@@ -13,17 +13,19 @@ from pathlib import Path
 from dspark_tui.results import load_run
 from dspark_tui.results.store import LoadedRun
 
-# History's best-arm column for a run that stopped early or lacks arms: no arm is "best" of a
-# comparison that did not happen. A whole run with failed cells keeps its best arm, marked.
-INCOMPLETE = "incomplete"
+# History's best-arm column for a run that stopped early or lacks arms is `incomplete` (in the
+# app's language): no arm is "best" of a comparison that did not happen. A whole run with
+# failed cells keeps its best arm, marked.
 FAILED_MARK = " !"
 
 
 @dataclass(frozen=True)
 class RunFacts:
-    # `st=5 10/18`, `tie 4/5`, `—`, `incomplete`, `st=5 9/18 !` (failed cells); a K sweep's
-    # answer: `K=6 ✓` (decided), `K=2–6 ?2/9` (a schedule's K span; 2 of 9 cells unsure),
-    # `K=6 ≈` (single measurements: point estimates); symbols, as 11 columns hold no zh words
+    # `st=5 10/18` (wins 10 of 18 cells), `tie 4/5`, `unsure 5/5` (no cell has a winner),
+    # `—`, `incomplete`, `st=5 9/18 !` (failed cells); a K sweep's answer: `K=6 ✓` (decided),
+    # `K=2–6 ?2/9` (a schedule's K span; 2 of 9 cells unsure), `K=6 ≈` (single measurements:
+    # point estimates); a `--verify` run's result: `verified ✓`, `collapse ✗` …; in the app's
+    # language, within the column's 11 cells (screens.history.best_*)
     best: str
     cells_ok: int
     skipped: int  # cells the user skipped (and none of whose measurements failed)
@@ -52,16 +54,54 @@ def best_column(run: LoadedRun, lang: str = "en") -> str:
     in an otherwise whole run → the best arm marked ` !` (which cells: the report's first
     line). A K sweep's best arm is its answer, as the decision view gives it: the schedule's K
     and whether it is decided (no arm "beats every other" in a sweep's cells, where
-    neighbouring K tie: the verdicts' line would read `unsure 0/5`)."""
+    neighbouring K tie). A `--verify` run's is what the verification found (no arm of it is a
+    K of a sweep, and the schedule against its fixed K is the question it asks)."""
     from dspark_tui.analysis.completeness import completeness
-    from dspark_tui.analysis.verdicts import best_arm_line
-    from dspark_tui.report.outputs import run_verdicts
+    from dspark_tui.report.words import Texts
 
     found = completeness(run)
     if found.stopped or (found.status == "completed" and found.missing_arms):
-        return INCOMPLETE
-    best = k_sweep_answer(run, lang) or best_arm_line(run_verdicts(run))
+        return Texts(lang, "screens")("history.best_incomplete")
+    best = verification_answer(run, lang) or k_sweep_answer(run, lang) or best_arm_said(run, lang)
     return best + FAILED_MARK if found.failed else best
+
+
+def best_arm_said(run: LoadedRun, lang: str = "en") -> str:
+    """`st=5 3/5` (beats every other arm in 3 of 5 compared cells), `tie 4/5`, `unsure 5/5`
+    (no cell has a winner and none is a tie: all 5 undecided), `—` (nothing compared)."""
+    from dspark_tui.analysis.verdicts import best_arm
+    from dspark_tui.report.outputs import run_verdicts
+    from dspark_tui.report.words import Texts
+
+    best = best_arm(run_verdicts(run))
+    if best.kind == "none":
+        return "—"
+    if best.kind == "arm":
+        return f"{best.arm} {best.n}/{best.total}"
+    return Texts(lang, "screens")(f"history.best_{best.kind}", n=best.n, total=best.total)
+
+
+# What a `--verify` run found (analysis/verification.py's outcome; a collapse at a boundary
+# first, as the run's schedule.json lists it first among the reasons not to deploy).
+VERIFY_OUTCOMES = ("confirmed", "no_gain", "refuted", "unsure", "single")
+
+
+def verification_answer(run: LoadedRun, lang: str = "en") -> str | None:
+    """`verified ✓`, `collapse ✗`, `no gain =`, `refuted ✗`, `unsure ?`, `single ≈`; None
+    unless run.json says the run verifies a sweep and it has verdicts."""
+    if run.manifest.verification is None:
+        return None  # cheap: from run.json
+    from dspark_tui.analysis.analysis import analyse
+    from dspark_tui.analysis.verification import verification_of
+    from dspark_tui.report.words import Texts
+
+    result = verification_of(analyse(run))
+    if result is None:
+        return None
+    t = Texts(lang, "screens")
+    if result.collapses:
+        return t("history.verify.collapse")
+    return t(f"history.verify.{result.outcome}")
 
 
 def k_sweep_answer(run: LoadedRun, lang: str = "en") -> str | None:

@@ -8,12 +8,14 @@ fallback for a binding the catalogue does not know (Textual's own, say).
 from __future__ import annotations
 
 import dataclasses
+import functools
+import re
 from typing import TYPE_CHECKING, Any, get_args
 
 from textual.binding import ActiveBinding, Binding
 
 from dspark_tui.model.events import RunStatus, ServerState
-from dspark_tui.report.words import LANGS, Texts
+from dspark_tui.report.words import CATALOGUE, LANGS, Texts
 from dspark_tui.stats.paired import Verdict
 
 if TYPE_CHECKING:
@@ -88,3 +90,42 @@ class SaidBindings:
             binding = said(binding, lang)
             shown[key] = ActiveBinding(node, binding, enabled, binding.tooltip if tooltip else tooltip)
         return shown
+
+
+# -- the engine's event lines ----------------------------------------------------------------
+# The runner writes its event messages in English (events.jsonl is read by tools and by either
+# language's screens). A screen words them by event kind: `screens.event.<kind>.<state or
+# action>.<name>` holds each sentence the engine emits, its English exactly as the engine
+# writes it (tests/tui/test_event_words.py holds the two together), its fields in braces. A
+# message that matches none (a failure's reason, a command line, a server's own words) is
+# shown as it came.
+_EVENT_PREFIX = "screens.event."
+
+
+def _pattern(template: str) -> re.Pattern[str]:
+    parts = re.split(r"\{(\w+)\}", template)
+    regex = "".join(re.escape(part) if i % 2 == 0 else f"(?P<{part}>.+?)" for i, part in enumerate(parts))
+    return re.compile(f"{regex}$")
+
+
+@functools.cache
+def _event_templates(kind: str, what: str) -> list[tuple[str, re.Pattern[str]]]:
+    """(catalogue key, pattern of its English) for one kind and state/action, the longest
+    literal first (`external server {url}` before `{url} pid {pid}`)."""
+    prefix = f"{_EVENT_PREFIX}{kind}.{what}."
+    found = [(key[len("screens."):], template) for key, template in CATALOGUE["en"].items()
+             if key.startswith(prefix)]
+    found.sort(key=lambda item: -len(re.sub(r"\{\w+\}", "", item[1])))
+    return [(key, _pattern(template)) for key, template in found]
+
+
+def event_said(lang: str, kind: str, what: str, message: str) -> str:
+    """An engine message of one event kind (`server`: ServerStateChanged by its state;
+    `control`: RunControl by its action) in `lang`; as it came when the catalogue lacks it."""
+    if lang == "en" or not message:
+        return message
+    for key, pattern in _event_templates(kind, what):
+        match = pattern.match(message)
+        if match is not None:
+            return Texts(lang, "screens")(key, **match.groupdict())
+    return message

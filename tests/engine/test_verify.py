@@ -38,29 +38,35 @@ def test_the_plan_runs_the_schedule_against_the_best_fixed_k(tmp_path: Path):
     sweep = sweep_dir(tmp_path / "sweep")
     saved = json.loads((sweep / "schedule.json").read_text())
     recommendation = read_recommendation(sweep)
-    assert recommendation.fixed_k == saved["single_best_k"]["k"]
-    assert recommendation.ranges == saved["num_speculative_tokens_per_batch_size"]
+    # The builder's model (tests/report/k_sweep_builders.py) on this grid and traffic: K=6 at
+    # small batches down to K=0 at the largest, K=3 the best single K.
+    assert recommendation.fixed_k == saved["single_best_k"]["k"] == 3
+    assert recommendation.ranges == saved["num_speculative_tokens_per_batch_size"] == [
+        [1, 7, 6], [8, 31, 5], [32, 87, 2], [88, 256, 0]]
     plan = parse_plan(plan_text(KS, GRID, traffic=TRAFFIC))
     verifying = verification_plan(plan, recommendation)
-    fixed = f"K={recommendation.fixed_k}"
     # The schedule, the best fixed K, then the K on each side of every boundary (the check at
-    # the boundaries, below).
-    sides = [f"K={k}" for k in sorted({k for _, _, k in recommendation.ranges})
-             if k != recommendation.fixed_k]
-    assert [arm.name for arm in verifying.arms] == [SCHEDULE_ARM, fixed, *sides]
-    # Same grid, rounds and traffic as the plan, with the boundary probes added to its scenario.
-    probes = boundary_probes(recommendation.ranges)
-    assert probes
+    # the boundaries, below), written out: not derived from the code under test.
+    assert [arm.name for arm in verifying.arms] == ["schedule", "K=3", "K=0", "K=2", "K=5", "K=6"]
+    assert SCHEDULE_ARM == "schedule"
+    # Same grid, rounds and traffic as the plan, with the boundary probes added to its scenario:
+    # each boundary's last batch and the next (7|8, 31|32, 87|88) and the geometric midpoint
+    # of each range between two boundaries (√(8·31) ≈ 16, √(32·87) ≈ 53).
+    assert boundary_probes(recommendation.ranges) == [7, 8, 16, 31, 32, 53, 87, 88]
     (scenario,) = verifying.scenarios
-    assert scenario.concurrencies == sorted({*plan.scenarios[0].concurrencies, *probes})
+    assert scenario.concurrencies == [1, 4, 7, 8, 16, 31, 32, 53, 64, 87, 88, 128]
     assert scenario.model_copy(update={"concurrencies": plan.scenarios[0].concurrencies}) \
         == plan.scenarios[0]
     assert verifying.bench == plan.bench and verifying.traffic == plan.traffic
-    # Schedule and best fixed K run every cell; each boundary K only its boundary's probes.
-    assert verifying.arm(SCHEDULE_ARM).cells is None and verifying.arm(fixed).cells is None
-    for side in sides:
-        k = verifying.arm(side).cells
-        assert k is not None and k == {scenario.name: probes_of(recommendation.ranges, int(side[2:]))}
+    # Schedule and best fixed K run every cell; each boundary K only its boundaries' probes.
+    assert {arm.name: arm.cells for arm in verifying.arms} == {
+        "schedule": None, "K=3": None,
+        "K=6": {"chat": [7, 8]},
+        "K=5": {"chat": [7, 8, 16, 31, 32]},
+        "K=2": {"chat": [16, 31, 32, 53, 87, 88]},
+        "K=0": {"chat": [53, 87, 88]},
+    }
+    fixed = "K=3"
     schedule_argv = verifying.server_argv(verifying.arm(SCHEDULE_ARM))
     fixed_argv = verifying.server_argv(verifying.arm(fixed))
     for argv in (schedule_argv, fixed_argv):
@@ -68,8 +74,7 @@ def test_the_plan_runs_the_schedule_against_the_best_fixed_k(tmp_path: Path):
     schedule_config = json.loads(schedule_argv[schedule_argv.index("--speculative-config") + 1])
     assert schedule_config == saved["speculative_config"]
     fixed_config = json.loads(fixed_argv[fixed_argv.index("--speculative-config") + 1])
-    assert fixed_config == {"method": schedule_config["method"],
-                            "num_speculative_tokens": recommendation.fixed_k}
+    assert fixed_config == {"method": schedule_config["method"], "num_speculative_tokens": 3}
 
 
 def test_a_best_fixed_k_of_0_starts_without_any_speculative_flag(tmp_path: Path):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dspark_tui.engine.run.verify import boundary_probes, probes_of
 from dspark_tui.results import load_run
 from tests.engine.helpers import headless_run, write_sim_plan
 
@@ -34,15 +33,24 @@ def test_verify_reruns_the_schedule_against_the_best_fixed_k(tmp_path: Path):
     assert record is not None and record.sweep == str(sweep.resolve())
     assert record.schedule == saved["num_speculative_tokens_per_batch_size"]
     # The schedule, the best fixed K, then the K on each side of a boundary; the grid plus the
-    # boundaries' probes (docs/decision.md, "At the schedule's boundaries").
-    sides = [f"K={k}" for k in sorted({k for _, _, k in record.schedule}) if k != fixed_k]
-    arms = ["schedule", f"K={fixed_k}", *(sides if len(record.schedule) > 1 else [])]
+    # boundaries' probes (docs/decision.md, "At the schedule's boundaries"). Expected by the
+    # rule as the docs state it, not by engine/run/verify.py's functions: two concurrencies
+    # make at most two ranges, so at most one boundary, between its last batch h and h + 1,
+    # whose probes are h and h + 1 (no range lies between two boundaries: no midpoint).
+    assert len(record.schedule) in (1, 2), record.schedule
+    if len(record.schedule) == 1:
+        arms, probes = ["schedule", f"K={fixed_k}"], []
+    else:
+        (_, h, k_low), (_, _, k_high) = sorted(record.schedule)
+        probes = [h, h + 1]
+        arms = ["schedule", f"K={fixed_k}",
+                *(f"K={k}" for k in sorted({k_low, k_high}) if k != fixed_k)]
     assert run.manifest.arm_names() == arms
-    assert record.probes == [c for c in boundary_probes(record.schedule) if c not in (1, 64)]
-    # The schedule and the best fixed K on every cell, each other K on its boundaries' probes.
+    assert record.probes == [c for c in probes if c not in (1, 64)]
+    # The schedule and the best fixed K on every cell, each other K on the boundary's probes.
     assert {(c.arm, c.concurrency) for c in run.ok_cells()} == {
-        *((arm, c) for arm in arms[:2] for c in (1, 64, *record.probes)),
-        *((arm, c) for arm in arms[2:] for c in probes_of(record.schedule, int(arm[2:])))}
+        *((arm, c) for arm in arms[:2] for c in {1, 64, *probes}),
+        *((arm, c) for arm in arms[2:] for c in probes)}
     # The schedule arm's server took the sweep's schedule (the simulator logs it as vLLM does);
     # the fixed arm's ran one K.
     schedule_log = next((run_dir / "logs").glob("server-schedule-*.log")).read_text()

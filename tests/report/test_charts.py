@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from dspark_tui.analysis.analysis import analyse
+from dspark_tui.analysis.decision import decide_k
 from dspark_tui.report.chart_drawing import arm_colours, chart_svg
 from dspark_tui.report.charts import acceptance_chart, chart_data, margin_chart, throughput_chart
 from dspark_tui.report.outputs import write_outputs
@@ -48,7 +49,8 @@ def test_write_outputs_draws_every_chart_and_both_reports_link_them(tmp_path: Pa
     assert "Concurrency (log2 scale)" in texts and "Total tok/s (tokens/s)" in texts
     assert {"chat", "rag"} <= set(texts) and {f"K={k}" for k in KS} <= set(texts)  # panels, legend
     margin = _svg_texts(tmp_path / "run" / "charts" / "margin.svg")
-    assert "tie band ±2%" in margin and "K=3 over K=0" in margin
+    assert "tie band ±2%" in margin and "K=3 over the chosen K" in margin
+    assert "Margin over each cell's chosen K, with its 95.0% interval" in margin
 
 
 def test_the_charts_setting_off_draws_none_and_the_reports_link_none(tmp_path: Path):
@@ -72,15 +74,25 @@ def test_the_charts_points_are_the_runs_numbers(tmp_path: Path):
                       if m.arm == series.arm and m.scenario == panel.title and m.concurrency == c]
                 assert y == pytest.approx(sum(ok) / len(ok))  # the core table's mean
 
+    # A K sweep's margins are against the K it chose in each cell, not against K = 0: what
+    # choosing another K there would give or cost (issue 23).
     margin = margin_chart(analysis)
     assert margin is not None and margin.tie_band == 0.02
+    assert margin.title == "Margin over each cell's chosen K, with its 95.0% interval"
+    chosen = {c.key: c.k for c in decide_k(analysis).choices}
+    assert chosen[("chat", 16)] == 5 and chosen[("chat", 64)] == 2  # the model's, in SWEEP
     series = next(s for s in margin.panels[0].series if s.arm == "K=3")
-    assert series.label == "K=3 over K=0" and series.low is not None and series.high is not None
-    pair = analysis.verdicts.pair("chat", 16, "K=0", "K=3")
-    i = series.x.index(16.0)
-    ratio = pair.ratio if pair.b == "K=3" else 1 / pair.ratio
-    assert series.y[i] == pytest.approx((ratio - 1) * 100)
-    assert series.low[i] < series.y[i] < series.high[i]  # the verdicts' own interval
+    assert series.label == "K=3 over the chosen K" and series.low is not None and series.high is not None
+    assert margin.panels[0].y_label == "Total tok/s margin over the chosen K (%)"
+    for c, reference in ((16, "K=5"), (64, "K=2")):
+        pair = analysis.verdicts.pair("chat", c, reference, "K=3")
+        i = series.x.index(float(c))
+        ratio = pair.ratio if pair.b == "K=3" else 1 / pair.ratio
+        assert series.y[i] == pytest.approx((ratio - 1) * 100)
+        assert series.low[i] < series.y[i] < series.high[i]  # the verdicts' own interval
+    # The chosen K's own point is 0 where it is chosen, its margin over the choice elsewhere.
+    k5 = next(s for s in margin.panels[0].series if s.arm == "K=5")
+    assert k5.y[k5.x.index(16.0)] == 0.0 and k5.y[k5.x.index(64.0)] < 0
 
     acceptance = acceptance_chart(analysis)
     assert acceptance is not None

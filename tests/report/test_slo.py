@@ -45,19 +45,35 @@ SLO = "\n[slo]\np90_tpot_ms = 7.0\n"
 PROFILE = "chat=0.1,code=0.97,math=0.97,structured=0.97,summarisation=0.97"
 
 
+# A run whose client fell behind the simulator in some measurement (model/client_health.py:
+# its loop late and its reads bursty, a box starved of CPU) has no latency from it, by the
+# tool's own rule, and its cell may have none at all (`no_data`: seen once at load 4). Such a
+# run measured the box, not the SLO: it is run again, up to ATTEMPTS times, and the checks
+# below are made, unchanged, on the first run whose client kept up in every measurement.
+ATTEMPTS = 3
+
+
 @pytest.fixture(scope="module")
 def slo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from dspark_tui.engine.run.runner import Runner, prepare_run
     from dspark_tui.model import load_plan
 
-    folder = tmp_path_factory.mktemp("slo")
-    text = sim_plan_text(free_port(), "--accept-profile", PROFILE, "--draft-step-s", "0.0008",
-                         arms=(0, 1, 3), speed=1, warmup=2, cells=CELLS, rounds=2) + SLO
-    (folder / "plan.toml").write_text(text)
-    plan = load_plan(folder / "plan.toml")
-    runner = Runner(plan, prepare_run(plan, folder / "results"), gpu=None)
-    assert asyncio.run(runner.run()) == "completed"
-    return runner.store.path
+    behind: list[list[str]] = []
+    for attempt in range(1, ATTEMPTS + 1):
+        folder = tmp_path_factory.mktemp(f"slo{attempt}")
+        text = sim_plan_text(free_port(), "--accept-profile", PROFILE, "--draft-step-s", "0.0008",
+                             arms=(0, 1, 3), speed=1, warmup=2, cells=CELLS, rounds=2) + SLO
+        (folder / "plan.toml").write_text(text)
+        plan = load_plan(folder / "plan.toml")
+        runner = Runner(plan, prepare_run(plan, folder / "results"), gpu=None)
+        assert asyncio.run(runner.run()) == "completed"
+        late = [f"{m.key.id} r{m.round}" for m in load_run(runner.store.path).measurements
+                if m.client_behind]
+        if not late:
+            return runner.store.path
+        behind.append(late)
+    pytest.fail(f"the client fell behind the simulator in each of {ATTEMPTS} runs (the box is "
+                f"too busy to measure latency): {behind}")
 
 
 def schedule_words(lang: str) -> str:
@@ -140,9 +156,22 @@ def test_without_slo_the_outputs_are_as_before(slo_run: Path, tmp_path: Path):
     (copy / "run.json").write_text(json.dumps(manifest))
     with_slo, without = load_run(slo_run), load_run(copy)
     assert "slo" not in json.loads(analysis_json(without))
-    for lang in ("en", "zh"):
+    for lang, heading in (("en", "## Under the SLO"), ("zh", "## SLO 约束下")):
         plain = render_report(without, lang, charts=[]).replace(str(copy), str(slo_run))
         full = render_report(with_slo, lang, charts=[])
-        assert "SLO" not in plain
-        kept = [line for line in full.splitlines() if "SLO" not in line]
-        assert all(line in kept for line in plain.splitlines())
+        assert "SLO" not in plain and heading in full
+        # Both ways: the report with [slo] is the one without plus its SLO section and its
+        # SLO lines, in the same order; nothing of the plain report lost, nothing else added.
+        assert without_slo(full, heading) == plain.splitlines()
+
+
+def without_slo(report: str, heading: str) -> list[str]:
+    """The report's lines outside its SLO section (`heading` to the next `## `) that do not
+    name the SLO."""
+    kept, inside = [], False
+    for line in report.splitlines():
+        if line.startswith("## "):
+            inside = line == heading
+        if not inside and "SLO" not in line:
+            kept.append(line)
+    return kept

@@ -20,7 +20,8 @@ from dspark_tui.analysis.analysis import analyse
 from dspark_tui.analysis.slo import slo_answer
 from dspark_tui.model import CellResult, ClientMetrics, Provenance, parse_plan
 from dspark_tui.results import RunStore, load_run, manifest_for_plan
-from dspark_tui.results.native_raw import NativeRaw, RequestTiming, write_native_raw
+from dspark_tui.results.native_raw import NativeRaw, RequestTiming, read_native_raw, write_native_raw
+from dspark_tui.results.store import LoadedRun
 from tests.closed_loop import closed_loop as model_loop
 
 KS = (0, 1, 3, 6)
@@ -68,10 +69,12 @@ objective = "{objective}"
 """
 
 
-@pytest.mark.parametrize("objective", ["throughput", "goodput"])
-def test_the_choice_under_the_slo_is_the_models_optimum(tmp_path: Path, objective: str):
-    """By Total tok/s, and by goodput (requests a second meeting the SLO: the model's request
-    rate times its share), the plan's objective."""
+Truth = dict[tuple[int, int], tuple[float, float]]
+
+
+def virtual_run(tmp_path: Path, objective: str) -> tuple[LoadedRun, Truth]:
+    """The run on disk (raw files) and in memory, and the model's truth per (K, c): (Total
+    tok/s or goodput, the share under the limit)."""
     plan = parse_plan(plan_text(objective))
     RunStore(tmp_path).write_manifest(manifest_for_plan(plan, plan_source="test"))
     rng = np.random.default_rng(20261203)
@@ -103,6 +106,14 @@ def test_the_choice_under_the_slo_is_the_models_optimum(tmp_path: Path, objectiv
     run = load_run(tmp_path)
     run.measurements = measured
     run.cells = {m.key: m for m in measured if m.round == ROUNDS}
+    return run, truth
+
+
+@pytest.mark.parametrize("objective", ["throughput", "goodput"])
+def test_the_choice_under_the_slo_is_the_models_optimum(tmp_path: Path, objective: str):
+    """By Total tok/s, and by goodput (requests a second meeting the SLO: the model's request
+    rate times its share), the plan's objective; the goodput choice by its paired verdicts."""
+    run, truth = virtual_run(tmp_path, objective)
     answer = slo_answer(analyse(run))
     assert answer is not None
     clear = 0
@@ -120,3 +131,35 @@ def test_the_choice_under_the_slo_is_the_models_optimum(tmp_path: Path, objectiv
             fastest = max(KS, key=lambda k: truth[(k, c)][0])
             assert truth[(fastest, c)][1] < LEVEL  # the fastest K fails the SLO in the model
     assert clear == len(CONCURRENCIES)  # the check bites in every cell
+
+
+def test_goodput_is_compared_paired_by_round_as_throughput_is(tmp_path: Path):
+    """Each pair's goodput verdict is the throughput verdicts' analysis of each measurement's
+    requests meeting the SLO a second: its ratio is the mean over rounds of the log ratio of
+    the two arms' sessions of one round, recomputed here from the raw files by hand; where the
+    model's goodput differs far beyond the band, the verdict names the higher arm."""
+    run, truth = virtual_run(tmp_path, "goodput")
+    answer = slo_answer(analyse(run))
+    assert answer is not None and answer.goodput is not None
+
+    def by_hand(arm: str, c: int, rnd: int) -> float:
+        m = next(m for m in run.measurements
+                 if (m.arm, m.concurrency, m.round) == (arm, c, rnd))
+        raw = read_native_raw(tmp_path / m.provenance.raw_output)
+        met = sum(1 for t in raw.requests if t.output_tokens <= 1 or tpot_ms(t) <= LIMIT_MS)
+        return max(met, 0.5) / raw.duration_s
+
+    pairs = {(p.scenario, p.concurrency, p.a, p.b): p for p in answer.goodput.pairs}
+    assert len(pairs) == len(CONCURRENCIES) * len(KS) * (len(KS) - 1) // 2
+    for c in CONCURRENCIES:
+        pair = pairs[("mixed", c, "K=1", "K=6")]
+        logs = [math.log(by_hand("K=6", c, r) / by_hand("K=1", c, r)) for r in range(1, ROUNDS + 1)]
+        assert pair.ratio == pytest.approx(math.exp(sum(logs) / len(logs)), rel=1e-9)
+        assert pair.ci_low is not None and pair.ci_low < pair.ratio < pair.ci_high
+        # The model: K=1 meets the SLO with (nearly) every request, K=6 with about 80 % of
+        # them at a lower request rate: K=1's goodput 17 % and 26 % higher at c=4 and 16.
+        assert truth[(1, c)][0] / truth[(6, c)][0] > 1.15
+        assert (pair.verdict, pair.winner) == ("wins", "K=1"), pair
+    document = answer.to_json()["goodput_verdicts"]
+    assert {(g["concurrency"], g["a"], g["b"], g["verdict"], g["higher"]) for g in document} == {
+        (p.concurrency, p.a, p.b, str(p.verdict), p.winner) for p in answer.goodput.pairs}

@@ -157,8 +157,9 @@ def test_seven_arms_have_seven_markers():
 
 
 async def test_a_sweeps_margin_shows_one_arm_at_a_time_with_a(tmp_path: Path):
-    """A K sweep's margin chart: `a` shows one arm's margin and interval alone, then the next,
-    and back to every arm."""
+    """A K sweep's margin chart is against each cell's chosen K (not K = 0), said in its title:
+    `a` shows one arm's margin and interval alone — every K, K=0 too, as each is another
+    choice than the sweep's somewhere — then the next, and back to every arm."""
     from tests.tui.k_sweep_dir import write_k_sweep
 
     run_dir = write_k_sweep(tmp_path / "results")
@@ -167,13 +168,16 @@ async def test_a_sweeps_margin_shows_one_arm_at_a_time_with_a(tmp_path: Path):
         await app.push_screen(ChartScreen(run_dir))
         await until_shown(pilot, app, "Total tok/s by concurrency: chat")
         await pilot.press("a")
-        text = await until_shown(pilot, app, "· K=1 over K=0")
-        assert "K=2 over K=0" not in text
+        text = await until_shown(pilot, app, "· K=0 over the chosen K")
+        assert "Margin over each cell's chosen K, with its 95.0% interval: chat" in text
+        assert "K=1 over the chosen K" not in text
         await pilot.press("a")
-        await until_shown(pilot, app, "· K=2 over K=0")
-        await pilot.press(*["a"] * 6)  # K=3 … K=7, then every arm
-        text = await until_shown(pilot, app, "K=7 over K=0")
-        assert "· K=" not in text
+        await until_shown(pilot, app, "· K=1 over the chosen K")
+        await pilot.press(*["a"] * 6)  # K=2 … K=7
+        await until_shown(pilot, app, "· K=7 over the chosen K")
+        await pilot.press("a")  # every arm
+        text = await until_shown(pilot, app, "chosen K, with its 95.0% interval: chat")
+        assert "· K=" not in text and "K=7 over the chosen K" in text
 
 
 def test_arms_whose_lines_coincide_are_one_line_named_once():
@@ -190,3 +194,22 @@ def test_arms_whose_lines_coincide_are_one_line_named_once():
                       log2_x=False)
     view = panel_view(chart, panel, "Acceptance", bands=False)
     assert [line.label for line in view.lines] == ["K=1, K=2", "K=3"]
+
+
+async def test_a_sweeps_margin_is_worded_in_chinese_on_a_zh_screen(tmp_path: Path):
+    """The margin chart's title, legend and axis from the catalogue in zh (the SVG's stay
+    English: one file serves both reports)."""
+    from tests.tui.k_sweep_dir import write_k_sweep
+
+    run_dir = write_k_sweep(tmp_path / "results")
+    app = make_app(tmp_path, settings={"language": "zh"})
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.push_screen(ChartScreen(run_dir))
+        await pilot.press("m", "m", "m")
+        text = await until_shown(pilot, app, "相对 各单元所选 K 的差距及其 95.0% 区间: chat")
+        await pilot.press("a")
+        text = await until_shown(pilot, app, "· K=0 相对 所选 K")
+        view = app.screen.query_one(RunChart)._shown
+        assert view.y_label == "Total tok/s 相对 所选 K 的差距 (%)"
+        assert [line.label for line in view.lines if line.label] == ["K=0 相对 所选 K"]
+        assert " over " not in text and "chosen" not in text

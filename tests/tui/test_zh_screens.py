@@ -23,6 +23,7 @@ from dspark_tui.tui.screens.history import HistoryScreen
 from dspark_tui.tui.screens.plan_picker import PlanPickerScreen
 from dspark_tui.tui.screens.report import ReportScreen
 from dspark_tui.tui.screens.run_detail import RunDetailScreen
+from tests.conftest import SAMPLE_RUN
 from tests.tui.helpers import make_app, run_screen_shown, screen_text, settled, wait_until
 from tests.tui.k_sweep_dir import write_k_sweep
 
@@ -46,22 +47,32 @@ KEPT = {
 CODE = re.compile(r"\S*(?:[._/=]|--)\S*|\S*[A-Za-z]_[A-Za-z]\S*")
 
 
+WORD = re.compile(r"[A-Za-z][A-Za-z]{2,}")
+
+
 def english_words(text: str, names: set[str]) -> list[str]:
     """Latin words of three or more letters on the screen that are neither kept, nor a name,
-    nor code."""
+    nor code. A name excuses whole words only: the name itself, or a word of a name that is
+    shown as it is (`demo` of a model `demo-model`); never a word that merely occurs inside a
+    name (`say` in a tmp path `test_every_screen_says…`, which let English through)."""
+    # A name with code in it (`demo_run_b`, a path) leaves the screen whole with CODE: only
+    # the words of a plain name (`Qwen3 8B`, `demo-model`) are excused one by one.
+    allowed = {token for name in names if not CODE.search(name) for token in WORD.findall(name)}
     found = []
-    for word in re.findall(r"[A-Za-z][A-Za-z]{2,}", CODE.sub(" ", text)):
-        if word in KEPT or word.lower() in KEPT or any(word in name for name in names):
+    for word in WORD.findall(CODE.sub(" ", text)):
+        if word in KEPT or word.lower() in KEPT or word in names or word in allowed:
             continue
         found.append(word)
     return sorted(set(found))
 
 
-def names_of(tmp_path: Path, *run_dirs: Path) -> set[str]:
-    """Names a run carries (its folder, name, model, arms, scenarios) and the test's paths."""
+def names_of(*run_dirs: Path) -> set[str]:
+    """Names a run carries (its folder, name, model, arms, scenarios). Paths are code (CODE
+    takes them off the screen whole), so the test's tmp path is no name: its words (`every`,
+    `screen`, `says` …) would excuse the same English words anywhere on a screen."""
     import json
 
-    names = {str(tmp_path), *str(tmp_path).split("/")}
+    names: set[str] = set()
     for run_dir in run_dirs:
         manifest = json.loads((run_dir / "run.json").read_text())
         names |= {run_dir.name, manifest.get("name", ""), manifest.get("model", ""),
@@ -69,7 +80,19 @@ def names_of(tmp_path: Path, *run_dirs: Path) -> set[str]:
                   *(s.get("name", "") for s in (manifest.get("plan") or {}).get("scenarios") or []
                     if isinstance(s, dict))}
         names |= set(manifest.get("scenarios") or [])
+        names.add(str(manifest.get("model", "")).rsplit("/", 1)[-1])  # as screens show a model
     return {name for name in names if name}
+
+
+def test_a_name_excuses_whole_words_only():
+    """The check itself: a tmp path's or a name's inner letters excuse nothing."""
+    names = names_of(Path(__file__).parent / "data" / "demo_run")
+    assert english_words("状态 unsure 0/5", names) == ["unsure"]
+    assert english_words("配置 st=3 vs st=5", names | {"test_every_screen_says_its_la0"}) == []
+    assert english_words("every screen says", names | {"test_every_screen_says_its_la0"}) == [
+        "every", "says", "screen"]
+    assert english_words("模型 demo model", {"demo-model"}) == []  # a name shown as it is
+    assert english_words("/tmp/pytest-of-x/test_every_screen_says_its_la0/results", names) == []
 
 
 async def _shown(pilot: Pilot[object], what: str, ready) -> str:  # type: ignore[no-untyped-def]
@@ -85,7 +108,7 @@ async def test_every_screen_says_its_labels_in_chinese(tmp_path: Path):
     other = root / "demo_run_b"
     shutil.copytree(RECORDED, other)
     sweep = write_k_sweep(root)
-    names = names_of(tmp_path, demo, other, sweep)
+    names = names_of(demo, other, sweep)
     app = make_app(tmp_path, settings={"language": "zh"})
     english: dict[str, list[str]] = {}
     async with app.run_test(size=SIZE) as pilot:
@@ -94,8 +117,8 @@ async def test_every_screen_says_its_labels_in_chinese(tmp_path: Path):
 
         history = await _shown(pilot, "History", on_top(
             HistoryScreen, lambda s: any(t.row_count >= 2 for t in s.query("#history-table"))))
-        english["history"] = english_words(history, names | {"dspark_st_comparison", "results",
-                                                             "sample_results"})
+        english["history"] = english_words(history, names | names_of(SAMPLE_RUN) | {
+            "results", "sample_results"})
         await pilot.press("question_mark")
         english["help"] = english_words(await _shown(pilot, "help", on_top(HelpScreen)), names)
         await pilot.press("escape")

@@ -1,7 +1,8 @@
 """`c`: the run's curves in the terminal, one scenario at a time so that 80x24 is enough. `m`
 steps through Total tok/s, TPOT and TTFT against concurrency (log2), one line per arm, then two
 of the report's own charts (report/charts.py, its data as it is): the margin over the reference
-arm with its interval and the tie band, and the per-position acceptance per arm.
+(a K sweep's chosen K in each cell, else one arm) with its interval and the tie band, and the
+per-position acceptance per arm.
 
 Live, it reads the run screen's RunState and redraws when a measurement lands (the state's
 `measured` count moves), not on every progress tick; the report's charts need the run's analysis
@@ -28,7 +29,14 @@ from dspark_tui.results import load_run
 from dspark_tui.results.store import LoadedRun
 from dspark_tui.tui import safe
 from dspark_tui.tui.screens.loading import LoadingScreen
-from dspark_tui.tui.widgets.run_chart import METRICS, RunChart, curves, panel_view
+from dspark_tui.tui.widgets.run_chart import (
+    METRICS,
+    RunChart,
+    chart_title,
+    curves,
+    panel_view,
+    series_label,
+)
 from dspark_tui.tui.words import lang_of
 
 if TYPE_CHECKING:
@@ -205,13 +213,14 @@ class ChartScreen(LoadingScreen):
             self._empty(t("charts.no_margin" if margin else "charts.no_acceptance"), shown=True)
             self.query_one(RunChart).display = False
             return
-        title = f"{chart.title}: {scenario}" if margin else chart.title
+        lang = lang_of(self.app)
+        title = f"{chart_title(chart, lang)}: {scenario}" if margin else chart.title
         panel = panels[0]
         if margin and self.arm_index >= 0 and len(panel.series) > 1:
             # Six bands over one another read as none: one arm's margin and interval at a time.
             shown = panel.series[self.arm_index % len(panel.series)]
             panel = replace(panel, series=(shown,))
-            title = f"{title} · {shown.label}"
+            title = f"{title} · {series_label(chart, shown, lang)}"
         self._empty("", shown=False)
         # The acceptance band is the spread over cells: at 80x24 its dots hide the means.
         self.query_one(RunChart).show_view(panel_view(chart, panel, title, bands=margin,
@@ -242,12 +251,23 @@ class ChartScreen(LoadingScreen):
     def action_arm(self) -> None:
         """Every arm's margin, then each arm's alone (a K sweep's seven bands overlap), then
         every arm again."""
-        arms = max(1, len(self.arms) - 1)  # the margin's series: every arm but the reference
+        arms = max(1, self._margin_series())
         self.arm_index = self.arm_index + 1 if self.arm_index + 1 < arms else -1
         if self.mode != "margin":
             self.metric_index = len(METRICS) + REPORT_MODES.index("margin")
             self._read_live_report()
         self.redraw()
+
+    def _margin_series(self) -> int:
+        """How many arms the shown scenario's margin panel draws: every arm but the reference
+        (two arms, a run without a sweep's choice), or every arm not chosen in all its cells
+        (a sweep against each cell's chosen K)."""
+        chart = None if self.report is None else self.report.margin
+        if chart is None or not self.scenarios:
+            return len(self.arms) - 1
+        scenario = self.scenarios[self.scenario_index % len(self.scenarios)]
+        panels = [p for p in chart.panels if p.title == scenario]
+        return len(panels[0].series) if panels else len(self.arms) - 1
 
     def action_back(self) -> None:
         self.app.pop_screen()

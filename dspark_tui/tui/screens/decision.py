@@ -115,6 +115,10 @@ class DecisionScreen(LoadingScreen):
             yield Static(id="decision-port", classes="note")  # apart: selecting the command is all of it
             yield Label(t("decision.heading.map"), classes="heading")
             yield Static(id="decision-map")
+            # A sweep with adaptive-verification arms: each against the K chosen per cell.
+            yield Label(t("decision.heading.adaptive"), id="decision-adaptive-heading",
+                        classes="heading")
+            yield Static(id="decision-adaptive")
             yield Label(t("decision.heading.break_even"), classes="heading")
             yield Markdown(id="decision-break")
             yield Label(t("decision.heading.acceptance"), classes="heading")
@@ -157,6 +161,10 @@ class DecisionScreen(LoadingScreen):
             note.update(Content(t("decision.port_note", port=port) if port else ""))
         note.display = bool(port) or port_picked(data.manifest.plan)
         self.query_one("#decision-map", Static).update(best_k_map(answer, lang))
+        adaptive = adaptive_table(answer, lang)
+        self.query_one("#decision-adaptive", Static).update(adaptive if adaptive is not None else "")
+        for selector in ("#decision-adaptive-heading", "#decision-adaptive"):
+            self.query_one(selector).display = adaptive is not None
         items = break_even_items(answer, lang)
         await self.query_one("#decision-break", Markdown).update(
             "\n".join(items) if items else t("decision.no_break_even"))
@@ -326,6 +334,27 @@ def best_k_map(answer: DeployAnswer, lang: str = "en") -> Group:
             row.append(Text.assemble((f"K={choice.k}", "bold"), f" {verdict}{top}"))
         table.add_row(*row)
     return _captioned(table, t("decision.map_caption", band=decision.band.percent))
+
+
+def adaptive_table(answer: DeployAnswer, lang: str = "en") -> Group | None:
+    """Each adaptive-verification arm against the K chosen in each cell (analysis/adaptive.py):
+    its ratio and outcome per cell, and how its hybrid with the schedule is served; None
+    without such arms. They are no K: the schedule and the fixed K above are the fixed arms'."""
+    if not answer.adaptive:
+        return None
+    t = Texts(lang, "screens")
+    table = _table(t("decision.adaptive_arm"), t("decision.scenario"), "c",
+                   t("decision.chosen_k"), t("decision.vs_chosen"), t("decision.outcome"))
+    table.columns[2].justify = "right"
+    forms = []
+    for arm in answer.adaptive:
+        for cell in arm.cells:
+            ratio = cell.vs_chosen
+            margin = "—" if ratio is None else f"{(ratio.value - 1) * 100:+.1f}%"
+            table.add_row(arm.arm, cell.scenario, str(cell.concurrency), f"K={cell.k}", margin,
+                          t(f"decision.adaptive_outcome.{cell.outcome}"))
+        forms.append(t(f"decision.adaptive_form.{arm.form}", arm=arm.arm))
+    return Group(table, Text("\n".join(forms)))
 
 
 def acceptance_table(answer: DeployAnswer, lang: str = "en") -> Table | Group | Text:

@@ -37,7 +37,7 @@ from dspark_tui.tui.widgets.log_pane import LogPane
 from dspark_tui.tui.widgets.plan_tree import PlanTree
 from dspark_tui.tui.widgets.run_header import RunHeader
 from dspark_tui.tui.widgets.run_summary import RunSummary
-from dspark_tui.tui.words import SaidBindings, lang_of
+from dspark_tui.tui.words import SaidBindings, event_said, lang_of, status_said, verdict_said
 
 if TYPE_CHECKING:
     from dspark_tui.analysis.live import ComparisonRow
@@ -208,20 +208,29 @@ class RunScreen(SaidBindings, Screen[None]):
             self.notify(f"{what} failed (see the log): {type(exc).__name__}: {exc}", severity="error",
                         timeout=15)
 
+    def _t(self, key: str, **values: object) -> str:
+        return Texts(lang_of(self.app), "screens")(key, **values)
+
     def _announce(self, event: Event) -> None:
+        """Toasts in the app's language by event kind (the catalogue's `screens.event.*`); what
+        the engine says in its own words (a failure's reason, a notice) stays as it came."""
+        lang = lang_of(self.app)
+        t = Texts(lang, "screens")
         if isinstance(event, CellFailed):
-            self.notify(f"{event.key.id} failed: {event.reason}  (f: details)",
+            self.notify(t("event.cell_failed", cell=event.key.id, reason=event.reason),
                         severity="error", timeout=8)
         elif isinstance(event, Notice) and event.level != "info":
             self.notify(event.message, severity=event.level, timeout=6)
         elif isinstance(event, RunControl) and event.message:
-            self.notify(event.message, timeout=4)
+            self.notify(event_said(lang, "control", event.action, event.message), timeout=4)
         elif isinstance(event, RunFinished):
             severity: SeverityLevel = "information" if event.status == "completed" else "warning"
-            sweep = "  d: what to deploy" if self._is_sweep() else ""
-            self.notify(f"run {self.state.status_label}: {event.done} done, {event.failed} failed"
-                        f" of {event.total}. r: report  c: charts{sweep}", severity=severity,
-                        timeout=10)
+            status = (t("header.paused") if self.state.paused and not self.state.finished
+                      else status_said(lang, self.state.status,
+                                       skipped=self.state.skipped_cells if self.state.skipped else 0))
+            self.notify(t("event.finished_sweep" if self._is_sweep() else "event.finished",
+                          status=status, done=event.done, failed=event.failed, total=event.total),
+                        severity=severity, timeout=10)
 
     def _check_runner(self) -> None:
         link = self.link
@@ -235,8 +244,7 @@ class RunScreen(SaidBindings, Screen[None]):
             self._announce(event)
         if not self.state.finished and self.state.runner_gone(self.clock()):
             self._runner_gone_told = True
-            self.notify("the runner is gone without finishing; resume it from History (u)",
-                        severity="error", timeout=10)
+            self.notify(self._t("toast.runner_gone"), severity="error", timeout=10)
 
     def redraw(self, table: Table | None = None) -> None:
         """Draw the state; `table` (rows and arms, computed off the UI thread) when a measurement
@@ -290,17 +298,17 @@ class RunScreen(SaidBindings, Screen[None]):
 
     def _control(self, action: str) -> None:
         if self.link is None or self.state.finished:
-            self.notify("this run is not running: nothing to control", severity="warning")
+            self.notify(self._t("toast.not_running"), severity="warning")
             return
         if self.link.read_only:
-            self.notify("opened read-only: attach (a in History) to control it", severity="warning")
+            self.notify(self._t("toast.read_only"), severity="warning")
             return
         try:
             self.link.control(action)
         except (UserError, OSError) as exc:
             self.notify(f"{action}: {exc}", severity="error")
             return
-        self.notify(f"{action} requested")
+        self.notify(self._t("toast.requested", action=self._t(f"toast.action.{action}")))
 
     def action_pause(self) -> None:
         self._control("resume" if self.state.paused else "pause")
@@ -314,7 +322,7 @@ class RunScreen(SaidBindings, Screen[None]):
         state = self.state
         failed, skipped = len(state.failed_cells), state.skipped_cells
         if not failed and not skipped:
-            self.notify("no failed or skipped cells to run again")
+            self.notify(self._t("toast.nothing_to_retry"))
             return
         if state.finished:
             resume = getattr(self.app, "resume_run", None)
@@ -370,9 +378,10 @@ class RunScreen(SaidBindings, Screen[None]):
             failed = self.state.failed_cells
             cell = failed[-1] if failed else None
         if cell is None:
-            self.notify("no failed cell")
+            self.notify(self._t("toast.no_failed_cell"))
             return
-        self.notify(f"{cell.key.id}: {cell.reason}", title=f"cell {cell.phase}",
+        self.notify(f"{cell.key.id}: {cell.reason}",
+                    title=self._t("toast.cell_title", phase=verdict_said(lang_of(self.app), cell.phase)),
                     severity="error", timeout=15)
 
     @on(Tree.NodeSelected)
@@ -387,7 +396,7 @@ class RunScreen(SaidBindings, Screen[None]):
         from dspark_tui.tui.screens.report import ReportScreen
 
         if not self.state.results():
-            self.notify("no finished cells yet", severity="warning")
+            self.notify(self._t("toast.no_cells_yet"), severity="warning")
             return
         self.app.push_screen(ReportScreen(self.run_dir))
 
@@ -400,7 +409,7 @@ class RunScreen(SaidBindings, Screen[None]):
         from dspark_tui.tui.screens.decision import open_decision
 
         if not self.state.finished:
-            self.notify("the decision view opens when the run has ended", severity="warning")
+            self.notify(self._t("toast.decision_after_end"), severity="warning")
             return
         if self._manifest is None:
             self.notify(f"{self.run_dir}: run.json is unreadable", severity="error", markup=False)

@@ -103,7 +103,7 @@ def panel_view(chart: ChartData, panel: Panel, title: str, *, bands: bool = True
     for series in panel.series:
         drawn: tuple[object, ...] = (series.x, series.y, series.low if bands else None,
                                      series.high if bands else None)
-        same.setdefault(drawn, []).append(series.label)
+        same.setdefault(drawn, []).append(series_label(chart, series, lang))
         first.setdefault(drawn, series)
     lines: list[Line] = []
     for drawn, series in first.items():
@@ -116,8 +116,37 @@ def panel_view(chart: ChartData, panel: Panel, title: str, *, bands: bool = True
     band = chart.tie_band
     flat = (-band * 100, band * 100) if band else ()
     x_label = t("charts.x_log2") if chart.log2_x else chart.x_label.lower()
-    return ChartView(title, panel.y_label, x_label, tuple(lines), chart.log2_x, flat,
+    y_label = (t("charts.margin_y", over=_over(chart, t)) if chart.reference is not None
+               else panel.y_label)
+    return ChartView(title, y_label, x_label, tuple(lines), chart.log2_x, flat,
                      t("charts.tie", band=f"{band * 100:g}") if band else "")
+
+
+# The margin chart's words on a screen, from the catalogue (the SVG's stay English: one file
+# serves both reports); their English is report/charts.py's own.
+def _over(chart: ChartData, t: Texts, each: bool = False) -> str:
+    if chart.reference == "":
+        return t("charts.over_each_chosen" if each else "charts.over_chosen")
+    return chart.reference or ""
+
+
+def series_label(chart: ChartData, series: Series, lang: str = "en") -> str:
+    """`K=3 over the chosen K` in `lang` (a margin series), else the series' own label."""
+    if chart.reference is None:
+        return series.label
+    t = Texts(lang, "screens")
+    return t("charts.series_over", arm=series.arm, over=_over(chart, t))
+
+
+def chart_title(chart: ChartData, lang: str = "en") -> str:
+    """The margin chart's title in `lang`, else the chart's own."""
+    if chart.reference is None:
+        return chart.title
+    t = Texts(lang, "screens")
+    over = _over(chart, t, each=True)
+    if chart.level is None:
+        return t("charts.margin_title_single", over=over)
+    return t("charts.margin_title", over=over, level=f"{chart.level * 100:.1f}")
 
 
 def segments(line: Line, every_x: list[float]) -> list[tuple[list[float], list[float]]]:

@@ -10,7 +10,7 @@ from dspark_tui.model.run_state import RunState
 from dspark_tui.report.words import Texts
 from dspark_tui.tui import colours, safe
 from dspark_tui.tui import format as fmt
-from dspark_tui.tui.words import lang_here, server_said, status_said
+from dspark_tui.tui.words import event_said, lang_here, server_said, status_said
 
 Part = str | tuple[str, str]
 _IDLE = ("pending", "stopped")  # servers with nothing to watch share one line
@@ -51,7 +51,7 @@ class RunHeader(Static):
             greedy = safe.plain(greedy)
             parts += ["\n", (greedy, f"bold {colours.FAILED}") if diverges else greedy]
         if state.board.lanes:  # rounds in parallel: a line a node, whatever arm it serves now
-            parts += _lane_lines(state)
+            parts += _lane_lines(state, lang)
             self._draw(parts)
             return
         idle: dict[str, list[str]] = {}
@@ -61,7 +61,7 @@ class RunHeader(Static):
                 idle.setdefault(safe.plain(server), []).append(safe.plain(arm.name))
                 continue
             parts += ["\n", (f"{safe.plain(arm.name)}: ", "bold"), safe.plain(server)]
-            detail = arm.progress_line or arm.message
+            detail = arm.progress_line or event_said(lang, "server", arm.server_state, arm.message)
             if detail:
                 parts.append((f"  {safe.plain(detail)}"[:160], "italic"))
         if idle:
@@ -76,7 +76,7 @@ class RunHeader(Static):
             self.update(Content.assemble(*parts))
 
 
-def _lane_lines(state: RunState) -> list[Part]:
+def _lane_lines(state: RunState, lang: str = "en") -> list[Part]:
     """`lane 1 · node07 · r1 · st=3: ready  chat c4 12/32`: every node's round, arm, server and
     the cell it measures."""
     parts: list[Part] = []
@@ -87,5 +87,6 @@ def _lane_lines(state: RunState) -> list[Part]:
             parts.append(f"  {safe.plain(cell.key.scenario)} c{cell.key.concurrency} "
                          f"{cell.completed}/{cell.num_prompts}")
         elif lane.message:
-            parts.append((f"  {safe.plain(lane.message)}"[:120], "italic"))
+            message = event_said(lang, "server", lane.server_state, lane.message)
+            parts.append((f"  {safe.plain(message)}"[:120], "italic"))
     return parts

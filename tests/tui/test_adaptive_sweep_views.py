@@ -1,0 +1,84 @@
+"""The K-sweep views see a sweep that carries adaptive-verification arms (demo-slo's shape:
+K=1, 3, 6 and "K=6 adaptive"): run.json's K axis is the fixed arms' (manifest_k_values), the
+adaptive arm is named as such; History gives the sweep's answer, the run screen offers the
+decision view, and the decision view shows the adaptive arm against the chosen K, in both
+languages. The run's measurements come from a stated truth (0.2 % noise, three rounds),
+saved to disk as a run saves them."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from dspark_tui.analysis.decision import is_k_sweep
+from dspark_tui.analysis.layout import manifest_adaptive_arms, manifest_k_values
+from dspark_tui.model import CellResult, ClientMetrics
+from dspark_tui.plans import resolve_plan
+from dspark_tui.results import RunStore, load_run, manifest_for_plan
+from dspark_tui.tui.run_facts import best_column
+from dspark_tui.tui.screens.decision import DecisionScreen, open_decision
+from tests.tui.helpers import make_app, screen_text, wait_until
+
+# K=3 fastest at c=4, K=1 at c=16 (K=3 9 % behind it); adaptive faster than the choice at c=16.
+TRUTH = {"K=1": {4: 100.0, 16: 120.0}, "K=3": {4: 112.0, 16: 110.0},
+         "K=6": {4: 105.0, 16: 95.0}, "K=6 adaptive": {4: 104.0, 16: 130.0}}
+
+
+def adaptive_sweep(folder: Path) -> Path:
+    plan = resolve_plan("demo-slo")[0]
+    folder.mkdir(parents=True)
+    manifest = manifest_for_plan(plan, plan_source="demo-slo")
+    manifest.status = "completed"
+    store = RunStore(folder)
+    store.write_manifest(manifest)
+    rng = np.random.default_rng(3)
+    for rnd in (1, 2, 3):
+        for arm, by_c in TRUTH.items():
+            session = rng.normal(0, 0.002)
+            for c, total in by_c.items():
+                store.save_cell(CellResult(
+                    arm=arm, scenario="mixed", concurrency=c, round=rnd, session=f"{arm}-r{rnd}",
+                    metrics=ClientMetrics(total_throughput=total * math.exp(session + rng.normal(0, 0.002)),
+                                          duration=20.0, completed=64)))
+    return folder
+
+
+def test_run_json_gives_the_fixed_arms_as_the_k_axis_and_names_the_adaptive_arm(tmp_path: Path):
+    manifest = load_run(adaptive_sweep(tmp_path / "run")).manifest
+    assert manifest_k_values(manifest) == {"K=1": 1, "K=3": 3, "K=6": 6}
+    assert is_k_sweep(manifest_k_values(manifest))
+    assert manifest_adaptive_arms(manifest) == ["K=6 adaptive"]
+
+
+def test_historys_best_arm_is_the_sweeps_answer(tmp_path: Path):
+    run = load_run(adaptive_sweep(tmp_path / "run"))
+    # The schedule over the fixed arms: K=3 at c=4, K=1 at c=16; both cells decided.
+    assert best_column(run, "en") == "K=1–3 ✓"
+    assert best_column(run, "zh") == "K=1–3 ✓"
+
+
+async def test_the_decision_view_shows_the_adaptive_arm_against_the_chosen_k(tmp_path: Path):
+    run_dir = adaptive_sweep(tmp_path / "results" / "demo_slo_20261203-090000")
+    for lang, heading, row, form in (
+            ("en", "Adaptive verification against the chosen K", "faster",
+             "the hybrid is routing by load"),
+            ("zh", "自适应验证与所选 K 的对比", "更快", "混合方案为按负载路由")):
+        app = make_app(tmp_path, settings={"language": lang})
+        async with app.run_test(size=(120, 40), notifications=True) as pilot:
+            open_decision(app.screen, run_dir, load_run(run_dir).manifest)
+            await wait_until(pilot, lambda shown=app: isinstance(shown.screen, DecisionScreen)
+                             and shown.screen.answer is not None, timeout=30, what="the decision")
+            screen = app.screen
+            assert isinstance(screen, DecisionScreen)
+            title = str(screen.query_one("#decision-title").render())
+            assert "1, 3, 6" in title  # the fixed arms' K
+            widget = screen.query_one("#decision-adaptive")
+            screen.query_one("#decision-body").scroll_to_widget(widget, animate=False, top=True)
+            await pilot.pause()
+            text = screen_text(app)
+            assert heading in text, text
+            lines = [line for line in text.splitlines() if "K=6 adaptive" in line and " 16 " in line]
+            assert lines and row in lines[0] and "K=1" in lines[0] and "+8." in lines[0], lines
+            assert form in "".join(text.split()) or form in text
