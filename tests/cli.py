@@ -7,11 +7,15 @@ slow enough to act on while one is in flight.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 CLI = [sys.executable, "-m", "dspark_tui"]
@@ -31,6 +35,69 @@ def run_cli(*args: str, timeout: float = 90, env: Mapping[str, str] | None = Non
     return subprocess.run([*prefix, *CLI, *args], capture_output=True, text=True,
                           timeout=timeout, env=cli_env(env), cwd=cwd,
                           stdin=subprocess.DEVNULL, check=False)
+
+
+@dataclass(frozen=True)
+class Done:
+    """What run_cli_here saw: run_cli's CompletedProcess, less the process."""
+
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_cli_here(*args: str, env: Mapping[str, str] | None = None) -> Done:
+    """`dspark-tui ARGS` in this process, for a command that refuses or answers at once: the
+    main() the console script calls, with the environment run_cli gives its child (restored
+    after), stdout and stderr captured, and Python's own warning filters, so that a warning a
+    user would see lands on stderr as it would. No Python start (~0.3-0.8 s of CPU each); the
+    tests whose subject is the process (signals, detaching, pipes, exit by SIGPIPE) keep run_cli.
+    """
+    from dspark_tui.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with _environment({"DSPARK_CONFIG_DIR": NO_CONFIG, **(env or {})}), \
+            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), _pythons_warnings():
+        try:
+            code: object = main(list(args))
+        except SystemExit as exc:  # argparse's usage errors, as the interpreter ends on them
+            code = exc.code
+        if code is not None and not isinstance(code, int):
+            print(code, file=sys.stderr)
+            code = 1
+    return Done(list(args), code or 0, out.getvalue(), err.getvalue())
+
+
+@contextlib.contextmanager
+def _environment(changes: Mapping[str, str]) -> Iterator[None]:
+    saved = dict(os.environ)
+    os.environ.update(changes)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@contextlib.contextmanager
+def _pythons_warnings() -> Iterator[None]:
+    """The filters of a plain `python` (no -W, no -X dev), shown on sys.stderr as it shows them."""
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: object = None, line: str | None = None) -> None:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    with warnings.catch_warnings():
+        warnings.resetwarnings()
+        for action, category, module in (("ignore", ResourceWarning, ""),
+                                         ("ignore", ImportWarning, ""),
+                                         ("ignore", PendingDeprecationWarning, ""),
+                                         ("ignore", DeprecationWarning, ""),
+                                         ("default", DeprecationWarning, "__main__")):
+            warnings.filterwarnings(action, category=category, module=module)  # type: ignore[arg-type]
+        warnings.showwarning = show
+        yield
 
 
 def wait_for(predicate: Callable[[], object], timeout: float = 30.0, what: str = "") -> None:
