@@ -11,8 +11,11 @@ import contextlib
 import os
 import subprocess
 import sys
+import tempfile
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 CLI = [sys.executable, "-m", "dspark_tui"]
@@ -44,6 +47,99 @@ def reaped(proc: subprocess.Popen[str]) -> Iterator[subprocess.Popen[str]]:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+@dataclass(frozen=True)
+class Done:
+    """What run_cli_here saw: run_cli's CompletedProcess, less the process."""
+
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_cli_here(*args: str, env: Mapping[str, str] | None = None) -> Done:
+    """`dspark-tui ARGS` in this process, for a command that refuses or answers at once: the
+    main() the console script calls, with the environment run_cli gives its child (restored
+    after), stdout and stderr captured at their file descriptors, and Python's own warning
+    filters, so that a warning a user would see lands on stderr as it would. No Python start
+    (~0.3-0.8 s of CPU each). What it cannot see is the interpreter's own end (a line printed at
+    exit); the tests whose subject is the process (signals, detaching, pipes, SIGPIPE, a plan
+    that must not hang the caller) keep run_cli.
+    """
+    from dspark_tui.cli import main
+
+    with _environment({"DSPARK_CONFIG_DIR": NO_CONFIG, **(env or {})}), \
+            _captured_fds() as seen, _pythons_warnings():
+        try:
+            code: object = main(list(args))
+        except SystemExit as exc:  # argparse's usage errors, as the interpreter ends on them
+            code = exc.code
+        if code is not None and not isinstance(code, int):
+            print(code, file=sys.stderr)
+            code = 1
+    return Done(list(args), code or 0, seen["stdout"], seen["stderr"])
+
+
+@contextlib.contextmanager
+def _captured_fds() -> Iterator[dict[str, str]]:
+    """File descriptors 1 and 2 pointed at two files while the command runs, sys.stdout and
+    sys.stderr writing to them as a child's do (UTF-8; stderr backslash-escapes), so that a
+    write past sys.stdout (a library's, or a stream opened on the descriptor) is seen too."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        saved = os.dup(1), os.dup(2)
+        os.dup2(out.fileno(), 1)
+        os.dup2(err.fileno(), 2)
+        stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+        stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
+        seen: dict[str, str] = {}  # filled once the command is done
+        try:
+            with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+                yield seen
+        finally:
+            stdout.close()  # flushes; the descriptor stays
+            stderr.close()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+            for name, file in (("stdout", out), ("stderr", err)):
+                file.seek(0)
+                seen[name] = file.read().decode()
+
+
+@contextlib.contextmanager
+def _environment(changes: Mapping[str, str]) -> Iterator[None]:
+    saved = dict(os.environ)
+    os.environ.update(changes)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@contextlib.contextmanager
+def _pythons_warnings() -> Iterator[None]:
+    """The filters of a plain `python` (no -W, no -X dev), shown on sys.stderr as it shows them."""
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: object = None, line: str | None = None) -> None:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    with warnings.catch_warnings():
+        warnings.resetwarnings()
+        for action, category, module in (("ignore", ResourceWarning, ""),
+                                         ("ignore", ImportWarning, ""),
+                                         ("ignore", PendingDeprecationWarning, ""),
+                                         ("ignore", DeprecationWarning, ""),
+                                         ("default", DeprecationWarning, "__main__")):
+            warnings.filterwarnings(action, category=category, module=module)  # type: ignore[arg-type]
+        warnings.showwarning = show
+        yield
 
 
 def wait_for(predicate: Callable[[], object], timeout: float = 30.0, what: str = "") -> None:

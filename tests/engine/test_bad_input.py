@@ -17,12 +17,11 @@ import pytest
 from dspark_tui.engine.rundir.save_errors import save_advice, save_problem
 from dspark_tui.model import CellResult, ClientMetrics
 from dspark_tui.results import RunStore
-from tests.cli import CLI, reaped, run_cli, slow_cells
+from tests.cli import CLI, reaped, run_cli, run_cli_here, slow_cells
 from tests.conftest import SAMPLE_RUN
 from tests.engine.helpers import sim_runner, write_sim_plan
 
 
-@pytest.mark.slow
 def test_a_newer_run_json_is_refused_everywhere_and_never_rewritten(tmp_path: Path):
     run_dir = tmp_path / "results" / "newer"
     shutil.copytree(SAMPLE_RUN, run_dir)
@@ -35,20 +34,19 @@ def test_a_newer_run_json_is_refused_everywhere_and_never_rewritten(tmp_path: Pa
                "(run schema 99; this one reads up to 2); upgrade to open it")
     for args in (("report", str(run_dir), "--stdout"), ("run", "--resume", str(run_dir), "--headless"),
                  ("attach", str(run_dir), "--headless"), ("attach", str(run_dir))):
-        done = run_cli(*args)
+        done = run_cli_here(*args)
         assert (done.returncode, done.stdout, done.stderr.splitlines()) == (2, "", [refusal]), args
-    listed = run_cli("runs", "--paths", "--results", str(tmp_path / "results"))
+    listed = run_cli_here("runs", "--paths", "--results", str(tmp_path / "results"))
     assert listed.returncode == 0 and "Traceback" not in listed.stderr
     [line] = [line for line in listed.stdout.splitlines() if str(run_dir) in line]
     assert "problem: run.json written by a newer dspark-tui (run schema 99" in line
     assert (run_dir / "run.json").read_bytes() == before
 
 
-@pytest.mark.slow
 def test_a_300_character_arm_name_fails_plan_check_naming_the_key(tmp_path: Path, port: int):
     plan = write_sim_plan(tmp_path, port)
     plan.write_text(plan.read_text().replace('name = "st=5"', f'name = "{"k" * 300}"'))
-    done = run_cli("plan", "check", str(plan))
+    done = run_cli_here("plan", "check", str(plan))
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr == (f'dspark-tui: error: {plan}:17: arms["{"k" * 31}…"].name: String should '
                            "have at most 100 characters (names become file names)\n")

@@ -16,7 +16,7 @@ import pytest
 
 from dspark_tui.model import PlanError, numbers, parse_plan
 from dspark_tui.results import RunStore
-from tests.cli import run_cli
+from tests.cli import run_cli, run_cli_here
 from tests.conftest import SAMPLE_RUN
 from tests.engine.helpers import sim_plan_text
 
@@ -67,25 +67,24 @@ def test_a_plan_with_a_number_out_of_range_or_nested_too_deep_is_one_line(change
     assert str(caught.value) == f"plan.toml{said}"
 
 
-@pytest.mark.slow
 def test_every_command_names_a_number_out_of_range_in_one_line(tmp_path: Path, port: int):
     run, cell = _huge_cell(tmp_path / "results")
     warning = (f"dspark-tui: warning: {cell}: invalid cell (a number out of range (beyond ±2^53): "
                "10000000000000000000…); skipped\n")
     for args in (("report", str(run), "--stdout"), ("report", str(run), "--json")):
-        done = run_cli(*args)
+        done = run_cli_here(*args)
         assert (done.returncode, done.stderr) == (0, warning), args
-    listed = run_cli("runs", "--results", str(tmp_path / "results"))
+    listed = run_cli_here("runs", "--results", str(tmp_path / "results"))
     assert listed.returncode == 0 and "Traceback" not in listed.stderr
 
     config = tmp_path / "config.toml"
     config.write_text("theme = " + "[" * 3000 + "]" * 3000 + "\n")
-    deep = run_cli("--config", str(config), "runs", "--results", str(tmp_path / "results"))
+    deep = run_cli_here("--config", str(config), "runs", "--results", str(tmp_path / "results"))
     assert deep.returncode == 0
     assert deep.stderr == (f"dspark-tui: warning: {config}: ignored, arrays or tables nested deeper "
                            "than 64 levels; using defaults\n")
     config.write_text(f"theme = {HUGE}\n")
-    huge = run_cli("--config", str(config), "runs", "--results", str(tmp_path / "results"))
+    huge = run_cli_here("--config", str(config), "runs", "--results", str(tmp_path / "results"))
     assert huge.returncode == 0 and huge.stderr == (
         f"dspark-tui: warning: {config}: key 'theme' ignored, out of range (beyond ±2^53), "
         "got 10000000000000000000…\n")
