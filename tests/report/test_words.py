@@ -34,6 +34,15 @@ DYNAMIC = {
         "report.rec_long_output",
         "report.rec_short",
     },  # RunAnalysis.workload_groups
+    ("tui/screens/run_screen.py", "key"): {  # RunScreen._t, called with these literals
+        f"screens.toast.{name}" for name in (
+            "cell_title", "decision_after_end", "no_cells_yet", "no_failed_cell", "not_running",
+            "nothing_to_retry", "read_only", "requested", "runner_gone",
+            "action.pause", "action.resume", "action.skip", "action.abort", "action.retry")
+    },
+    # tui/words.event_line matches an engine line against every `screens.event.*` template of
+    # its kind: the keys it can take are those the catalogue has under that prefix
+    ("tui/words.py", "key"): {key for key in CATALOGUE["en"] if key.startswith("screens.event.")},
 }
 JOINED = "report.list_sep"  # Texts.join's separator
 

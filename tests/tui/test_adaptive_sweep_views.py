@@ -12,8 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dspark_tui.analysis.decision import is_k_sweep
-from dspark_tui.analysis.layout import manifest_adaptive_arms, manifest_k_values
+from dspark_tui.analysis.layout import is_k_sweep, manifest_adaptive_arms, manifest_k_values
 from dspark_tui.model import CellResult, ClientMetrics
 from dspark_tui.plans import resolve_plan
 from dspark_tui.results import RunStore, load_run, manifest_for_plan
