@@ -13,6 +13,7 @@ from dspark_tui.cli import main
 from dspark_tui.engine.checks.preflight import PreflightFailed
 from dspark_tui.engine.run.verify import (
     SCHEDULE_ARM,
+    Recommendation,
     boundary_probes,
     neighbour_ks,
     plan_to_run,
@@ -20,9 +21,11 @@ from dspark_tui.engine.run.verify import (
     probes_of,
     read_recommendation,
     verification_plan,
+    verification_record,
 )
 from dspark_tui.model import UserError, parse_plan
 from dspark_tui.results import RunStore
+from dspark_tui.results.manifest import Verification
 from tests.conftest import SAMPLE_RUN
 from tests.report.k_sweep_builders import k_sweep_run, plan_text
 
@@ -58,7 +61,9 @@ def test_the_plan_runs_the_schedule_against_the_best_fixed_k(tmp_path: Path):
     # Same grid, rounds and traffic as the plan, with the boundary probes added to its scenario.
     probes = boundary_probes(recommendation.ranges)
     assert probes
-    (scenario,) = verifying.scenarios
+    scenario, prefill = verifying.scenarios
+    assert prefill.name == "chat_prefill" and prefill.concurrencies == [
+        c for lo, hi, _ in sorted(recommendation.ranges)[:-1] for c in (hi, hi + 1)]
     assert scenario.concurrencies == sorted({*plan.scenarios[0].concurrencies, *probes})
     assert scenario.model_copy(update={"concurrencies": plan.scenarios[0].concurrencies}) \
         == plan.scenarios[0]
@@ -67,7 +72,8 @@ def test_the_plan_runs_the_schedule_against_the_best_fixed_k(tmp_path: Path):
     assert verifying.arm(SCHEDULE_ARM).cells is None and verifying.arm(fixed).cells is None
     for side in sides:
         k = verifying.arm(side).cells
-        assert k is not None and k == {scenario.name: probes_of(recommendation.ranges, int(side[2:]))}
+        assert k is not None and k[scenario.name] == probes_of(recommendation.ranges, int(side[2:]))
+        assert set(k) == {scenario.name, prefill.name}
     schedule_argv = verifying.server_argv(verifying.arm(SCHEDULE_ARM))
     fixed_argv = verifying.server_argv(verifying.arm(fixed))
     for argv in (schedule_argv, fixed_argv):
@@ -185,3 +191,59 @@ def test_the_probes_go_to_the_scenario_the_traffic_weighs_most():
     assert probe_scenario(parse_plan(plan_text(KS, two))) == "chat"
     weighted = parse_plan(plan_text(KS, two, traffic="[traffic]\nscenarios = { chat = 1, rag = 3 }\n"))
     assert probe_scenario(weighted) == "rag"
+
+
+def _recommendation(ranges: list[list[int]], fixed_k: int) -> Recommendation:
+    config = {"method": "mtp", "num_speculative_tokens": max(k for _, _, k in ranges),
+              "num_speculative_tokens_per_batch_size": ranges}
+    return Recommendation(Path("/sweep"), "k_sweep", "spec_tokens", config, fixed_k, "running_batch")
+
+
+def test_the_prefill_probe_runs_long_prompts_at_each_boundarys_two_sides():
+    """The rerun's plan for [[1,8,5],[9,256,3]] against K = 3 on a grid of chat c = 1..128
+    (input 512, output 256): beside the plain probes c = 8, 9, a scenario chat_prefill at
+    c = 8, 9 with prompts of 16 x 512 = 8192 tokens (the cap) and outputs of hi - 1 = 7, run by
+    the schedule and both K of the boundary (docs/decision.md, "Where the batch includes
+    prefills"). Expected values written out, not computed by the code under test."""
+    plan = parse_plan(plan_text(KS, GRID, traffic=TRAFFIC))
+    verifying = verification_plan(plan, _recommendation([[1, 8, 5], [9, 256, 3]], 3))
+    assert [arm.name for arm in verifying.arms] == ["schedule", "K=3", "K=5"]
+    chat, prefill = verifying.scenarios
+    assert chat.name == "chat" and chat.concurrencies == [1, 4, 8, 9, 16, 64, 128]
+    assert (prefill.name, prefill.input_len, prefill.output_len, prefill.concurrencies) == (
+        "chat_prefill", 8192, 7, [8, 9])
+    assert prefill.dataset == "random-ids" and prefill.num_prompts == 64
+    assert verifying.arm("schedule").cells is None and verifying.arm("K=3").cells is None
+    assert verifying.arm("K=5").cells == {"chat": [8, 9], "chat_prefill": [8, 9]}
+    # The traffic still weighs the plan's own scenario only.
+    assert verifying.traffic == plan.traffic
+    record = verification_record(_recommendation([[1, 8, 5], [9, 256, 3]], 3), plan)
+    assert (record.prefill_scenario, record.prefill_probes, record.prefill_input_len,
+            record.prefill_output_len) == ("chat_prefill", [8, 9], 8192, 7)
+    assert record.probes == [8, 9] and record.fixed_arms == {"K=3": 3, "K=5": 5}
+
+
+def test_the_prefill_probe_respects_a_stated_max_length_and_each_boundary():
+    """Three ranges: the probe at 4, 5, 16, 17, outputs of 4 - 1 = 3 tokens; with
+    `--max-model-len 4096` prompts of 4096 - 3 = 4093 tokens; each boundary's K runs the prefill
+    probes of its own boundary only."""
+    plan = parse_plan(plan_text(KS, GRID, command_extra='"--max-model-len", "4096",'))
+    verifying = verification_plan(plan, _recommendation([[1, 4, 3], [5, 16, 2], [17, 256, 1]], 2))
+    prefill = verifying.scenarios[1]
+    assert (prefill.name, prefill.input_len, prefill.output_len, prefill.concurrencies) == (
+        "chat_prefill", 4093, 3, [4, 5, 16, 17])
+    assert verifying.arm("K=3").cells == {"chat": [4, 5], "chat_prefill": [4, 5]}
+    assert verifying.arm("K=1").cells == {"chat": [9, 16, 17], "chat_prefill": [16, 17]}
+    # A schedule of one range has no boundary, so no prefill probe.
+    one = verification_plan(plan, _recommendation([[1, 256, 3]], 2))
+    assert [s.name for s in one.scenarios] == ["chat"]
+    assert verification_record(_recommendation([[1, 256, 3]], 2), plan).prefill_scenario is None
+
+
+def test_a_verification_record_from_before_the_prefill_probe_reads_as_before():
+    old = Verification.model_validate({
+        "sweep": "/sweep", "fixed_k": 3, "schedule_arm": "schedule", "fixed_arm": "K=3",
+        "schedule": [[1, 8, 5], [9, 256, 3]], "probe_scenario": "chat", "probes": [8, 9],
+        "fixed_arms": {"K=3": 3, "K=5": 5}})
+    assert old.prefill_scenario is None and old.prefill_probes == []
+    assert old.prefill_input_len is None and old.prefill_output_len is None
