@@ -247,3 +247,16 @@ def test_a_verification_record_from_before_the_prefill_probe_reads_as_before():
         "fixed_arms": {"K=3": 3, "K=5": 5}})
     assert old.prefill_scenario is None and old.prefill_probes == []
     assert old.prefill_input_len is None and old.prefill_output_len is None
+
+
+def test_the_prefill_scenario_name_fits_and_is_new():
+    long = "c" * 100
+    two = {long: [1, 64], "chat": [1, 64], "chat_prefill": [1, 64]}
+    plan = parse_plan(plan_text(KS, two))
+    verifying = verification_plan(plan, _recommendation([[1, 8, 5], [9, 256, 3]], 3))
+    assert verifying.scenarios[-1].name == "c" * 92 + "_prefill"
+    weighted = parse_plan(plan_text(KS, two, traffic="[traffic]\nscenarios = { chat = 1 }\n"))
+    record = verification_record(_recommendation([[1, 8, 5], [9, 256, 3]], 3), weighted)
+    assert record.prefill_scenario == "chat_prefill2"
+    assert verification_plan(weighted, _recommendation([[1, 8, 5], [9, 256, 3]], 3)
+                             ).scenarios[-1].name == "chat_prefill2"

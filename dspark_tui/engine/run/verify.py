@@ -12,7 +12,7 @@ from typing import Any
 
 from dspark_tui.engine.checks.setup import filter_plan
 from dspark_tui.model import Plan, UserError, numbers, safe_files
-from dspark_tui.model.plan import SPECULATIVE_ARG
+from dspark_tui.model.plan import MAX_NAME_LEN, SPECULATIVE_ARG
 from dspark_tui.results import RunStore
 from dspark_tui.results.manifest import Verification
 from dspark_tui.results.store import load_run
@@ -179,8 +179,15 @@ def prefill_lengths(input_len: int, output_len: int, ranges: list[list[int]],
     return max(1, prompt), output
 
 
-def prefill_scenario_name(target: str) -> str:
-    return f"{target}_prefill"
+def prefill_scenario_name(target: str, taken: list[str]) -> str:
+    """`<probe scenario>_prefill`, shortened to a scenario name's limit and numbered when the
+    plan already has a scenario of that name."""
+    for n in range(1, len(taken) + 2):
+        suffix = "_prefill" if n == 1 else f"_prefill{n}"
+        name = target[:MAX_NAME_LEN - len(suffix)] + suffix
+        if name not in taken:
+            return name
+    raise AssertionError("unreachable: more names tried than scenarios")
 
 
 def probe_scenario(plan: Plan) -> str:
@@ -235,7 +242,8 @@ def verification_plan(plan: Plan, recommendation: Recommendation) -> Plan:
     ranges = recommendation.ranges
     probes = boundary_probes(ranges)
     target = probe_scenario(plan)
-    prefill = prefill_scenario_name(target) if prefill_probes(ranges) else None
+    prefill = (prefill_scenario_name(target, [s.name for s in plan.scenarios])
+               if prefill_probes(ranges) else None)
     for k in neighbour_ks(ranges):
         if k != recommendation.fixed_k:
             # Only the cells the boundary check compares it in (docs/decision.md).
@@ -294,7 +302,8 @@ def verification_record(recommendation: Recommendation, plan: Plan | None = None
                         schedule_arm=SCHEDULE_ARM, fixed_arm=fixed_arm_name(recommendation.fixed_k),
                         probe_scenario=target if boundary_probes(recommendation.ranges) else None,
                         probes=probes, fixed_arms={fixed_arm_name(k): k for k in ks},
-                        prefill_scenario=prefill_scenario_name(target) if prefill else None,
+                        prefill_scenario=prefill_scenario_name(
+                            target, [s.name for s in plan.scenarios]) if prefill else None,
                         prefill_probes=prefill, prefill_input_len=lengths[0],
                         prefill_output_len=lengths[1])
 
