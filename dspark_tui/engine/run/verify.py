@@ -272,7 +272,7 @@ def _prefill_scenario(plan: Plan, target: str, name: str,
                                             stated_max_len(plan))
     scenario = source.model_dump()
     scenario.pop("category", None)
-    scenario.update(name=name, input_len=input_len, output_len=output_len, range_ratio=None,
+    scenario.update(name=name, input_len=input_len, output_len=output_len, range_ratio=0.0,
                     concurrencies=prefill_probes(ranges), dataset="random-ids",
                     dataset_path=None)
     return scenario
