@@ -212,7 +212,7 @@ def test_the_prefill_probe_runs_long_prompts_at_each_boundarys_two_sides():
     assert chat.name == "chat" and chat.concurrencies == [1, 4, 8, 9, 16, 64, 128]
     assert (prefill.name, prefill.input_len, prefill.output_len, prefill.concurrencies) == (
         "chat_prefill", 8192, 7, [8, 9])
-    assert prefill.dataset == "random-ids" and prefill.num_prompts == 64 and prefill.range_ratio == 0.0
+    assert prefill.dataset == "random-ids" and prefill.num_prompts == 64 and prefill.range_ratio == 1.0
     assert verifying.arm("schedule").cells is None and verifying.arm("K=3").cells is None
     assert verifying.arm("K=5").cells == {"chat": [8, 9], "chat_prefill": [8, 9]}
     # The traffic still weighs the plan's own scenario only.

@@ -264,15 +264,15 @@ def verification_plan(plan: Plan, recommendation: Recommendation) -> Plan:
 
 def _prefill_scenario(plan: Plan, target: str, name: str,
                       ranges: list[list[int]]) -> dict[str, Any]:
-    """The prefill probe: the probe scenario's prompt count, long prompts of random token ids
-    (exact lengths whatever the plan's dataset) and short outputs, at every boundary's hi and
-    hi + 1 (`prefill_lengths`)."""
+    """The prefill probe: the probe scenario's prompt count, long prompts of random token ids and
+    short outputs (`prefill_lengths`), exact (`range_ratio = 1`: lengths are drawn in [L * r, L])
+    whatever the plan's dataset and range, at every boundary's hi and hi + 1."""
     source = next(s for s in plan.scenarios if s.name == target)
     input_len, output_len = prefill_lengths(source.input_len, source.output_len, ranges,
                                             stated_max_len(plan))
     scenario = source.model_dump()
     scenario.pop("category", None)
-    scenario.update(name=name, input_len=input_len, output_len=output_len, range_ratio=0.0,
+    scenario.update(name=name, input_len=input_len, output_len=output_len, range_ratio=1.0,
                     concurrencies=prefill_probes(ranges), dataset="random-ids",
                     dataset_path=None)
     return scenario
