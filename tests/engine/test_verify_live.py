@@ -6,7 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dspark_tui.engine.run.verify import boundary_probes, probes_of
+from dspark_tui.engine.run.verify import (
+    boundary_probes,
+    prefill_probes,
+    prefill_probes_of,
+    probes_of,
+)
 from dspark_tui.results import load_run
 from tests.cli import run_cli
 from tests.engine.helpers import write_sim_plan
@@ -46,9 +51,14 @@ def test_verify_reruns_the_schedule_against_the_best_fixed_k(tmp_path: Path):
     assert run.manifest.arm_names() == arms
     assert record.probes == [c for c in boundary_probes(record.schedule) if c not in (1, 64)]
     # The schedule and the best fixed K on every cell, each other K on its boundaries' probes.
-    assert {(c.arm, c.concurrency) for c in run.ok_cells()} == {
-        *((arm, c) for arm in arms[:2] for c in (1, 64, *record.probes)),
-        *((arm, c) for arm in arms[2:] for c in probes_of(record.schedule, int(arm[2:])))}
+    # The prefill probe (chat_prefill) likewise, at each boundary's two sides.
+    assert {(c.arm, c.scenario, c.concurrency) for c in run.ok_cells()} == {
+        *((arm, "chat", c) for arm in arms[:2] for c in (1, 64, *record.probes)),
+        *((arm, "chat", c) for arm in arms[2:] for c in probes_of(record.schedule, int(arm[2:]))),
+        *((arm, "chat_prefill", c) for arm in arms[:2] for c in record.prefill_probes),
+        *((arm, "chat_prefill", c) for arm in arms[2:]
+          for c in prefill_probes_of(record.schedule, int(arm[2:])))}
+    assert record.prefill_probes == prefill_probes(record.schedule)
     # The schedule arm's server took the sweep's schedule (the simulator logs it as vLLM does);
     # the fixed arm's ran one K.
     schedule_log = next((run_dir / "logs").glob("server-schedule-*.log")).read_text()
