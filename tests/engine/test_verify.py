@@ -260,3 +260,13 @@ def test_the_prefill_scenario_name_fits_and_is_new():
     assert record.prefill_scenario == "chat_prefill2"
     assert verification_plan(weighted, _recommendation([[1, 8, 5], [9, 256, 3]], 3)
                              ).scenarios[-1].name == "chat_prefill2"
+
+
+def test_a_prompt_count_a_concurrency_gives_every_probe_the_largest():
+    """A list of counts (one a concurrency) gets the largest for each added probe, plain or
+    prefill; before, the plain probes made the list too short and the plan invalid."""
+    text = plan_text(KS, {"chat": [1, 64]}).replace("num_prompts = 64", "num_prompts = [16, 256]")
+    chat, prefill = verification_plan(parse_plan(text),
+                                      _recommendation([[1, 8, 5], [9, 256, 3]], 3)).scenarios
+    assert chat.concurrencies == [1, 8, 9, 64] and chat.num_prompts == [16, 256, 256, 256]
+    assert prefill.name == "chat_prefill" and prefill.num_prompts == 256

@@ -256,7 +256,12 @@ def verification_plan(plan: Plan, recommendation: Recommendation) -> Plan:
     if probes:
         for scenario in data["scenarios"]:
             if scenario["name"] == target:
-                scenario["concurrencies"] = sorted({*scenario["concurrencies"], *probes})
+                grid = sorted({*scenario["concurrencies"], *probes})
+                counts = scenario["num_prompts"]
+                if isinstance(counts, list):  # one count a concurrency: a probe gets the largest
+                    given = dict(zip(scenario["concurrencies"], counts, strict=True))
+                    scenario["num_prompts"] = [given.get(c, max(counts)) for c in grid]
+                scenario["concurrencies"] = grid
     if prefill is not None:
         data["scenarios"].append(_prefill_scenario(plan, target, prefill, ranges))
     return Plan.model_validate(data)
@@ -275,6 +280,8 @@ def _prefill_scenario(plan: Plan, target: str, name: str,
     scenario.update(name=name, input_len=input_len, output_len=output_len, range_ratio=1.0,
                     concurrencies=prefill_probes(ranges), dataset="random-ids",
                     dataset_path=None)
+    if isinstance(source.num_prompts, list):  # one count a concurrency: the largest for each
+        scenario["num_prompts"] = max(source.num_prompts)
     return scenario
 
 
