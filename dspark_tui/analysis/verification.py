@@ -66,6 +66,7 @@ class BoundaryCell:
     high_vs_low: Ratio | None  # K = k_high / K = k_low: which side's K is faster here
     drafted_k: float | None  # the schedule arm's drafted tokens per draft (/metrics counters)
     band: float  # the run's tie band (a fraction)
+    prefill: bool = False  # a cell of the prefill probe (long prompts, short outputs)
 
     @property
     def side(self) -> str:
@@ -214,8 +215,10 @@ def _verification_of(analysis: RunAnalysis) -> VerificationResult | None:
     plan = run_plan(analysis)
     traffic = plan.traffic if plan is not None else None
     probes = {(record.probe_scenario, c) for c in record.probes}
+    probes |= {(record.prefill_scenario, c) for c in record.prefill_probes}
     cells = sorted({(s.scenario, s.concurrency) for s in verdicts.cells
-                    if s.arm == record.schedule_arm and (s.scenario, s.concurrency) not in probes},
+                    if s.arm == record.schedule_arm and (s.scenario, s.concurrency) not in probes
+                    and s.scenario != record.prefill_scenario},
                    key=_order(analysis))
     batches = _running_batches(analysis, record.schedule_arm)
     weights = traffic_weights(cells, traffic, {k: v for k, v in batches.items() if v is not None})
@@ -286,7 +289,7 @@ def _boundary_cells(analysis: RunAnalysis, record: Verification, verdicts: Any,
             schedule_k_at(record.schedule, key), boundary, k_low, k_high,
             ratio(record.schedule_arm, low_arm), ratio(record.schedule_arm, high_arm),
             ratio(high_arm, low_arm), drafted.get((scenario, concurrency)),
-            verdicts.settings.band.fraction))
+            verdicts.settings.band.fraction, scenario == record.prefill_scenario))
     return out
 
 
@@ -379,6 +382,10 @@ def verification_json(result: VerificationResult, simulated: bool,
                     "nearest boundary, each by the verdict analysis (interval beyond the tie band)",
             "probes": [{"scenario": result.record.probe_scenario, "concurrency": c}
                        for c in result.record.probes],
+            **({} if record.prefill_scenario is None else {"prefill_probe": {
+                "scenario": record.prefill_scenario, "concurrencies": record.prefill_probes,
+                "input_len": record.prefill_input_len, "output_len": record.prefill_output_len,
+                "collapses_at": [c.concurrency for c in result.collapses if c.prefill]}}),
             "collapses_at": [{"scenario": c.scenario, "concurrency": c.concurrency,
                               "boundary": c.boundary} for c in result.collapses],
             "boundaries": [{"between": [b.boundary, b.boundary + 1], "k": [b.k_low, b.k_high],

@@ -83,6 +83,11 @@ def boundary_lines(result: VerificationResult, t: Texts) -> list[str]:
         "boundary_lead", probes=", ".join(f"c={c}" for c in record.probes) or "—",
         scenario=record.probe_scenario or "—",
         arms=", ".join(f"`{name}`" for name in record.fixed_arms), band=result.band.percent), ""]
+    if record.prefill_scenario is not None:
+        lines += [x("boundary_prefill", scenario=record.prefill_scenario,
+                    probes=", ".join(f"c={c}" for c in record.prefill_probes),
+                    input_len=record.prefill_input_len, output_len=record.prefill_output_len,
+                    source=record.probe_scenario or "—"), ""]
     rows = []
     for cell in cells:
         share = cell.high_share

@@ -65,6 +65,13 @@ class Verification(BaseModel):
     probe_scenario: str | None = None
     probes: list[int] = Field(default_factory=list)
     fixed_arms: dict[str, int] = Field(default_factory=dict)
+    # The prefill probe ("Where the batch includes prefills"): a scenario of long prompts and
+    # short outputs the rerun added, its concurrencies (each boundary's hi and hi + 1) and
+    # lengths. None / empty in verification runs from before it.
+    prefill_scenario: str | None = None
+    prefill_probes: list[int] = Field(default_factory=list)
+    prefill_input_len: int | None = None
+    prefill_output_len: int | None = None
 
 
 class PromptSetRecord(BaseModel):

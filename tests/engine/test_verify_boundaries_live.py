@@ -56,19 +56,29 @@ def _verify(tmp_path: Path, sweep: Path, *sim_flags: str) -> tuple[Path, Any]:
     assert run.manifest.arm_names() == ["schedule", "K=3", "K=5"]
     record = run.manifest.verification
     assert record is not None and record.probes == [8, 9] and record.probe_scenario == "chat"
+    # The prefill probe: prompts of 16 x 64 tokens, outputs of 8 - 1, at the boundary's sides.
+    assert (record.prefill_scenario, record.prefill_probes, record.prefill_input_len,
+            record.prefill_output_len) == ("chat_prefill", [8, 9], 1024, 7)
     # The boundary's other K runs the probes only; the rerun is whole without its c = 4.
-    measured = {(m.arm, m.concurrency) for m in run.measurements}
-    assert {c for arm, c in measured if arm == "K=5"} == {8, 9}
-    assert {c for arm, c in measured if arm == "schedule"} == {c for arm, c in measured
-                                                               if arm == "K=3"} == {4, 8, 9}
-    assert len(run.measurements) == ROUNDS * (3 + 3 + 2)
+    measured = {(m.arm, m.scenario, m.concurrency) for m in run.measurements}
+    assert {(s, c) for arm, s, c in measured if arm == "K=5"} == {
+        ("chat", 8), ("chat", 9), ("chat_prefill", 8), ("chat_prefill", 9)}
+    assert {(s, c) for arm, s, c in measured if arm == "schedule"} == {
+        (s, c) for arm, s, c in measured if arm == "K=3"} == {
+        ("chat", 4), ("chat", 8), ("chat", 9), ("chat_prefill", 8), ("chat_prefill", 9)}
+    assert len(run.measurements) == ROUNDS * (3 + 3 + 2 + 3 * 2)
     assert json.loads((run_dir / "schedule.json").read_text())["incomplete"] is None
     result = verification_of(analyse(run))
     assert result is not None
     # The gain is still the sweep's own cell's; the probes are checked, not weighed.
     assert [c.concurrency for c in result.cells] == [4]
+    # Every probe, plain and prefill, is judged against both K of the boundary.
+    assert [(c.scenario, c.concurrency, c.prefill) for c in result.boundary_cells] == [
+        ("chat", 8, False), ("chat", 9, False), ("chat_prefill", 8, True),
+        ("chat_prefill", 9, True)]
+    assert "The prefill probe: `chat_prefill` at c=8, c=9" in (run_dir / "report.en.md").read_text()
     for cell in result.boundary_cells:  # shown with -s: the numbers the flag rests on
-        print(cell.concurrency, cell.batch, cell.schedule_k, cell.vs_low, cell.vs_high,
+        print(cell.scenario, cell.concurrency, cell.batch, cell.schedule_k, cell.vs_low, cell.vs_high,
               cell.high_vs_low, cell.drafted_k, cell.collapse, cell.move)
     return run_dir, result
 

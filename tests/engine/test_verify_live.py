@@ -47,10 +47,14 @@ def test_verify_reruns_the_schedule_against_the_best_fixed_k(tmp_path: Path):
                 *(f"K={k}" for k in sorted({k_low, k_high}) if k != fixed_k)]
     assert run.manifest.arm_names() == arms
     assert record.probes == [c for c in probes if c not in (1, 64)]
+    # The prefill probe (chat_prefill, long prompts and short answers) at the boundary's two
+    # sides, h and h + 1, for every arm.
+    assert record.prefill_probes == probes
     # The schedule and the best fixed K on every cell, each other K on the boundary's probes.
-    assert {(c.arm, c.concurrency) for c in run.ok_cells()} == {
-        *((arm, c) for arm in arms[:2] for c in {1, 64, *probes}),
-        *((arm, c) for arm in arms[2:] for c in probes)}
+    assert {(c.arm, c.scenario, c.concurrency) for c in run.ok_cells()} == {
+        *((arm, "chat", c) for arm in arms[:2] for c in {1, 64, *probes}),
+        *((arm, "chat", c) for arm in arms[2:] for c in probes),
+        *((arm, "chat_prefill", c) for arm in arms for c in probes)}
     # The schedule arm's server took the sweep's schedule (the simulator logs it as vLLM does);
     # the fixed arm's ran one K.
     schedule_log = next((run_dir / "logs").glob("server-schedule-*.log")).read_text()

@@ -3,13 +3,14 @@ fixed K (the verdicts' ratio, interval, verdict) and the realised gain on the pl
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
 import numpy as np
 
 from dspark_tui.analysis.analysis import analyse
-from dspark_tui.analysis.verification import schedule_k_at, verification_of
+from dspark_tui.analysis.verification import schedule_k_at, verification_json, verification_of
 from dspark_tui.engine.run.verify import Recommendation, verification_plan, verification_record
 from dspark_tui.model import CellResult, ClientMetrics, ServerSummary, parse_plan
 from dspark_tui.report.markdown import render_report
@@ -104,17 +105,22 @@ def test_the_schedules_k_is_looked_up_as_vllm_does():
 
 
 def boundary_run(folder: Path, schedule_at: dict[int, float], k5_over_k2: dict[int, float],
-                 rounds: int = 3, noise: float = 0.002) -> LoadedRun:
+                 rounds: int = 3, noise: float = 0.002,
+                 prefill_at: dict[int, float] | None = None) -> LoadedRun:
     """A `--verify` run with the boundary check: arms schedule, K=4 (best fixed), K=2 and K=5
-    (the two sides of the boundary 8|9), the probes 8 and 9 added to the grid. `schedule_at[c]`
-    is the schedule's true ratio to the better of K=2 and K=5 at c."""
+    (the two sides of the boundary 8|9), the probes 8 and 9 added to the grid, and the prefill
+    probe chat_prefill at 8 and 9. `schedule_at[c]` (`prefill_at[c]` in the prefill probe) is
+    the schedule's true ratio to the better of K=2 and K=5 at c."""
     sweep_plan = parse_plan(plan_text([0, 2, 4, 5], GRID, traffic=TRAFFIC, rounds=rounds))
     recommendation = Recommendation(folder / "sweep", "k_sweep", "spec_tokens", CONFIG, 4,
                                     "running_batch")
     plan = verification_plan(sweep_plan, recommendation)
     assert [a.name for a in plan.arms] == ["schedule", "K=4", "K=2", "K=5"]
     assert plan.scenarios[0].concurrencies == [1, 8, 9, 16, 128]
-    assert plan.arm("K=2").cells == plan.arm("K=5").cells == {"chat": [8, 9]}
+    assert plan.arm("K=2").cells == plan.arm("K=5").cells == {"chat": [8, 9],
+                                                              "chat_prefill": [8, 9]}
+    assert [(s.name, s.concurrencies) for s in plan.scenarios] == [
+        ("chat", [1, 8, 9, 16, 128]), ("chat_prefill", [8, 9])]
     assert plan.arm("K=4").cells is None and plan.arm("schedule").cells is None
     folder.mkdir(parents=True, exist_ok=True)
     record = verification_record(recommendation, sweep_plan)
@@ -126,15 +132,16 @@ def boundary_run(folder: Path, schedule_at: dict[int, float], k5_over_k2: dict[i
     for rnd in range(1, rounds + 1):
         for arm in ("schedule", "K=4", "K=2", "K=5"):
             session = rng.normal(0, noise)
-            for c in plan.scenarios[0].concurrencies:
-                if not plan.arm(arm).plans("chat", c):
+            for scenario, c in [(s.name, c) for s in plan.scenarios for c in s.concurrencies]:
+                if not plan.arm(arm).plans(scenario, c):
                     continue  # K=2 and K=5 measure the probes only
                 k2 = 1000.0 * c ** 0.8
                 k5 = k2 * k5_over_k2.get(c, 1.0)
+                at = schedule_at if scenario == "chat" else prefill_at or {}
                 value = {"K=2": k2, "K=5": k5, "K=4": 0.5 * (k2 + k5),
-                         "schedule": max(k2, k5) * schedule_at.get(c, 1.0)}[arm]
+                         "schedule": max(k2, k5) * at.get(c, 1.0)}[arm]
                 measured.append(CellResult(
-                    arm=arm, scenario="chat", concurrency=c, round=rnd, session=f"{arm}-r{rnd}",
+                    arm=arm, scenario=scenario, concurrency=c, round=rnd, session=f"{arm}-r{rnd}",
                     metrics=ClientMetrics(total_throughput=value * math.exp(session + rng.normal(0, noise)),
                                           duration=20.0, completed=64),
                     server=ServerSummary(samples=40, running_mean=c * 0.97, running_peak=c,
@@ -154,8 +161,9 @@ def test_a_collapse_at_the_boundary_is_flagged_and_the_boundary_moved(tmp_path: 
     # The gain rests on the sweep's own cells only; the probes are checked, not weighed.
     assert [c.concurrency for c in result.cells] == [1, 16, 128]
     # The check compares the schedule with both neighbours where both were planned: the probes.
-    assert [c.concurrency for c in result.boundary_cells] == [8, 9]
-    assert [c.concurrency for c in result.collapses] == [9]
+    assert [(c.scenario, c.concurrency) for c in result.boundary_cells] == [
+        ("chat", 8), ("chat", 9), ("chat_prefill", 8), ("chat_prefill", 9)]
+    assert [(c.scenario, c.concurrency) for c in result.collapses] == [("chat", 9)]
     (cell,) = result.collapses
     assert cell.probe and cell.side == "high" and cell.schedule_k == 2 and cell.drafted_k == 3.0
     (boundary,) = result.boundaries
@@ -171,7 +179,30 @@ def test_a_collapse_at_the_boundary_is_flagged_and_the_boundary_moved(tmp_path: 
     with_k4 = [line for line in winners if "K=4 |" in line]
     assert with_k4 and all("| — | — | K=4 |" in line for line in with_k4), winners
     assert "— … —" not in en  # no group interval over cells an arm did not plan
-    assert "14 of 14 cells" in en or "14 ok, 0 failed, 0 not run (of 14)" in en
+    # 14 cells of chat (5 + 5 + 2 + 2) and 4 arms x 2 of the prefill probe.
+    assert "22 of 22 cells" in en or "22 ok, 0 failed, 0 not run (of 22)" in en
+
+
+def test_a_collapse_only_under_prefills_is_flagged_by_the_prefill_probe(tmp_path: Path):
+    """The plain probes hold (the schedule equals the better K), the prefill probe at c = 8 has
+    the schedule 12 % below the better K: flagged by the same rule, named in the prefill row,
+    and kept out of the gain."""
+    run = boundary_run(tmp_path, {}, {1: 1.2, 8: 1.1, 9: 1.1, 16: 0.9, 128: 0.8},
+                       prefill_at={8: 0.88})
+    result = verification_of(analyse(run))
+    assert result is not None
+    assert [c.concurrency for c in result.cells] == [1, 16, 128]
+    assert [(c.scenario, c.concurrency, c.prefill) for c in result.collapses] == [
+        ("chat_prefill", 8, True)]
+    check = json.loads(json.dumps(verification_json(result, False, None)))["boundary_check"]
+    assert check["prefill_probe"] == {"scenario": "chat_prefill", "concurrencies": [8, 9],
+                                      "input_len": 8192, "output_len": 7, "collapses_at": [8]}
+    en = render_report(run, "en")
+    assert "The prefill probe: `chat_prefill` at c=8, c=9" in en
+    assert "prompts of 8192 tokens and outputs of 7" in en
+    assert "**Collapse at boundary 8|9**" in en and "chat_prefill c=8" in en
+    zh = render_report(run, "zh")
+    assert "预填充探测：`chat_prefill` 在 c=8, c=9" in zh
 
 
 def test_without_a_collapse_a_misplaced_boundary_is_still_moved(tmp_path: Path):

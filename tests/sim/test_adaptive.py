@@ -71,3 +71,29 @@ def test_the_k_flip_fault_drops_a_schedule_below_both_fixed_ks_past_its_boundary
         faulty = _throughput(concurrency, spec_tokens=5, spec_schedule=schedule, k_flip_fault=True)
         assert faulty < 0.95 * fixed
         assert faulty < 0.95 * healthy
+
+
+def test_under_prefills_the_k_flip_fault_puts_the_schedule_below_both_fixed_ks_at_hi():
+    """The prefill probe's truth, in model time (noise free, no client turnaround): at the
+    boundary's last batch hi = 8 of [[1,8,5],[9,256,3]], with --verify's prefill lengths for a
+    64 -> 256 scenario (1024 -> 7 tokens, docs/decision.md "Where the batch includes
+    prefills"), the faulty schedule is below both fixed K by more than the default 2 % band,
+    while with the plain scenario's lengths it is not (K = 3 is slower there than the fault's
+    route costs). Without the fault the schedule is within the band of the better K. The count
+    never crosses at hi in a closed loop (drafted K stays 5): what puts it below both is that
+    prefills make K = 3 and K = 5 even, so the fault's slower route loses to both."""
+    schedule = ((1, 8, 5), (9, 256, 3))
+
+    def at(lengths: tuple[int, int], **config: object) -> tuple[float, float]:
+        result = simulate_closed_loop(ModelConfig(**config), [lengths] * 256, 8,  # type: ignore[arg-type]
+                                      seed=1)
+        return result.total_throughput, result.draft_tokens / result.drafts
+
+    for lengths, below_both in (((1024, 7), True), ((64, 256), False)):
+        k5, _ = at(lengths, spec_tokens=5)
+        k3, _ = at(lengths, spec_tokens=3)
+        faulty, drafted = at(lengths, spec_tokens=5, spec_schedule=schedule, k_flip_fault=True)
+        healthy, _ = at(lengths, spec_tokens=5, spec_schedule=schedule)
+        assert drafted == 5.0
+        assert (faulty * 1.02 < min(k5, k3)) is below_both, (lengths, faulty / k5, faulty / k3)
+        assert healthy * 1.02 > max(k5, k3)

@@ -12,7 +12,7 @@ from typing import Any
 
 from dspark_tui.engine.checks.setup import filter_plan
 from dspark_tui.model import Plan, UserError, numbers, safe_files
-from dspark_tui.model.plan import SPECULATIVE_ARG
+from dspark_tui.model.plan import MAX_NAME_LEN, SPECULATIVE_ARG
 from dspark_tui.results import RunStore
 from dspark_tui.results.manifest import Verification
 from dspark_tui.results.store import load_run
@@ -119,6 +119,77 @@ def probes_of(ranges: list[list[int]], k: int) -> list[int]:
     return mine or probes
 
 
+def prefill_probes(ranges: list[list[int]]) -> list[int]:
+    """The concurrencies of the prefill probe (docs/decision.md, "Where the batch includes
+    prefills"): every boundary's last batch `hi` and the next one's first, `hi + 1`."""
+    ordered = sorted(ranges)
+    return sorted({c for lo, hi, _ in ordered[:-1] for c in (hi, hi + 1)})
+
+
+def prefill_probes_of(ranges: list[list[int]], k: int) -> list[int]:
+    """The prefill probes a neighbouring fixed K = k runs: those whose nearest boundary it
+    borders (`probes_of`'s rule)."""
+    from dspark_tui.analysis.verification import nearest_boundary
+
+    probes = prefill_probes(ranges)
+    mine = [c for c in probes if k in (nearest_boundary(ranges, float(c)) or (0, None, None))[1:]]
+    return mine or probes
+
+
+# The prefill probe's lengths (docs/decision.md, "Where the batch includes prefills"): prompts
+# PREFILL_PROMPT_FACTOR times the probe scenario's, at most one chunk of vLLM's default token
+# budget; outputs short enough that at c = hi at least one request is in prefill each step.
+PREFILL_PROMPT_FACTOR = 16
+PREFILL_PROMPT_CAP = 8192
+MAX_LEN_FLAGS = ("--max-model-len", "--context-length")
+
+
+def stated_max_len(plan: Plan) -> int | None:
+    """The model's max length the server command states (`--max-model-len N` for vLLM,
+    `--context-length N` for SGLang, either `=`-joined); None when it states none."""
+    argv = [str(a) for a in plan.server.command]
+    for index, arg in enumerate(argv):
+        for flag in MAX_LEN_FLAGS:
+            value = None
+            if arg == flag and index + 1 < len(argv):
+                value = argv[index + 1]
+            elif arg.startswith(flag + "="):
+                value = arg.split("=", 1)[1]
+            if value is not None and value.isdigit():
+                return int(value)
+    return None
+
+
+def prefill_lengths(input_len: int, output_len: int, ranges: list[list[int]],
+                    max_len: int | None) -> tuple[int, int]:
+    """(input_len, output_len) of the prefill probe from the probe scenario's.
+
+    Output: at most `hi - 1` tokens for the smallest boundary `hi` (at least 2, never more than
+    the probe scenario's): a request's prefill takes at least one step and its decode at most one
+    step a token, so in a closed loop of hi requests at least hi / (1 + hi - 1) = 1 of them is in
+    prefill at any step. Input: PREFILL_PROMPT_FACTOR times the probe scenario's, at most
+    PREFILL_PROMPT_CAP (one prefill chunk under vLLM's default max_num_batched_tokens) and at
+    most the stated max length less the output."""
+    ordered = sorted(ranges)
+    smallest_hi = min((hi for _, hi, _ in ordered[:-1]), default=2)
+    output = max(2, min(output_len, smallest_hi - 1))
+    prompt = min(input_len * PREFILL_PROMPT_FACTOR, PREFILL_PROMPT_CAP)
+    if max_len is not None:
+        prompt = min(prompt, max_len - output)
+    return max(1, prompt), output
+
+
+def prefill_scenario_name(target: str, taken: list[str]) -> str:
+    """`<probe scenario>_prefill`, shortened to a scenario name's limit and numbered when the
+    plan already has a scenario of that name."""
+    for n in range(1, len(taken) + 2):
+        suffix = "_prefill" if n == 1 else f"_prefill{n}"
+        name = target[:MAX_NAME_LEN - len(suffix)] + suffix
+        if name not in taken:
+            return name
+    raise AssertionError("unreachable: more names tried than scenarios")
+
+
 def probe_scenario(plan: Plan) -> str:
     """The scenario the probes are added to: the one the plan's [traffic] weighs most (the
     plan's first on a tie or without [traffic]). One scenario keeps the rerun short."""
@@ -168,19 +239,50 @@ def verification_plan(plan: Plan, recommendation: Recommendation) -> Plan:
          "speculative": fixed_config(recommendation.fixed_k),
          "description": "the sweep's best fixed K for the plan's traffic"},
     ]
-    probes = boundary_probes(recommendation.ranges)
+    ranges = recommendation.ranges
+    probes = boundary_probes(ranges)
     target = probe_scenario(plan)
-    for k in neighbour_ks(recommendation.ranges):
+    prefill = (prefill_scenario_name(target, [s.name for s in plan.scenarios])
+               if prefill_probes(ranges) else None)
+    for k in neighbour_ks(ranges):
         if k != recommendation.fixed_k:
             # Only the cells the boundary check compares it in (docs/decision.md).
+            cells = {target: probes_of(ranges, k)}
+            if prefill is not None:
+                cells[prefill] = prefill_probes_of(ranges, k)
             data["arms"].append({"name": fixed_arm_name(k), "speculative": fixed_config(k),
                                  "description": "the K on one side of a schedule boundary",
-                                 "cells": {target: probes_of(recommendation.ranges, k)}})
+                                 "cells": cells})
     if probes:
         for scenario in data["scenarios"]:
             if scenario["name"] == target:
-                scenario["concurrencies"] = sorted({*scenario["concurrencies"], *probes})
+                grid = sorted({*scenario["concurrencies"], *probes})
+                counts = scenario["num_prompts"]
+                if isinstance(counts, list):  # one count a concurrency: a probe gets the largest
+                    given = dict(zip(scenario["concurrencies"], counts, strict=True))
+                    scenario["num_prompts"] = [given.get(c, max(counts)) for c in grid]
+                scenario["concurrencies"] = grid
+    if prefill is not None:
+        data["scenarios"].append(_prefill_scenario(plan, target, prefill, ranges))
     return Plan.model_validate(data)
+
+
+def _prefill_scenario(plan: Plan, target: str, name: str,
+                      ranges: list[list[int]]) -> dict[str, Any]:
+    """The prefill probe: the probe scenario's prompt count, long prompts of random token ids and
+    short outputs (`prefill_lengths`), exact (`range_ratio = 1`: lengths are drawn in [L * r, L])
+    whatever the plan's dataset and range, at every boundary's hi and hi + 1."""
+    source = next(s for s in plan.scenarios if s.name == target)
+    input_len, output_len = prefill_lengths(source.input_len, source.output_len, ranges,
+                                            stated_max_len(plan))
+    scenario = source.model_dump()
+    scenario.pop("category", None)
+    scenario.update(name=name, input_len=input_len, output_len=output_len, range_ratio=1.0,
+                    concurrencies=prefill_probes(ranges), dataset="random-ids",
+                    dataset_path=None)
+    if isinstance(source.num_prompts, list):  # one count a concurrency: the largest for each
+        scenario["num_prompts"] = max(source.num_prompts)
+    return scenario
 
 
 def verification_record(recommendation: Recommendation, plan: Plan | None = None) -> Verification:
@@ -197,12 +299,20 @@ def verification_record(recommendation: Recommendation, plan: Plan | None = None
     target = probe_scenario(plan)
     grid = next(s.concurrencies for s in plan.scenarios if s.name == target)
     probes = [c for c in boundary_probes(recommendation.ranges) if c not in grid]
+    prefill = prefill_probes(recommendation.ranges)
+    source = next(s for s in plan.scenarios if s.name == target)
+    lengths = prefill_lengths(source.input_len, source.output_len, recommendation.ranges,
+                              stated_max_len(plan)) if prefill else (None, None)
     return Verification(sweep=str(recommendation.sweep.resolve()),
                         sweep_name=recommendation.sweep_name, schedule=recommendation.ranges,
                         keyed_on=recommendation.keyed_on, fixed_k=recommendation.fixed_k,
                         schedule_arm=SCHEDULE_ARM, fixed_arm=fixed_arm_name(recommendation.fixed_k),
                         probe_scenario=target if boundary_probes(recommendation.ranges) else None,
-                        probes=probes, fixed_arms={fixed_arm_name(k): k for k in ks})
+                        probes=probes, fixed_arms={fixed_arm_name(k): k for k in ks},
+                        prefill_scenario=prefill_scenario_name(
+                            target, [s.name for s in plan.scenarios]) if prefill else None,
+                        prefill_probes=prefill, prefill_input_len=lengths[0],
+                        prefill_output_len=lengths[1])
 
 
 def plan_to_run(plan: Plan, verify: Path | None, arms: list[str] | None,
