@@ -3,7 +3,10 @@ vLLM's `enable_adaptive_verification` keeps its decision and schedule over the f
 each adaptive arm is then compared, cell by cell, with the K chosen there (the run's paired
 verdict and tie band), and the hybrid — adaptive where it is shown faster, the schedule
 elsewhere — gets its expected gain over the schedule alone on the plan's traffic, with an
-interval at the family level the schedule's own gain uses. docs/decision.md says how.
+interval at the family level the schedule's own gain uses. Where the sweep also has the fixed
+arm of the adaptive arm's own K, each cell compares the two as well (one planned comparison at
+the run's level): where adaptive verification starts to pay against verifying every draft — the
+crossover. docs/decision.md says how.
 
 How the hybrid is served: vLLM's `enable_adaptive_verification` is one boolean for the whole
 server (vllm/config/speculative.py, SpeculativeConfig, at commit 002e77c1f0ef): no per-batch
@@ -37,6 +40,10 @@ class AdaptiveCell:
     schedule_k: int  # the K the schedule runs at the cell's batch
     vs_chosen: Ratio | None  # adaptive over the chosen K, at the run's level
     outcome: str  # wins | loses | tie | unsure | single | missing
+    # adaptive over the fixed arm of its own K (every draft verified), at the run's level: one
+    # planned comparison, not a choice among arms; None when the sweep has no such arm
+    vs_own: Ratio | None = None
+    own_outcome: str = MISSING
 
     @property
     def key(self) -> CellId:
@@ -63,6 +70,7 @@ class AdaptiveArm:
     config: dict[str, Any] | None  # the one config, for `one_config`
     routing: list[RouteRule] = field(default_factory=list)
     method_ok: bool = True  # vLLM (at the commit checked) accepts it only with method = dspark
+    own_arm: str | None = None  # the fixed arm with the same K, when the sweep has one
 
     @property
     def wins(self) -> list[AdaptiveCell]:
@@ -80,7 +88,10 @@ class AdaptiveArm:
             "k": self.k,
             "cells": [{"scenario": c.scenario, "concurrency": c.concurrency, "chosen_k": c.k,
                        "schedule_k": c.schedule_k, "outcome": c.outcome,
-                       "vs_chosen": ratio(c.vs_chosen)} for c in self.cells],
+                       "vs_chosen": ratio(c.vs_chosen),
+                       **({"vs_own_k": ratio(c.vs_own), "own_outcome": c.own_outcome}
+                          if self.own_arm is not None else {})} for c in self.cells],
+            **({"own_k_arm": self.own_arm} if self.own_arm is not None else {}),
             "hybrid": {
                 "adaptive_cells": [{"scenario": c.scenario, "concurrency": c.concurrency}
                                    for c in self.wins],
@@ -122,12 +133,17 @@ def adaptive_arms(decision: KDecision, schedule: Schedule | None,
     alpha = family_alpha(verdicts.settings.look_alpha, len(decision.k_of) + len(decision.adaptive))
     out = []
     for arm in decision.adaptive:
+        config = configs.get(arm)
+        k = int(config.get(K_VAR, 0)) if config else 0
+        own = arm_of.get(k)
         cells: list[AdaptiveCell] = []
         for choice in decision.choices:
             schedule_k = schedule.k_at(points[choice.key][0]) if schedule is not None else choice.k
             ratio = ratio_between(verdicts, choice.scenario, choice.concurrency, arm, arm_of[choice.k])
+            vs_own = (ratio_between(verdicts, choice.scenario, choice.concurrency, arm, own)
+                      if own is not None else None)
             cells.append(AdaptiveCell(choice.scenario, choice.concurrency, choice.k, schedule_k,
-                                      ratio, _outcome(ratio)))
+                                      ratio, _outcome(ratio), vs_own, _outcome(vs_own)))
         won = [c for c in cells if c.outcome == WINS]
         weighted: list[tuple[float, Ratio]] = []
         for cell in cells:
@@ -149,13 +165,11 @@ def adaptive_arms(decision: KDecision, schedule: Schedule | None,
             form = ONE_CONFIG
         else:
             form = ROUTING
-        config = configs.get(arm)
-        k = int(config.get(K_VAR, 0)) if config else 0
         out.append(AdaptiveArm(
             arm=arm, k=k, cells=cells, gain=gain, form=form,
             config=config if form == ONE_CONFIG else None,
             routing=_routes(cells) if form == ROUTING else [],
-            method_ok=(config or {}).get("method", method) == "dspark"))
+            method_ok=(config or {}).get("method", method) == "dspark", own_arm=own))
     return out
 
 

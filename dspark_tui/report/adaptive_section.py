@@ -7,7 +7,15 @@ from __future__ import annotations
 
 import json
 
-from dspark_tui.analysis.adaptive import ONE_CONFIG, ROUTING, SCHEDULE_ONLY, VLLM_SOURCE
+from dspark_tui.analysis.adaptive import (
+    LOSES,
+    ONE_CONFIG,
+    ROUTING,
+    SCHEDULE_ONLY,
+    VLLM_SOURCE,
+    WINS,
+    AdaptiveArm,
+)
 from dspark_tui.analysis.deploy import DeployAnswer
 from dspark_tui.report.decision_section import _gain_text
 from dspark_tui.report.tables import markdown_table
@@ -20,11 +28,18 @@ def adaptive_section(answer: DeployAnswer | None, t: Texts) -> list[str]:
     d = t.of("decision")
     lines = [d("adaptive_heading"), "", d("adaptive_lead", band=answer.decision.band.percent), ""]
     for arm in answer.adaptive:
+        own = arm.own_arm
         rows = [[c.scenario, str(c.concurrency), str(c.k), _gain_text(d, c.vs_chosen),
-                 d(f"adaptive_outcome.{c.outcome}")] for c in arm.cells]
+                 d(f"adaptive_outcome.{c.outcome}"),
+                 *([_gain_text(d, c.vs_own), d(f"adaptive_own_outcome.{c.own_outcome}")]
+                   if own is not None else [])] for c in arm.cells]
+        header = d("adaptive_table_header") if own is None else \
+            d("adaptive_table_header_own", own=own)
         lines += [d("adaptive_arm", arm=arm.arm), ""]
-        lines += markdown_table(d("adaptive_table_header").strip("| ").split(" | "), rows)
+        lines += markdown_table(header.strip("| ").split(" | "), rows)
         lines.append("")
+        if own is not None:
+            lines.append(_own_line(arm, own, t))
         if arm.form == SCHEDULE_ONLY:
             lines.append(d("adaptive_none", arm=arm.arm))
         else:
@@ -51,3 +66,15 @@ def adaptive_section(answer: DeployAnswer | None, t: Texts) -> list[str]:
             lines.append(d("adaptive_method", source=VLLM_SOURCE))
         lines.append("")
     return lines[:-1] if lines[-1] == "" else lines
+
+
+def _own_line(arm: AdaptiveArm, own: str, t: Texts) -> str:
+    """Where adaptive verification pays against verifying every draft of the same K, where it
+    costs, and where the run cannot tell (the crossover the section's table shows cell by cell)."""
+    d = t.of("decision")
+    groups = {"faster": [c for c in arm.cells if c.own_outcome == WINS],
+              "slower": [c for c in arm.cells if c.own_outcome == LOSES],
+              "unclear": [c for c in arm.cells if c.own_outcome not in (WINS, LOSES)]}
+    parts = [d(f"adaptive_own_{name}", cells=t.join(f"{c.scenario} c={c.concurrency}" for c in cells))
+             for name, cells in groups.items() if cells]
+    return d("adaptive_own", arm=arm.arm, own=own, parts=t.join(parts))

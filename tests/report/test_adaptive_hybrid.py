@@ -120,3 +120,42 @@ def test_the_layout_answers_k_per_arm_once_for_adaptive_and_plain_sweeps(tmp_pat
     assert plain.ks is not None and plain.ks.adaptive == ()
     assert plain.ks.every_arm == plain.ks.fixed and set(plain.ks.fixed.values()) == {0, 1, 3}
     assert plain.ks.var == plain.compared_var
+
+
+def test_adaptive_is_also_judged_against_its_own_k_where_it_starts_to_pay(tmp_path: Path):
+    """Beside the chosen K, each cell compares the adaptive arm with the fixed arm of its own K
+    (K=3: the same drafts, every one verified): the crossover. Truth: 140 / 148.5 / 110 / 110
+    against K=3's 150 / 150 / 90 / 90 — slower, within the 2 % band, faster, faster."""
+    run = _run(tmp_path, _truth({1: 140.0, 4: 148.5, 64: 110.0, 256: 110.0}))
+    analysis = analyse(run)
+    answer = deploy_answer(analysis)
+    assert answer is not None
+    (arm,) = answer.adaptive
+    assert arm.own_arm == "K=3"
+    assert [c.own_outcome for c in arm.cells] == ["loses", "tie", WINS, WINS]
+    expected = [140 / 150, 148.5 / 150, 110 / 90, 110 / 90]
+    assert [c.vs_own.value for c in arm.cells if c.vs_own is not None] == pytest.approx(expected, rel=0.01)
+    cells = schedule_json(answer)["adaptive"][0]
+    assert cells["own_k_arm"] == "K=3"
+    assert [c["own_outcome"] for c in cells["cells"]] == ["loses", "tie", "wins", "wins"]
+    text = render_report(run, "en", analysis=analysis)
+    assert ("- `K=3 adaptive` against `K=3` (the same drafts, every one verified): faster at chat "
+            "c=64, chat c=256, slower at chat c=1, not shown either way at chat c=4.") in text
+    assert "| Adaptive vs `K=3` | Verdict |" in text
+    zh = render_report(run, "zh", analysis=analysis)
+    assert "- `K=3 adaptive` 相对 `K=3`（同样的草稿，全部验证）：" in zh
+
+
+def test_without_the_same_k_fixed_arm_there_is_no_own_comparison(tmp_path: Path, monkeypatch):
+    """A sweep whose fixed arms lack the adaptive arm's K: the table and analysis stay as
+    before (no own-K column, no `own_k_arm`)."""
+    monkeypatch.setitem(ARMS, "K=3 adaptive",
+                        "num_speculative_tokens = 5, enable_adaptive_verification = true")
+    run = _run(tmp_path, _truth({1: 140.0, 4: 148.5, 64: 110.0, 256: 110.0}))
+    analysis = analyse(run)
+    answer = deploy_answer(analysis)
+    assert answer is not None
+    (arm,) = answer.adaptive
+    assert arm.own_arm is None and all(c.vs_own is None for c in arm.cells)
+    assert "own_k_arm" not in schedule_json(answer)["adaptive"][0]
+    assert "Adaptive vs `" not in render_report(run, "en", analysis=analysis)
