@@ -8,7 +8,7 @@ from pathlib import Path
 from dspark_tui.engine.schedule import plan_cost
 from dspark_tui.model import load_plan, parse_plan
 from dspark_tui.sim.estimate import estimate_plan
-from tests.cli import run_cli
+from tests.cli import run_cli_here
 from tests.engine.helpers import sim_plan_text, write_sim_plan
 
 TWO_CELLS = ('[[scenarios]]\nname = "chat"\ninput_len = 64\noutput_len = 32\n'
@@ -46,7 +46,7 @@ def test_a_plan_for_a_real_server_gets_no_wall_estimate():
 def test_plan_check_prints_the_cost_after_the_grid(tmp_path: Path):
     plan = write_sim_plan(tmp_path, 8000, "--startup-delay", "1", cells=TWO_CELLS, rounds=2,
                           adaptive_rounds=1)
-    done = run_cli("plan", "check", str(plan), timeout=60)
+    done = run_cli_here("plan", "check", str(plan))
     assert done.returncode == 0, done.stderr
     tail = done.stdout.splitlines()[-5:]
     assert tail[0] == "4 cells"

@@ -1,4 +1,6 @@
-"""`dspark-tui report RUN_DIR [--lang en] [--stdout]`, run as a user would: a subprocess."""
+"""`dspark-tui report RUN_DIR [--lang en] [--stdout]`, run as a user would: the first test as a
+subprocess, the others through the same main() in this process, output captured at the file
+descriptors (tests/cli.run_cli_here: no Python start each)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.cli import cli_env
+from tests.cli import cli_env, run_cli_here
 from tests.conftest import REPO, SAMPLE_RUN, SEED_REPORT
 from tests.report.markdown_tables import table_after
 
@@ -44,7 +46,7 @@ def test_report_writes_the_english_file_and_warns_about_bad_cells(tmp_path: Path
     broken = run_dir / "cells/st_3/decode_heavy__c1__r1p1.json"
     broken.write_text('{"schema_version": 1, "arm": "st', encoding="utf-8")
 
-    done = dspark("report", str(run_dir), "--lang", "en")
+    done = run_cli_here("report", str(run_dir), "--lang", "en")
     assert done.returncode == 0, done.stderr
     written = run_dir / "report.en.md"
     assert done.stdout.strip() == str(written)
@@ -58,7 +60,7 @@ def test_report_writes_the_english_file_and_warns_about_bad_cells(tmp_path: Path
 
 
 def test_report_on_a_missing_directory_is_one_line_without_traceback(tmp_path: Path):
-    done = dspark("report", str(tmp_path / "nowhere"), "--stdout")
+    done = run_cli_here("report", str(tmp_path / "nowhere"), "--stdout")
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr.splitlines() == [f"dspark-tui: error: {tmp_path / 'nowhere'}: no such run directory"]
@@ -69,7 +71,7 @@ def test_report_never_overwrites_a_saved_report_when_run_json_is_unreadable(tmp_
     shutil.copytree(SAMPLE_RUN, run_dir)
     saved = (run_dir / "report.md").read_bytes()
     (run_dir / "run.json").write_text("{not json", encoding="utf-8")
-    done = dspark("report", str(run_dir))
+    done = run_cli_here("report", str(run_dir))
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "run.json: unreadable, so no report is written" in done.stderr
     assert (run_dir / "report.md").read_bytes() == saved
@@ -80,7 +82,7 @@ def test_plan_check_masks_the_servers_secrets(tmp_path: Path):
     plan = plan.replace('"--host", "{host}",', '"--host", "{host}", "--api-key", "sk-plan-check-secret",', 1)
     path = tmp_path / "plan.toml"
     path.write_text(plan, encoding="utf-8")
-    done = dspark("plan", "check", str(path))
+    done = run_cli_here("plan", "check", str(path))
     assert done.returncode == 0, done.stderr
     # each arm's command is a shell line, where the mask is quoted
     assert "sk-plan-check-secret" not in done.stdout and "--api-key '***'" in done.stdout
@@ -89,12 +91,12 @@ def test_plan_check_masks_the_servers_secrets(tmp_path: Path):
 def test_report_stdout_follows_the_apps_language_rule():
     """An English locale prints the English report, a Chinese one the Chinese, as the app
     opens; --lang still decides when given."""
-    english = dspark("report", str(SAMPLE_RUN), "--stdout", env=EN)
+    english = run_cli_here("report", str(SAMPLE_RUN), "--stdout", env=EN)
     assert english.returncode == 0, english.stderr
     assert english.stdout == render_en()
-    chinese = dspark("report", str(SAMPLE_RUN), "--stdout", env=ZH)
+    chinese = run_cli_here("report", str(SAMPLE_RUN), "--stdout", env=ZH)
     assert chinese.stdout == (SAMPLE_RUN / "report.md").read_text(encoding="utf-8")
-    asked = dspark("report", str(SAMPLE_RUN), "--stdout", "--lang", "zh", env=EN)
+    asked = run_cli_here("report", str(SAMPLE_RUN), "--stdout", "--lang", "zh", env=EN)
     assert asked.stdout == chinese.stdout != english.stdout
 
 
