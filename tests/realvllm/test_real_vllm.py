@@ -126,9 +126,22 @@ def test_the_demo_plan_k0_vs_ngram_runs_to_its_report(tmp_path: Path, tiny_model
     ok = [m for m in run.measurements if m.ok]
     assert len(ok) == len(run.measurements) == 4, [(m.key, m.status, m.error) for m in run.measurements]
 
+    report = (run_dir / "report.en.md").read_text()
+    behind = sum(bool(m.client and m.client.behind) for m in ok)
+    print(f"client behind in {behind} of {len(ok)} measurements")
+    if behind:
+        assert f"Client fell behind in {behind} of {len(ok)} measurements" in report
     for m in ok:
         metrics, server = m.metrics, m.server
         assert metrics.completed == 8, metrics
+        assert m.client is not None, m.key  # the native client always says how it kept up
+        if m.client.behind:
+            # On this 2-core box vLLM's API server and EngineCore share the client's core, and a
+            # starved client reads a cell's tokens in bursts (TPOT 0.002 ms seen): the tool must
+            # say so and keep those latencies out, which is what can be checked then.
+            assert m.client.reasons, m.client
+            assert "their TTFT, TPOT, ITL and E2E are left out" in report
+            continue
         # Plausible for a tiny model on a CPU: a token in more than 0.05 ms, less than a second.
         assert 0.05 < metrics.mean_tpot_ms < 1000, metrics
         assert 0.05 < metrics.mean_itl_ms < 1000, metrics
