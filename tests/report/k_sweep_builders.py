@@ -128,3 +128,20 @@ def _cell(k: int, scenario: str, c: int, rnd: int, total: float, server: bool,
                       session=f"K={k}-r{rnd}",
                       metrics=ClientMetrics(total_throughput=total, duration=duration, completed=64),
                       server=summary)
+
+
+def stated_cells(truth: dict[str, dict[int, float]], scenario: str, rounds: int = 3,
+                 seed: int = 3) -> list[CellResult]:
+    """Measurements of a stated truth (arm -> concurrency -> Total tok/s): each arm's session
+    and each cell 0.2 % log-normal noise, rounds in order, arms in the truth's order."""
+    rng = np.random.default_rng(seed)
+    measured = []
+    for rnd in range(1, rounds + 1):
+        for arm, by_c in truth.items():
+            session = rng.normal(0, 0.002)
+            for c, total in by_c.items():
+                measured.append(CellResult(
+                    arm=arm, scenario=scenario, concurrency=c, round=rnd, session=f"{arm}-r{rnd}",
+                    metrics=ClientMetrics(total_throughput=total * math.exp(session + rng.normal(0, 0.002)),
+                                          duration=20.0, completed=64)))
+    return measured

@@ -7,16 +7,13 @@ no "method differs" note."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
-import numpy as np
-
-from dspark_tui.model import CellResult, ClientMetrics
 from dspark_tui.plans import resolve_plan
 from dspark_tui.report.markdown import render_report
 from dspark_tui.results import RunStore, load_run, manifest_for_plan
 from dspark_tui.sim.cli import build_parser, serve_config
+from tests.report.k_sweep_builders import stated_cells
 
 METHOD_NOTE = "this arm's method differs"
 
@@ -63,16 +60,7 @@ def test_the_demo_slo_report_has_no_method_note(tmp_path: Path):
     run = load_run(tmp_path)
     truth = {"K=1": {4: 100.0, 16: 100.0}, "K=3": {4: 112.0, 16: 109.0},
              "K=6": {4: 105.0, 16: 95.0}, "K=6 adaptive": {4: 104.0, 16: 120.0}}
-    rng = np.random.default_rng(3)
-    measured = []
-    for rnd in (1, 2, 3):
-        for arm, by_c in truth.items():
-            session = rng.normal(0, 0.002)
-            for c, total in by_c.items():
-                measured.append(CellResult(
-                    arm=arm, scenario="mixed", concurrency=c, round=rnd, session=f"{arm}-r{rnd}",
-                    metrics=ClientMetrics(total_throughput=total * math.exp(session + rng.normal(0, 0.002)),
-                                          duration=20.0, completed=64)))
+    measured = stated_cells(truth, "mixed")
     run.measurements = measured
     run.cells = {m.key: m for m in measured if m.round == 3}
     text = render_report(run, "en")

@@ -7,17 +7,14 @@ saved to disk as a run saves them."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
-import numpy as np
-
 from dspark_tui.analysis.layout import is_k_sweep, manifest_adaptive_arms, manifest_k_values
-from dspark_tui.model import CellResult, ClientMetrics
 from dspark_tui.plans import resolve_plan
 from dspark_tui.results import RunStore, load_run, manifest_for_plan
 from dspark_tui.tui.run_facts import best_column
 from dspark_tui.tui.screens.decision import DecisionScreen, open_decision
+from tests.report.k_sweep_builders import stated_cells
 from tests.tui.helpers import make_app, screen_text, wait_until
 
 # K=3 fastest at c=4, K=1 at c=16 (K=3 9 % behind it); adaptive faster than the choice at c=16.
@@ -32,15 +29,8 @@ def adaptive_sweep(folder: Path) -> Path:
     manifest.status = "completed"
     store = RunStore(folder)
     store.write_manifest(manifest)
-    rng = np.random.default_rng(3)
-    for rnd in (1, 2, 3):
-        for arm, by_c in TRUTH.items():
-            session = rng.normal(0, 0.002)
-            for c, total in by_c.items():
-                store.save_cell(CellResult(
-                    arm=arm, scenario="mixed", concurrency=c, round=rnd, session=f"{arm}-r{rnd}",
-                    metrics=ClientMetrics(total_throughput=total * math.exp(session + rng.normal(0, 0.002)),
-                                          duration=20.0, completed=64)))
+    for cell in stated_cells(TRUTH, "mixed"):
+        store.save_cell(cell)
     return folder
 
 
