@@ -135,7 +135,9 @@ def adaptive_arms(decision: KDecision, schedule: Schedule | None,
     for arm in decision.adaptive:
         config = configs.get(arm)
         k = int(config.get(K_VAR, 0)) if config else 0
-        own = arm_of.get(k)
+        # its own K only when the arm's config says it: an unreadable plan snapshot gives no
+        # config, and a default of 0 would pass the K=0 baseline off as "its own K" (review)
+        own = arm_of.get(k) if config is not None and K_VAR in config else None
         cells: list[AdaptiveCell] = []
         for choice in decision.choices:
             schedule_k = schedule.k_at(points[choice.key][0]) if schedule is not None else choice.k

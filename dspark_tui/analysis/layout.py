@@ -260,6 +260,15 @@ def manifest_k_values(manifest: RunManifest) -> dict[str, int] | None:
     return _k_values(values)
 
 
+def manifest_is_sweep(manifest: RunManifest) -> bool:
+    """`ArmKs.is_sweep` from run.json alone (the screens' quick check): the same rule, so a
+    sweep of two fixed K beside an adaptive arm is one here too."""
+    fixed = manifest_k_values(manifest)
+    if fixed is None:
+        return False
+    return ArmKs(fixed, tuple(manifest_adaptive_arms(manifest))).is_sweep
+
+
 def manifest_adaptive_arms(manifest: RunManifest) -> list[str]:
     """The adaptive-verification arms of a K sweep that carries them, from run.json alone."""
     split = adaptive_split(manifest, manifest.arm_names())

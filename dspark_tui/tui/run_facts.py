@@ -108,9 +108,9 @@ def k_sweep_answer(run: LoadedRun, lang: str = "en") -> str | None:
     """`K=6 ✓` (decided), `K=2–6 ?2/9` (cells unsure of all), `K=6 ≈` (single
     measurements): from analysis/deploy.py's answer, the one the decision view and schedule.json
     give; None unless the run is a K sweep with a K to name."""
-    from dspark_tui.analysis.layout import is_k_sweep, manifest_k_values
+    from dspark_tui.analysis.layout import manifest_is_sweep
 
-    if not is_k_sweep(manifest_k_values(run.manifest)):
+    if not manifest_is_sweep(run.manifest):
         return None  # cheap: from run.json, before the analysis a sweep needs
     from dspark_tui.analysis.analysis import analyse
     from dspark_tui.analysis.deploy import deploy_answer

@@ -267,3 +267,12 @@ def test_a_prompt_count_a_concurrency_gives_every_probe_the_largest():
                                       _recommendation([[1, 8, 5], [9, 256, 3]], 3)).scenarios
     assert chat.concurrencies == [1, 8, 9, 64] and chat.num_prompts == [16, 256, 256, 256]
     assert prefill.name == "chat_prefill" and prefill.num_prompts == 256
+
+
+def test_the_prefill_scenario_name_is_new_as_the_run_directory_spells_it():
+    """`chat prefill` is stored as `chat_prefill` (safe_name): the probe must not take that
+    name, or the plan refuses two scenarios sharing one folder (a traceback before: review)."""
+    spaced = {"chat": [1, 64], "chat prefill": [1, 64]}
+    plan = parse_plan(plan_text(KS, spaced))
+    verifying = verification_plan(plan, _recommendation([[1, 8, 5], [9, 256, 3]], 3))
+    assert [s.name for s in verifying.scenarios] == ["chat", "chat prefill", "chat_prefill2"]

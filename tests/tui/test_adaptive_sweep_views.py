@@ -71,3 +71,25 @@ async def test_the_decision_view_shows_the_adaptive_arm_against_the_chosen_k(tmp
             lines = [line for line in text.splitlines() if "K=6 adaptive" in line and " 16 " in line]
             assert lines and row in lines[0] and "K=1" in lines[0] and "+8." in lines[0], lines
             assert form in "".join(text.split()) or form in text
+
+
+def test_two_fixed_k_beside_an_adaptive_arm_are_a_sweep_on_every_screen(tmp_path: Path):
+    """K=3, K=6 and K=6 adaptive: the analysis (ArmKs.is_sweep) decides K over the two fixed
+    arms, so the screens' quick check from run.json must say "sweep" too — before, it asked for
+    K=0 or three K values and refused the decision view the report gives (review)."""
+    from dspark_tui.analysis.layout import manifest_is_sweep
+
+    plan = resolve_plan("demo-slo")[0]
+    plan = plan.model_copy(update={"arms": [a for a in plan.arms if a.name != "K=1"]})
+    manifest = manifest_for_plan(plan, plan_source="demo-slo")
+    assert manifest_k_values(manifest) == {"K=3": 3, "K=6": 6}
+    assert not is_k_sweep(manifest_k_values(manifest))  # the rule without adaptive arms
+    assert manifest_is_sweep(manifest)
+    folder = tmp_path / "run"
+    folder.mkdir()
+    manifest.status = "completed"
+    RunStore(folder).write_manifest(manifest)
+    truth = {arm: by_c for arm, by_c in TRUTH.items() if arm != "K=1"}
+    for cell in stated_cells(truth, "mixed"):
+        RunStore(folder).save_cell(cell)
+    assert best_column(load_run(folder), "en") is not None  # the sweep's K answer, not arms

@@ -12,6 +12,7 @@ from typing import Any
 
 from dspark_tui.engine.checks.setup import filter_plan
 from dspark_tui.model import Plan, UserError, numbers, safe_files
+from dspark_tui.model.naming import safe_name
 from dspark_tui.model.plan import MAX_NAME_LEN, SPECULATIVE_ARG
 from dspark_tui.results import RunStore
 from dspark_tui.results.manifest import Verification
@@ -181,11 +182,13 @@ def prefill_lengths(input_len: int, output_len: int, ranges: list[list[int]],
 
 def prefill_scenario_name(target: str, taken: list[str]) -> str:
     """`<probe scenario>_prefill`, shortened to a scenario name's limit and numbered when the
-    plan already has a scenario of that name."""
+    plan already has a scenario of that name — as the run directory spells it (`safe_name`:
+    "chat prefill" and "chat_prefill" would share one folder, which the plan refuses)."""
+    on_disk = {safe_name(name) for name in taken}
     for n in range(1, len(taken) + 2):
         suffix = "_prefill" if n == 1 else f"_prefill{n}"
         name = target[:MAX_NAME_LEN - len(suffix)] + suffix
-        if name not in taken:
+        if safe_name(name) not in on_disk:
             return name
     raise AssertionError("unreachable: more names tried than scenarios")
 

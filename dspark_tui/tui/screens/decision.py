@@ -27,7 +27,7 @@ from textual.widgets import Footer, Label, Markdown, Static
 
 from dspark_tui.analysis.analysis import analyse
 from dspark_tui.analysis.deploy import DeployAnswer, deploy_answer
-from dspark_tui.analysis.layout import is_k_sweep, manifest_k_values
+from dspark_tui.analysis.layout import manifest_is_sweep
 from dspark_tui.analysis.positions import acceptance_by_k
 from dspark_tui.analysis.schedule import (
     DECIDED,
@@ -66,7 +66,7 @@ def read_decision(run_dir: Path) -> DecisionData:
 def open_decision(screen: Screen[Any], run_dir: Path, manifest: RunManifest) -> None:
     """The decision view over `screen`, or one notification saying why there is none; told from
     run.json alone, before any cell is read."""
-    if not is_k_sweep(manifest_k_values(manifest)):
+    if not manifest_is_sweep(manifest):
         screen.notify(Texts(lang_of(screen.app), "screens")("decision.not_a_sweep"), severity="warning")
         return
     screen.app.push_screen(DecisionScreen(run_dir))

@@ -401,9 +401,9 @@ class RunScreen(SaidBindings, Screen[None]):
         self.app.push_screen(ReportScreen(self.run_dir))
 
     def _is_sweep(self) -> bool:
-        from dspark_tui.analysis.layout import is_k_sweep, manifest_k_values
+        from dspark_tui.analysis.layout import manifest_is_sweep
 
-        return self._manifest is not None and is_k_sweep(manifest_k_values(self._manifest))
+        return self._manifest is not None and manifest_is_sweep(self._manifest)
 
     def action_decision(self) -> None:
         from dspark_tui.tui.screens.decision import open_decision
