@@ -129,8 +129,10 @@ def sweep_section(answer: DeployAnswer | None, t: Texts) -> list[str]:
     decision = answer.decision
     band = decision.band.percent
     arms = len(decision.k_of)
-    alpha = decision.analysis.verdicts.settings.alpha if decision.analysis.verdicts else 0.05
-    each = 1.0 - family_alpha(alpha, arms)
+    settings = decision.analysis.verdicts.settings if decision.analysis.verdicts else None
+    alpha = settings.alpha if settings else 0.05
+    # each comparison is read at the family level of one look (KDecision.ratio), not of alpha
+    each = 1.0 - family_alpha(settings.look_alpha if settings else alpha, arms)
     lines = [d("sweep_heading"), "", d("best_k_heading"), "",
              d("best_k_lead", band=band, arms=arms, others=max(arms - 1, 1),
                level=f"{100 * (1 - alpha):g}", each=f"{100 * each:.3g}"), ""]

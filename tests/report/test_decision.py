@@ -373,3 +373,19 @@ def test_the_k_sweep_pipeline_is_computed_once_per_analysis(tmp_path, monkeypatc
     answer = deploy_answer(analysis)
     assert answer is not None and answer is deploy_answer(analysis, partial=True)  # no arm missing
     assert answer.decision is decide_k(analysis) and answer.counters is spec_counters(answer.decision)
+
+
+def test_the_best_k_lead_states_the_level_each_comparison_is_read_at(tmp_path):
+    """'each at N %' is the level KDecision.ratio reads a comparison at: the family level of one
+    look (look_alpha, below alpha once adaptive rounds or the calibration lower it), not of
+    alpha (review)."""
+    from dspark_tui.analysis.decision import family_alpha
+    from dspark_tui.report.markdown import render_report
+
+    run = k_sweep_run(tmp_path, KS, GRID, rounds=2)
+    run.manifest.plan["bench"]["adaptive_rounds"] = 2  # two more looks: a lower level each
+    analysis = analyse(run)
+    settings = analysis.verdicts.settings
+    assert settings.look_alpha < settings.alpha  # the check bites
+    each = 100 * (1 - family_alpha(settings.look_alpha, len(KS)))
+    assert f"(each at {each:.3g}%)" in render_report(run, "en", analysis=analysis)
