@@ -113,9 +113,13 @@ def probes_of(ranges: list[list[int]], k: int) -> list[int]:
     """The probes whose nearest boundary (the boundary check's rule, analysis/verification.py
     `nearest_boundary`) has K = k on one side: the cells a neighbouring fixed K is compared in.
     All probes in the odd schedule where no probe's nearest boundary borders k."""
+    return _bordering(ranges, boundary_probes(ranges), k)
+
+
+def _bordering(ranges: list[list[int]], probes: list[int], k: int) -> list[int]:
+    """The probes whose nearest boundary has K = k on one side; all of them when none has."""
     from dspark_tui.analysis.verification import nearest_boundary
 
-    probes = boundary_probes(ranges)
     mine = [c for c in probes if k in (nearest_boundary(ranges, float(c)) or (0, None, None))[1:]]
     return mine or probes
 
@@ -130,11 +134,7 @@ def prefill_probes(ranges: list[list[int]]) -> list[int]:
 def prefill_probes_of(ranges: list[list[int]], k: int) -> list[int]:
     """The prefill probes a neighbouring fixed K = k runs: those whose nearest boundary it
     borders (`probes_of`'s rule)."""
-    from dspark_tui.analysis.verification import nearest_boundary
-
-    probes = prefill_probes(ranges)
-    mine = [c for c in probes if k in (nearest_boundary(ranges, float(c)) or (0, None, None))[1:]]
-    return mine or probes
+    return _bordering(ranges, prefill_probes(ranges), k)
 
 
 # The prefill probe's lengths (docs/decision.md, "Where the batch includes prefills"): prompts
@@ -148,16 +148,13 @@ MAX_LEN_FLAGS = ("--max-model-len", "--context-length")
 def stated_max_len(plan: Plan) -> int | None:
     """The model's max length the server command states (`--max-model-len N` for vLLM,
     `--context-length N` for SGLang, either `=`-joined); None when it states none."""
+    from dspark_tui.analysis.schedule import flag_value
+
     argv = [str(a) for a in plan.server.command]
-    for index, arg in enumerate(argv):
-        for flag in MAX_LEN_FLAGS:
-            value = None
-            if arg == flag and index + 1 < len(argv):
-                value = argv[index + 1]
-            elif arg.startswith(flag + "="):
-                value = arg.split("=", 1)[1]
-            if value is not None and value.isdigit():
-                return int(value)
+    for flag in MAX_LEN_FLAGS:
+        value = flag_value(argv, flag)
+        if value is not None and value.isdigit():
+            return int(value)
     return None
 
 
