@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -393,12 +394,24 @@ def test_attach_without_a_directory_follows_the_newest_running_run(tmp_path: Pat
 
 
 def _reader_leaves_after_one_line(*args: str) -> subprocess.CompletedProcess[str]:
-    """`dspark-tui ARGS | head -1`: a real pipe whose reader closes it after the first line."""
-    proc = subprocess.Popen([*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    """`dspark-tui ARGS | head -1`: a real pipe whose reader closes it after the first line.
+
+    The pipe is shrunk to one page before the command starts: with Linux's default 64 KiB
+    a fast machine wrote the whole listing into the pipe and exited 0 before the reader left
+    (CI, stop 27), so the test judged a race, not the command."""
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)
+    proc = subprocess.Popen([*CLI, *args], stdout=write_end, stderr=subprocess.PIPE,
                             stdin=subprocess.DEVNULL, env=cli_env())
-    assert proc.stdout is not None and proc.stderr is not None
-    first = proc.stdout.readline()
-    proc.stdout.close()
+    os.close(write_end)
+    assert proc.stderr is not None
+    first = b""
+    while not first.endswith(b"\n"):  # byte by byte: nothing past the first line is taken
+        byte = os.read(read_end, 1)
+        if not byte:
+            break
+        first += byte
+    os.close(read_end)
     err = proc.stderr.read().decode()
     proc.stderr.close()
     proc.wait(timeout=60)
@@ -406,7 +419,7 @@ def _reader_leaves_after_one_line(*args: str) -> subprocess.CompletedProcess[str
 
 
 def test_a_reader_that_leaves_early_ends_printing_commands_quietly(tmp_path: Path):
-    # More lines than a pipe holds (64 KiB), so `runs` is still printing when the reader goes.
+    # Far more than the one-page pipe holds, so `runs` is still printing when the reader goes.
     results = tmp_path / "results"
     manifest = (SAMPLE_RUN / "run.json").read_text()
     for i in range(600):
