@@ -98,7 +98,15 @@ class BoundaryCell:
         """Which way to move the boundary: "down" (the cell's batch should run k_high), "up"
         (it should run k_low), or None. A collapse moves the boundary off the cell toward the
         side whose fixed K is faster there (by the point estimate); otherwise a move is asked
-        only where the other side's K is shown faster than the K the schedule runs."""
+        only where the other side's K is shown faster than the K the schedule runs.
+
+        Never from a prefill probe's cell: it is short and mostly prefill, so its running-batch
+        readings are a ramp (live: 1.0-3.5 at c = 8 and 9), not the batch the side is read
+        from, and which K is faster under prefills is not which is faster at the boundary's
+        steady decode. It keeps its collapse verdict (docs/decision.md, "Where the batch
+        includes prefills")."""
+        if self.prefill:
+            return None
         between = self.high_vs_low
         if self.collapse:
             if between is None:
@@ -388,6 +396,7 @@ def verification_json(result: VerificationResult, simulated: bool,
                 "collapses_at": [c.concurrency for c in result.collapses if c.prefill]}}),
             "collapses_at": [{"scenario": c.scenario, "concurrency": c.concurrency,
                               "boundary": c.boundary} for c in result.collapses],
+            "move_from": "plain_probes",  # the prefill probe's cells decide collapses only
             "boundaries": [{"between": [b.boundary, b.boundary + 1], "k": [b.k_low, b.k_high],
                             "move": b.move,
                             "collapses_at": [c.concurrency for c in b.collapses]}

@@ -112,6 +112,8 @@ def boundary_lines(result: VerificationResult, t: Texts) -> list[str]:
             lines.append(x(f"move_{advice.move}", target=advice.target, **names))
         elif advice.move == "conflict":
             lines.append(x("move_conflict", **names))
+        elif advice.collapses:  # a collapse no plain probe gives a direction to
+            lines.append(x("move_unknown", **names))
         elif advice.cells:
             lines.append(x("move_none", **names))
     if any(c.single for c in cells):
