@@ -14,6 +14,7 @@ from dspark_tui.analysis.verification import schedule_k_at, verification_json, v
 from dspark_tui.engine.run.verify import Recommendation, verification_plan, verification_record
 from dspark_tui.model import CellResult, ClientMetrics, ServerSummary, parse_plan
 from dspark_tui.report.markdown import render_report
+from dspark_tui.report.outputs import analysis_json
 from dspark_tui.results import RunStore, load_run, manifest_for_plan
 from dspark_tui.results.store import LoadedRun
 from tests.report.k_sweep_builders import plan_text
@@ -26,11 +27,14 @@ CONFIG = {"method": "dspark", "num_speculative_tokens": 5,
 
 
 def verification_run(folder: Path, truth: dict[int, float], *, rounds: int = 3,
-                     noise: float = 0.002) -> LoadedRun:
-    """A two-arm run as `--verify` makes it; `truth[c]` the schedule's true ratio to K = 4."""
-    sweep_plan = parse_plan(plan_text([0, 2, 4, 5], GRID, traffic=TRAFFIC, rounds=rounds))
-    recommendation = Recommendation(folder / "sweep", "k_sweep", "spec_tokens", CONFIG, 4,
+                     noise: float = 0.002, fixed_k: int = 4,
+                     grid: dict[str, list[int]] = GRID) -> LoadedRun:
+    """A two-arm run as `--verify` makes it; `truth[c]` the schedule's true ratio to the best
+    fixed K (`fixed_k`, 4 unless given)."""
+    sweep_plan = parse_plan(plan_text([0, 2, 4, 5], grid, traffic=TRAFFIC, rounds=rounds))
+    recommendation = Recommendation(folder / "sweep", "k_sweep", "spec_tokens", CONFIG, fixed_k,
                                     "running_batch")
+    fixed = f"K={fixed_k}"
     # A rerun as it was before the boundary check: the two arms on the sweep's grid.
     plan = verification_plan(sweep_plan, recommendation)
     plan = plan.model_copy(update={"arms": plan.arms[:2], "scenarios": sweep_plan.scenarios})
@@ -40,9 +44,9 @@ def verification_run(folder: Path, truth: dict[int, float], *, rounds: int = 3,
     rng = np.random.default_rng(5)
     measured = []
     for rnd in range(1, rounds + 1):
-        for arm in ("schedule", "K=4"):
+        for arm in ("schedule", fixed):
             session = rng.normal(0, noise)
-            for c in GRID["chat"]:
+            for c in grid["chat"]:
                 base = 1000.0 * c ** 0.8 * (truth[c] if arm == "schedule" else 1.0)
                 measured.append(CellResult(
                     arm=arm, scenario="chat", concurrency=c, round=rnd, session=f"{arm}-r{rnd}",
@@ -248,3 +252,45 @@ def test_the_prefill_probe_flags_a_collapse_but_never_moves_a_boundary(tmp_path:
     assert "no plain probe shows the other side's K faster" in en
     assert "keep it (no cell shows" not in en  # "no collapse" would be false here
     assert "boundary 8|9: no direction shown" in en
+
+
+def test_a_cell_where_the_schedule_runs_the_fixed_k_is_an_a_vs_a_check(tmp_path: Path):
+    """Against a best fixed K of 5, the schedule [[1, 8, 5], [9, 256, 2]] runs K=5 at every
+    batch of c = 1 and c = 4: schedule / K=5 there compares one K with itself. The summary
+    counts those cells apart (not "not decided, too close to call"); c = 16 runs K=5 up to a
+    batch of 8 and K=2 above, so it is a real comparison."""
+    run = verification_run(tmp_path, {1: 1.0, 4: 1.0, 16: 1.0, 128: 1.08}, fixed_k=5, noise=0.03,
+                           grid={"chat": [1, 4, 16, 128]})
+    result = verification_of(analyse(run))
+    assert result is not None
+    assert [(c.concurrency, c.same_k) for c in result.cells] == [
+        (1, True), (4, True), (16, False), (128, False)]
+    assert [c.ratio.verdict for c in result.cells if c.same_k] == ["unsure", "unsure"]
+    en = render_report(run, "en")
+    summary = en.split("## Summary", 1)[1].split("\n---\n", 1)[0]
+    (single,) = [ln for ln in summary.splitlines() if ln.startswith("- **c=1**")]
+    assert single.startswith("- **c=1**: same K as the fixed arm — the schedule runs K=5 at every "
+                             "batch there, so schedule / K=5 is an A-vs-A check"), single
+    assert "chat c=1 " in single and "(unsure)" in single and "not decided" not in single
+    (low,) = [ln for ln in summary.splitlines() if ln.startswith("- **c=4~16**")]
+    assert "counted apart, same K as the fixed arm (A-vs-A checks): chat c=4 " in low
+    assert "chat c=16" not in low  # the band's own count is of c = 16 alone: "of 1 cells"
+    assert "unsure (A-vs-A)" in en and "Same K as the fixed arm: at chat c=1, chat c=4" in en
+    zh = render_report(run, "zh")
+    assert "与固定臂同一个 K" in zh and "（A-vs-A）" in zh
+    saved = json.loads(json.dumps(verification_json(result, False, None)))
+    assert saved["same_k_as_fixed_at"] == [{"scenario": "chat", "concurrency": 1},
+                                           {"scenario": "chat", "concurrency": 4}]
+    document = json.loads(analysis_json(run))
+    assert document["verification"]["same_k_cells"] == saved["same_k_as_fixed_at"]
+    assert document["verification"]["fixed_arm"] == "K=5"
+
+
+def test_the_schedule_runs_the_fixed_k_only_where_every_batch_up_to_c_does():
+    from dspark_tui.analysis.verification import runs_only
+
+    ranges = [[1, 4, 5], [5, 16, 3], [17, 256, 1]]
+    assert [c for c in (1, 2, 4, 5, 16, 64) if runs_only(ranges, 5, c)] == [1, 2, 4]
+    # At c = 16 the batch ramps through 1..4 (K=5): not K=3 throughout, however it holds 16.
+    assert not any(runs_only(ranges, 3, c) for c in (5, 16))
+    assert not runs_only(ranges, 1, 256)
