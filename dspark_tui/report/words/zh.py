@@ -376,7 +376,7 @@ WORDS: dict[str, str] = {
     "verification.verdict.single": "单次",
     "verification.boundary_heading": '### 调度边界处',
     "verification.boundary_lead": '本次复核还在 `{scenario}` 中加跑了 {probes}（位于调度边界处及边界之间：每个边界的最后一个与第一个 batch，每个内部区间的几何中点），以及最佳固定 K 之外每个边界两侧的固定 K（{arms}；后者只在其边界的单元测量，其余处记为“—”）。每个单元与离它最近的边界两侧的两个 K 比较。**崩塌**指调度按判定分析的区间同时低于两者且超出持平带（±{band}%）：即 vLLM #49548，K 依据的计数在边界处逐步翻转。',
-    "verification.boundary_prefill": '预填充探测：`{scenario}` 在 {probes}（每个边界的最后一个与第一个 batch），提示 {input_len} token、输出 {output_len} token，由 `{source}` 推出：长提示、短输出让每一步都有请求处于预填充，于是依据包含预填充的计数选 K 的调度（vLLM #49548）在此处碰到边界。其单元按同一规则判定（崩塌），不计入收益，也不用于移动边界的建议：这些单元很短且以预填充为主，运行 batch 读数处在爬升阶段，可能把单元放到边界错误的一侧。',
+    "verification.boundary_prefill": '预填充探测：`{scenario}` 在 {probes}（每个边界的最后一个与第一个 batch），提示 {input_len} token、输出 {output_len} token，由 `{source}` 推出：长提示、短输出让预填充占更多的步（平均约每步一个；并不保证任何一步都有，分块预填充还会让长提示排队），依据包含预填充的计数选 K 的调度（vLLM #49548）会在此处碰到边界。预填充探测没有标记并不说明调度在预填充下安全：短复核的区间可能掩盖几个百分点的差异。其单元按同一规则判定（崩塌），不计入收益，也不用于移动边界的建议：这些单元很短且以预填充为主，运行 batch 读数处在爬升阶段，可能把单元放到边界错误的一侧。',
     "verification.boundary_header": '| 场景 | 并发 | 运行 batch | 调度的 K | 边界 | 调度 / 边界下方 K | 调度 / 边界上方 K | 上方 K / 下方 K | 起草 K（上方 K 占比） | 崩塌 |',
     "verification.collapse_yes": '**崩塌**',
     "verification.boundary_probe_note": '`*`：复核加跑的并发（不在扫描网格中；不计入上面的收益）。起草 K：来自 /metrics 的每次起草的起草 token 数，及其推算的边界上方 K 的占比。',
