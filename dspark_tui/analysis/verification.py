@@ -10,7 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import pandas as pd
+
+from dspark_tui.analysis import frames as fr
 from dspark_tui.analysis.analysis import RunAnalysis
+from dspark_tui.analysis.bands import BandAnswer, band_answers
 from dspark_tui.analysis.decision import Ratio, ratio_between
 from dspark_tui.analysis.schedule import (
     MIN_RUNNING_SAMPLES,
@@ -34,6 +38,11 @@ class VerifiedCell:
     schedule_k: int | None  # the schedule's K at that batch
     ratio: Ratio | None  # schedule / fixed K
     weight: float
+    # The schedule runs the fixed arm's K at every batch the cell can hold (1 to its
+    # concurrency): schedule / fixed K compares one K with itself, an A-vs-A check of the K; a
+    # difference there is the schedule's own cost (vLLM #49548: dynamic K can drop its CUDA
+    # graphs to PIECEWISE) or noise, never a choice of K.
+    same_k: bool = False
 
     @property
     def key(self) -> CellId:
@@ -98,7 +107,15 @@ class BoundaryCell:
         """Which way to move the boundary: "down" (the cell's batch should run k_high), "up"
         (it should run k_low), or None. A collapse moves the boundary off the cell toward the
         side whose fixed K is faster there (by the point estimate); otherwise a move is asked
-        only where the other side's K is shown faster than the K the schedule runs."""
+        only where the other side's K is shown faster than the K the schedule runs.
+
+        Never from a prefill probe's cell: it is short and mostly prefill, so its running-batch
+        readings are a ramp (live: 1.0-3.5 at c = 8 and 9), not the batch the side is read
+        from, and which K is faster under prefills is not which is faster at the boundary's
+        steady decode. It keeps its collapse verdict (docs/decision.md, "Where the batch
+        includes prefills")."""
+        if self.prefill:
+            return None
         between = self.high_vs_low
         if self.collapse:
             if between is None:
@@ -173,6 +190,11 @@ class VerificationResult:
         return [cell for cell in self.cells if cell.fixed_wins]
 
     @property
+    def same_k(self) -> list[VerifiedCell]:
+        """The cells where the schedule runs the fixed K throughout: A-vs-A checks."""
+        return [cell for cell in self.cells if cell.same_k]
+
+    @property
     def outcome(self) -> str:
         """Whether the rerun confirmed the schedule: `confirmed` (its traffic-weighted gain over
         the fixed K is shown, and the fixed K beats it in no cell), `no_gain` (a tie: the fixed
@@ -199,6 +221,43 @@ def schedule_k_at(ranges: list[list[int]], batch: float) -> int | None:
         if lo <= b:
             found = k
     return found
+
+
+def runs_only(ranges: list[list[int]], k: int, concurrency: int) -> bool:
+    """Whether the schedule runs K = k at every batch from 1 to `concurrency`: a closed loop of
+    that many clients never holds more, and while it ramps up and drains it holds every smaller
+    batch, so a K other than k anywhere below would run in the cell."""
+    return all(schedule_k_at(ranges, b) == k for b in range(1, max(1, concurrency) + 1))
+
+
+def same_k_apart(analysis: RunAnalysis) -> tuple[list[BandAnswer], dict[str, list[VerifiedCell]]]:
+    """The summary's band answers (analysis/bands.py) for a verification run with its A-vs-A
+    cells (`VerifiedCell.same_k`) taken out, and those cells per band, to be counted apart: a
+    cell that compares the fixed K with itself is no undecided choice. The run's own band
+    answers, and nothing apart, for any other run."""
+    return analysis.computed("same_k_apart", lambda: _same_k_apart(analysis))
+
+
+def _same_k_apart(analysis: RunAnalysis) -> tuple[list[BandAnswer], dict[str, list[VerifiedCell]]]:
+    result = verification_of(analysis)
+    same = [] if result is None else result.same_k
+    if not same:
+        return analysis.band_answers, {}
+    keys = {cell.key for cell in same}
+
+    def without(frame: pd.DataFrame) -> pd.DataFrame:
+        if frame.empty:
+            return frame
+        cells = zip(frame["scenario"], frame["concurrency"].astype(int), strict=True)
+        return frame[[cell not in keys for cell in cells]]
+
+    answers = band_answers(without(analysis.winners), without(analysis.decided),
+                           without(analysis.unsure), analysis.arms, analysis.verdicts,
+                           analysis.layout.plans)
+    apart: dict[str, list[VerifiedCell]] = {}
+    for cell in same:
+        apart.setdefault(fr.band_of(cell.concurrency), []).append(cell)
+    return answers, apart
 
 
 def verification_of(analysis: RunAnalysis) -> VerificationResult | None:
@@ -229,7 +288,8 @@ def _verification_of(analysis: RunAnalysis) -> VerificationResult | None:
         rows.append(VerifiedCell(
             scenario, concurrency, batch, schedule_k_at(record.schedule, key),
             ratio_between(verdicts, scenario, concurrency, record.schedule_arm, record.fixed_arm),
-            weights.get((scenario, concurrency), 0.0)))
+            weights.get((scenario, concurrency), 0.0),
+            runs_only(record.schedule, record.fixed_k, concurrency)))
     gain = combine_ratios([(row.weight, row.ratio) for row in rows if row.ratio is not None])
     boundary_cells = _boundary_cells(analysis, record, verdicts, probes)
     verdict = SINGLE
@@ -377,6 +437,10 @@ def verification_json(result: VerificationResult, simulated: bool,
         "gain_verdict": str(result.gain_verdict),
         "fixed_k_wins_at": [{"scenario": c.scenario, "concurrency": c.concurrency}
                             for c in result.fixed_wins],
+        # The cells where the schedule runs the fixed K throughout (A-vs-A checks; absent from
+        # the files of runs before it, empty when none).
+        "same_k_as_fixed_at": [{"scenario": c.scenario, "concurrency": c.concurrency}
+                               for c in result.same_k],
         "boundary_check": None if not result.record.fixed_arms else {
             "rule": "collapse: the schedule's Total tok/s below the fixed K on both sides of the "
                     "nearest boundary, each by the verdict analysis (interval beyond the tie band)",
@@ -388,6 +452,7 @@ def verification_json(result: VerificationResult, simulated: bool,
                 "collapses_at": [c.concurrency for c in result.collapses if c.prefill]}}),
             "collapses_at": [{"scenario": c.scenario, "concurrency": c.concurrency,
                               "boundary": c.boundary} for c in result.collapses],
+            "move_from": "plain_probes",  # the prefill probe's cells decide collapses only
             "boundaries": [{"between": [b.boundary, b.boundary + 1], "k": [b.k_low, b.k_high],
                             "move": b.move,
                             "collapses_at": [c.concurrency for c in b.collapses]}

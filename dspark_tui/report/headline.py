@@ -13,17 +13,18 @@ from collections.abc import Sequence
 
 from dspark_tui.analysis import frames as fr
 from dspark_tui.analysis.analysis import RunAnalysis, analyse
-from dspark_tui.analysis.bands import NOT_SHOWN, UNDECIDED
+from dspark_tui.analysis.bands import NOT_SHOWN, UNDECIDED, BandAnswer
 from dspark_tui.analysis.completeness import Completeness, is_simulated
 from dspark_tui.analysis.contention import contention
 from dspark_tui.analysis.deploy import DeployAnswer, deploy_answer
 from dspark_tui.analysis.schedule import DECIDED, SINGLE_ANSWER, UNSURE_ANSWER
 from dspark_tui.analysis.slo import slo_answer, slo_of
-from dspark_tui.analysis.verification import VerificationResult, verification_of
+from dspark_tui.analysis.verification import VerificationResult, same_k_apart, verification_of
 from dspark_tui.report.certainty import how_sure, node_warnings
 from dspark_tui.report.findings import band_label, lean_text, not_shown_words
 from dspark_tui.report.slo_section import slo_summary
 from dspark_tui.report.tables import signed
+from dspark_tui.report.verification_section import same_k_results
 from dspark_tui.report.words import Texts
 from dspark_tui.results.store import LoadedRun
 
@@ -199,26 +200,41 @@ def _band_lines(analysis: RunAnalysis, t: Texts, simulated: bool) -> list[str]:
     def label(arm: str) -> str:
         return f"`{layout.setting(arm)}`" if layout.compared_flag or layout.compared_var else f"`{arm}`"
 
-    lines: list[str] = []
-    for band in analysis.band_answers:
-        where = band_label(band.band, band.concurrencies)
+    def line_of(band: BandAnswer, apart: list[int]) -> str:
+        where = band_label(band.band, sorted({*band.concurrencies, *apart}))
         extra = t("summary_unsure_extra", n=band.unsure, lean=lean_text(t, band)) if band.unsure else ""
         if band.verdict in analysis.arms:
             key = "summary_sim_favours" if simulated else "summary_deploy"
-            lines.append(t(key, where=where, setting=label(band.verdict),
-                           wins=band.wins[band.verdict], cells=band.decided, extra=extra))
-        elif band.verdict == NOT_SHOWN:
+            return t(key, where=where, setting=label(band.verdict),
+                     wins=band.wins[band.verdict], cells=band.decided, extra=extra)
+        if band.verdict == NOT_SHOWN:
             words = not_shown_words(band)
-            lines.append(t("summary_not_shown", **{**words, "where": where, "extra": extra,
-                                                   "setting": label(words["arm"]),
-                                                   "other": label(words["other"])}))
-        elif band.verdict == fr.EVEN:
-            lines.append(t("summary_even", where=where, ties=band.ties, cells=band.decided, extra=extra))
-        elif band.verdict == UNDECIDED:
+            return t("summary_not_shown", **{**words, "where": where, "extra": extra,
+                                             "setting": label(words["arm"]),
+                                             "other": label(words["other"])})
+        if band.verdict == fr.EVEN:
+            return t("summary_even", where=where, ties=band.ties, cells=band.decided, extra=extra)
+        if band.verdict == UNDECIDED:
             won = t.join(t("counts_item", arm=arm, n=n) for arm, n in band.wins.items() if n)
-            lines.append(t("summary_undecided", where=where, decided=band.decided, cells=band.cells,
-                           won=t("summary_undecided_won", wins=won) if won else "",
-                           lean=lean_text(t, band) if band.unsure else t("summary_no_lean")))
-        else:
-            lines.append(t("summary_mixed", where=where, cells=band.decided, extra=extra))
+            return t("summary_undecided", where=where, decided=band.decided, cells=band.cells,
+                     won=t("summary_undecided_won", wins=won) if won else "",
+                     lean=lean_text(t, band) if band.unsure else t("summary_no_lean"))
+        return t("summary_mixed", where=where, cells=band.decided, extra=extra)
+
+    # A verification run's cells where the schedule runs the fixed K throughout are A-vs-A
+    # checks, counted apart from the band's choices (analysis/verification.same_k_apart).
+    answers, apart = same_k_apart(analysis)
+    by_band = {band.band: band for band in answers}
+    verified = verification_of(analysis) if apart else None
+    fixed_k = verified.record.fixed_k if verified is not None else None
+    lines: list[str] = []
+    for spec in fr.BANDS:
+        band, same = by_band.get(spec.id), apart.get(spec.id, [])
+        if band is not None:
+            extra = t("summary_same_k_extra", results=same_k_results(same, t)) if same else ""
+            lines.append(line_of(band, [c.concurrency for c in same]) + extra)
+        elif same:
+            lines.append(t("summary_same_k_band", where=band_label(
+                spec.id, [c.concurrency for c in same]), k=fixed_k,
+                results=same_k_results(same, t)))
     return lines

@@ -15,6 +15,7 @@ from dspark_tui.analysis.greedy import greedy_result
 from dspark_tui.analysis.layout import adaptive_split
 from dspark_tui.analysis.slo import slo_answer, slo_of
 from dspark_tui.analysis.verdicts import RunVerdicts, run_verdicts
+from dspark_tui.analysis.verification import verification_of
 from dspark_tui.report.charts import chart_data
 from dspark_tui.report.markdown import render_report
 from dspark_tui.results import RunStore, atomic_write_text
@@ -26,7 +27,8 @@ ANALYSIS_FILE = "analysis.json"
 def analysis_json(run: LoadedRun, verdicts: RunVerdicts | None = None,
                   analysis: RunAnalysis | None = None) -> str:
     """analysis.json: the verdicts, the greedy check's when the run made one, and under `slo`
-    the answer under the plan's `[slo]` when it has one (analysis/slo.py)."""
+    the answer under the plan's `[slo]` when it has one (analysis/slo.py), and under
+    `verification` a --verify rerun's arms and its A-vs-A cells."""
     document = (verdicts if verdicts is not None else run_verdicts(run)).to_json()
     if slo_of(run) is not None:
         answer = slo_answer(analysis if analysis is not None else analyse(run))
@@ -38,6 +40,16 @@ def analysis_json(run: LoadedRun, verdicts: RunVerdicts | None = None,
         deployed = deploy_answer(analysis if analysis is not None else analyse(run))
         if deployed is not None and deployed.adaptive:
             document["adaptive"] = [arm.to_json() for arm in deployed.adaptive]
+    if run.manifest.verification is not None:
+        # A --verify rerun: which of its cells compare the fixed K with itself (A-vs-A, counted
+        # apart in the summary; analysis/verification.VerifiedCell.same_k); absent elsewhere.
+        verified = verification_of(analysis if analysis is not None else analyse(run))
+        if verified is not None:
+            document["verification"] = {
+                "schedule_arm": verified.record.schedule_arm,
+                "fixed_arm": verified.record.fixed_arm, "fixed_k": verified.record.fixed_k,
+                "same_k_cells": [{"scenario": c.scenario, "concurrency": c.concurrency}
+                                 for c in verified.same_k]}
     greedy = greedy_result(run.path, run.manifest)
     if greedy is not None:
         document["greedy"] = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dspark_tui.analysis.decision import Ratio
 from dspark_tui.analysis.schedule import Gain
 from dspark_tui.analysis.verdicts import Verdict
-from dspark_tui.analysis.verification import VerificationResult
+from dspark_tui.analysis.verification import VerificationResult, VerifiedCell
 from dspark_tui.report.tables import markdown_table, signed
 from dspark_tui.report.words import Texts
 
@@ -41,7 +41,8 @@ def verification_section(result: VerificationResult | None, t: Texts) -> list[st
             f"{cell.weight:.2f}",
             "—" if ratio is None else signed(ratio.value),
             "—" if ratio is None or not ratio.has_interval else _interval(ratio.low, ratio.high),
-            "—" if ratio is None else _verdict(x, ratio.verdict, ratio.value),
+            "—" if ratio is None else _verdict(x, ratio.verdict, ratio.value) if not cell.same_k
+            else x("same_k_verdict", verdict=_verdict(x, ratio.verdict, ratio.value)),
         ])
     lines += markdown_table(x("header", fixed_arm=fixed).strip("| ").split(" | "), rows)
     lines.append("")
@@ -61,7 +62,19 @@ def verification_section(result: VerificationResult | None, t: Texts) -> list[st
     won = [f"{c.scenario} c={c.concurrency}" for c in result.cells if c.schedule_wins]
     if won:
         lines.append(x("schedule_wins", cells=", ".join(won)))
+    if result.same_k:
+        lines.append(x("same_k", k=record.fixed_k, fixed_arm=fixed, cells=", ".join(
+            f"{c.scenario} c={c.concurrency}" for c in result.same_k)))
     return lines + boundary_lines(result, t)
+
+
+def same_k_results(cells: list[VerifiedCell], t: Texts) -> str:
+    """`chat c=1 -7.9% (unsure)`: the A-vs-A cells (VerifiedCell.same_k), schedule / fixed K."""
+    x = t.of("verification")
+    return t.join(x("same_k_item", cell=f"{c.scenario} c={c.concurrency}",
+                    ratio="—" if c.ratio is None else signed(c.ratio.value),
+                    verdict="—" if c.ratio is None else _verdict(x, c.ratio.verdict, c.ratio.value))
+                  for c in cells)
 
 
 def _cell_ratio(ratio: Ratio | None) -> str:
@@ -112,6 +125,8 @@ def boundary_lines(result: VerificationResult, t: Texts) -> list[str]:
             lines.append(x(f"move_{advice.move}", target=advice.target, **names))
         elif advice.move == "conflict":
             lines.append(x("move_conflict", **names))
+        elif advice.collapses:  # a collapse no plain probe gives a direction to
+            lines.append(x("move_unknown", **names))
         elif advice.cells:
             lines.append(x("move_none", **names))
     if any(c.single for c in cells):

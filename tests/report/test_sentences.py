@@ -39,6 +39,11 @@ class Facts:
     def cells(self) -> list[tuple[str, int]]:
         return sorted({(p["scenario"], p["concurrency"]) for p in self.pairs})
 
+    def same_k(self) -> list[tuple[str, int]]:
+        """A --verify rerun's cells where the schedule runs the fixed K throughout (A-vs-A)."""
+        found = (self.doc.get("verification") or {}).get("same_k_cells", [])
+        return [(c["scenario"], c["concurrency"]) for c in found]
+
     def pair(self, scenario: str, c: int, x: str, y: str) -> dict:
         (found,) = [p for p in self.pairs if p["scenario"] == scenario and p["concurrency"] == c
                     and {p["a"], p["b"]} == {x, y}]
@@ -112,10 +117,19 @@ def test_each_band_line_counts_the_bands_cells_and_their_lean(report):
         assert not lines  # a K sweep answers with its schedule
         return
     assert lines
+    same_k = facts.same_k()
+    assert bool(same_k) == (name == "verify")  # the demo's c = 1 runs K=6 in both arms
     for line in lines:
         label = re.match(r"- \*\*(c[=≥][\d~]+)\*\*", line)[1]
         low, high = _band_of_label(label)
-        cells = [(s, c) for s, c in facts.cells() if low <= c <= high]
+        apart = [(s, c) for s, c in same_k if low <= c <= high]
+        named = re.findall(r"(\S+) c=(\d+) [+-]\d+\.\d%", line.split("A-vs-A", 1)[1]) \
+            if "A-vs-A" in line else []
+        assert [(s, int(c)) for s, c in named] == apart, line  # counted apart, each named
+        cells = [(s, c) for s, c in facts.cells() if low <= c <= high and (s, c) not in apart]
+        if not cells:
+            assert "same K as the fixed arm" in line, line
+            continue
         pairs = [facts.comparison(s, c) for s, c in cells]
         decided = [p for p in pairs if p["verdict"] in ("wins", "tie")]
         unsure = [p for p in pairs if p["verdict"] == "unsure"]

@@ -14,6 +14,7 @@ from dspark_tui.analysis.verification import schedule_k_at, verification_json, v
 from dspark_tui.engine.run.verify import Recommendation, verification_plan, verification_record
 from dspark_tui.model import CellResult, ClientMetrics, ServerSummary, parse_plan
 from dspark_tui.report.markdown import render_report
+from dspark_tui.report.outputs import analysis_json
 from dspark_tui.results import RunStore, load_run, manifest_for_plan
 from dspark_tui.results.store import LoadedRun
 from tests.report.k_sweep_builders import plan_text
@@ -26,11 +27,14 @@ CONFIG = {"method": "dspark", "num_speculative_tokens": 5,
 
 
 def verification_run(folder: Path, truth: dict[int, float], *, rounds: int = 3,
-                     noise: float = 0.002) -> LoadedRun:
-    """A two-arm run as `--verify` makes it; `truth[c]` the schedule's true ratio to K = 4."""
-    sweep_plan = parse_plan(plan_text([0, 2, 4, 5], GRID, traffic=TRAFFIC, rounds=rounds))
-    recommendation = Recommendation(folder / "sweep", "k_sweep", "spec_tokens", CONFIG, 4,
+                     noise: float = 0.002, fixed_k: int = 4,
+                     grid: dict[str, list[int]] = GRID) -> LoadedRun:
+    """A two-arm run as `--verify` makes it; `truth[c]` the schedule's true ratio to the best
+    fixed K (`fixed_k`, 4 unless given)."""
+    sweep_plan = parse_plan(plan_text([0, 2, 4, 5], grid, traffic=TRAFFIC, rounds=rounds))
+    recommendation = Recommendation(folder / "sweep", "k_sweep", "spec_tokens", CONFIG, fixed_k,
                                     "running_batch")
+    fixed = f"K={fixed_k}"
     # A rerun as it was before the boundary check: the two arms on the sweep's grid.
     plan = verification_plan(sweep_plan, recommendation)
     plan = plan.model_copy(update={"arms": plan.arms[:2], "scenarios": sweep_plan.scenarios})
@@ -40,9 +44,9 @@ def verification_run(folder: Path, truth: dict[int, float], *, rounds: int = 3,
     rng = np.random.default_rng(5)
     measured = []
     for rnd in range(1, rounds + 1):
-        for arm in ("schedule", "K=4"):
+        for arm in ("schedule", fixed):
             session = rng.normal(0, noise)
-            for c in GRID["chat"]:
+            for c in grid["chat"]:
                 base = 1000.0 * c ** 0.8 * (truth[c] if arm == "schedule" else 1.0)
                 measured.append(CellResult(
                     arm=arm, scenario="chat", concurrency=c, round=rnd, session=f"{arm}-r{rnd}",
@@ -106,11 +110,15 @@ def test_the_schedules_k_is_looked_up_as_vllm_does():
 
 def boundary_run(folder: Path, schedule_at: dict[int, float], k5_over_k2: dict[int, float],
                  rounds: int = 3, noise: float = 0.002,
-                 prefill_at: dict[int, float] | None = None) -> LoadedRun:
+                 prefill_at: dict[int, float] | None = None,
+                 prefill_k5_over_k2: dict[int, float] | None = None,
+                 prefill_batch: float | None = None) -> LoadedRun:
     """A `--verify` run with the boundary check: arms schedule, K=4 (best fixed), K=2 and K=5
     (the two sides of the boundary 8|9), the probes 8 and 9 added to the grid, and the prefill
     probe chat_prefill at 8 and 9. `schedule_at[c]` (`prefill_at[c]` in the prefill probe) is
-    the schedule's true ratio to the better of K=2 and K=5 at c."""
+    the schedule's true ratio to the better of K=2 and K=5 at c; `prefill_k5_over_k2` K=5's
+    ratio to K=2 in the prefill probe (default: `k5_over_k2`'s), `prefill_batch` the running
+    batch its cells read (default: their concurrency)."""
     sweep_plan = parse_plan(plan_text([0, 2, 4, 5], GRID, traffic=TRAFFIC, rounds=rounds))
     recommendation = Recommendation(folder / "sweep", "k_sweep", "spec_tokens", CONFIG, 4,
                                     "running_batch")
@@ -135,17 +143,20 @@ def boundary_run(folder: Path, schedule_at: dict[int, float], k5_over_k2: dict[i
             for scenario, c in [(s.name, c) for s in plan.scenarios for c in s.concurrencies]:
                 if not plan.arm(arm).plans(scenario, c):
                     continue  # K=2 and K=5 measure the probes only
+                plain = scenario == "chat"
                 k2 = 1000.0 * c ** 0.8
-                k5 = k2 * k5_over_k2.get(c, 1.0)
-                at = schedule_at if scenario == "chat" else prefill_at or {}
+                k5 = k2 * (k5_over_k2 if plain or prefill_k5_over_k2 is None
+                           else prefill_k5_over_k2).get(c, 1.0)
+                at = schedule_at if plain else prefill_at or {}
+                held = float(c) if plain or prefill_batch is None else prefill_batch
                 value = {"K=2": k2, "K=5": k5, "K=4": 0.5 * (k2 + k5),
                          "schedule": max(k2, k5) * at.get(c, 1.0)}[arm]
                 measured.append(CellResult(
                     arm=arm, scenario=scenario, concurrency=c, round=rnd, session=f"{arm}-r{rnd}",
                     metrics=ClientMetrics(total_throughput=value * math.exp(session + rng.normal(0, noise)),
                                           duration=20.0, completed=64),
-                    server=ServerSummary(samples=40, running_mean=c * 0.97, running_peak=c,
-                                         running_steady=float(c), running_samples=40,
+                    server=ServerSummary(samples=40, running_mean=held * 0.97, running_peak=c,
+                                         running_steady=held, running_samples=40,
                                          drafts=100.0, draft_tokens=500.0 if c <= 8 else 300.0)))
     run.measurements = measured
     run.cells = {m.key: m for m in measured if m.round == rounds}
@@ -214,3 +225,72 @@ def test_without_a_collapse_a_misplaced_boundary_is_still_moved(tmp_path: Path):
     (boundary,) = result.boundaries
     assert boundary.move == "up" and boundary.target == 9
     assert "Collapse at" not in render_report(run, "en")
+
+
+def test_the_prefill_probe_flags_a_collapse_but_never_moves_a_boundary(tmp_path: Path):
+    """The prefill probe's cells are short and mostly prefill, so their /metrics running batch
+    is a ramp (live: 1.0-3.5 at c = 8 and 9), which can place a cell on the wrong side of the
+    boundary. Here they read 2.5 (K=5's side) where K=2 is shown 10 % faster under prefills,
+    and the schedule collapses at prefill c = 8: the collapse is flagged, but the way to move
+    the boundary comes from the plain probes, where K=2 and K=5 are even (keep it). Read from
+    the prefill cells, the advice was "move it down" to 7."""
+    run = boundary_run(tmp_path, {}, {1: 1.2, 16: 0.9, 128: 0.8}, prefill_at={8: 0.85},
+                       prefill_k5_over_k2={8: 1 / 1.1, 9: 1 / 1.1}, prefill_batch=2.5)
+    result = verification_of(analyse(run))
+    assert result is not None
+    prefill = [c for c in result.boundary_cells if c.prefill]
+    assert [(c.concurrency, c.side, c.high_vs_low.verdict) for c in prefill] == [
+        (8, "low", "wins"), (9, "low", "wins")]
+    assert [(c.scenario, c.concurrency) for c in result.collapses] == [("chat_prefill", 8)]
+    assert all(c.move is None for c in result.boundary_cells)
+    (boundary,) = result.boundaries
+    assert boundary.move is None and boundary.target is None and boundary.collapses
+    saved = json.loads(json.dumps(verification_json(result, False, None)))["boundary_check"]
+    assert saved["boundaries"][0]["move"] is None and saved["boundaries"][0]["collapses_at"] == [8]
+    en = render_report(run, "en")
+    assert "**Collapse at boundary 8|9**" in en and "move it down" not in en
+    assert "no plain probe shows the other side's K faster" in en
+    assert "keep it (no cell shows" not in en  # "no collapse" would be false here
+    assert "boundary 8|9: no direction shown" in en
+
+
+def test_a_cell_where_the_schedule_runs_the_fixed_k_is_an_a_vs_a_check(tmp_path: Path):
+    """Against a best fixed K of 5, the schedule [[1, 8, 5], [9, 256, 2]] runs K=5 at every
+    batch of c = 1 and c = 4: schedule / K=5 there compares one K with itself. The summary
+    counts those cells apart (not "not decided, too close to call"); c = 16 runs K=5 up to a
+    batch of 8 and K=2 above, so it is a real comparison."""
+    run = verification_run(tmp_path, {1: 1.0, 4: 1.0, 16: 1.0, 128: 1.08}, fixed_k=5, noise=0.03,
+                           grid={"chat": [1, 4, 16, 128]})
+    result = verification_of(analyse(run))
+    assert result is not None
+    assert [(c.concurrency, c.same_k) for c in result.cells] == [
+        (1, True), (4, True), (16, False), (128, False)]
+    assert [c.ratio.verdict for c in result.cells if c.same_k] == ["unsure", "unsure"]
+    en = render_report(run, "en")
+    summary = en.split("## Summary", 1)[1].split("\n---\n", 1)[0]
+    (single,) = [ln for ln in summary.splitlines() if ln.startswith("- **c=1**")]
+    assert single.startswith("- **c=1**: same K as the fixed arm — the schedule runs K=5 at every "
+                             "batch there, so schedule / K=5 is an A-vs-A check"), single
+    assert "chat c=1 " in single and "(unsure)" in single and "not decided" not in single
+    (low,) = [ln for ln in summary.splitlines() if ln.startswith("- **c=4~16**")]
+    assert "counted apart, same K as the fixed arm (A-vs-A checks): chat c=4 " in low
+    assert "chat c=16" not in low  # the band's own count is of c = 16 alone: "of 1 cells"
+    assert "unsure (A-vs-A)" in en and "Same K as the fixed arm: at chat c=1, chat c=4" in en
+    zh = render_report(run, "zh")
+    assert "与固定臂同一个 K" in zh and "（A-vs-A）" in zh
+    saved = json.loads(json.dumps(verification_json(result, False, None)))
+    assert saved["same_k_as_fixed_at"] == [{"scenario": "chat", "concurrency": 1},
+                                           {"scenario": "chat", "concurrency": 4}]
+    document = json.loads(analysis_json(run))
+    assert document["verification"]["same_k_cells"] == saved["same_k_as_fixed_at"]
+    assert document["verification"]["fixed_arm"] == "K=5"
+
+
+def test_the_schedule_runs_the_fixed_k_only_where_every_batch_up_to_c_does():
+    from dspark_tui.analysis.verification import runs_only
+
+    ranges = [[1, 4, 5], [5, 16, 3], [17, 256, 1]]
+    assert [c for c in (1, 2, 4, 5, 16, 64) if runs_only(ranges, 5, c)] == [1, 2, 4]
+    # At c = 16 the batch ramps through 1..4 (K=5): not K=3 throughout, however it holds 16.
+    assert not any(runs_only(ranges, 3, c) for c in (5, 16))
+    assert not runs_only(ranges, 1, 256)

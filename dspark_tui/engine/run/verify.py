@@ -138,8 +138,9 @@ def prefill_probes_of(ranges: list[list[int]], k: int) -> list[int]:
 
 
 # The prefill probe's lengths (docs/decision.md, "Where the batch includes prefills"): prompts
-# PREFILL_PROMPT_FACTOR times the probe scenario's, at most one chunk of vLLM's default token
-# budget; outputs short enough that at c = hi at least one request is in prefill each step.
+# PREFILL_PROMPT_FACTOR times the probe scenario's longest, at most PREFILL_PROMPT_CAP (the
+# simulator's step budget; a prompt that long is still prefilled in chunks beside the decodes);
+# outputs short enough that at c = hi on average at least one request is in prefill a step.
 PREFILL_PROMPT_FACTOR = 16
 PREFILL_PROMPT_CAP = 8192
 MAX_LEN_FLAGS = ("--max-model-len", "--context-length")
@@ -162,12 +163,14 @@ def prefill_lengths(input_len: int, output_len: int, ranges: list[list[int]],
                     max_len: int | None) -> tuple[int, int]:
     """(input_len, output_len) of the prefill probe from the probe scenario's.
 
-    Output: at most `hi - 1` tokens for the smallest boundary `hi` (at least 2, never more than
-    the probe scenario's): a request's prefill takes at least one step and its decode at most one
-    step a token, so in a closed loop of hi requests at least hi / (1 + hi - 1) = 1 of them is in
-    prefill at any step. Input: PREFILL_PROMPT_FACTOR times the probe scenario's, at most
-    PREFILL_PROMPT_CAP (one prefill chunk under vLLM's default max_num_batched_tokens) and at
-    most the stated max length less the output."""
+    Output: `hi - 1` tokens for the smallest boundary `hi`, at most the probe scenario's, and at
+    least 2 (so 2 for a scenario of 1-token outputs: more than its own). A request's prefill
+    takes at least one step and its decode at most one step a token, so in a closed loop of hi
+    requests hi / (1 + hi - 1) = 1 of them is in prefill per step *on average* — a bound on the
+    mean over steps while nothing queues and no client idles, not on any one step. Input:
+    PREFILL_PROMPT_FACTOR times the probe scenario's input_len (its longest prompt), at most
+    PREFILL_PROMPT_CAP and at most the stated max length less the output (exact per prompt for
+    a client that sends token ids)."""
     ordered = sorted(ranges)
     smallest_hi = min((hi for _, hi, _ in ordered[:-1]), default=2)
     output = max(2, min(output_len, smallest_hi - 1))
