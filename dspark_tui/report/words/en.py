@@ -309,6 +309,8 @@ WORDS: dict[str, str] = {
     "decision.adaptive_own_faster": "faster at {cells}",
     "decision.adaptive_own_slower": "slower at {cells}",
     "decision.adaptive_own_unclear": "not shown either way at {cells}",
+    "decision.adaptive_own_single": "no interval at {cells} (one measurement)",
+    "decision.adaptive_own_missing": "not compared at {cells} (an arm not measured there)",
     "decision.adaptive_none": "- `{arm}` is not shown faster than the chosen K in any cell: the schedule alone is the answer.",
     "decision.adaptive_hybrid": "- Hybrid: `{arm}` at {cells}, the schedule elsewhere; over the schedule alone: {gain}.",
     "decision.adaptive_one_config": "Adaptive verification wins in every cell the traffic weighs, so its own speculative config serves all of it:",

@@ -286,6 +286,8 @@ WORDS: dict[str, str] = {
     "decision.adaptive_own_faster": "在 {cells} 更快",
     "decision.adaptive_own_slower": "在 {cells} 更慢",
     "decision.adaptive_own_unclear": "在 {cells} 无法区分",
+    "decision.adaptive_own_single": "在 {cells} 无区间（单次测量）",
+    "decision.adaptive_own_missing": "在 {cells} 未能比较（有一方未测量）",
     "decision.adaptive_none": "- `{arm}` 在任何单元都未被证明比选定 K 更快：答案就是单独的调度。",
     "decision.adaptive_hybrid": "- 混合方案：{cells} 用 `{arm}`，其余用调度；相对单独调度：{gain}。",
     "decision.adaptive_one_config": "自适应验证在流量覆盖的每个单元都更快，因此它自己的 speculative config 即可服务全部流量：",
