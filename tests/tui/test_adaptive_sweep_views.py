@@ -14,7 +14,7 @@ from dspark_tui.plans import resolve_plan
 from dspark_tui.results import RunStore, load_run, manifest_for_plan
 from dspark_tui.tui.run_facts import best_column
 from dspark_tui.tui.screens.decision import DecisionScreen, open_decision
-from tests.report.k_sweep_builders import stated_cells
+from tests.report.k_sweep_builders import stated_cells, stated_sweep
 from tests.tui.helpers import make_app, screen_text, wait_until
 
 # K=3 fastest at c=4, K=1 at c=16 (K=3 9 % behind it); adaptive faster than the choice at c=16.
@@ -23,15 +23,7 @@ TRUTH = {"K=1": {4: 100.0, 16: 120.0}, "K=3": {4: 112.0, 16: 110.0},
 
 
 def adaptive_sweep(folder: Path, truth: dict[str, dict[int, float]] | None = None) -> Path:
-    plan = resolve_plan("demo-slo")[0]
-    folder.mkdir(parents=True)
-    manifest = manifest_for_plan(plan, plan_source="demo-slo")
-    manifest.status = "completed"
-    store = RunStore(folder)
-    store.write_manifest(manifest)
-    for cell in stated_cells(TRUTH if truth is None else truth, "mixed"):
-        store.save_cell(cell)
-    return folder
+    return stated_sweep(folder, TRUTH if truth is None else truth)
 
 
 def test_run_json_gives_the_fixed_arms_as_the_k_axis_and_names_the_adaptive_arm(tmp_path: Path):
