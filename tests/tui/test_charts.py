@@ -239,3 +239,28 @@ def test_the_screens_margin_says_the_fallback_and_another_level_in_both_language
     assert chart_title(margin, "zh") == "相对 各单元所选 K（无所选 K 的单元相对 K=1） 的差距及其 97.5% 区间"
     view = panel_view(margin, panel, "t", lang="zh")
     assert "K=6 adaptive 相对 K=1（无所选 K 的单元）（95.0% 区间）" in [line.label for line in view.lines]
+
+
+async def test_a_margin_title_too_wide_for_the_plot_is_a_line_above_it_at_80_columns(tmp_path: Path):
+    """plotext leaves out a title wider than the plot: at 80 columns the margin chart of a
+    sweep with a cell without a chosen K lost its level and its fallback (the title is 95
+    characters). Where it does not fit it is a line above the plot, wrapped; where it fits
+    (120 columns) it stays in the plot."""
+    from tests.report.k_sweep_builders import stated_sweep
+
+    truth = {"K=1": {4: 100.0, 16: 120.0, 64: 90.0}, "K=3": {4: 112.0, 16: 110.0},
+             "K=6": {4: 105.0, 16: 95.0}, "K=6 adaptive": {4: 104.0, 16: 130.0, 64: 99.0}}
+    run_dir = stated_sweep(tmp_path / "results" / "demo_slo_20261203-090000", truth)
+    for size, above in (((80, 24), True), ((120, 40), False)):
+        app = make_app(tmp_path)
+        async with app.run_test(size=size) as pilot:
+            await app.push_screen(ChartScreen(run_dir))
+            await until_shown(pilot, app, "Total tok/s by concurrency: mixed")
+            await pilot.press("m", "m", "m")
+            text = await until_shown(pilot, app, "K=6 adaptive over K=1 where no K is chosen")
+            flat = " ".join(text.split())
+            assert ("Margin over each cell's chosen K (K=1 where a cell has none), with its 97.5% "
+                    "interval: mixed") in flat, text
+            heading = app.screen.query_one("#chart-heading")
+            assert heading.display is above
+            assert (app.screen.query_one(RunChart)._shown.title == "") is above

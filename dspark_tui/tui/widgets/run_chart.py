@@ -20,7 +20,6 @@ from textual_plotext import PlotextPlot
 from dspark_tui.model import CellResult
 from dspark_tui.report.words import Texts
 from dspark_tui.tui import colours
-from dspark_tui.tui.words import lang_here
 
 if TYPE_CHECKING:  # pandas stays unloaded until a report chart is asked for
     from dspark_tui.report.charts import ChartData, Panel, Series
@@ -192,9 +191,6 @@ class RunChart(PlotextPlot):
     def on_mount(self) -> None:
         super().on_mount()
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._draw())
-
-    def show(self, data: dict[str, Curve], metric: Metric, title: str, arms: list[str]) -> None:
-        self.show_view(metric_view(data, metric, title, arms, lang_here(self)))
 
     def show_view(self, view: ChartView) -> None:
         self._shown = view
