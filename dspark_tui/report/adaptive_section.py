@@ -9,9 +9,13 @@ import json
 
 from dspark_tui.analysis.adaptive import (
     LOSES,
+    MISSING,
     ONE_CONFIG,
     ROUTING,
     SCHEDULE_ONLY,
+    SINGLE,
+    TIE,
+    UNSURE,
     VLLM_SOURCE,
     WINS,
     AdaptiveArm,
@@ -70,11 +74,15 @@ def adaptive_section(answer: DeployAnswer | None, t: Texts) -> list[str]:
 
 def _own_line(arm: AdaptiveArm, own: str, t: Texts) -> str:
     """Where adaptive verification pays against verifying every draft of the same K, where it
-    costs, and where the run cannot tell (the crossover the section's table shows cell by cell)."""
+    costs, where the run cannot tell (a tie or an unsure interval), and apart from those the
+    cells with nothing to tell from: one measurement a side (no interval), or a side not
+    measured — a cell never compared is no "not shown either way" (review)."""
     d = t.of("decision")
     groups = {"faster": [c for c in arm.cells if c.own_outcome == WINS],
               "slower": [c for c in arm.cells if c.own_outcome == LOSES],
-              "unclear": [c for c in arm.cells if c.own_outcome not in (WINS, LOSES)]}
+              "unclear": [c for c in arm.cells if c.own_outcome in (TIE, UNSURE)],
+              "single": [c for c in arm.cells if c.own_outcome == SINGLE],
+              "missing": [c for c in arm.cells if c.own_outcome == MISSING]}
     parts = [d(f"adaptive_own_{name}", cells=t.join(f"{c.scenario} c={c.concurrency}" for c in cells))
              for name, cells in groups.items() if cells]
     return d("adaptive_own", arm=arm.arm, own=own, parts=t.join(parts))

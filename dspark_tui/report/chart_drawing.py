@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,10 @@ if TYPE_CHECKING:
 
 PANEL_WIDTH_IN = 4.6
 PANEL_HEIGHT_IN = 3.3
+# The figure title (12 pt bold) takes about this much width a character: a longer title wraps
+# to the figure's width (a one-panel margin chart's title ran off both edges).
+TITLE_CHAR_IN = 0.105
+TITLE_LINE_IN = 0.25
 _RC: Any = {  # matplotlib types the keys as a Literal of every rcParam
     "svg.fonttype": "none",
     "svg.hashsalt": "dspark-tui",
@@ -48,9 +53,11 @@ def chart_svg(chart: ChartData) -> str:
     with matplotlib.rc_context(_RC):
         columns = max(1, min(chart.columns, len(chart.panels)))
         rows = math.ceil(len(chart.panels) / columns)
-        figure = Figure(figsize=(PANEL_WIDTH_IN * columns, PANEL_HEIGHT_IN * rows + 0.9),
+        title = textwrap.wrap(chart.title, width=int(PANEL_WIDTH_IN * columns / TITLE_CHAR_IN))
+        figure = Figure(figsize=(PANEL_WIDTH_IN * columns,
+                                 PANEL_HEIGHT_IN * rows + 0.9 + TITLE_LINE_IN * (len(title) - 1)),
                         layout="constrained")
-        figure.suptitle(chart.title, fontsize=12, fontweight="bold")
+        figure.suptitle("\n".join(title), fontsize=12, fontweight="bold")
         axes = figure.subplots(rows, columns, squeeze=False)
         colours = arm_colours(chart.arms)
         for i, panel in enumerate(chart.panels):

@@ -9,6 +9,7 @@ an SVG must not depend on the reader having a CJK font.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +33,12 @@ class Series:
     y: tuple[float, ...]
     low: tuple[float, ...] | None = None
     high: tuple[float, ...] | None = None
+    # A margin series over another arm than the chart's reference: a K sweep's cells without a
+    # chosen K, drawn over the fallback arm (said in its label); None: the chart's reference.
+    over: str | None = None
+    # Its interval's level where it is not the chart's (an adaptive arm's, at the run's level
+    # as the report's adaptive section reads it); None: the chart's.
+    level: float | None = None
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,9 @@ class ChartData:
     # level (None: one measurement a cell).
     reference: str | None = None
     level: float | None = None
+    # A K sweep's chart: the arm its cells without a chosen K are drawn over, when any is
+    # (said in the title and in those series' labels); None: every drawn cell has its choice.
+    fallback: str | None = None
 
     @property
     def file_name(self) -> str:
@@ -133,17 +143,21 @@ def reference_arm(analysis: RunAnalysis) -> str:
     return analysis.arms[0]
 
 
-def chosen_arms(analysis: RunAnalysis) -> dict[tuple[str, int], str]:
+def chosen_arms(analysis: RunAnalysis) -> tuple[dict[tuple[str, int], str], float | None]:
     """A K sweep's chosen K per cell, as the decision chose it (analysis/decision.py: the
-    smallest K shown within the tie band of the cell's top), by arm name; empty when the run is
-    no sweep or chose nothing."""
-    from dspark_tui.analysis.decision import decide_k
+    smallest K shown within the tie band of the cell's top), by arm name, and the two-sided
+    level (alpha) its comparisons were made at: the family's (`family_alpha` over the fixed-K
+    arms, KDecision.ratio). Empty and None when the run is no sweep or chose nothing."""
+    from dspark_tui.analysis.decision import decide_k, family_alpha
 
     decision = decide_k(analysis)
-    if decision is None:
-        return {}
+    if decision is None or analysis.verdicts is None:
+        return {}, None
     arm_of = decision.arm_of
-    return {choice.key: arm_of[choice.k] for choice in decision.choices if choice.k in arm_of}
+    chosen = {choice.key: arm_of[choice.k] for choice in decision.choices if choice.k in arm_of}
+    if not chosen:
+        return {}, None
+    return chosen, family_alpha(analysis.verdicts.settings.look_alpha, len(decision.k_of))
 
 
 def margin_chart(analysis: RunAnalysis) -> ChartData | None:
@@ -151,51 +165,86 @@ def margin_chart(analysis: RunAnalysis) -> ChartData | None:
     analysis the verdicts rest on (analysis/verdicts.py) as a band and the tie band shaded.
     A K sweep that chose a K per cell is drawn against the cell's chosen K (the K the report
     deploys there: each other K's margin is what choosing it instead would give or cost; the
-    chosen K's own point is 0); any other run against one arm (B over A with two arms, K = 0
-    of a sweep without choices). Cells measured once have a point and no band."""
+    chosen K's own point is 0), each fixed K's band at the level the choice was made at (the
+    family's, not one comparison's: a band that clears the tie band at the run's level may not
+    at the choice's), an adaptive arm's at the run's level (its verdicts in the report's
+    adaptive section), said in its label; a cell of the sweep without a choice (fewer than two
+    K measured) over the fallback arm, as a series of its own whose label says so, and the
+    title too. Any other run against one arm (B over A with two arms, K = 0 of a sweep without
+    choices), at the run's level. Cells measured once have a point and no band."""
     verdicts = analysis.verdicts
     if verdicts is None or len(analysis.arms) < 2:
         return None
-    chosen = chosen_arms(analysis)
+    settings = verdicts.settings
+    chosen, alpha = chosen_arms(analysis)
     fixed = reference_arm(analysis)
+    ks = analysis.layout.ks
+    family = set(ks.fixed) if ks is not None and chosen else set()  # the K choice's arms
+    level = 1.0 - alpha if alpha is not None else settings.level  # the chart's
+    # another level, said in a series' label: the run's, where the chart's is the family's
+    own_level = settings.level if not math.isclose(settings.level, level) else None
     said = "the chosen K" if chosen else fixed
     panels = []
+    fallback_used = False
     for shape in analysis.layout.scenarios:
         series = []
         for arm in analysis.arms:
+            # the arm's own level: the choice's family for a fixed K of a sweep, else the run's
+            at = alpha if chosen and arm in family else None
             points: list[tuple[int, float, float | None, float | None]] = []
+            fallen: list[tuple[int, float, float | None, float | None]] = []
             for concurrency in sorted(shape.concurrencies):
-                reference = chosen.get((shape.name, concurrency), fixed) if chosen else fixed
+                key = (shape.name, concurrency)
+                reference = chosen.get(key, fixed) if chosen else fixed
+                into = fallen if chosen and key not in chosen else points
                 if arm == reference:
-                    if chosen and (shape.name, concurrency) in chosen:
+                    if into is points and chosen:
                         points.append((concurrency, 0.0, 0.0, 0.0))  # the reference itself
                     continue
                 pair = verdicts.pair(shape.name, concurrency, reference, arm)
                 if pair is None:
                     continue
-                points.append((concurrency, *_margin_of(pair.a, pair.ratio, pair.ci_low, pair.ci_high, arm)))
-            if not points or all(p[1:] == (0.0, 0.0, 0.0) for p in points):
-                continue  # the reference in every cell it has: a line at 0 says nothing
-            banded = all(low is not None and high is not None for _, _, low, high in points)
-            series.append(Series(
-                arm, f"{arm} over {said}", tuple(float(p[0]) for p in points),
-                tuple(p[1] for p in points),
-                tuple(float(p[2]) for p in points) if banded else None,  # type: ignore[arg-type]
-                tuple(float(p[3]) for p in points) if banded else None,  # type: ignore[arg-type]
-            ))
+                low, high = pair.ci_low, pair.ci_high
+                if at is not None and into is points:
+                    low, high = pair.interval_at(at) or (None, None)
+                into.append((concurrency, *_margin_of(pair.a, pair.ratio, low, high, arm)))
+            if points and not all(p[1:] == (0.0, 0.0, 0.0) for p in points):
+                # (the reference in every cell it has: a line at 0 says nothing)
+                series.append(_series(arm, f"{arm} over {said}", points,
+                                      level=None if at is not None else own_level))
+            if fallen:
+                fallback_used = True
+                series.append(_series(arm, f"{arm} over {fixed} where no K is chosen", fallen,
+                                      over=fixed, level=own_level))
         if series:
             panels.append(Panel(shape.name, f"Total tok/s margin over {said} (%)", tuple(series)))
     if not panels:
         return None
-    settings = verdicts.settings
     banded = any(s.low is not None for p in panels for s in p.series)
     over = "each cell's chosen K" if chosen else fixed
-    title = f"Margin over {over}, with its {settings.level * 100:.1f}% interval" if banded else \
+    if fallback_used:
+        over += f" ({fixed} where a cell has none)"
+    title = f"Margin over {over}, with its {level * 100:.1f}% interval" if banded else \
         f"Margin over {over} (one measurement a cell: no interval)"
     return ChartData("margin", title,
                      "Concurrency (log2 scale)", tuple(panels), tuple(analysis.arms),
                      tie_band=settings.tie_band, reference="" if chosen else fixed,
-                     level=settings.level if banded else None)
+                     level=level if banded else None,
+                     fallback=fixed if fallback_used else None)
+
+
+def _series(arm: str, label: str, points: list[tuple[int, float, float | None, float | None]],
+            *, over: str | None = None, level: float | None = None) -> Series:
+    """One arm's margins; `level`: its interval's, where it is not the chart's (then said)."""
+    banded = all(low is not None and high is not None for _, _, low, high in points)
+    level = level if banded else None
+    if level is not None:
+        label += f" ({level * 100:.1f}% interval)"
+    return Series(
+        arm, label, tuple(float(p[0]) for p in points), tuple(p[1] for p in points),
+        tuple(float(p[2]) for p in points) if banded else None,  # type: ignore[arg-type]
+        tuple(float(p[3]) for p in points) if banded else None,  # type: ignore[arg-type]
+        over=over, level=level)
 
 
 def _margin_of(a: str, ratio: float, low: float | None, high: float | None,

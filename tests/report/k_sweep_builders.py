@@ -145,3 +145,20 @@ def stated_cells(truth: dict[str, dict[int, float]], scenario: str, rounds: int 
                     metrics=ClientMetrics(total_throughput=total * math.exp(session + rng.normal(0, 0.002)),
                                           duration=20.0, completed=64)))
     return measured
+
+
+def stated_sweep(folder: Path, truth: dict[str, dict[int, float]], plan: str = "demo-slo",
+                 scenario: str = "mixed") -> Path:
+    """A completed run directory of the shipped `plan` (demo-slo: K=1, 3, 6 and "K=6
+    adaptive") whose measurements are `truth`'s (stated_cells); cells the truth leaves out
+    are not measured."""
+    from dspark_tui.plans import resolve_plan
+
+    folder.mkdir(parents=True)
+    manifest = manifest_for_plan(resolve_plan(plan)[0], plan_source=plan)
+    manifest.status = "completed"
+    store = RunStore(folder)
+    store.write_manifest(manifest)
+    for cell in stated_cells(truth, scenario):
+        store.save_cell(cell)
+    return folder

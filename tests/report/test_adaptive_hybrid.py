@@ -159,3 +159,39 @@ def test_without_the_same_k_fixed_arm_there_is_no_own_comparison(tmp_path: Path,
     assert arm.own_arm is None and all(c.vs_own is None for c in arm.cells)
     assert "own_k_arm" not in schedule_json(answer)["adaptive"][0]
     assert "Adaptive vs `" not in render_report(run, "en", analysis=analysis)
+
+
+def test_cells_never_compared_with_the_own_k_are_counted_apart(tmp_path: Path, monkeypatch):
+    """The own-K line's "not shown either way" is a tie or an unsure interval: a cell where the
+    own K arm was not measured (K=3 lost at c=256; K=1 and K=5 still give the cell a choice) is
+    "not compared", and a run of one round (no interval anywhere) says "no interval" — before,
+    both were counted among the undecided (review)."""
+    monkeypatch.setitem(ARMS, "K=5", "num_speculative_tokens = 5")
+    truth = _truth({1: 140.0, 4: 148.5, 64: 110.0, 256: 110.0})
+    truth["K=5"] = dict.fromkeys(CONCURRENCIES, 80.0)
+    run = _run(tmp_path / "lost", truth)
+    run.measurements = [m for m in run.measurements if not (m.arm == "K=3" and m.concurrency == 256)]
+    run.cells = {m.key: m for m in run.measurements}
+    analysis = analyse(run)
+    answer = deploy_answer(analysis)
+    assert answer is not None
+    (arm,) = answer.adaptive
+    assert [c.own_outcome for c in arm.cells] == ["loses", "tie", WINS, "missing"]
+    assert ("- `K=3 adaptive` against `K=3` (the same drafts, every one verified): faster at chat "
+            "c=64, slower at chat c=1, not shown either way at chat c=4, not compared at chat "
+            "c=256 (an arm not measured there).") in render_report(run, "en", analysis=analysis)
+    assert ("在 chat c=4 无法区分、在 chat c=256 未能比较（有一方未测量）。"
+            in render_report(run, "zh", analysis=analysis))
+
+    once = _run(tmp_path / "once", truth, rounds=1)
+    analysis = analyse(once)
+    answer = deploy_answer(analysis)
+    assert answer is not None
+    (arm,) = answer.adaptive
+    assert {c.own_outcome for c in arm.cells} == {"single"}
+    text = render_report(once, "en", analysis=analysis)
+    assert ("every one verified): no interval at chat c=1, chat c=4, chat c=64, chat c=256 "
+            "(one measurement).") in text
+    assert "not shown either way" not in text
+    assert "在 chat c=1、chat c=4、chat c=64、chat c=256 无区间（单次测量）" in render_report(
+        once, "zh", analysis=analysis)

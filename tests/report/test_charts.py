@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from dspark_tui.analysis.analysis import analyse
-from dspark_tui.analysis.decision import decide_k
+from dspark_tui.analysis.decision import decide_k, family_alpha
 from dspark_tui.report.chart_drawing import arm_colours, chart_svg
 from dspark_tui.report.charts import acceptance_chart, chart_data, margin_chart, throughput_chart
 from dspark_tui.report.outputs import write_outputs
@@ -50,7 +50,8 @@ def test_write_outputs_draws_every_chart_and_both_reports_link_them(tmp_path: Pa
     assert {"chat", "rag"} <= set(texts) and {f"K={k}" for k in KS} <= set(texts)  # panels, legend
     margin = _svg_texts(tmp_path / "run" / "charts" / "margin.svg")
     assert "tie band ±2%" in margin and "K=3 over the chosen K" in margin
-    assert "Margin over each cell's chosen K, with its 95.0% interval" in margin
+    # the level of the K choice: 8 arms, each comparison at 5 % / 7 (family_alpha)
+    assert "Margin over each cell's chosen K, with its 99.3% interval" in margin
 
 
 def test_the_charts_setting_off_draws_none_and_the_reports_link_none(tmp_path: Path):
@@ -78,7 +79,7 @@ def test_the_charts_points_are_the_runs_numbers(tmp_path: Path):
     # choosing another K there would give or cost (issue 23).
     margin = margin_chart(analysis)
     assert margin is not None and margin.tie_band == 0.02
-    assert margin.title == "Margin over each cell's chosen K, with its 95.0% interval"
+    assert margin.title == "Margin over each cell's chosen K, with its 99.3% interval"
     chosen = {c.key: c.k for c in decide_k(analysis).choices}
     assert chosen[("chat", 16)] == 5 and chosen[("chat", 64)] == 2  # the model's, in SWEEP
     series = next(s for s in margin.panels[0].series if s.arm == "K=3")
@@ -89,7 +90,7 @@ def test_the_charts_points_are_the_runs_numbers(tmp_path: Path):
         i = series.x.index(float(c))
         ratio = pair.ratio if pair.b == "K=3" else 1 / pair.ratio
         assert series.y[i] == pytest.approx((ratio - 1) * 100)
-        assert series.low[i] < series.y[i] < series.high[i]  # the verdicts' own interval
+        assert series.low[i] < series.y[i] < series.high[i]  # the choice's own interval
     # The chosen K's own point is 0 where it is chosen, its margin over the choice elsewhere.
     k5 = next(s for s in margin.panels[0].series if s.arm == "K=5")
     assert k5.y[k5.x.index(16.0)] == 0.0 and k5.y[k5.x.index(64.0)] < 0
@@ -99,6 +100,78 @@ def test_the_charts_points_are_the_runs_numbers(tmp_path: Path):
     k4 = next(s for s in acceptance.panels[0].series if s.arm == "K=4")
     assert k4.x == (1.0, 2.0, 3.0, 4.0)
     assert k4.y == pytest.approx([v * 100 for v in cumulative_acceptance(4)])
+
+
+def test_a_sweeps_bands_are_at_the_level_the_k_was_chosen_at(tmp_path: Path):
+    """Each K's band over the chosen K is the interval the choice rests on: the family level
+    of the decision (family_alpha over the fixed-K arms, KDecision.ratio(family=True)), not
+    one comparison's (the run's level), which is narrower and can clear the tie band where the
+    choice did not. Before, the bands were the pair's own interval at 95 % (review)."""
+    analysis = analyse(k_sweep_run(tmp_path / "run", KS, SWEEP))
+    decision = decide_k(analysis)
+    assert decision is not None and analysis.verdicts is not None
+    margin = margin_chart(analysis)
+    assert margin is not None and margin.fallback is None
+    settings = analysis.verdicts.settings
+    alpha = family_alpha(settings.look_alpha, len(KS))
+    assert margin.level == pytest.approx(1 - alpha) and margin.level > settings.level
+    checked = 0
+    for panel in margin.panels:
+        for series in panel.series:
+            assert series.low is not None and series.high is not None and series.level is None
+            for i, c in enumerate(series.x):
+                choice = decision.choice(panel.title, int(c))
+                assert choice is not None
+                k = decision.k_of[series.arm]
+                if k == choice.k:
+                    assert series.y[i] == series.low[i] == series.high[i] == 0.0
+                    continue
+                ratio = decision.ratio(panel.title, int(c), k, choice.k, family=True)
+                assert ratio is not None and ratio.low is not None and ratio.high is not None
+                assert (series.low[i], series.high[i]) == pytest.approx(
+                    ((ratio.low - 1) * 100, (ratio.high - 1) * 100))
+                run_level = decision.ratio(panel.title, int(c), k, choice.k)
+                assert run_level is not None and run_level.low is not None
+                assert series.low[i] < (run_level.low - 1) * 100  # wider than one comparison's
+                checked += 1
+    assert checked > 40
+
+
+def test_a_sweeps_cell_without_a_chosen_k_is_drawn_over_the_fallback_and_said(tmp_path: Path):
+    """demo-slo's arms, c=64 measured only by K=1 and the adaptive arm: no K is chosen there,
+    so its margin is over K=1 (the fallback), a series of its own labelled so, and the title
+    says it; the adaptive arm's band is at the run's level (its verdicts in the adaptive
+    section), said in its label, the fixed K's at the choice's. Before, the c=64 point sat on
+    the line "over the chosen K" (review)."""
+    from tests.report.k_sweep_builders import stated_sweep
+
+    truth = {"K=1": {4: 100.0, 16: 120.0, 64: 90.0}, "K=3": {4: 112.0, 16: 110.0},
+             "K=6": {4: 105.0, 16: 95.0}, "K=6 adaptive": {4: 104.0, 16: 130.0, 64: 99.0}}
+    analysis = analyse(load_run(stated_sweep(tmp_path / "run", truth)))
+    margin = margin_chart(analysis)
+    assert margin is not None and analysis.verdicts is not None
+    settings = analysis.verdicts.settings
+    assert margin.fallback == "K=1" and margin.level == pytest.approx(1 - settings.look_alpha / 2)
+    assert margin.title == ("Margin over each cell's chosen K (K=1 where a cell has none), "
+                            "with its 97.5% interval")
+    by_label = {s.label: s for s in margin.panels[0].series}
+    over = by_label["K=6 adaptive over K=1 where no K is chosen (95.0% interval)"]
+    assert over.x == (64.0,) and over.over == "K=1" and over.level == pytest.approx(settings.level)
+    assert over.y[0] == pytest.approx((99 / 90 - 1) * 100, abs=0.5)
+    chosen = by_label["K=6 adaptive over the chosen K (95.0% interval)"]
+    assert chosen.x == (4.0, 16.0) and chosen.over is None
+    assert all(64.0 not in s.x for s in margin.panels[0].series if s is not over)
+    assert by_label["K=3 over the chosen K"].level is None  # the title's level
+    texts = _svg_texts_of(chart_svg(margin))
+    assert "K=6 adaptive over K=1 where no K is chosen (95.0% interval)" in texts
+    # one panel: the title wraps to the figure's width (it ran off both edges), all of it said
+    lines = [text for text in texts if len(text) > 3 and text in margin.title]
+    assert len(lines) == 2 and " ".join(lines) == margin.title, texts
+
+
+def _svg_texts_of(svg: str) -> list[str]:
+    root = ET.fromstring(svg)
+    return ["".join(node.itertext()) for node in root.iter(f"{SVG}text")]
 
 
 def test_arm_colours_are_the_same_in_every_chart(tmp_path: Path):

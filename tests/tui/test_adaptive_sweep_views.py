@@ -14,7 +14,7 @@ from dspark_tui.plans import resolve_plan
 from dspark_tui.results import RunStore, load_run, manifest_for_plan
 from dspark_tui.tui.run_facts import best_column
 from dspark_tui.tui.screens.decision import DecisionScreen, open_decision
-from tests.report.k_sweep_builders import stated_cells
+from tests.report.k_sweep_builders import stated_cells, stated_sweep
 from tests.tui.helpers import make_app, screen_text, wait_until
 
 # K=3 fastest at c=4, K=1 at c=16 (K=3 9 % behind it); adaptive faster than the choice at c=16.
@@ -22,16 +22,8 @@ TRUTH = {"K=1": {4: 100.0, 16: 120.0}, "K=3": {4: 112.0, 16: 110.0},
          "K=6": {4: 105.0, 16: 95.0}, "K=6 adaptive": {4: 104.0, 16: 130.0}}
 
 
-def adaptive_sweep(folder: Path) -> Path:
-    plan = resolve_plan("demo-slo")[0]
-    folder.mkdir(parents=True)
-    manifest = manifest_for_plan(plan, plan_source="demo-slo")
-    manifest.status = "completed"
-    store = RunStore(folder)
-    store.write_manifest(manifest)
-    for cell in stated_cells(TRUTH, "mixed"):
-        store.save_cell(cell)
-    return folder
+def adaptive_sweep(folder: Path, truth: dict[str, dict[int, float]] | None = None) -> Path:
+    return stated_sweep(folder, TRUTH if truth is None else truth)
 
 
 def test_run_json_gives_the_fixed_arms_as_the_k_axis_and_names_the_adaptive_arm(tmp_path: Path):
@@ -50,10 +42,10 @@ def test_historys_best_arm_is_the_sweeps_answer(tmp_path: Path):
 
 async def test_the_decision_view_shows_the_adaptive_arm_against_the_chosen_k(tmp_path: Path):
     run_dir = adaptive_sweep(tmp_path / "results" / "demo_slo_20261203-090000")
-    for lang, heading, row, form in (
+    for lang, heading, row, form, own in (
             ("en", "Adaptive verification against the chosen K", "faster",
-             "the hybrid is routing by load"),
-            ("zh", "自适应验证与所选 K 的对比", "更快", "混合方案为按负载路由")):
+             "the hybrid is routing by load", "vs K=6"),
+            ("zh", "自适应验证与所选 K 的对比", "更快", "混合方案为按负载路由", "相对 K=6")):
         app = make_app(tmp_path, settings={"language": lang})
         async with app.run_test(size=(120, 40), notifications=True) as pilot:
             open_decision(app.screen, run_dir, load_run(run_dir).manifest)
@@ -68,9 +60,48 @@ async def test_the_decision_view_shows_the_adaptive_arm_against_the_chosen_k(tmp
             await pilot.pause()
             text = screen_text(app)
             assert heading in text, text
-            lines = [line for line in text.splitlines() if "K=6 adaptive" in line and " 16 " in line]
+            assert "K=6 adaptive" in text
+            lines = [line for line in text.splitlines() if "mixed" in line and " 16 " in line]
             assert lines and row in lines[0] and "K=1" in lines[0] and "+8." in lines[0], lines
+            # and against its own K's fixed arm (K=6: 130 over 95), as the report's column
+            assert own in text and "+37." in lines[0] and lines[0].count(row) == 2, lines
             assert form in "".join(text.split()) or form in text
+
+
+def test_the_decision_view_gives_the_analysis_own_k_comparison_and_its_words():
+    """The own-K columns are the analysis's values (AdaptiveCell.vs_own, own_outcome) in the
+    screen catalogue's words; a cell whose own-K arm was not measured says so. Before, the view
+    showed only the comparison with the chosen K (review of issue 24)."""
+    import io
+    import tempfile
+
+    from rich.console import Console
+
+    from dspark_tui.tui.screens.decision import adaptive_table, read_decision
+
+    truth = {arm: dict(by_c) for arm, by_c in TRUTH.items()}
+    del truth["K=6"][4]  # the own K lost at c=4; K=1 and K=3 still choose there
+    with tempfile.TemporaryDirectory() as tmp:
+        answer = read_decision(adaptive_sweep(Path(tmp) / "run", truth)).answer
+    assert answer is not None
+    (arm,) = answer.adaptive
+    assert arm.own_arm == "K=6"
+    assert [c.own_outcome for c in arm.cells] == ["missing", "wins"]
+    said = {}
+    for lang in ("en", "zh"):
+        console = Console(width=76, record=True, file=io.StringIO())
+        table = adaptive_table(answer, lang)
+        assert table is not None
+        console.print(table)
+        said[lang] = console.export_text()
+    rows = {line.split()[1]: line for line in said["en"].splitlines() if line.startswith("mixed")}
+    own = arm.cells[1].vs_own
+    assert own is not None
+    assert rows["16"].split()[-2:] == [f"{(own.value - 1) * 100:+.1f}%", "faster"], said["en"]
+    assert rows["4"].split()[-3:] == ["—", "not", "measured"], said["en"]
+    assert "vs K=6: against the fixed arm of its own K" in said["en"]
+    zh = {line.split()[1]: line for line in said["zh"].splitlines() if line.startswith("mixed")}
+    assert zh["4"].split()[-2:] == ["—", "未测"] and zh["16"].split()[-1] == "更快", said["zh"]
 
 
 def test_two_fixed_k_beside_an_adaptive_arm_are_a_sweep_on_every_screen(tmp_path: Path):

@@ -169,14 +169,14 @@ async def test_a_sweeps_margin_shows_one_arm_at_a_time_with_a(tmp_path: Path):
         await until_shown(pilot, app, "Total tok/s by concurrency: chat")
         await pilot.press("a")
         text = await until_shown(pilot, app, "· K=0 over the chosen K")
-        assert "Margin over each cell's chosen K, with its 95.0% interval: chat" in text
+        assert "Margin over each cell's chosen K, with its 99.3% interval: chat" in text
         assert "K=1 over the chosen K" not in text
         await pilot.press("a")
         await until_shown(pilot, app, "· K=1 over the chosen K")
         await pilot.press(*["a"] * 6)  # K=2 … K=7
         await until_shown(pilot, app, "· K=7 over the chosen K")
         await pilot.press("a")  # every arm
-        text = await until_shown(pilot, app, "chosen K, with its 95.0% interval: chat")
+        text = await until_shown(pilot, app, "chosen K, with its 99.3% interval: chat")
         assert "· K=" not in text and "K=7 over the chosen K" in text
 
 
@@ -206,10 +206,61 @@ async def test_a_sweeps_margin_is_worded_in_chinese_on_a_zh_screen(tmp_path: Pat
     async with app.run_test(size=(120, 40)) as pilot:
         await app.push_screen(ChartScreen(run_dir))
         await pilot.press("m", "m", "m")
-        text = await until_shown(pilot, app, "相对 各单元所选 K 的差距及其 95.0% 区间: chat")
+        text = await until_shown(pilot, app, "相对 各单元所选 K 的差距及其 99.3% 区间: chat")
         await pilot.press("a")
         text = await until_shown(pilot, app, "· K=0 相对 所选 K")
         view = app.screen.query_one(RunChart)._shown
         assert view.y_label == "Total tok/s 相对 所选 K 的差距 (%)"
         assert [line.label for line in view.lines if line.label] == ["K=0 相对 所选 K"]
         assert " over " not in text and "chosen" not in text
+
+
+def test_the_screens_margin_says_the_fallback_and_another_level_in_both_languages(tmp_path: Path):
+    """The chart screen words the report's margin data itself (its own catalogue): a series
+    over the fallback arm (a cell without a chosen K) and an adaptive arm's band at the run's
+    level say so in the legend, and the title names the fallback, in en and zh — as the SVG's
+    labels do. Before, they read "over the chosen K" like every other series (review)."""
+    from dspark_tui.tui.widgets.run_chart import chart_title, panel_view, series_label
+    from tests.report.k_sweep_builders import stated_sweep
+
+    truth = {"K=1": {4: 100.0, 16: 120.0, 64: 90.0}, "K=3": {4: 112.0, 16: 110.0},
+             "K=6": {4: 105.0, 16: 95.0}, "K=6 adaptive": {4: 104.0, 16: 130.0, 64: 99.0}}
+    margin, _ = _report_data(stated_sweep(tmp_path / "run", truth))
+    assert margin is not None
+    panel = margin.panels[0]
+    en = [series_label(margin, s, "en") for s in panel.series]
+    zh = [series_label(margin, s, "zh") for s in panel.series]
+    assert "K=6 adaptive over K=1 where no K is chosen (95.0% interval)" in en
+    assert "K=6 adaptive over the chosen K (95.0% interval)" in en and "K=3 over the chosen K" in en
+    assert "K=6 adaptive 相对 K=1（无所选 K 的单元）（95.0% 区间）" in zh
+    assert "K=6 adaptive 相对 所选 K（95.0% 区间）" in zh and "K=3 相对 所选 K" in zh
+    assert chart_title(margin, "en") == ("Margin over each cell's chosen K (K=1 where a cell has "
+                                         "none), with its 97.5% interval")
+    assert chart_title(margin, "zh") == "相对 各单元所选 K（无所选 K 的单元相对 K=1） 的差距及其 97.5% 区间"
+    view = panel_view(margin, panel, "t", lang="zh")
+    assert "K=6 adaptive 相对 K=1（无所选 K 的单元）（95.0% 区间）" in [line.label for line in view.lines]
+
+
+async def test_a_margin_title_too_wide_for_the_plot_is_a_line_above_it_at_80_columns(tmp_path: Path):
+    """plotext leaves out a title wider than the plot: at 80 columns the margin chart of a
+    sweep with a cell without a chosen K lost its level and its fallback (the title is 95
+    characters). Where it does not fit it is a line above the plot, wrapped; where it fits
+    (120 columns) it stays in the plot."""
+    from tests.report.k_sweep_builders import stated_sweep
+
+    truth = {"K=1": {4: 100.0, 16: 120.0, 64: 90.0}, "K=3": {4: 112.0, 16: 110.0},
+             "K=6": {4: 105.0, 16: 95.0}, "K=6 adaptive": {4: 104.0, 16: 130.0, 64: 99.0}}
+    run_dir = stated_sweep(tmp_path / "results" / "demo_slo_20261203-090000", truth)
+    for size, above in (((80, 24), True), ((120, 40), False)):
+        app = make_app(tmp_path)
+        async with app.run_test(size=size) as pilot:
+            await app.push_screen(ChartScreen(run_dir))
+            await until_shown(pilot, app, "Total tok/s by concurrency: mixed")
+            await pilot.press("m", "m", "m")
+            text = await until_shown(pilot, app, "K=6 adaptive over K=1 where no K is chosen")
+            flat = " ".join(text.split())
+            assert ("Margin over each cell's chosen K (K=1 where a cell has none), with its 97.5% "
+                    "interval: mixed") in flat, text
+            heading = app.screen.query_one("#chart-heading")
+            assert heading.display is above
+            assert (app.screen.query_one(RunChart)._shown.title == "") is above

@@ -18,9 +18,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import Footer, Label
+from textual.widgets import Footer, Label, Static
 
 from dspark_tui.model import CellResult
 from dspark_tui.model.run_state import RunState
@@ -31,9 +32,11 @@ from dspark_tui.tui import safe
 from dspark_tui.tui.screens.loading import LoadingScreen
 from dspark_tui.tui.widgets.run_chart import (
     METRICS,
+    ChartView,
     RunChart,
     chart_title,
     curves,
+    metric_view,
     panel_view,
     series_label,
 )
@@ -44,6 +47,9 @@ if TYPE_CHECKING:
 
 POLL_S = 0.5  # how often a live chart looks at the state's measurement count
 REPORT_MODES = ("margin", "acceptance")  # after METRICS under `m`
+# Columns a plot title leaves free: the y axis' labels and frame (plotext centres the title on
+# the canvas and drops one that does not fit).
+TITLE_ROOM = 10
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,7 @@ class ChartScreen(LoadingScreen):
     DEFAULT_CSS = """
     ChartScreen #chart-title { width: 1fr; padding: 0 1; background: $panel; text-style: bold; }
     ChartScreen #chart-empty { padding: 1 2; color: $text-muted; }
+    ChartScreen #chart-heading { width: 1fr; padding: 0 1; display: none; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("right,right_square_bracket", "scenario(1)", "Scenario", id="charts.next",
@@ -103,6 +110,9 @@ class ChartScreen(LoadingScreen):
         t = Texts(lang_of(self.app), "screens")
         yield Label(t("charts.title"), id="chart-title")
         yield Label(t("charts.none_yet"), id="chart-empty")
+        # The chart's title where the plot cannot hold it (plotext leaves out a title wider than
+        # the plot: at 80 columns the margin's interval level and fallback went unsaid).
+        yield Static(id="chart-heading")
         yield RunChart(id="chart")
         yield Footer(compact=True)
 
@@ -192,7 +202,7 @@ class ChartScreen(LoadingScreen):
         self._title(f"{self.run_name} · {where} · {title}")
         self._empty(t("charts.none_yet"), shown=not data)
         heading = t("charts.by_concurrency", metric=title, scenario=scenario)
-        self.query_one(RunChart).show(data, metric, heading, self.arms)
+        self._show_view(metric_view(data, metric, heading, self.arms, lang_of(self.app)))
 
     def _draw_report(self, scenario: str, where: str) -> None:
         t = Texts(lang_of(self.app), "screens")
@@ -205,6 +215,7 @@ class ChartScreen(LoadingScreen):
         if self.report is None:
             self._empty(t("charts.reading_analysis"), shown=True)
             self.query_one(RunChart).display = False
+            self.query_one("#chart-heading").display = False
             return
         chart = self.report.margin if margin else self.report.acceptance
         panels = [] if chart is None else [p for p in chart.panels
@@ -212,6 +223,7 @@ class ChartScreen(LoadingScreen):
         if chart is None or not panels:
             self._empty(t("charts.no_margin" if margin else "charts.no_acceptance"), shown=True)
             self.query_one(RunChart).display = False
+            self.query_one("#chart-heading").display = False
             return
         lang = lang_of(self.app)
         title = f"{chart_title(chart, lang)}: {scenario}" if margin else chart.title
@@ -223,8 +235,19 @@ class ChartScreen(LoadingScreen):
             title = f"{title} · {series_label(chart, shown, lang)}"
         self._empty("", shown=False)
         # The acceptance band is the spread over cells: at 80x24 its dots hide the means.
-        self.query_one(RunChart).show_view(panel_view(chart, panel, title, bands=margin,
-                                                      lang=lang_of(self.app)))
+        self._show_view(panel_view(chart, panel, title, bands=margin, lang=lang_of(self.app)))
+
+    def _show_view(self, view: ChartView) -> None:
+        """The view drawn, its title in the plot where it fits, else on a line above it (wrapped)."""
+        heading = self.query_one("#chart-heading", Static)
+        width = self.size.width or self.app.size.width
+        wide = cell_len(view.title) > width - TITLE_ROOM
+        heading.update(safe.text(view.title) if wide else "")
+        heading.display = wide
+        self.query_one(RunChart).show_view(replace(view, title="") if wide else view)
+
+    def on_resize(self) -> None:
+        self.redraw()
 
     def _title(self, text: str) -> None:
         keys = Texts(lang_of(self.app), "screens")("charts.keys")

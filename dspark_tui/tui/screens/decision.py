@@ -26,6 +26,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Label, Markdown, Static
 
 from dspark_tui.analysis.analysis import analyse
+from dspark_tui.analysis.decision import Ratio
 from dspark_tui.analysis.deploy import DeployAnswer, deploy_answer
 from dspark_tui.analysis.layout import manifest_is_sweep
 from dspark_tui.analysis.positions import acceptance_by_k
@@ -41,6 +42,7 @@ from dspark_tui.analysis.schedule import (
 )
 from dspark_tui.report.decision_section import break_even_items
 from dspark_tui.report.headline import incomplete_lines, schedule_status_line
+from dspark_tui.report.tables import signed
 from dspark_tui.report.words import Texts
 from dspark_tui.results import load_run
 from dspark_tui.results.manifest import RunManifest
@@ -338,23 +340,39 @@ def best_k_map(answer: DeployAnswer, lang: str = "en") -> Group:
 
 def adaptive_table(answer: DeployAnswer, lang: str = "en") -> Group | None:
     """Each adaptive-verification arm against the K chosen in each cell (analysis/adaptive.py):
-    its ratio and outcome per cell, and how its hybrid with the schedule is served; None
-    without such arms. They are no K: the schedule and the fixed K above are the fixed arms'."""
+    its ratio and outcome per cell and, where the sweep has the fixed arm of its own K, the same
+    against that arm (the report's own-K column: every draft verified); then how its hybrid
+    with the schedule is served. One table an arm, so 80 columns hold both comparisons. None
+    without such arms. They are no K: the schedule and the fixed K above are the fixed arms'.
+    The analysis's ratios and outcomes as they are: nothing here is recomputed."""
     if not answer.adaptive:
         return None
     t = Texts(lang, "screens")
-    table = _table(t("decision.adaptive_arm"), t("decision.scenario"), "c",
-                   t("decision.chosen_k"), t("decision.vs_chosen"), t("decision.outcome"))
-    table.columns[2].justify = "right"
-    forms = []
+    parts: list[Table | Text] = []
     for arm in answer.adaptive:
+        own = arm.own_arm
+        columns = [t("decision.scenario"), "c", t("decision.chosen_k"), t("decision.vs_chosen"),
+                   t("decision.outcome")]
+        if own is not None:
+            columns += [t("decision.vs_own", own=own), t("decision.outcome")]
+        table = _table(*columns)
+        table.columns[1].justify = "right"
         for cell in arm.cells:
-            ratio = cell.vs_chosen
-            margin = "—" if ratio is None else f"{(ratio.value - 1) * 100:+.1f}%"
-            table.add_row(arm.arm, cell.scenario, str(cell.concurrency), f"K={cell.k}", margin,
-                          t(f"decision.adaptive_outcome.{cell.outcome}"))
-        forms.append(t(f"decision.adaptive_form.{arm.form}", arm=arm.arm))
-    return Group(table, Text("\n".join(forms)))
+            row = [cell.scenario, str(cell.concurrency), f"K={cell.k}", _signed(cell.vs_chosen),
+                   t(f"decision.adaptive_outcome.{cell.outcome}")]
+            if own is not None:
+                row += [_signed(cell.vs_own), t(f"decision.adaptive_outcome.{cell.own_outcome}")]
+            table.add_row(*row)
+        parts += [Text(arm.arm, style="bold"), table]
+        if own is not None:
+            parts.append(Text(t("decision.own_caption", own=own), style="dim"))
+        parts.append(Text(t(f"decision.adaptive_form.{arm.form}", arm=arm.arm)))
+    return Group(*parts)
+
+
+def _signed(ratio: Ratio | None) -> str:
+    """The ratio's point as the report writes it (`+8.1%`), `—` where there is none."""
+    return "—" if ratio is None else signed(ratio.value)
 
 
 def acceptance_table(answer: DeployAnswer, lang: str = "en") -> Table | Group | Text:

@@ -20,7 +20,6 @@ from textual_plotext import PlotextPlot
 from dspark_tui.model import CellResult
 from dspark_tui.report.words import Texts
 from dspark_tui.tui import colours
-from dspark_tui.tui.words import lang_here
 
 if TYPE_CHECKING:  # pandas stays unloaded until a report chart is asked for
     from dspark_tui.report.charts import ChartData, Panel, Series
@@ -131,11 +130,19 @@ def _over(chart: ChartData, t: Texts, each: bool = False) -> str:
 
 
 def series_label(chart: ChartData, series: Series, lang: str = "en") -> str:
-    """`K=3 over the chosen K` in `lang` (a margin series), else the series' own label."""
+    """`K=3 over the chosen K` in `lang` (a margin series), else the series' own label; a
+    series over the fallback arm (cells without a chosen K) and one whose interval is at
+    another level than the title's say so, as the SVG's labels do."""
     if chart.reference is None:
         return series.label
     t = Texts(lang, "screens")
-    return t("charts.series_over", arm=series.arm, over=_over(chart, t))
+    if series.over is not None:
+        text = t("charts.series_over_fallback", arm=series.arm, over=series.over)
+    else:
+        text = t("charts.series_over", arm=series.arm, over=_over(chart, t))
+    if series.level is not None:
+        text += t("charts.series_level", level=f"{series.level * 100:.1f}")
+    return text
 
 
 def chart_title(chart: ChartData, lang: str = "en") -> str:
@@ -144,6 +151,8 @@ def chart_title(chart: ChartData, lang: str = "en") -> str:
         return chart.title
     t = Texts(lang, "screens")
     over = _over(chart, t, each=True)
+    if chart.fallback is not None:
+        over = t("charts.over_each_chosen_fallback", fallback=chart.fallback)
     if chart.level is None:
         return t("charts.margin_title_single", over=over)
     return t("charts.margin_title", over=over, level=f"{chart.level * 100:.1f}")
@@ -182,9 +191,6 @@ class RunChart(PlotextPlot):
     def on_mount(self) -> None:
         super().on_mount()
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._draw())
-
-    def show(self, data: dict[str, Curve], metric: Metric, title: str, arms: list[str]) -> None:
-        self.show_view(metric_view(data, metric, title, arms, lang_here(self)))
 
     def show_view(self, view: ChartView) -> None:
         self._shown = view
