@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from dspark_tui.analysis.decision import KDecision, Ratio, decide_k, ratio_between
+from dspark_tui.analysis.decision import (
+    KDecision,
+    Ratio,
+    decide_k,
+    family_alpha,
+    family_ratio,
+    smallest_within_band,
+)
 from dspark_tui.analysis.measurements import measurements_of
 from dspark_tui.analysis.positions import spec_counters
 from dspark_tui.analysis.schedule import (
@@ -283,6 +290,10 @@ class SloAnswer:
     goodput: RunVerdicts | None = None
     verdict_level: float = 0.95  # the latency verdicts' per-look level (the throughput verdicts')
     tie_band: float = 0.02
+    # The two-sided level of each comparison a choice rests on (each K against the top that
+    # meets the SLO, the choice against the fastest): family_alpha over `choice_arms` arms.
+    choice_alpha: float | None = None
+    choice_arms: int = 0
 
     def to_json(self) -> dict[str, Any]:
         scenarios = sorted({c.scenario for c in self.cells})
@@ -290,6 +301,7 @@ class SloAnswer:
             "attainment": self.slo.attainment,
             "objective": self.slo.objective,
             "alpha": self.alpha,
+            "choice_alpha": _r(self.choice_alpha),
             "method": METHOD,
             "limits": {s: [{"key": lim.key, "metric": lim.metric, "ms": lim.ms, "share": lim.share}
                            for lim in self.slo.limits_for(s)] for s in scenarios},
@@ -377,6 +389,8 @@ def _slo_answer(analysis: RunAnalysis) -> SloAnswer | None:
     answer.schedule = slo_schedule(analysis, answer)
     if verdicts is not None:
         answer.verdict_level, answer.tie_band = verdicts.settings.level, verdicts.settings.tie_band
+        answer.choice_arms = choice_family(analysis, k_of)
+        answer.choice_alpha = family_alpha(verdicts.settings.look_alpha, answer.choice_arms)
         answer.latency = latency_verdicts(measurements_of(run), analysis.arms, verdicts.settings,
                                           sorted({latency_field(lim) for c in cells
                                                   for lim in slo.limits_for(c.scenario)}))
@@ -410,19 +424,22 @@ def _choose(analysis: RunAnalysis, key: CellId, arms: dict[str, SloCell], k_of: 
     meeting = [a for a, c in measured.items() if c.status == "meets"]
     choice: str | None = None
     verdicts = analysis.verdicts
+    family = choice_family(analysis, k_of)
     if meeting:
         top = max(meeting, key=lambda a: speed[a])
         choice = top
         paired = goodput_pairs if goodput else verdicts
         if k_of is not None and all(a in k_of for a in meeting) and paired is not None:
-            # The K decision's rule among the arms that meet the SLO: the smallest K shown
-            # within the tie band of the top of them (by Total tok/s or by goodput).
-            for arm in sorted(meeting, key=lambda a: k_of[a]):
-                ratio = ratio_between(paired, key[0], key[1], arm, top)
-                if arm == top or (ratio is not None and ratio.has_interval and ratio.lower >= floor):
-                    choice = arm
-                    break
-    vs_fastest = (ratio_between(verdicts, key[0], key[1], choice, fastest)
+            # The K decision's rule and level among the arms that meet the SLO (by Total tok/s
+            # or by goodput): the smallest K shown within the tie band of the top of them, each
+            # comparison at the family level of a best among the sweep's K arms. Only ratios
+            # with an interval: unlike the K decision, a choice here has no "unverified" mark,
+            # so a single measurement keeps the top rather than a cheaper K by its point estimate.
+            vs_top = {arm: ratio for arm in meeting
+                      if (ratio := family_ratio(paired, key[0], key[1], arm, top, family)) is not None
+                      and (arm == top or ratio.has_interval)}
+            choice = smallest_within_band(sorted(meeting, key=lambda a: k_of[a]), vs_top, top, floor)
+    vs_fastest = (family_ratio(verdicts, key[0], key[1], choice, fastest, family)
                   if choice is not None and verdicts is not None else None)
     bar = speed[choice] if choice is not None else -1.0
     unsure = sorted((a for a, c in measured.items() if c.status in ("unsure", "no_data") and speed[a] > bar),
@@ -433,6 +450,13 @@ def _choose(analysis: RunAnalysis, key: CellId, arms: dict[str, SloCell], k_of: 
                                                if measured[a].attainment.total else -1.0, speed[a]))
     return SloChoice(scenario=key[0], concurrency=key[1], fastest=fastest, choice=choice,
                      choice_vs_fastest=vs_fastest, unsure=unsure, closest=closest, cells=dict(arms))
+
+
+def choice_family(analysis: RunAnalysis, k_of: dict[str, int] | None) -> int:
+    """How many arms a choice under the SLO is a best among: the sweep's K arms (the K
+    decision's count, `len(KDecision.k_of)`), else the run's arms. Its comparisons are read at
+    `family_alpha(look_alpha, this)`: with two arms the look's own level."""
+    return len(k_of) if k_of is not None else len(analysis.arms)
 
 
 def _single(by_cell: dict[CellId, dict[str, SloCell]], weights: dict[CellId, float],

@@ -116,6 +116,10 @@ def slo_section(answer: SloAnswer | None, t: Texts) -> list[str]:
     lines += ["", say("choices_heading"), ""]
     if answer.slo.objective == "goodput":
         lines += [say("objective_goodput"), ""]
+    if answer.choice_alpha is not None:
+        # The level the choice was made at (SloAnswer.choice_alpha), not the attainment's.
+        lines += [say("choices_level", each=f"{100 * (1 - answer.choice_alpha):.3g}",
+                      arms=answer.choice_arms, level=level), ""]
     for choice in answer.choices:
         lines += _choice_lines(choice, say)
     lines += _single_lines(answer, say)
