@@ -294,6 +294,9 @@ class SloAnswer:
     # meets the SLO, the choice against the fastest): family_alpha over `choice_arms` arms.
     choice_alpha: float | None = None
     choice_arms: int = 0
+    # Arms whose server was never restarted: their goodput and latency verdicts have no session
+    # term (`own_noise`: throughput's prior is not lent to them).
+    unreplicated: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         scenarios = sorted({c.scenario for c in self.cells})
@@ -391,6 +394,7 @@ def _slo_answer(analysis: RunAnalysis) -> SloAnswer | None:
         answer.verdict_level, answer.tie_band = verdicts.settings.level, verdicts.settings.tie_band
         answer.choice_arms = choice_family(analysis, k_of)
         answer.choice_alpha = family_alpha(verdicts.settings.look_alpha, answer.choice_arms)
+        answer.unreplicated = [a for a in analysis.arms if a in verdicts.settings.external_arms]
         answer.latency = latency_verdicts(measurements_of(run), analysis.arms, verdicts.settings,
                                           sorted({latency_field(lim) for c in cells
                                                   for lim in slo.limits_for(c.scenario)}))
@@ -545,12 +549,26 @@ def slo_schedule(analysis: RunAnalysis, answer: SloAnswer) -> SloSchedule | None
 
 # -- goodput verdicts, paired by round -------------------------------------------------------------
 
+def own_noise(settings: Settings) -> Settings:
+    """The throughput verdicts' settings for a measure with noise of its own (goodput, a latency
+    percentile): without the plan's session-noise prior. That prior states the box's session
+    spread of log Total tok/s (`dspark-tui noise` pools it from throughput's own noise fits);
+    goodput is a rate times an attainment, whose session spread adds to the rate's, and a
+    latency percentile moves with its tail, so lent to them it would pool a smaller session
+    variance into theirs, or stand in for it, and narrow their intervals (docs/statistics.md,
+    "Goodput verdicts"). Each estimates its session term from its own rounds alone; an arm
+    never restarted then has none (its intervals cover within-session noise, as throughput's
+    without a prior)."""
+    return dataclasses.replace(settings, prior=None, prior_source="")
+
+
 def goodput_verdicts(run: LoadedRun, slo: Slo, measurements: Sequence[CellResult],
                      arms: Sequence[str], settings: Settings) -> RunVerdicts:
     """Goodput compared as throughput is (docs/decision.md, "Under an SLO"): each measurement's
     requests meeting the SLO over its duration, put in the place of its Total tok/s and run
     through the throughput verdicts' analysis, so the pairing by round (the arms' sessions of
-    one round against each other), the tie band and the per-look level are the same. A
+    one round against each other), the tie band and the per-look level are the same; the
+    session noise is goodput's own, never throughput's prior (`own_noise`). A
     measurement with no request meeting the SLO counts half a request (a log ratio needs a
     positive rate; it is then far below any arm that meets it, as it should be). Measurements
     without per-request data or whose client fell behind give none, as for attainment."""
@@ -567,7 +585,7 @@ def goodput_verdicts(run: LoadedRun, slo: Slo, measurements: Sequence[CellResult
                    if all(_meets(request_values(r), lim, r.ok) for lim in limits))
         metrics = m.metrics.model_copy(update={"total_throughput": max(hits, 0.5) / seconds})
         rated.append(m.model_copy(update={"metrics": metrics}))
-    return analyse_measurements(rated, list(arms), settings)
+    return analyse_measurements(rated, list(arms), own_noise(settings))
 
 
 # -- latency verdicts, paired by round -------------------------------------------------------------
@@ -589,7 +607,8 @@ class LatencyVerdict:
     """One latency metric in one cell, arm b against arm a: the ratio of b's latency to a's
     (below 1: b is faster), its interval and verdict — the throughput verdicts' method
     (docs/statistics.md) applied to 1 / latency, so the same pairing by round, tie band and
-    per-look level hold. `lower`: the arm shown to have the lower latency (a win)."""
+    per-look level hold; the session noise is the latency's own (`own_noise`). `lower`: the
+    arm shown to have the lower latency (a win)."""
 
     metric: str
     scenario: str
@@ -616,7 +635,7 @@ def latency_verdicts(measurements: Sequence[CellResult], arms: Sequence[str], se
                 continue
             metrics = m.metrics.model_copy(update={"total_throughput": 1000.0 / value})
             speeds.append(m.model_copy(update={"metrics": metrics}))
-        for pair in analyse_measurements(speeds, arms, settings).pairs:
+        for pair in analyse_measurements(speeds, arms, own_noise(settings)).pairs:
             # pair.ratio is b's speed over a's: a's latency over b's.
             out.append(LatencyVerdict(
                 metric=name, scenario=pair.scenario, concurrency=pair.concurrency, a=pair.a, b=pair.b,

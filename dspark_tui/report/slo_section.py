@@ -125,6 +125,9 @@ def slo_section(answer: SloAnswer | None, t: Texts) -> list[str]:
     lines += _single_lines(answer, say)
     # The schedule under the SLO is said once, in the summary (slo_summary: the answer first,
     # and the TUI's headline), not again here.
+    if answer.unreplicated and (answer.latency or answer.slo.objective == "goodput"):
+        lines += ["", say("own_noise_unreplicated",
+                          arms=say.join(f"`{a}`" for a in answer.unreplicated))]
     return lines + _latency_lines(answer, say)
 
 

@@ -13,15 +13,18 @@ the SLO took K=6 before (the per-comparison interval) and takes K=7 now."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from dspark_tui.analysis.analysis import analyse
 from dspark_tui.analysis.decision import decide_k, family_alpha, ratio_between
-from dspark_tui.analysis.slo import slo_answer
+from dspark_tui.analysis.slo import latency_verdicts, slo_answer
+from dspark_tui.analysis.verdicts import SessionPrior
 from dspark_tui.model import Provenance
 from dspark_tui.report.markdown import render_report
 from dspark_tui.results.native_raw import NativeRaw, RequestTiming, write_native_raw
-from dspark_tui.results.store import LoadedRun
+from dspark_tui.results.store import LoadedRun, load_run
 from tests.report.k_sweep_builders import k_sweep_run
 
 KS = list(range(8))
@@ -44,8 +47,10 @@ def slo_sweep(folder, objective: str) -> LoadedRun:
         relative = f"raw/K_{m.arm.split('=')[1]}__r{m.round}p1/{m.scenario}__c{m.concurrency}.jsonl"
         (folder / relative).parent.mkdir(parents=True, exist_ok=True)
         write_native_raw(folder / relative, NativeRaw(timings, seconds, None, 0))
-        with_raw.append(m.model_copy(update={"provenance": Provenance(driver="native",
-                                                                      raw_output=relative)}))
+        # The client's p90 TPOT moves with the session as Total tok/s does (latency verdicts).
+        metrics = m.metrics.model_copy(update={"p90_tpot_ms": 5.0 * 1e5 / total})
+        with_raw.append(m.model_copy(update={
+            "metrics": metrics, "provenance": Provenance(driver="native", raw_output=relative)}))
     run.measurements = with_raw
     run.cells = {m.key: m for m in with_raw if m.round == 2}
     return run
@@ -84,3 +89,53 @@ def test_the_choice_under_the_slo_is_the_k_decisions_at_its_family_level(tmp_pat
             at_family = ratio_between(analysis.verdicts, ch.scenario, ch.concurrency, ch.choice,
                                       ch.fastest, alpha)
             assert ch.choice_vs_fastest == at_family
+
+
+def test_goodput_and_latency_verdicts_estimate_their_own_session_noise(tmp_path):
+    """A plan's session-noise prior states the spread of log Total tok/s: the throughput verdicts
+    use it, the goodput and latency verdicts do not (analysis/slo.own_noise; their session term
+    from their own rounds). Before, both were handed the throughput verdicts' settings, prior
+    and all, and goodput pooled it in all 28 pairs (here, where goodput's noise is throughput's,
+    the median goodput interval's half-width was 0.63 % against 0.83 % from its own rounds)."""
+    run = slo_sweep(tmp_path, "goodput")
+    manifest = json.loads((tmp_path / "run.json").read_text())
+    # The builder's sessions vary 0.2 %: a prior of 0.3 % on 20 df is not contradicted.
+    manifest["plan"]["bench"]["session_noise_prior"] = {"sd": 0.003, "df": 20, "source": "a box"}
+    (tmp_path / "run.json").write_text(json.dumps(manifest))
+    with_prior = load_run(tmp_path)
+    with_prior.measurements, with_prior.cells = run.measurements, run.cells
+    analysis = analyse(with_prior)
+    answer = slo_answer(analysis)
+    assert answer is not None and answer.goodput is not None and analysis.verdicts is not None
+    assert analysis.verdicts.settings.prior == SessionPrior(0.003, 20)
+    assert all(n.prior for n in analysis.verdicts.noise)  # throughput pools it
+    assert answer.goodput.settings.prior is None
+    assert not any(n.prior for n in answer.goodput.noise)
+    # The same intervals as without any prior in the plan.
+    plain = slo_answer(analyse(slo_sweep(tmp_path / "plain", "goodput")))
+    assert plain is not None and plain.goodput is not None
+    assert [(p.ci_low, p.ci_high) for p in answer.goodput.pairs] == \
+        [(p.ci_low, p.ci_high) for p in plain.goodput.pairs]
+    assert answer.latency == plain.latency and answer.latency
+    direct = latency_verdicts(with_prior.measurements, analysis.arms, analysis.verdicts.settings,
+                              ["p90_tpot_ms"])
+    assert direct == answer.latency
+
+
+def test_an_arm_never_restarted_is_said_to_have_no_session_term_in_goodput_and_latency(tmp_path):
+    """With the prior not lent, a never-restarted arm's goodput and latency verdicts cover
+    within-session noise only: the section says so (the throughput summary says its own)."""
+    run = slo_sweep(tmp_path, "goodput")
+    manifest = json.loads((tmp_path / "run.json").read_text())
+    manifest["plan"]["bench"]["session_noise_prior"] = {"sd": 0.003, "df": 20, "source": "a box"}
+    manifest["plan"]["arms"][7]["url"] = "http://gpu-box:8000"
+    (tmp_path / "run.json").write_text(json.dumps(manifest))
+    external = load_run(tmp_path)
+    external.measurements, external.cells = run.measurements, run.cells
+    answer = slo_answer(analyse(external))
+    assert answer is not None and answer.unreplicated == ["K=7"]
+    en = render_report(external, "en", charts=[])
+    assert ("- The server of `K=7` was not restarted between rounds: its goodput and latency "
+            "verdicts cover within-session noise only.") in en
+    plain = render_report(run, "en", charts=[])
+    assert "goodput and latency verdicts cover within-session noise only" not in plain

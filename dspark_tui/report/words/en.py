@@ -472,6 +472,7 @@ WORDS: dict[str, str] = {
     "slo.schedule_config": "; `--speculative-config '{config}'`",
     "slo.schedule_no_spec": " (no speculation: no `--speculative-config`)",
     "slo.schedule_without": "  - No K meets the SLO at {cells}: the schedule takes the closest K there.",
+    "slo.own_noise_unreplicated": "- The server of {arms} was not restarted between rounds: its goodput and latency verdicts cover within-session noise only. The plan's session-noise prior states the spread of Total tok/s and is not lent to them (docs/statistics.md, Goodput verdicts).",
     "slo.latency_heading": "### Latency, paired by round",
     "slo.latency_lead": "Each limit's metric as the client measured it per measurement ({metrics}), compared the way throughput is (docs/statistics.md): the paired log ratio over rounds, its {level}% interval, the tie band of ±{band}%. Ratio: the chosen arm's latency over the other's (below 1: lower).",
     "slo.latency_header": "| Scenario | Concurrency | Metric | Arm | Against | Ratio | Verdict |",

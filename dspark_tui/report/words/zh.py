@@ -438,6 +438,7 @@ WORDS: dict[str, str] = {
     "slo.schedule_config": "；`--speculative-config '{config}'`",
     "slo.schedule_no_spec": "（不做推测：不加 `--speculative-config`）",
     "slo.schedule_without": "  - 在 {cells} 没有 K 满足 SLO：调度在那里取最接近的 K。",
+    "slo.own_noise_unreplicated": "- {arms} 的服务器在各轮之间没有重启：其 goodput 与延迟判定只包含会话内噪声。计划中的会话噪声先验描述的是 Total tok/s 的波动，不借给它们（docs/statistics.md，Goodput verdicts）。",
     "slo.latency_heading": "### 延迟（按轮配对）",
     "slo.latency_lead": "每项限制对应的指标取客户端每次测量的值（{metrics}），按与吞吐相同的方法比较（docs/statistics.md）：按轮配对的对数比、其 {level}% 区间、±{band}% 的持平带。比值：所选配置的延迟除以另一配置的延迟（小于 1 表示更低）。",
     "slo.latency_header": "| 场景 | 并发 | 指标 | 配置 | 对比 | 比值 | 判定 |",
