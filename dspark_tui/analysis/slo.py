@@ -572,6 +572,12 @@ def goodput_verdicts(run: LoadedRun, slo: Slo, measurements: Sequence[CellResult
     measurement with no request meeting the SLO counts half a request (a log ratio needs a
     positive rate; it is then far below any arm that meets it, as it should be). Measurements
     without per-request data or whose client fell behind give none, as for attainment."""
+    return analyse_measurements(goodput_rated(run, slo, measurements), list(arms), own_noise(settings))
+
+
+def goodput_rated(run: LoadedRun, slo: Slo, measurements: Sequence[CellResult]) -> list[CellResult]:
+    """The measurements `goodput_verdicts` compares: each with per-request data, its goodput
+    in the place of its Total tok/s."""
     rated = []
     for m in measurements:
         if not m.ok or m.client_behind:
@@ -585,7 +591,7 @@ def goodput_verdicts(run: LoadedRun, slo: Slo, measurements: Sequence[CellResult
                    if all(_meets(request_values(r), lim, r.ok) for lim in limits))
         metrics = m.metrics.model_copy(update={"total_throughput": max(hits, 0.5) / seconds})
         rated.append(m.model_copy(update={"metrics": metrics}))
-    return analyse_measurements(rated, list(arms), own_noise(settings))
+    return rated
 
 
 # -- latency verdicts, paired by round -------------------------------------------------------------
