@@ -258,6 +258,9 @@ class SloChoice:
     unsure: list[str]  # arms not shown to meet or miss, faster than the choice (all when none)
     closest: str | None  # no arm meets: the one with the highest attainment
     cells: dict[str, SloCell] = field(default_factory=dict)
+    # The best arm shown to meet the SLO by the objective (Total tok/s or goodput): the choice,
+    # or the arm a cheaper K was shown within the tie band of. None when none meets it.
+    top: str | None = None
 
     @property
     def key(self) -> CellId:
@@ -315,7 +318,7 @@ class SloAnswer:
                 "choice_vs_fastest": None if ch.choice_vs_fastest is None else {
                     "ratio": _r(ch.choice_vs_fastest.value), "low": _r(ch.choice_vs_fastest.low),
                     "high": _r(ch.choice_vs_fastest.high), "verdict": str(ch.choice_vs_fastest.verdict)},
-                "unsure": ch.unsure, "closest": ch.closest,
+                "unsure": ch.unsure, "closest": ch.closest, "top": ch.top,
             } for ch in self.choices],
             "schedule": None if self.schedule is None else self.schedule.to_json(),
             "latency": [{"metric": v.metric, "scenario": v.scenario, "concurrency": v.concurrency,
@@ -427,6 +430,7 @@ def _choose(analysis: RunAnalysis, key: CellId, arms: dict[str, SloCell], k_of: 
         speed = {arm: c.goodput or 0.0 for arm, c in measured.items()}
     meeting = [a for a, c in measured.items() if c.status == "meets"]
     choice: str | None = None
+    top: str | None = None
     verdicts = analysis.verdicts
     family = choice_family(analysis, k_of)
     if meeting:
@@ -453,7 +457,8 @@ def _choose(analysis: RunAnalysis, key: CellId, arms: dict[str, SloCell], k_of: 
         closest = max(measured, key=lambda a: (measured[a].attainment.value
                                                if measured[a].attainment.total else -1.0, speed[a]))
     return SloChoice(scenario=key[0], concurrency=key[1], fastest=fastest, choice=choice,
-                     choice_vs_fastest=vs_fastest, unsure=unsure, closest=closest, cells=dict(arms))
+                     choice_vs_fastest=vs_fastest, unsure=unsure, closest=closest, cells=dict(arms),
+                     top=top)
 
 
 def choice_family(analysis: RunAnalysis, k_of: dict[str, int] | None) -> int:

@@ -167,8 +167,13 @@ def _choice_lines(choice: SloChoice, say: Texts) -> list[str]:
         lines = [say("choice_fastest", arm=choice.choice, **where)]
     else:
         fastest = choice.cells[choice.fastest]
-        why = (say("fastest_fails", misses=_misses(fastest, say)) if fastest.status == "fails"
-               else say("fastest_unsure", att=attainment_text(fastest, say)))
+        if fastest.status == "fails":
+            why = say("fastest_fails", misses=_misses(fastest, say))
+        elif fastest.status == "meets":  # not for the SLO: the band rule, or more goodput
+            why = (say("fastest_meets_goodput") if choice.top == choice.choice
+                   else say("fastest_meets_band", arm=choice.choice, top=choice.top or "—"))
+        else:
+            why = say("fastest_unsure", att=attainment_text(fastest, say))
         lines = [say("choice_other", arm=choice.choice, fastest=choice.fastest,
                      ratio=ratio_text(choice.choice_vs_fastest), why=why, **where)]
     unsure = [a for a in choice.unsure if choice.choice is not None and a != choice.fastest]
@@ -230,8 +235,9 @@ def slo_summary(answer: SloAnswer | None, t: Texts) -> list[str]:
             fastest = choice.cells.get(choice.fastest)
             note = ""
             if choice.fastest != choice.choice and fastest is not None:
-                note = say("summary_fastest_fails" if fastest.status == "fails"
-                           else "summary_fastest_unsure", arm=choice.fastest)
+                kind = {"fails": "fails", "meets": ("meets_goodput" if choice.top == choice.choice
+                                                    else "meets_band")}.get(fastest.status, "unsure")
+                note = say(f"summary_fastest_{kind}", arm=choice.fastest)
             items.append(say("summary_item", where=where, arm=choice.choice, fastest=note))
         else:
             closest = choice.cells.get(choice.closest or "")

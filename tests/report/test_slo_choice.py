@@ -83,6 +83,14 @@ def test_the_choice_under_the_slo_is_the_k_decisions_at_its_family_level(tmp_pat
     en = render_report(analysis.run, "en", charts=[])
     assert f"are read at {100 * (1 - alpha):.3g}% each: the family level of a best picked among 8 arms" in en
     assert "the attainment intervals above are at 95%" in en
+    # Every arm meets the SLO: where the choice is not the fastest, the line says why (the band
+    # rule), not that the fastest was not shown to meet it (it said so before: review).
+    assert "not shown to meet" not in en
+    assert ("- `rag` c=8: `K=6` meets the SLO, −0.3% (−1.8% … +1.3%) against the fastest, `K=7`, "
+            "which meets it too: `K=6` is the smallest K shown within the tie band of `K=7`, the "
+            "best arm that meets it") in en
+    assert ("rag c=8 → `K=6` (the fastest, `K=7`, meets it too; a smaller K is shown within the "
+            "tie band)") in en
     # The ratio against the fastest the choice lines show is at that level too.
     for ch in answer.choices:
         if ch.choice is not None and ch.choice != ch.fastest:
