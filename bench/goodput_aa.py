@@ -165,19 +165,19 @@ class Counts:
 
 
 def _claims(paired: RunVerdicts, key: tuple[str, int], meeting: list[str], speed: dict[str, float],
-            alpha: float | None, floor: float) -> bool:
-    """Whether the choice among `meeting` (the K rule, at `alpha`; None: one comparison's
-    level) rests on one arm shown better than another."""
+            alpha: float | None, floor: float) -> tuple[str, bool]:
+    """The choice among `meeting` (the K rule, at `alpha`; None: one comparison's level) and
+    whether it rests on one arm shown better than another."""
     top = max(meeting, key=lambda a: speed[a])
     vs_top = {a: r for a in meeting if (r := ratio_between(paired, key[0], key[1], a, top, alpha))
               is not None and (a == top or r.has_interval)}
     k_of = {a: int(a.split("=")[1]) for a in meeting}
     choice = smallest_within_band(sorted(meeting, key=lambda a: k_of[a]), vs_top, top, floor)
     if choice != top:
-        return vs_top[choice].verdict == Verdict.WINS
+        return choice, vs_top[choice].verdict == Verdict.WINS
     runner_up = max((a for a in meeting if a != top), key=lambda a: speed[a])
     ratio = ratio_between(paired, key[0], key[1], top, runner_up, alpha)
-    return ratio is not None and ratio.verdict == Verdict.WINS
+    return choice, ratio is not None and ratio.verdict == Verdict.WINS
 
 
 def replicate(folder: Path, process: Process, seed: int, counts: Counts) -> None:
@@ -219,8 +219,9 @@ def replicate(folder: Path, process: Process, seed: int, counts: Counts) -> None
             continue
         counts.choice_cells += 1
         speed = {a: choice.cells[a].goodput or 0.0 for a in meeting}
-        family = _claims(answer.goodput, choice.key, meeting, speed, answer.choice_alpha, floor)
-        before = _claims(borrowed, choice.key, meeting, speed, None, floor)
+        chosen, family = _claims(answer.goodput, choice.key, meeting, speed, answer.choice_alpha, floor)
+        assert chosen == choice.choice, (chosen, choice)  # the report's own choice, re-made here
+        _, before = _claims(borrowed, choice.key, meeting, speed, None, floor)
         counts.claims_family += family
         counts.claims_before += before
         claim_family |= family
