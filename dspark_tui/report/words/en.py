@@ -452,7 +452,7 @@ WORDS: dict[str, str] = {
     "slo.left_out": "- {n} measurements have no per-request latencies here (another client, or a client that fell behind) and are left out.",
     "slo.one_session": "- {n} of {total} rows rest on one server session: their intervals cover the spread of requests within it, not how one server start differs from another (docs/statistics.md, Attainment); run `rounds >= 2`.",
     "slo.choices_heading": "### The choice under the SLO",
-    "slo.choices_level": "The comparisons a choice rests on (each K against the fastest arm that meets the SLO, and the choice against the cell's fastest, the ratio below) are read at {each}% each: the family level of a best picked among {arms} arms, as the K decision reads its own (docs/decision.md); the attainment intervals above are at {level}%.",
+    "slo.choices_level": "The comparisons a choice rests on (each K against the best arm that meets the SLO, and the choice against the cell's fastest, the ratio below) are read at {each}% each: the family level of a best picked among {arms} arms, as the K decision reads its own (docs/decision.md); the attainment intervals above are at {level}%.",
     "slo.objective_goodput": "The plan's objective is goodput: each choice is the arm with the most requests a second meeting the SLO among those shown to meet it; among K values the smallest K shown within the tie band of it, by goodput's own paired verdicts (each session's requests meeting the SLO a second, paired by round as Total tok/s is; `goodput_verdicts` in analysis.json).",
     "slo.choice_fastest": "- `{scenario}` c={c}: `{arm}` — the fastest arm, and it meets the SLO",
     "slo.choice_other": "- `{scenario}` c={c}: `{arm}` meets the SLO, {ratio} against the fastest, `{fastest}`, which {why}",
