@@ -1,6 +1,6 @@
 """Every benchmark keeps working: one smoke run of each in its --quick mode, checking its numbers.
 
-Three scripts are run by the tests of what they measure, so they are not run again here.
+Scripts run by the tests of what they measure (SMOKES names the test) are not run again here.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ SMOKES = {
     "client_health.py": "tests/test_bench_quick.py",
     "probes.py": "tests/test_bench_quick.py",
     "noise_processes.py": "tests/stats/test_noise_processes.py",
+    "goodput_aa.py": "tests/stats/test_goodput_aa.py",
 }
 TUI_OVERHEAD_SKIPPED = 3  # bench/tui_overhead.py's exit status without tmux
 

@@ -7,9 +7,9 @@ of its own. The method is in docs/decision.md.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from dspark_tui.analysis.verdicts import SINGLE, RunVerdicts, Verdict
 from dspark_tui.analysis.verdicts import family_alpha as family_alpha  # its home; named here too
@@ -18,6 +18,8 @@ from dspark_tui.stats.paired import classify
 
 if TYPE_CHECKING:  # analysis imports live.py, which imports this module
     from dspark_tui.analysis.analysis import RunAnalysis
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,29 @@ def ratio_between(verdicts: RunVerdicts, scenario: str, concurrency: int, x: str
     low = None if ci_high is None else 1.0 / ci_high
     high = None if ci_low is None else 1.0 / ci_low
     return Ratio(1.0 / pair.ratio, low, high, verdict)
+
+
+def family_ratio(verdicts: RunVerdicts, scenario: str, concurrency: int, x: str, y: str,
+                 arms: int) -> Ratio | None:
+    """x / y in one cell as a comparison behind a best picked among `arms` arms: its interval
+    and verdict at `family_alpha(look_alpha, arms)` (the one level of every such comparison: the
+    K decision's per-cell choice, the best fixed K, the choice under an SLO)."""
+    return ratio_between(verdicts, scenario, concurrency, x, y,
+                         family_alpha(verdicts.settings.look_alpha, arms))
+
+
+def smallest_within_band(options: Sequence[T], vs_top: Mapping[T, Ratio], top: T, floor: float) -> T:
+    """The per-cell choice's rule, its one home (the K decision and the choice under an SLO):
+    of `options` in the order of their cost (the smallest K first), the first whose ratio
+    against the `top` has its lower end at or above the band's `floor` — shown within the tie
+    band of the top; a single measurement's point estimate stands in for it — else the top.
+    An option without a ratio in `vs_top` is never taken. The ratios are the caller's, at the
+    family level (`family_ratio`)."""
+    for option in options:
+        ratio = vs_top.get(option)
+        if option == top or (ratio is not None and ratio.lower >= floor):
+            return option
+    return top
 
 
 @dataclass(frozen=True)
@@ -203,8 +228,9 @@ class KDecision:
         arms = self.arm_of
         if verdicts is None or kx not in arms or ky not in arms:
             return None
-        alpha = (family_alpha(verdicts.settings.look_alpha, len(self.k_of)) if family else None)
-        return ratio_between(verdicts, scenario, concurrency, arms[kx], arms[ky], alpha)
+        if family:
+            return family_ratio(verdicts, scenario, concurrency, arms[kx], arms[ky], len(self.k_of))
+        return ratio_between(verdicts, scenario, concurrency, arms[kx], arms[ky])
 
 
 def decide_k(analysis: RunAnalysis, require_sweep: bool = True) -> KDecision | None:
@@ -253,12 +279,7 @@ def _choose(decision: KDecision, scenario: str, concurrency: int,
         ratio = decision.ratio(scenario, concurrency, k, top_k, family=True)
         if ratio is not None:
             vs_top[k] = ratio
-    floor = decision.band.floor
-    chosen = top_k
-    for k in sorted(vs_top):
-        if k == top_k or vs_top[k].lower >= floor:  # single measurements: the point estimate
-            chosen = k
-            break
+    chosen = smallest_within_band(sorted(vs_top), vs_top, top_k, decision.band.floor)
     others = [k for k in throughput if k != top_k]
     runner_up = max(others, key=lambda k: throughput[k]) if others else None
     # The choice rests on the top's comparisons with every K up to the choice and the runner-up.

@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from dspark_tui.analysis.decision import KDecision, Ratio, decide_k, ratio_between
+from dspark_tui.analysis.decision import (
+    KDecision,
+    Ratio,
+    decide_k,
+    family_alpha,
+    family_ratio,
+    smallest_within_band,
+)
 from dspark_tui.analysis.measurements import measurements_of
 from dspark_tui.analysis.positions import spec_counters
 from dspark_tui.analysis.schedule import (
@@ -251,6 +258,9 @@ class SloChoice:
     unsure: list[str]  # arms not shown to meet or miss, faster than the choice (all when none)
     closest: str | None  # no arm meets: the one with the highest attainment
     cells: dict[str, SloCell] = field(default_factory=dict)
+    # The best arm shown to meet the SLO by the objective (Total tok/s or goodput): the choice,
+    # or the arm a cheaper K was shown within the tie band of. None when none meets it.
+    top: str | None = None
 
     @property
     def key(self) -> CellId:
@@ -283,6 +293,13 @@ class SloAnswer:
     goodput: RunVerdicts | None = None
     verdict_level: float = 0.95  # the latency verdicts' per-look level (the throughput verdicts')
     tie_band: float = 0.02
+    # The two-sided level of each comparison a choice rests on (each K against the top that
+    # meets the SLO, the choice against the fastest): family_alpha over `choice_arms` arms.
+    choice_alpha: float | None = None
+    choice_arms: int = 0
+    # Arms whose server was never restarted: their goodput and latency verdicts have no session
+    # term (`own_noise`: throughput's prior is not lent to them).
+    unreplicated: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         scenarios = sorted({c.scenario for c in self.cells})
@@ -290,6 +307,7 @@ class SloAnswer:
             "attainment": self.slo.attainment,
             "objective": self.slo.objective,
             "alpha": self.alpha,
+            "choice_alpha": _r(self.choice_alpha),
             "method": METHOD,
             "limits": {s: [{"key": lim.key, "metric": lim.metric, "ms": lim.ms, "share": lim.share}
                            for lim in self.slo.limits_for(s)] for s in scenarios},
@@ -300,7 +318,7 @@ class SloAnswer:
                 "choice_vs_fastest": None if ch.choice_vs_fastest is None else {
                     "ratio": _r(ch.choice_vs_fastest.value), "low": _r(ch.choice_vs_fastest.low),
                     "high": _r(ch.choice_vs_fastest.high), "verdict": str(ch.choice_vs_fastest.verdict)},
-                "unsure": ch.unsure, "closest": ch.closest,
+                "unsure": ch.unsure, "closest": ch.closest, "top": ch.top,
             } for ch in self.choices],
             "schedule": None if self.schedule is None else self.schedule.to_json(),
             "latency": [{"metric": v.metric, "scenario": v.scenario, "concurrency": v.concurrency,
@@ -377,6 +395,9 @@ def _slo_answer(analysis: RunAnalysis) -> SloAnswer | None:
     answer.schedule = slo_schedule(analysis, answer)
     if verdicts is not None:
         answer.verdict_level, answer.tie_band = verdicts.settings.level, verdicts.settings.tie_band
+        answer.choice_arms = choice_family(analysis, k_of)
+        answer.choice_alpha = family_alpha(verdicts.settings.look_alpha, answer.choice_arms)
+        answer.unreplicated = [a for a in analysis.arms if a in verdicts.settings.external_arms]
         answer.latency = latency_verdicts(measurements_of(run), analysis.arms, verdicts.settings,
                                           sorted({latency_field(lim) for c in cells
                                                   for lim in slo.limits_for(c.scenario)}))
@@ -409,20 +430,24 @@ def _choose(analysis: RunAnalysis, key: CellId, arms: dict[str, SloCell], k_of: 
         speed = {arm: c.goodput or 0.0 for arm, c in measured.items()}
     meeting = [a for a, c in measured.items() if c.status == "meets"]
     choice: str | None = None
+    top: str | None = None
     verdicts = analysis.verdicts
+    family = choice_family(analysis, k_of)
     if meeting:
         top = max(meeting, key=lambda a: speed[a])
         choice = top
         paired = goodput_pairs if goodput else verdicts
         if k_of is not None and all(a in k_of for a in meeting) and paired is not None:
-            # The K decision's rule among the arms that meet the SLO: the smallest K shown
-            # within the tie band of the top of them (by Total tok/s or by goodput).
-            for arm in sorted(meeting, key=lambda a: k_of[a]):
-                ratio = ratio_between(paired, key[0], key[1], arm, top)
-                if arm == top or (ratio is not None and ratio.has_interval and ratio.lower >= floor):
-                    choice = arm
-                    break
-    vs_fastest = (ratio_between(verdicts, key[0], key[1], choice, fastest)
+            # The K decision's rule and level among the arms that meet the SLO (by Total tok/s
+            # or by goodput): the smallest K shown within the tie band of the top of them, each
+            # comparison at the family level of a best among the sweep's K arms. Only ratios
+            # with an interval: unlike the K decision, a choice here has no "unverified" mark,
+            # so a single measurement keeps the top rather than a cheaper K by its point estimate.
+            vs_top = {arm: ratio for arm in meeting
+                      if (ratio := family_ratio(paired, key[0], key[1], arm, top, family)) is not None
+                      and (arm == top or ratio.has_interval)}
+            choice = smallest_within_band(sorted(meeting, key=lambda a: k_of[a]), vs_top, top, floor)
+    vs_fastest = (family_ratio(verdicts, key[0], key[1], choice, fastest, family)
                   if choice is not None and verdicts is not None else None)
     bar = speed[choice] if choice is not None else -1.0
     unsure = sorted((a for a, c in measured.items() if c.status in ("unsure", "no_data") and speed[a] > bar),
@@ -432,7 +457,15 @@ def _choose(analysis: RunAnalysis, key: CellId, arms: dict[str, SloCell], k_of: 
         closest = max(measured, key=lambda a: (measured[a].attainment.value
                                                if measured[a].attainment.total else -1.0, speed[a]))
     return SloChoice(scenario=key[0], concurrency=key[1], fastest=fastest, choice=choice,
-                     choice_vs_fastest=vs_fastest, unsure=unsure, closest=closest, cells=dict(arms))
+                     choice_vs_fastest=vs_fastest, unsure=unsure, closest=closest, cells=dict(arms),
+                     top=top)
+
+
+def choice_family(analysis: RunAnalysis, k_of: dict[str, int] | None) -> int:
+    """How many arms a choice under the SLO is a best among: the sweep's K arms (the K
+    decision's count, `len(KDecision.k_of)`), else the run's arms. Its comparisons are read at
+    `family_alpha(look_alpha, this)`: with two arms the look's own level."""
+    return len(k_of) if k_of is not None else len(analysis.arms)
 
 
 def _single(by_cell: dict[CellId, dict[str, SloCell]], weights: dict[CellId, float],
@@ -521,15 +554,35 @@ def slo_schedule(analysis: RunAnalysis, answer: SloAnswer) -> SloSchedule | None
 
 # -- goodput verdicts, paired by round -------------------------------------------------------------
 
+def own_noise(settings: Settings) -> Settings:
+    """The throughput verdicts' settings for a measure with noise of its own (goodput, a latency
+    percentile): without the plan's session-noise prior. That prior states the box's session
+    spread of log Total tok/s (`dspark-tui noise` pools it from throughput's own noise fits);
+    goodput is a rate times an attainment, whose session spread adds to the rate's, and a
+    latency percentile moves with its tail, so lent to them it would pool a smaller session
+    variance into theirs, or stand in for it, and narrow their intervals (docs/statistics.md,
+    "Goodput verdicts"). Each estimates its session term from its own rounds alone; an arm
+    never restarted then has none (its intervals cover within-session noise, as throughput's
+    without a prior)."""
+    return dataclasses.replace(settings, prior=None, prior_source="")
+
+
 def goodput_verdicts(run: LoadedRun, slo: Slo, measurements: Sequence[CellResult],
                      arms: Sequence[str], settings: Settings) -> RunVerdicts:
     """Goodput compared as throughput is (docs/decision.md, "Under an SLO"): each measurement's
     requests meeting the SLO over its duration, put in the place of its Total tok/s and run
     through the throughput verdicts' analysis, so the pairing by round (the arms' sessions of
-    one round against each other), the tie band and the per-look level are the same. A
+    one round against each other), the tie band and the per-look level are the same; the
+    session noise is goodput's own, never throughput's prior (`own_noise`). A
     measurement with no request meeting the SLO counts half a request (a log ratio needs a
     positive rate; it is then far below any arm that meets it, as it should be). Measurements
     without per-request data or whose client fell behind give none, as for attainment."""
+    return analyse_measurements(goodput_rated(run, slo, measurements), list(arms), own_noise(settings))
+
+
+def goodput_rated(run: LoadedRun, slo: Slo, measurements: Sequence[CellResult]) -> list[CellResult]:
+    """The measurements `goodput_verdicts` compares: each with per-request data, its goodput
+    in the place of its Total tok/s."""
     rated = []
     for m in measurements:
         if not m.ok or m.client_behind:
@@ -543,7 +596,7 @@ def goodput_verdicts(run: LoadedRun, slo: Slo, measurements: Sequence[CellResult
                    if all(_meets(request_values(r), lim, r.ok) for lim in limits))
         metrics = m.metrics.model_copy(update={"total_throughput": max(hits, 0.5) / seconds})
         rated.append(m.model_copy(update={"metrics": metrics}))
-    return analyse_measurements(rated, list(arms), settings)
+    return rated
 
 
 # -- latency verdicts, paired by round -------------------------------------------------------------
@@ -565,7 +618,8 @@ class LatencyVerdict:
     """One latency metric in one cell, arm b against arm a: the ratio of b's latency to a's
     (below 1: b is faster), its interval and verdict — the throughput verdicts' method
     (docs/statistics.md) applied to 1 / latency, so the same pairing by round, tie band and
-    per-look level hold. `lower`: the arm shown to have the lower latency (a win)."""
+    per-look level hold; the session noise is the latency's own (`own_noise`). `lower`: the
+    arm shown to have the lower latency (a win)."""
 
     metric: str
     scenario: str
@@ -592,7 +646,7 @@ def latency_verdicts(measurements: Sequence[CellResult], arms: Sequence[str], se
                 continue
             metrics = m.metrics.model_copy(update={"total_throughput": 1000.0 / value})
             speeds.append(m.model_copy(update={"metrics": metrics}))
-        for pair in analyse_measurements(speeds, arms, settings).pairs:
+        for pair in analyse_measurements(speeds, arms, own_noise(settings)).pairs:
             # pair.ratio is b's speed over a's: a's latency over b's.
             out.append(LatencyVerdict(
                 metric=name, scenario=pair.scenario, concurrency=pair.concurrency, a=pair.a, b=pair.b,

@@ -116,11 +116,18 @@ def slo_section(answer: SloAnswer | None, t: Texts) -> list[str]:
     lines += ["", say("choices_heading"), ""]
     if answer.slo.objective == "goodput":
         lines += [say("objective_goodput"), ""]
+    if answer.choice_alpha is not None:
+        # The level the choice was made at (SloAnswer.choice_alpha), not the attainment's.
+        lines += [say("choices_level", each=f"{100 * (1 - answer.choice_alpha):.3g}",
+                      arms=answer.choice_arms, level=level), ""]
     for choice in answer.choices:
         lines += _choice_lines(choice, say)
     lines += _single_lines(answer, say)
     # The schedule under the SLO is said once, in the summary (slo_summary: the answer first,
     # and the TUI's headline), not again here.
+    if answer.unreplicated and (answer.latency or answer.slo.objective == "goodput"):
+        lines += ["", say("own_noise_unreplicated",
+                          arms=say.join(f"`{a}`" for a in answer.unreplicated))]
     return lines + _latency_lines(answer, say)
 
 
@@ -160,8 +167,13 @@ def _choice_lines(choice: SloChoice, say: Texts) -> list[str]:
         lines = [say("choice_fastest", arm=choice.choice, **where)]
     else:
         fastest = choice.cells[choice.fastest]
-        why = (say("fastest_fails", misses=_misses(fastest, say)) if fastest.status == "fails"
-               else say("fastest_unsure", att=attainment_text(fastest, say)))
+        if fastest.status == "fails":
+            why = say("fastest_fails", misses=_misses(fastest, say))
+        elif fastest.status == "meets":  # not for the SLO: the band rule, or more goodput
+            why = (say("fastest_meets_goodput") if choice.top == choice.choice
+                   else say("fastest_meets_band", arm=choice.choice, top=choice.top or "—"))
+        else:
+            why = say("fastest_unsure", att=attainment_text(fastest, say))
         lines = [say("choice_other", arm=choice.choice, fastest=choice.fastest,
                      ratio=ratio_text(choice.choice_vs_fastest), why=why, **where)]
     unsure = [a for a in choice.unsure if choice.choice is not None and a != choice.fastest]
@@ -223,8 +235,9 @@ def slo_summary(answer: SloAnswer | None, t: Texts) -> list[str]:
             fastest = choice.cells.get(choice.fastest)
             note = ""
             if choice.fastest != choice.choice and fastest is not None:
-                note = say("summary_fastest_fails" if fastest.status == "fails"
-                           else "summary_fastest_unsure", arm=choice.fastest)
+                kind = {"fails": "fails", "meets": ("meets_goodput" if choice.top == choice.choice
+                                                    else "meets_band")}.get(fastest.status, "unsure")
+                note = say(f"summary_fastest_{kind}", arm=choice.fastest)
             items.append(say("summary_item", where=where, arm=choice.choice, fastest=note))
         else:
             closest = choice.cells.get(choice.closest or "")

@@ -34,7 +34,7 @@ def model_throughput(k: int, concurrency: int) -> float:
 
 
 def plan_text(ks: list[int], scenarios: dict[str, list[int]], *, traffic: str = "",
-              command_extra: str = "", rounds: int = 3) -> str:
+              command_extra: str = "", rounds: int = 3, slo: str = "") -> str:
     lines = [
         'name = "k_sweep"',
         'model = "/models/DeepSeek-V4-Flash-DSpark"',
@@ -52,7 +52,7 @@ def plan_text(ks: list[int], scenarios: dict[str, list[int]], *, traffic: str = 
     for name, concurrencies in scenarios.items():
         lines += ["[[scenarios]]", f'name = "{name}"', "input_len = 512", "output_len = 256",
                   f"concurrencies = {concurrencies}", "num_prompts = 64"]
-    return "\n".join(lines) + "\n" + traffic
+    return "\n".join(lines) + "\n" + traffic + slo
 
 
 Model = Callable[[int, str, int], float]
@@ -63,11 +63,11 @@ def k_sweep_run(folder: Path, ks: list[int], scenarios: dict[str, list[int]], *,
                 command_extra: str = "", model: Model | None = None,
                 running: Callable[[int, str, int], float] | None = None, seed: int = 3,
                 status: str = "completed",
-                readings: Callable[[int, str, int], int] | None = None) -> LoadedRun:
+                readings: Callable[[int, str, int], int] | None = None, slo: str = "") -> LoadedRun:
     """A run directory (run.json on disk) whose measurements live in memory, as in
     test_verdicts: rounds x arms x cells, a session offset per round and arm, noise per cell."""
     plan = parse_plan(plan_text(ks, scenarios, traffic=traffic, command_extra=command_extra,
-                                rounds=rounds))
+                                rounds=rounds, slo=slo))
     folder.mkdir(parents=True, exist_ok=True)
     manifest = manifest_for_plan(plan, plan_source="test")
     manifest.status = status  # a finished sweep unless a test says otherwise
