@@ -25,6 +25,7 @@ from dspark_tui.engine.checks.vllm_cpu import is_vllm_cpu_plan
 from dspark_tui.engine.checks.vllm_cpu import plan_problems as vllm_cpu_problems
 from dspark_tui.engine.rundir.liveness import LiveRun, live_runs, orphan_server_on_port, run_holding_port
 from dspark_tui.engine.servers.auth import bearer_headers
+from dspark_tui.engine.servers.cpus import plan_split
 from dspark_tui.engine.servers.gpu import GpuDevice, detect_gpu
 from dspark_tui.engine.servers.launchers import launcher_problems
 from dspark_tui.engine.servers.ports import describe_taken_port, port_is_free
@@ -93,20 +94,21 @@ class PreflightFailed(UserError):
 
 
 def preflight(plan: Plan, roots: Iterable[Path], exclude: Path | None = None, *,
-              results_root: Path | None = None) -> Preflight:
+              results_root: Path | None = None, source: str | None = None) -> Preflight:
     """Run every check; raise PreflightFailed naming all the problems, else return the notes.
     `exclude` is the run being resumed (its own directory is no rival); without `results_root`
-    the disk is not checked."""
-    result = check_plan(plan, roots, exclude=exclude, results_root=results_root)
+    the disk is not checked; `source`, the plan's file, is named where a problem is a key's."""
+    result = check_plan(plan, roots, exclude=exclude, results_root=results_root, source=source)
     if result.problems:
         raise PreflightFailed(result)
     return result
 
 
 def check_plan(plan: Plan, roots: Iterable[Path], exclude: Path | None = None, *,
-               results_root: Path | None = None) -> Preflight:
+               results_root: Path | None = None, source: str | None = None) -> Preflight:
     roots = list(roots)
     result = Preflight()
+    result.add(check_cpus(plan, source))
     # The server binary, the model, the port and the GPUs are checked for servers started on
     # this machine; a launched one's are on a node or in a pod, a url's are someone else's.
     here = plan.server.launcher == "local" and bool(plan.local_arms())
@@ -136,6 +138,16 @@ def check_plan(plan: Plan, roots: Iterable[Path], exclude: Path | None = None, *
 def server_env(plan: Plan) -> dict[str, str]:
     """The environment the server starts with (engine/servers/server.py adds only its token)."""
     return {**os.environ, **plan.server.env}
+
+
+def check_cpus(plan: Plan, source: str | None = None) -> list[Finding]:
+    """`[server] cpus` on this machine: the platform can pin, the CPUs are this process's to
+    give, and the client keeps at least one (engine/servers/cpus.py)."""
+    try:
+        plan_split(plan, source)
+    except UserError as exc:
+        return [Problem("cpus", str(exc))]
+    return []
 
 
 def uses_simulator(plan: Plan) -> bool:
