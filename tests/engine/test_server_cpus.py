@@ -194,3 +194,20 @@ def test_plan_check_and_a_run_name_the_file_and_the_key(tmp_path: Path, port: in
         errors = [line for line in done.stderr.splitlines() if line.strip()]
         assert len(errors) == 1 and errors[0].startswith(expected), done.stderr
     assert not (tmp_path / "results").exists() or not list((tmp_path / "results").iterdir())
+
+
+@pytest.mark.skipif(not AFFINITY, reason="Linux's sched_getaffinity")
+async def test_a_runner_on_a_machine_without_the_cpus_fails_before_any_server(tmp_path: Path,
+                                                                              port: int):
+    """What a resume on another machine meets: the runner's own preflight names run.json (its
+    plan is the run's snapshot), and nothing starts."""
+    beyond = max(ALLOWED) + 1
+    runner, events = sim_runner(tmp_path, port, arms=(3,), cpus=f"[{beyond}]")
+    before = os.sched_getaffinity(0)
+    assert await runner.run() == "failed"
+    assert os.sched_getaffinity(0) == before
+    errors = [n.message for n in events.of("notice") if n.level == "error"]
+    assert errors == [f"{runner.store.path / 'run.json'}: server.cpus = [{beyond}]: CPU {beyond} "
+                      f"is not among the CPUs this process may use here ({cpu_list(ALLOWED)}); "
+                      "name CPUs from that set"]
+    assert not events.of("server_state")

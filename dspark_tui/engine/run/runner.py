@@ -298,8 +298,11 @@ class Runner:
             self._emit(ev.Notice(level="warning", message="stopped the server left by the previous "
                               f"runner of this run (pids {', '.join(map(str, orphans))})"))
         # The disk is checked on what is left to measure (all of it for a new run), not the plan.
+        # The runner's plan is the run's snapshot: a key's problem names run.json (a resume on
+        # another machine may lack the CPUs of `server.cpus`).
         checked = await asyncio.to_thread(preflight, self.plan, self.other_roots,
-                                          exclude=self.store.path)
+                                          exclude=self.store.path,
+                                          source=str(self.store.path / "run.json"))
         await asyncio.to_thread(refuse_resume_without_room, self.store, self.plan)
         for warning in checked.warnings:
             self._emit(ev.Notice(level="warning", message=warning.message))
