@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -20,7 +22,7 @@ from dspark_tui.model import PlanError, UserError, parse_plan
 from dspark_tui.model.client_health import ClientHealth
 from dspark_tui.model.cpus import cpu_list
 from dspark_tui.model.events import Event
-from tests.cli import run_cli_here
+from tests.cli import cli_env, run_cli_here
 from tests.engine.helpers import Recorder, fake_server_plan, sim_plan_text, sim_runner
 
 AFFINITY = hasattr(os, "sched_getaffinity") and hasattr(os, "sched_setaffinity")
@@ -211,3 +213,21 @@ async def test_a_runner_on_a_machine_without_the_cpus_fails_before_any_server(tm
                       f"is not among the CPUs this process may use here ({cpu_list(ALLOWED)}); "
                       "name CPUs from that set"]
     assert not events.of("server_state")
+
+
+def test_a_platform_without_affinity_is_refused(tmp_path: Path, port: int):
+    """macOS and Windows have no sched_setaffinity: a process whose `os` lacks it (deleted
+    before the tool loads, the only way to be such a platform on Linux) refuses in one line."""
+    plan = tmp_path / "pinned.toml"
+    plan.write_text(sim_plan_text(port, cpus="[1]"))
+    program = ("import os, sys\n"
+               "for name in ('sched_setaffinity', 'sched_getaffinity'):\n"
+               "    if hasattr(os, name): delattr(os, name)\n"
+               "from dspark_tui.cli import main\n"
+               "sys.exit(main(['plan', 'check', sys.argv[1]]))\n")
+    done = subprocess.run([sys.executable, "-c", program, str(plan)], capture_output=True,
+                          text=True, env=cli_env(), timeout=60, check=False)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip() == (f"dspark-tui: error: {plan}: server.cpus = [1]: pinning needs "
+                                   f"Linux's sched_setaffinity, which this platform "
+                                   f"({sys.platform}) lacks; remove the key")
