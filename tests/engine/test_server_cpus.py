@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from dspark_tui.engine.servers.cpus import plan_split
-from dspark_tui.engine.servers.server import ServerProcess
+from dspark_tui.engine.servers.server import ServerError, ServerProcess
 from dspark_tui.engine.servers.server_record import read_record
 from dspark_tui.model import PlanError, UserError, parse_plan
 from dspark_tui.model.client_health import ClientHealth
@@ -231,3 +231,21 @@ def test_a_platform_without_affinity_is_refused(tmp_path: Path, port: int):
     assert done.stderr.strip() == (f"dspark-tui: error: {plan}: server.cpus = [1]: pinning needs "
                                    f"Linux's sched_setaffinity, which this platform "
                                    f"({sys.platform}) lacks; remove the key")
+
+
+@pytest.mark.skipif(not AFFINITY, reason="Linux's sched_getaffinity")
+async def test_a_server_asked_onto_a_cpu_it_cannot_have_fails_its_start_in_one_line(
+        tmp_path: Path, port: int):
+    """Past the preflight (a ServerProcess used on its own): the start fails, nothing runs."""
+    beyond = max(ALLOWED) + 1
+    plan = fake_server_plan(port, cpus=[beyond])
+    server = ServerProcess(plan, plan.arms[0], log_path=tmp_path / "logs" / "s.log",
+                           run_dir=tmp_path, emit=Recorder())
+    before = os.sched_getaffinity(0)
+    with pytest.raises(ServerError) as caught:
+        await server.start()
+    assert os.sched_getaffinity(0) == before
+    assert str(caught.value) == (f"server.cpus = [{beyond}]: cannot pin the server there: Invalid "
+                                 f"argument (this thread may use {cpu_list(ALLOWED)})")
+    assert server.pid is None
+    assert read_record(tmp_path).state == "stopped"

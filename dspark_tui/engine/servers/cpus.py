@@ -92,6 +92,10 @@ class ClientPinning:
         _set_all_threads(self._before)
 
 
+class PinError(OSError):
+    """The server's CPUs could not be taken for its spawn; str() is one line."""
+
+
 @contextlib.contextmanager
 def spawning_on(cpus: list[int] | None) -> Iterator[None]:
     """The calling thread on `cpus` for the block (a process it spawns inherits them), then back
@@ -100,7 +104,11 @@ def spawning_on(cpus: list[int] | None) -> Iterator[None]:
         yield
         return
     before = allowed_cpus()
-    os.sched_setaffinity(0, set(cpus))
+    try:
+        os.sched_setaffinity(0, set(cpus))
+    except OSError as exc:  # a CPU this process may not use (the run's preflight says so first)
+        raise PinError(f"{KEY} = [{', '.join(map(str, cpus))}]: cannot pin the server there: "
+                       f"{exc.strerror or exc} (this thread may use {cpu_list(before)})") from None
     try:
         yield
     finally:

@@ -22,8 +22,8 @@ from pathlib import Path
 import httpx
 
 from dspark_tui.engine.servers.auth import bearer_headers
+from dspark_tui.engine.servers.cpus import PinError, spawning_on
 from dspark_tui.engine.servers.cpus import said as said_cpus
-from dspark_tui.engine.servers.cpus import spawning_on
 from dspark_tui.engine.servers.gpu import GpuProbe
 from dspark_tui.engine.servers.identity import (
     foreign_listener,
@@ -242,6 +242,8 @@ class ServerProcess:
             except OSError as exc:
                 self._record.state = "stopped"
                 write_record(self.run_dir, self._record)
+                if isinstance(exc, PinError):
+                    raise ServerError(str(exc)) from None
                 raise ServerError(f"cannot run {argv[0]!r}: {exc.strerror or exc}") from None
         finally:
             os.close(fd)  # the server holds the only write end: its exit ends the relay
