@@ -11,6 +11,7 @@ asks the operating system, engine/servers/cpus.py).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -60,3 +61,23 @@ def split_cpus(cpus: Iterable[int], allowed: Iterable[int]) -> CpuSplit:
 
 def _refuse(message: str) -> CpuSplit:
     raise ValueError(message)
+
+
+# vLLM's CPU build binds its worker's OMP threads from this variable ("1", "0-3", "0-3|4-7" a
+# rank each, or "auto" / "nobind"); a process may widen its own affinity, so ids outside
+# server.cpus move the worker out of them.
+OMP_BIND_VAR = "VLLM_CPU_OMP_THREADS_BIND"
+_IDS = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+
+
+def omp_bind_cpus(value: str) -> set[int] | None:
+    """The CPU ids VLLM_CPU_OMP_THREADS_BIND names; None for a value without ids (auto, nobind)
+    or one this does not read."""
+    ids: set[int] = set()
+    for rank in value.strip().split("|"):
+        if not _IDS.match(rank.strip()):
+            return None
+        for part in rank.strip().split(","):
+            low, _, high = part.partition("-")
+            ids.update(range(int(low), int(high or low) + 1))
+    return ids

@@ -249,3 +249,23 @@ async def test_a_server_asked_onto_a_cpu_it_cannot_have_fails_its_start_in_one_l
                                  f"argument (this thread may use {cpu_list(ALLOWED)})")
     assert server.pid is None
     assert read_record(tmp_path).state == "stopped"
+
+
+@two_cpus
+def test_vllms_omp_binding_outside_the_servers_cpus_is_refused(tmp_path: Path, port: int):
+    """vLLM's CPU worker sets its threads' affinity from VLLM_CPU_OMP_THREADS_BIND, and a process
+    may widen its own: ids outside server.cpus would move the worker off them."""
+    first, last = ALLOWED[0], ALLOWED[-1]
+    plan = tmp_path / "pinned.toml"
+    text = sim_plan_text(port, cpus=f"[{last}]")
+    plan.write_text(text + f'\n[server.env]\nVLLM_CPU_OMP_THREADS_BIND = "{first}"\n')
+    done = run_cli_here("plan", "check", str(plan), "--preflight")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip() == (
+        f"dspark-tui: error: {plan}: server.env.VLLM_CPU_OMP_THREADS_BIND = '{first}' binds "
+        f"vLLM's worker to CPU {first}, outside server.cpus = [{last}] (a process may widen its "
+        "own affinity): name CPUs of server.cpus in both")
+    for same in (str(last), "auto", "nobind"):
+        plan.write_text(text + f'\n[server.env]\nVLLM_CPU_OMP_THREADS_BIND = "{same}"\n')
+        done = run_cli_here("plan", "check", str(plan), "--preflight")
+        assert "VLLM_CPU_OMP_THREADS_BIND" not in done.stderr, done.stderr

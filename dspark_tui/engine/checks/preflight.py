@@ -32,6 +32,7 @@ from dspark_tui.engine.servers.ports import describe_taken_port, port_is_free
 from dspark_tui.engine.servers.server_record import read_record
 from dspark_tui.engine.servers.tls import verifying_context
 from dspark_tui.model import Plan, UserError
+from dspark_tui.model.cpus import OMP_BIND_VAR, cpu_list, omp_bind_cpus
 from dspark_tui.model.kinds import ServerKind
 from dspark_tui.model.secrets import secret_values
 from dspark_tui.results import RunStore
@@ -144,9 +145,17 @@ def check_cpus(plan: Plan, source: str | None = None) -> list[Finding]:
     """`[server] cpus` on this machine: the platform can pin, the CPUs are this process's to
     give, and the client keeps at least one (engine/servers/cpus.py)."""
     try:
-        plan_split(plan, source)
+        split = plan_split(plan, source)
     except UserError as exc:
         return [Problem("cpus", str(exc))]
+    bind = plan.server.env.get(OMP_BIND_VAR)
+    named = omp_bind_cpus(bind) if split is not None and bind is not None else None
+    if split is not None and named is not None and (outside := named - split.server):
+        where = f"{source}: " if source else ""
+        return [Problem("cpus", f"{where}server.env.{OMP_BIND_VAR} = {bind!r} binds vLLM's worker "
+                        f"to CPU {cpu_list(outside)}, outside server.cpus = "
+                        f"[{', '.join(map(str, sorted(split.server)))}] (a process may widen its "
+                        "own affinity): name CPUs of server.cpus in both")]
     return []
 
 
