@@ -526,6 +526,7 @@ WORDS: dict[str, str] = {
     "compare.differ": "- ⚠ {what} differ: {detail}",
     "compare.model": "models",
     "compare.command": "server commands",
+    "compare.cpus": "server CPUs (server.cpus)",
     "compare.prompts": "prompts",
     "compare.warmup": "warmup requests",
     "compare.more": "; +{n} more",

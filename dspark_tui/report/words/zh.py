@@ -489,6 +489,7 @@ WORDS: dict[str, str] = {
     "compare.differ": "- ⚠ {what}不同：{detail}",
     "compare.model": "模型",
     "compare.command": "服务命令",
+    "compare.cpus": "服务器 CPU（server.cpus）",
     "compare.prompts": "提示词",
     "compare.warmup": "Warmup 请求数",
     "compare.more": "；另有 {n} 项",
