@@ -66,6 +66,9 @@ def plan_command(args: argparse.Namespace) -> int:
         sys.stdout.write(user.read_text(encoding="utf-8") if user.is_file() else shipped_plan_text(args.name))
         return 0
     plan, source = resolve_plan(args.name, settings.plans_dir)
+    from dspark_tui.engine.servers.cpus import plan_split
+
+    split = plan_split(plan, source)  # a UserError: one line naming the file and the key
     cells = plan.cells()
     print(f"{source}: ok — plan {plan.name!r}, {len(plan.arms)} arms, {len(plan.scenarios)} scenarios")
     print(f"driver {plan.bench.driver}, warmup {plan.bench.warmup_requests} requests")
@@ -74,6 +77,8 @@ def plan_command(args: argparse.Namespace) -> int:
         served = (f"external server {arm.url}" if arm.url
                   else shlex.join(redact_argv(plan.server_argv(arm))))
         print(f"arm {arm.name}: {served}")
+    if split is not None:
+        print(f"server.cpus: {split.said()} on this machine")
     print(f"{'arm':<10} {'scenario':<22} {'conc':>5} {'in':>6} {'out':>6} {'prompts':>8}")
     for cell in cells:
         key = cell.key
@@ -84,7 +89,7 @@ def plan_command(args: argparse.Namespace) -> int:
     _print_cost(plan, source)
     if getattr(args, "preflight", False):
         results_root = getattr(args, "results", None) or settings.results_root
-        return _print_preflight(plan, results_root, settings.history_roots())
+        return _print_preflight(plan, results_root, settings.history_roots(), source)
     return 0
 
 
@@ -102,14 +107,15 @@ def _dataset_lines(plan: Plan) -> list[str]:
     return [f"{line} ({', '.join(names)})" for line, names in sources.items()]
 
 
-def _print_preflight(plan: Plan, results_root: Path, roots: list[Path]) -> int:
+def _print_preflight(plan: Plan, results_root: Path, roots: list[Path],
+                     source: str | None = None) -> int:
     """What a run of this plan would meet on this machine now: notes on stdout, problems as the
     run would refuse them (one `error:` line each on stderr, exit code 2)."""
     from dspark_tui.engine.checks.preflight import check_plan
     from dspark_tui.engine.servers.ports import with_concrete_port
 
     checked = check_plan(with_concrete_port(plan), [results_root, *roots],
-                         results_root=Path(results_root).expanduser())
+                         results_root=Path(results_root).expanduser(), source=source)
     for note in checked.notes:
         print(f"preflight: {'warning' if note.warning else 'note'}: {note.message}")
     if not checked.problems:

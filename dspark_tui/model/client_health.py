@@ -35,7 +35,9 @@ measurement of the demo on an idle box (lag p99 3.4 ms, ITL 3.5 ms), which empti
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, model_serializer
 
 TICK_S = 0.005
 BURST_LIMIT = 0.10
@@ -60,6 +62,16 @@ class ClientHealth(BaseModel):
     mean_itl_ms: float | None = None  # the mean gap: a step, however the reads merged them
     behind: bool = False
     reasons: list[str] = []
+    # The CPUs the client's process was kept on, when the plan pinned the server elsewhere
+    # (`[server] cpus`, model/cpus.py); None: not pinned (the key is then left out of the file).
+    cpus: list[int] | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_unpinned(self, handler: Any) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("cpus", 0) is None:
+            del data["cpus"]
+        return data
 
     @property
     def same_read_fraction(self) -> float:

@@ -163,6 +163,22 @@ class ServerConfig(_Strict):
     # A session's server log is cut past this size: its start and its latest output are kept,
     # the cut is said in the log (engine/servers/log_relay.py); the disk budget counts it per session.
     log_max_bytes: int = Field(default=DEFAULT_LOG_MAX_BYTES, ge=65536, le=1 << 40)
+    # The CPU ids the started server's whole process tree may use (its children inherit them);
+    # the runner and its client keep to the CPUs this process may use minus these
+    # (model/cpus.py, engine/servers/cpus.py). None: no pinning, the operating system places.
+    cpus: list[int] | None = Field(default=None, min_length=1, max_length=4096)
+
+    @field_validator("cpus")
+    @classmethod
+    def _cpu_ids(cls, value: list[int] | None) -> list[int] | None:
+        if value is None:
+            return None
+        if any(cpu < 0 for cpu in value):
+            raise ValueError(f"CPU ids are 0 or more (as in /proc/cpuinfo and taskset -c), got "
+                             f"{min(value)}")
+        if len(set(value)) != len(value):
+            raise ValueError("a CPU id repeats")
+        return sorted(value)
 
     @model_serializer(mode="wrap")
     def _without_unused_launchers(self, handler: Any) -> Any:
@@ -178,6 +194,8 @@ class ServerConfig(_Strict):
                 data.pop("session_name", None)
             if not self.port_picked:
                 data.pop("port_picked", None)
+            if self.cpus is None:
+                data.pop("cpus", None)
             if self.launcher == "local":
                 data.pop("launcher", None)
             for name in ("slurm", "kubernetes"):
@@ -460,6 +478,7 @@ class Plan(_Strict):
         for index, scenario in enumerate(self.scenarios):
             _check_dataset(self.bench, scenario, index)
         _check_parallel(self)
+        _check_cpus(self)
         return self
 
     def dataset_of(self, scenario: Scenario) -> tuple[Dataset, str | None]:
@@ -729,6 +748,24 @@ def _check_parallel(plan: Plan) -> None:
     if parallel > plan.bench.rounds:
         raise KeyedValueError(loc, f"bench.parallel = {parallel} exceeds bench.rounds = "
                               f"{plan.bench.rounds}: each round runs on one node")
+
+
+def _check_cpus(plan: Plan) -> None:
+    """`server.cpus` pins processes this machine starts: a cluster launcher's server runs on a
+    node (ask the cluster for its CPUs), a url's is someone else's. Whether the ids exist here
+    is the run's check (engine/servers/cpus.py): a plan file is not tied to one machine."""
+    if plan.server.cpus is None:
+        return
+    loc = ("server", "cpus")
+    if plan.server.launcher != "local":
+        how = ("srun's --cpu-bind in [server.slurm] extra_args" if plan.server.launcher == "slurm"
+               else "the pod's resources in the manifest")
+        raise KeyedValueError(loc, f"server.cpus pins a server started on this machine; with "
+                              f"server.launcher = {plan.server.launcher!r} it runs on a node: "
+                              f"ask the cluster instead ({how})")
+    if not plan.local_arms():
+        raise KeyedValueError(loc, "server.cpus pins the servers this tool starts, but every arm "
+                              "gives a url")
 
 
 def _unique(what: str, names: list[str]) -> None:

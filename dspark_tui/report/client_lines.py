@@ -10,6 +10,7 @@ from dspark_tui.model.client_health import (
     LAG_SHARE,
     THROUGHPUT_LAG_SHARE,
 )
+from dspark_tui.model.cpus import cpu_list
 from dspark_tui.model.measurements import slot_label
 from dspark_tui.report.words import Texts
 from dspark_tui.results.store import LoadedRun
@@ -45,3 +46,17 @@ def client_health_line(run: LoadedRun, t: Texts) -> str | None:
     return t("client_behind", k=len(behind), n=len(measured), items="; ".join(items),
              same_limit=f"{BURST_LIMIT:.0%}", lag_fraction=f"{LAG_SHARE:.0%}",
              floor=f"{LAG_FLOOR_MS:g}", throughput=throughput)
+
+
+def cpus_line(run: LoadedRun, t: Texts) -> str | None:
+    """Where the server's process tree and the client ran, when the plan pinned the server
+    (`[server] cpus`, model/cpus.py); None otherwise (and for every run from before the key)."""
+    plan = run.manifest.plan or {}
+    server = plan.get("server") if isinstance(plan, dict) else None
+    cpus = server.get("cpus") if isinstance(server, dict) else None
+    if not isinstance(cpus, list) or not cpus or not all(isinstance(c, int) for c in cpus):
+        return None
+    client = sorted({cpu for m in measurements_of(run) if m.client is not None and m.client.cpus
+                     for cpu in m.client.cpus})
+    where = t("cpus_client", client=cpu_list(client)) if client else t("cpus_client_unknown")
+    return t("cpus_pinned", server=cpu_list(cpus), client=where)

@@ -13,6 +13,7 @@ import pandas as pd
 
 from dspark_tui.analysis.layout import layout_of
 from dspark_tui.analysis.measurements import aggregate_cells, measurements_of
+from dspark_tui.model.cpus import cpu_list
 from dspark_tui.report.tables import markdown_table, num
 from dspark_tui.report.words import Texts
 from dspark_tui.results.store import LoadedRun
@@ -92,6 +93,9 @@ def run_differences(run_a: LoadedRun, run_b: LoadedRun, lang: str = "zh") -> lis
     command_b = (plan_b.get("server") or {}).get("command")
     if command_a and command_b and command_a != command_b:
         found.append(("command", _first_difference(command_a, command_b, text)))
+    cpus_a, cpus_b = _cpus(plan_a), _cpus(plan_b)
+    if cpus_a != cpus_b:  # a server on fewer CPUs is another server (docs/vllm-cpu.md, Pinning)
+        found.append(("cpus", f"{cpus_a} vs {cpus_b}"))
     prompts = _prompt_differences(plan_a, plan_b)
     if prompts:  # one line: the first few, and how many more
         more = text("more", n=len(prompts) - PROMPTS_SHOWN) if len(prompts) > PROMPTS_SHOWN else ""
@@ -100,6 +104,14 @@ def run_differences(run_a: LoadedRun, run_b: LoadedRun, lang: str = "zh") -> lis
     if warm_a is not None and warm_b is not None and warm_a != warm_b:
         found.append(("warmup", f"{warm_a} vs {warm_b}"))
     return found
+
+
+def _cpus(plan: dict) -> str:
+    """`server.cpus` as `taskset -c` lists them, `-` when the server was not pinned."""
+    cpus = (plan.get("server") or {}).get("cpus")
+    if not isinstance(cpus, list) or not all(isinstance(c, int) for c in cpus):
+        return "-"
+    return cpu_list(cpus)
 
 
 def _warmup(requests: int | None, plan: dict) -> object:

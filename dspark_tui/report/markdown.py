@@ -19,7 +19,7 @@ from dspark_tui.report.advice import advice_section
 from dspark_tui.report.categories import category_section
 from dspark_tui.report.certainty import margin_interval_text, unsure_section
 from dspark_tui.report.charts import existing_charts
-from dspark_tui.report.client_lines import client_health_line
+from dspark_tui.report.client_lines import client_health_line, cpus_line
 from dspark_tui.report.decision_section import deploy_section, sweep_section
 from dspark_tui.report.external_servers import external_server_lines
 from dspark_tui.report.findings import findings_section
@@ -141,6 +141,8 @@ def _header(analysis: RunAnalysis, t: Texts) -> list[str]:
         lines.append(t("source_line", source=next(iter(sources))))
     if (client := client_health_line(run, t)) is not None:
         lines.append(client)
+    if (cpus := cpus_line(run, t)) is not None:
+        lines.append(cpus)
     if len(layout.arms) > 2:
         pairs = ", ".join(f"{b} vs {a}" for a, b in arm_pairs(layout.arms))
         lines.append(t("pairs_line", n=len(layout.arms), base=layout.baseline, pairs=pairs))

@@ -74,8 +74,9 @@ def _start_of(args: argparse.Namespace, plans_dir: Path,
 
             # A bad plan, an unknown arm, a run that is no finished sweep or a machine the run
             # cannot start on fails here, one line a problem, before the screen switches.
-            to_run, _ = plan_to_run(resolve_plan(plan, plans_dir)[0], verify, arms, scenarios)
-            preflight(with_concrete_port(to_run), roots, results_root=roots[0])
+            resolved, source = resolve_plan(plan, plans_dir)
+            to_run, _ = plan_to_run(resolved, verify, arms, scenarios)
+            preflight(with_concrete_port(to_run), roots, results_root=roots[0], source=source)
         return StartRequest(plan=plan, arms=arms, scenarios=scenarios, detach=bool(args.detach),
                             resume=resume, verify=verify)
     if command == "attach":

@@ -81,6 +81,13 @@ def test_differences_that_make_ratios_mean_something_else_are_named(tmp_path: Pa
     assert found["warmup"] == "100 vs 5"
     english = render_comparison(load_run(SAMPLE_RUN), load_run(other), lang="en")
     assert "- ⚠ server commands differ: --kv-cache-dtype fp8 vs auto" in english
+    assert "cpus" not in found  # neither pinned
+    data["plan"]["server"]["cpus"] = [1, 2, 3]
+    (other / "run.json").write_text(json.dumps(data))
+    found = dict(run_differences(load_run(SAMPLE_RUN), load_run(other)))
+    assert found["cpus"] == "- vs 1-3"
+    english = render_comparison(load_run(SAMPLE_RUN), load_run(other), lang="en")
+    assert "- ⚠ server CPUs (server.cpus) differ: - vs 1-3" in english
 
 
 def test_a_cell_of_several_rounds_compares_as_its_mean(tmp_path: Path):

@@ -26,6 +26,7 @@ DYNAMIC = {
     ("report/compare.py", "what"): {
         "compare.model",
         "compare.command",
+        "compare.cpus",
         "compare.prompts",
         "compare.warmup",
     },  # run_differences' kinds

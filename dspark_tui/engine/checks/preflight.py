@@ -25,12 +25,14 @@ from dspark_tui.engine.checks.vllm_cpu import is_vllm_cpu_plan
 from dspark_tui.engine.checks.vllm_cpu import plan_problems as vllm_cpu_problems
 from dspark_tui.engine.rundir.liveness import LiveRun, live_runs, orphan_server_on_port, run_holding_port
 from dspark_tui.engine.servers.auth import bearer_headers
+from dspark_tui.engine.servers.cpus import plan_split
 from dspark_tui.engine.servers.gpu import GpuDevice, detect_gpu
 from dspark_tui.engine.servers.launchers import launcher_problems
 from dspark_tui.engine.servers.ports import describe_taken_port, port_is_free
 from dspark_tui.engine.servers.server_record import read_record
 from dspark_tui.engine.servers.tls import verifying_context
 from dspark_tui.model import Plan, UserError
+from dspark_tui.model.cpus import OMP_BIND_VAR, cpu_list, omp_bind_cpus
 from dspark_tui.model.kinds import ServerKind
 from dspark_tui.model.secrets import secret_values
 from dspark_tui.results import RunStore
@@ -93,20 +95,21 @@ class PreflightFailed(UserError):
 
 
 def preflight(plan: Plan, roots: Iterable[Path], exclude: Path | None = None, *,
-              results_root: Path | None = None) -> Preflight:
+              results_root: Path | None = None, source: str | None = None) -> Preflight:
     """Run every check; raise PreflightFailed naming all the problems, else return the notes.
     `exclude` is the run being resumed (its own directory is no rival); without `results_root`
-    the disk is not checked."""
-    result = check_plan(plan, roots, exclude=exclude, results_root=results_root)
+    the disk is not checked; `source`, the plan's file, is named where a problem is a key's."""
+    result = check_plan(plan, roots, exclude=exclude, results_root=results_root, source=source)
     if result.problems:
         raise PreflightFailed(result)
     return result
 
 
 def check_plan(plan: Plan, roots: Iterable[Path], exclude: Path | None = None, *,
-               results_root: Path | None = None) -> Preflight:
+               results_root: Path | None = None, source: str | None = None) -> Preflight:
     roots = list(roots)
     result = Preflight()
+    result.add(check_cpus(plan, source))
     # The server binary, the model, the port and the GPUs are checked for servers started on
     # this machine; a launched one's are on a node or in a pod, a url's are someone else's.
     here = plan.server.launcher == "local" and bool(plan.local_arms())
@@ -136,6 +139,24 @@ def check_plan(plan: Plan, roots: Iterable[Path], exclude: Path | None = None, *
 def server_env(plan: Plan) -> dict[str, str]:
     """The environment the server starts with (engine/servers/server.py adds only its token)."""
     return {**os.environ, **plan.server.env}
+
+
+def check_cpus(plan: Plan, source: str | None = None) -> list[Finding]:
+    """`[server] cpus` on this machine: the platform can pin, the CPUs are this process's to
+    give, and the client keeps at least one (engine/servers/cpus.py)."""
+    try:
+        split = plan_split(plan, source)
+    except UserError as exc:
+        return [Problem("cpus", str(exc))]
+    bind = plan.server.env.get(OMP_BIND_VAR)
+    named = omp_bind_cpus(bind) if split is not None and bind is not None else None
+    if split is not None and named is not None and (outside := named - split.server):
+        where = f"{source}: " if source else ""
+        return [Problem("cpus", f"{where}server.env.{OMP_BIND_VAR} = {bind!r} binds vLLM's worker "
+                        f"to CPU {cpu_list(outside)}, outside server.cpus = "
+                        f"[{', '.join(map(str, sorted(split.server)))}] (a process may widen its "
+                        "own affinity): name CPUs of server.cpus in both")]
+    return []
 
 
 def uses_simulator(plan: Plan) -> bool:

@@ -34,6 +34,7 @@ from dspark_tui.engine.drivers.base import CellError, DriverContext, ProgressCal
 from dspark_tui.engine.drivers.cli_driver import raw_relpath
 from dspark_tui.engine.drivers.stats import RequestRecord, measured_raw
 from dspark_tui.engine.servers.auth import bearer_headers
+from dspark_tui.engine.servers.cpus import client_cpus, thread_cpus
 from dspark_tui.model import CellResult, CellSpec
 from dspark_tui.model.client_health import TICK_S, ClientHealth, judge
 from dspark_tui.model.events import CellProgress
@@ -189,6 +190,7 @@ def client_health(ticker: LoopTicker, arrivals: Arrivals, records: Sequence[Requ
         ticks=len(lags_ms), gaps=arrivals.gaps, same_read_gaps=arrivals.same_read,
         median_itl_ms=round(percentile(itls, 50) * 1000, 4) if itls else None,
         mean_itl_ms=round(sum(itls) / len(itls) * 1000, 4) if itls else None,
+        cpus=sorted(thread_cpus()) if client_cpus() is not None else None,
     ))  # fmt: skip
 
 

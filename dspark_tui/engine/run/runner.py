@@ -46,6 +46,7 @@ from dspark_tui.engine.schedule import (
     adaptive_round,
     rounds_from_events,
 )
+from dspark_tui.engine.servers.cpus import ClientPinning, plan_split
 from dspark_tui.engine.servers.gpu import GpuProbe, detect_gpu
 from dspark_tui.engine.servers.launchers import stop_orphaned_launch
 from dspark_tui.engine.servers.server_record import stop_orphaned_server
@@ -205,8 +206,10 @@ class Runner:
         background = self._start_background()
         status: ev.RunStatus = "failed"
         message = ""
+        pinning: ClientPinning | None = None
         try:
-            await self._prepare()
+            await self._prepare()  # its preflight checks server.cpus against this process's CPUs
+            pinning = self._pin_client()
             await self._execute()
             status, message = self._ending()
         except asyncio.CancelledError:
@@ -226,8 +229,24 @@ class Runner:
             for task in background:
                 with contextlib.suppress(BaseException):
                     await task
-            self._finish(status, message)
+            try:
+                self._finish(status, message)
+            finally:
+                if pinning is not None:
+                    pinning.restore()
         return status
+
+    def _pin_client(self) -> ClientPinning | None:
+        """`[server] cpus`: this process (the client) on the CPUs the server is not given, for
+        the run's duration (engine/servers/cpus.py); the servers are pinned as they start."""
+        split = plan_split(self.plan)
+        if split is None:
+            return None
+        pinning = ClientPinning(split)
+        pinning.apply()
+        self._emit(ev.Notice(level="info", message=f"server.cpus: {split.said()} "
+                             "(the server's whole process tree; the client keeps off it)"))
+        return pinning
 
     def _start_background(self) -> list[asyncio.Task[None]]:
         handlers = {"pause": self.pause, "resume": self.resume, "skip": self.skip,
@@ -279,8 +298,11 @@ class Runner:
             self._emit(ev.Notice(level="warning", message="stopped the server left by the previous "
                               f"runner of this run (pids {', '.join(map(str, orphans))})"))
         # The disk is checked on what is left to measure (all of it for a new run), not the plan.
+        # The runner's plan is the run's snapshot: a key's problem names run.json (a resume on
+        # another machine may lack the CPUs of `server.cpus`).
         checked = await asyncio.to_thread(preflight, self.plan, self.other_roots,
-                                          exclude=self.store.path)
+                                          exclude=self.store.path,
+                                          source=str(self.store.path / "run.json"))
         await asyncio.to_thread(refuse_resume_without_room, self.store, self.plan)
         for warning in checked.warnings:
             self._emit(ev.Notice(level="warning", message=warning.message))

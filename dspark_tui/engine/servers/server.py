@@ -22,6 +22,8 @@ from pathlib import Path
 import httpx
 
 from dspark_tui.engine.servers.auth import bearer_headers
+from dspark_tui.engine.servers.cpus import PinError, spawning_on
+from dspark_tui.engine.servers.cpus import said as said_cpus
 from dspark_tui.engine.servers.gpu import GpuProbe
 from dspark_tui.engine.servers.identity import (
     foreign_listener,
@@ -101,6 +103,9 @@ class ServerProcess:
     # The command is this session's to extend: a vLLM-like one serves under the session's own
     # name (engine/servers/identity.py). A pod's command is rendered from the plan instead.
     names_session = True
+    # `[server] cpus` pins the started process tree here (engine/servers/cpus.py); a launcher's
+    # local process holds a remote server, which the plan refuses to pin (model/plan.py).
+    pins_here = True
 
     def __init__(
         self,
@@ -224,18 +229,21 @@ class ServerProcess:
         argv = self._local_argv()
         try:
             try:
-                self._popen = subprocess.Popen(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=fd,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                    start_new_session=True,
-                    close_fds=True,
-                )
+                with spawning_on(self.plan.server.cpus if self.pins_here else None):
+                    self._popen = subprocess.Popen(
+                        argv,
+                        stdin=subprocess.DEVNULL,
+                        stdout=fd,
+                        stderr=subprocess.STDOUT,
+                        env=env,
+                        start_new_session=True,
+                        close_fds=True,
+                    )
             except OSError as exc:
                 self._record.state = "stopped"
                 write_record(self.run_dir, self._record)
+                if isinstance(exc, PinError):
+                    raise ServerError(str(exc)) from None
                 raise ServerError(f"cannot run {argv[0]!r}: {exc.strerror or exc}") from None
         finally:
             os.close(fd)  # the server holds the only write end: its exit ends the relay
@@ -245,7 +253,8 @@ class ServerProcess:
             "pid": pid, "pgid": pid, "create_time": ref.create_time if ref else 0.0,
             "state": "running"})
         write_record(self.run_dir, self._record)
-        self._set_state("loading", f"pid {pid}")
+        pinned = said_cpus(self.plan.server.cpus) if self.pins_here else ""
+        self._set_state("loading", f"pid {pid}" + (f", its process tree on {pinned}" if pinned else ""))
         self._tasks = [
             asyncio.create_task(self._follow_log_loop()),
             asyncio.create_task(self._track_descendants_loop()),

@@ -83,7 +83,8 @@ def run_command(args: argparse.Namespace) -> int:
         plan, source = resolve_plan(plan_name or "", settings.plans_dir)
         plan, verification = plan_to_run(plan, verify, _split(args.arms), _split(args.scenarios))
         plan = with_concrete_port(plan)
-        preflight(plan, [results_root, *settings.history_roots()], results_root=results_root)
+        preflight(plan, [results_root, *settings.history_roots()], results_root=results_root,
+                  source=source)
         store = prepare_run(plan, results_root, source, verification)
     quiet = bool(getattr(args, "quiet_runner", False))
     runner = Runner(plan, store, lang=lang, parent_pid=getattr(args, "parent_pid", None),

@@ -124,7 +124,7 @@ class RunnerProcess:
             resolved, source = resolve_plan(plan, plans_dir)
             resolved, verification = plan_to_run(resolved, verify, arms, scenarios)
             resolved = with_concrete_port(resolved)
-            preflight(resolved, roots, results_root=results_root)
+            preflight(resolved, roots, results_root=results_root, source=source)
             store = prepare_run(resolved, results_root, source, verification)
             run_dir = store.path
         env = dict(os.environ)

@@ -532,11 +532,15 @@ WORDS: dict[str, str] = {
     "compare.differ": "- ⚠ {what} differ: {detail}",
     "compare.model": "models",
     "compare.command": "server commands",
+    "compare.cpus": "server CPUs (server.cpus)",
     "compare.prompts": "prompts",
     "compare.warmup": "warmup requests",
     "compare.more": "; +{n} more",
     "compare.only_has": "only {side} has {args}",
     # the client's health (report header) and the running-batch schedule's notes (decision)
+    "report.cpus_pinned": "- CPUs: the server's whole process tree pinned to CPU {server} (server.cpus); {client}",
+    "report.cpus_client": "the benchmark client ran on CPU {client}",
+    "report.cpus_client_unknown": "the benchmark client on the others (a peer driver's client does not say which)",
     "report.client_kept_up": "- Client health: kept up in all {n} measurements (event-loop lag p99 at "
     "most {lag} ms, token gaps read together at most {same})",
     "report.client_behind": "- Client fell behind in {k} of {n} measurements ({items}); their TTFT, TPOT, "

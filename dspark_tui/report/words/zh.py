@@ -495,11 +495,15 @@ WORDS: dict[str, str] = {
     "compare.differ": "- ⚠ {what}不同：{detail}",
     "compare.model": "模型",
     "compare.command": "服务命令",
+    "compare.cpus": "服务器 CPU（server.cpus）",
     "compare.prompts": "提示词",
     "compare.warmup": "Warmup 请求数",
     "compare.more": "；另有 {n} 项",
     "compare.only_has": "只有 {side} 有 {args}",
     # the client's health (report header) and the running-batch schedule's notes (decision)
+    "report.cpus_pinned": "- CPU：服务器的整个进程树绑定在 CPU {server}（server.cpus）；{client}",
+    "report.cpus_client": "压测客户端运行在 CPU {client}",
+    "report.cpus_client_unknown": "压测客户端在其余 CPU 上（外部压测工具的客户端不报告具体 CPU）",
     "report.client_kept_up": "- 客户端状态：{n} 次测量全部跟上（事件循环延迟 p99 最高 {lag} ms，"
     "同一次读取到的 token 间隔最多 {same}）",
     "report.client_behind": "- 客户端落后：{k}/{n} 次测量（{items}）；这些测量的 TTFT、TPOT、ITL、E2E "

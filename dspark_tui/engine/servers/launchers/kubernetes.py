@@ -135,6 +135,7 @@ def delete_objects(record: LaunchRecord) -> tuple[bool, str]:
 class KubernetesServer(ServerProcess):
     local_port = False
     names_session = False  # the pod's command is the plan's; the pod and its forward identify it
+    pins_here = False  # the plan refuses server.cpus with a launcher (model/plan.py)
 
     def __init__(self, plan: Plan, arm: Arm, *, log_path: Path, run_dir: Path, emit: Emit,
                  gpu: GpuProbe | None = None, session: str | None = None,

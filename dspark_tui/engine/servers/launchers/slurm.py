@@ -115,6 +115,7 @@ def _not_the_recorded_job(record: LaunchRecord) -> str | None:
 
 class SlurmServer(ServerProcess):
     local_port = False
+    pins_here = False  # the plan refuses server.cpus with a launcher (model/plan.py)
 
     def __init__(self, plan: Plan, arm: Arm, *, log_path: Path, run_dir: Path, emit: Emit,
                  gpu: GpuProbe | None = None, session: str | None = None,
