@@ -804,6 +804,8 @@ WORDS: dict[str, str] = {
     "screens.decision.cells": "cells",
     "screens.decision.accept_len": "accept len",
     "screens.decision.acceptance_caption": "p1…p{width}: share of drafts whose position is accepted; given the one before accepted: {rates}",
+    "screens.decision.adaptive_acceptance": "{arm} verifies adaptively (K={k} drafted a step): a position it did not verify counts as not accepted, so its p1…p{k} are not its drafter's acceptance; the rates given the one before are the fixed arms'",
+    "screens.decision.adaptive_no_counters": "{arm}: no spec-decode counters (/metrics) in its cells",
     "screens.ab.scenario": "Scenario",
     "screens.ab.best": "Best",
     "screens.ab.margin": "Margin",

@@ -765,6 +765,8 @@ WORDS: dict[str, str] = {
     "screens.decision.cells": "单元",
     "screens.decision.accept_len": "接受长度",
     "screens.decision.acceptance_caption": "p1…p{width}：该位置被接受的草稿比例；在前一位置已接受的条件下：{rates}",
+    "screens.decision.adaptive_acceptance": "{arm} 自适应验证（每步起草 K={k}）：它未验证的位置计为未接受，所以其 p1…p{k} 不是草稿模型本身的接受率；条件接受率只来自固定配置",
+    "screens.decision.adaptive_no_counters": "{arm}：其单元没有 spec-decode 计数器（/metrics）",
     "screens.ab.scenario": "场景",
     "screens.ab.best": "最佳",
     "screens.ab.margin": "差距",
