@@ -31,6 +31,7 @@ WORDS: dict[str, str] = {
     "interval inside ±{band}%), {unsure} unsure{below}; intervals are {level}% paired t "
     "intervals over {rounds} server sessions per arm (method: docs/statistics.md).",
     "report.summary_below": " (listed below)",
+    "report.summary_sure_same_k": "Counted apart: {n} A-vs-A check(s) of a verification run (the same K in both arms: {cells}), {wins} shown different, {ties} tie(s), {unsure} unsure — an unsure A-vs-A check is what no difference looks like, not a lack of data.",
     "report.summary_sure_external": "- How sure: of {total} comparisons, {wins} are wins and {ties} ties "
     "(the interval inside ±{band}%), {unsure} unsure{below}; intervals are {level}% paired t "
     "intervals over {rounds} rounds per arm (method: docs/statistics.md).",
@@ -108,6 +109,7 @@ WORDS: dict[str, str] = {
     "report.unsure_more": "about {n} more round(s) would likely settle it",
     "report.unsure_edge": "the margin sits near the band's edge; more rounds are unlikely to settle it",
     "report.unsure_wide": "its interval is too wide for a few more rounds to settle it (the box's noise is the limit)",
+    "report.unsure_same_k": "- A-vs-A checks (the same K in both arms; schedule / fixed K), unsure as expected: {cells}. No difference is there to settle: more rounds narrow them toward a tie, they decide no K.",
     "report.verdict_col": "Verdict",
     "report.interval_col": "Margin interval",
     "report.verdict.wins": "wins",
@@ -155,6 +157,7 @@ WORDS: dict[str, str] = {
     "report.band_mixed": "- **{name} ({label})**: no consistent winner ({counts}).",
     "report.band_unsure_note": "{n} more of the band's {cells} cells are unsure, leaning {lean}{undecided}.",
     "report.band_undecided": "; too few are decided to name a setting for the band",
+    "report.band_same_k_note": "Counted apart, same K as the fixed arm (A-vs-A checks): {results}.",
     "report.win_range": " (by {low}–{high}, most at {where})",
     "report.win_single": " (by {high}, {where})",
     "report.win_same": " (by {high} each)",
