@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rich.cells import cell_len
-from rich.console import RenderableType
 from rich.text import Text
+from textual.app import RenderResult
 from textual.color import Color
 from textual_plotext import PlotextPlot
 
@@ -235,7 +235,7 @@ class RunChart(PlotextPlot):
         self._shown = view
         self._draw()
 
-    def render(self) -> RenderableType:
+    def render(self) -> RenderResult:
         drawn = super().render()
         if isinstance(drawn, Text) and FILLER in drawn.plain:
             return Text("").join(drawn.split(FILLER, allow_blank=True))
