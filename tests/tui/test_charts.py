@@ -332,3 +332,22 @@ async def test_a_legend_line_wider_than_the_plot_ends_in_an_ellipsis(tmp_path: P
         text = widget_text(chart)
         assert "K=6 adaptive 相对 K=1（无所选 K 的单元）（9…" in text, text
         assert "K=6 adaptive 相对 所选 K（95.0% 区间）" in text and "持平 ±2%" in text, text
+
+
+async def test_the_acceptance_chart_is_worded_in_chinese_on_a_zh_screen(tmp_path: Path):
+    """The acceptance chart's title and axes were the report's English (its SVG's words) on a
+    zh screen, beside a zh legend and footer; they are the catalogue's now, as the margin's."""
+    from tests.tui.helpers import widget_text
+    from tests.tui.k_sweep_dir import write_k_sweep
+
+    run_dir = write_k_sweep(tmp_path / "results")
+    app = make_app(tmp_path, settings={"language": "zh"})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.push_screen(ChartScreen(run_dir))
+        await pilot.press("m", "m", "m", "m")
+        await until_shown(pilot, app, "k_sweep · 按草稿位置的接受率")
+        chart = app.screen.query_one(RunChart)
+        await wait_until(pilot, lambda: "草稿位置" in widget_text(chart), what="the x axis' words")
+        text = widget_text(chart)
+        assert "按草稿位置的接受率" in text and "该位置被接受的比例（占草稿的 %）" in text, text
+        assert "Accept" not in text and "Draft" not in text, text

@@ -899,6 +899,8 @@ WORDS: dict[str, str] = {
     "screens.charts.by_concurrency": "{metric} by concurrency: {scenario}",
     "screens.charts.margin": "Margin",
     "screens.charts.acceptance": "Acceptance by draft position",
+    "screens.charts.acceptance_y": "Accepted at this position (% of drafts)",
+    "screens.charts.position": "draft position",
     "screens.charts.reading_analysis": "reading the run's analysis …",
     "screens.charts.no_margin": "no margin for this scenario yet: both arms need an ok cell",
     "screens.charts.no_acceptance": "no per-position acceptance in this run's /metrics",

@@ -860,6 +860,8 @@ WORDS: dict[str, str] = {
     "screens.charts.by_concurrency": "{metric} 随并发变化：{scenario}",
     "screens.charts.margin": "差距",
     "screens.charts.acceptance": "按草稿位置的接受率",
+    "screens.charts.acceptance_y": "该位置被接受的比例（占草稿的 %）",
+    "screens.charts.position": "草稿位置",
     "screens.charts.reading_analysis": "正在读取运行的分析 …",
     "screens.charts.no_margin": "此场景还没有差距：两个配置都需要一个成功的单元",
     "screens.charts.no_acceptance": "本运行的 /metrics 中没有按位置的接受率",

@@ -127,6 +127,8 @@ def panel_view(chart: ChartData, panel: Panel, title: str, *, bands: bool = True
     x_label = t("charts.x_log2") if chart.log2_x else chart.x_label.lower()
     y_label = (t("charts.margin_y", over=_over(chart, t)) if chart.reference is not None
                else panel.y_label)
+    if chart.kind == "acceptance":  # the report's English words, in `lang`
+        x_label, y_label = t("charts.position"), t("charts.acceptance_y")
     return ChartView(title, y_label, x_label, tuple(lines), chart.log2_x, flat,
                      t("charts.tie", band=f"{band * 100:g}") if band else "")
 
@@ -156,7 +158,9 @@ def series_label(chart: ChartData, series: Series, lang: str = "en") -> str:
 
 
 def chart_title(chart: ChartData, lang: str = "en") -> str:
-    """The margin chart's title in `lang`, else the chart's own."""
+    """The margin and acceptance charts' titles in `lang`, else the chart's own."""
+    if chart.kind == "acceptance":
+        return Texts(lang, "screens")("charts.acceptance")
     if chart.reference is None:
         return chart.title
     t = Texts(lang, "screens")
