@@ -24,6 +24,7 @@ from typing import Any
 
 from dspark_tui.analysis.decision import KDecision, Ratio, family_alpha, ratio_between
 from dspark_tui.analysis.layout import ADAPTIVE_VAR, K_VAR
+from dspark_tui.analysis.positions import ArmAcceptance, arm_acceptance
 from dspark_tui.analysis.schedule import CellId, Gain, Schedule, combine_ratios
 from dspark_tui.stats.paired import Verdict
 
@@ -71,6 +72,9 @@ class AdaptiveArm:
     routing: list[RouteRule] = field(default_factory=list)
     method_ok: bool = True  # vLLM (at the commit checked) accepts it only with method = dspark
     own_arm: str | None = None  # the fixed arm with the same K, when the sweep has one
+    # Its /metrics acceptance over its cells (analysis/positions.arm_acceptance), as the fixed
+    # K have theirs; None without counters or without a K in its config. Not in the JSON files.
+    acceptance: ArmAcceptance | None = None
 
     @property
     def wins(self) -> list[AdaptiveCell]:
@@ -171,7 +175,9 @@ def adaptive_arms(decision: KDecision, schedule: Schedule | None,
             arm=arm, k=k, cells=cells, gain=gain, form=form,
             config=config if form == ONE_CONFIG else None,
             routing=_routes(cells) if form == ROUTING else [],
-            method_ok=(config or {}).get("method", method) == "dspark", own_arm=own))
+            method_ok=(config or {}).get("method", method) == "dspark", own_arm=own,
+            acceptance=(arm_acceptance(decision, arm, k)
+                        if config is not None and K_VAR in config else None)))
     return out
 
 

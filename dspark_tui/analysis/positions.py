@@ -55,39 +55,45 @@ def spec_counters(decision: KDecision) -> dict[tuple[str, int, int], SpecCounter
 def _spec_counters(decision: KDecision) -> dict[tuple[str, int, int], SpecCounters]:
     groups: dict[tuple[str, int, int], list[CellResult]] = {}
     for m in measurements_of(decision.analysis.run):
-        if m.ok and m.arm in decision.k_of and (m.server is not None or m.metrics.accept_length):
+        if m.ok and m.arm in decision.k_of and _counted(m):
             groups.setdefault((m.scenario, m.concurrency, decision.k_of[m.arm]), []).append(m)
-    out: dict[tuple[str, int, int], SpecCounters] = {}
-    for (scenario, concurrency, k), group in groups.items():
-        servers = [m.server for m in group if m.server is not None]
-        accept = _mean([s.mean_acceptance_length for s in servers if s.mean_acceptance_length])
-        if accept is None:
-            accept = _mean([m.metrics.accept_length for m in group if m.metrics.accept_length])
-        if k == 0 and servers:
-            accept = 1.0  # without drafts every step emits one token
-        width = min((len(s.per_position_acceptance) for s in servers), default=0)
-        cumulative = [sum(s.per_position_acceptance[i] for s in servers) / len(servers)
-                      for i in range(min(width, k))]
-        peaks = [s.running_peak for s in servers if s.running_peak is not None]
-        readings = [s.running_samples for s in servers if s.running_mean is not None]
-        counted = [n for n in readings if n is not None]
-        known = bool(readings) and len(counted) == len(readings)
-        out[(scenario, concurrency, k)] = SpecCounters(
-            scenario=scenario,
-            concurrency=concurrency,
-            k=k,
-            accept_length=accept,
-            cumulative=cumulative,
-            conditional=conditional_rates(cumulative),
-            drafted_per_s=_mean([r for m in group if (r := _rate_of(m, "draft_tokens")) is not None]),
-            accepted_per_s=_mean([r for m in group if (r := _rate_of(m, "accepted_tokens")) is not None]),
-            running_mean=_mean([s.running_mean for s in servers if s.running_mean is not None]),
-            running_peak=max(peaks) if peaks else None,
-            running_samples=sum(counted) if known else None,
-            running_steady=_mean([s.running_steady for s in servers if s.running_steady is not None]),
-            running_samples_min=min(counted) if known else None,
-        )
-    return out
+    return {key: _cell_counters(*key, group) for key, group in groups.items()}
+
+
+def _counted(m: CellResult) -> bool:
+    return m.server is not None or bool(m.metrics.accept_length)
+
+
+def _cell_counters(scenario: str, concurrency: int, k: int, group: list[CellResult]) -> SpecCounters:
+    """One cell's counters over its measurements `group` (one arm, or arms of one K)."""
+    servers = [m.server for m in group if m.server is not None]
+    accept = _mean([s.mean_acceptance_length for s in servers if s.mean_acceptance_length])
+    if accept is None:
+        accept = _mean([m.metrics.accept_length for m in group if m.metrics.accept_length])
+    if k == 0 and servers:
+        accept = 1.0  # without drafts every step emits one token
+    width = min((len(s.per_position_acceptance) for s in servers), default=0)
+    cumulative = [sum(s.per_position_acceptance[i] for s in servers) / len(servers)
+                  for i in range(min(width, k))]
+    peaks = [s.running_peak for s in servers if s.running_peak is not None]
+    readings = [s.running_samples for s in servers if s.running_mean is not None]
+    counted = [n for n in readings if n is not None]
+    known = bool(readings) and len(counted) == len(readings)
+    return SpecCounters(
+        scenario=scenario,
+        concurrency=concurrency,
+        k=k,
+        accept_length=accept,
+        cumulative=cumulative,
+        conditional=conditional_rates(cumulative),
+        drafted_per_s=_mean([r for m in group if (r := _rate_of(m, "draft_tokens")) is not None]),
+        accepted_per_s=_mean([r for m in group if (r := _rate_of(m, "accepted_tokens")) is not None]),
+        running_mean=_mean([s.running_mean for s in servers if s.running_mean is not None]),
+        running_peak=max(peaks) if peaks else None,
+        running_samples=sum(counted) if known else None,
+        running_steady=_mean([s.running_steady for s in servers if s.running_steady is not None]),
+        running_samples_min=min(counted) if known else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -106,14 +112,28 @@ def acceptance_by_k(counters: dict[tuple[str, int, int], SpecCounters]) -> list[
     by_k: dict[int, list[SpecCounters]] = {}
     for counter in counters.values():
         by_k.setdefault(counter.k, []).append(counter)
-    out = []
-    for k, group in sorted(by_k.items()):
-        width = min(len(c.cumulative) for c in group)
-        cumulative = [sum(c.cumulative[i] for c in group) / len(group) for i in range(width)]
-        out.append(ArmAcceptance(k, len(group),
-                                 _mean([c.accept_length for c in group if c.accept_length is not None]),
-                                 cumulative, conditional_rates(cumulative)))
-    return out
+    return [_over_cells(k, group) for k, group in sorted(by_k.items())]
+
+
+def arm_acceptance(decision: KDecision, arm: str, k: int) -> ArmAcceptance | None:
+    """One arm's acceptance over its cells with counters, as `acceptance_by_k` gives a fixed
+    K's: for an adaptive-verification arm, which no K of the decision stands for (`k` its
+    drafts per step). Its positions are accepted at i / drafts as for any arm, so a position
+    it chose not to verify counts as not accepted (docs/decision.md). None without counters."""
+    groups: dict[tuple[str, int], list[CellResult]] = {}
+    for m in measurements_of(decision.analysis.run):
+        if m.ok and m.arm == arm and _counted(m):
+            groups.setdefault((m.scenario, m.concurrency), []).append(m)
+    cells = [_cell_counters(scenario, c, k, group) for (scenario, c), group in groups.items()]
+    return _over_cells(k, cells) if cells else None
+
+
+def _over_cells(k: int, group: list[SpecCounters]) -> ArmAcceptance:
+    width = min(len(c.cumulative) for c in group)
+    cumulative = [sum(c.cumulative[i] for c in group) / len(group) for i in range(width)]
+    return ArmAcceptance(k, len(group),
+                         _mean([c.accept_length for c in group if c.accept_length is not None]),
+                         cumulative, conditional_rates(cumulative))
 
 
 def _rate_of(m: CellResult, name: str) -> float | None:

@@ -239,17 +239,12 @@ def same_k_apart(analysis: RunAnalysis) -> tuple[list[BandAnswer], dict[str, lis
 
 
 def _same_k_apart(analysis: RunAnalysis) -> tuple[list[BandAnswer], dict[str, list[VerifiedCell]]]:
-    result = verification_of(analysis)
-    same = [] if result is None else result.same_k
+    same = same_k_cells(analysis)
     if not same:
         return analysis.band_answers, {}
-    keys = {cell.key for cell in same}
 
     def without(frame: pd.DataFrame) -> pd.DataFrame:
-        if frame.empty:
-            return frame
-        cells = zip(frame["scenario"], frame["concurrency"].astype(int), strict=True)
-        return frame[[cell not in keys for cell in cells]]
+        return without_same_k(analysis, frame)
 
     answers = band_answers(without(analysis.winners), without(analysis.decided),
                            without(analysis.unsure), analysis.arms, analysis.verdicts,
@@ -258,6 +253,24 @@ def _same_k_apart(analysis: RunAnalysis) -> tuple[list[BandAnswer], dict[str, li
     for cell in same:
         apart.setdefault(fr.band_of(cell.concurrency), []).append(cell)
     return answers, apart
+
+
+def same_k_cells(analysis: RunAnalysis) -> list[VerifiedCell]:
+    """A verification run's A-vs-A cells (`VerifiedCell.same_k`; analysis.json
+    `verification.same_k_cells`); none for any other run."""
+    result = verification_of(analysis)
+    return [] if result is None else result.same_k
+
+
+def without_same_k(analysis: RunAnalysis, frame: pd.DataFrame) -> pd.DataFrame:
+    """A frame of cells (`scenario`, `concurrency` columns: the winners, the decided, the
+    unsure) without the run's A-vs-A cells: what the report's counts of choices rest on. The
+    frame itself for a run without such cells."""
+    keys = {cell.key for cell in same_k_cells(analysis)}
+    if not keys or frame.empty:
+        return frame
+    cells = zip(frame["scenario"], frame["concurrency"].astype(int), strict=True)
+    return frame[[cell not in keys for cell in cells]]
 
 
 def verification_of(analysis: RunAnalysis) -> VerificationResult | None:

@@ -1,7 +1,9 @@
 """The 优化建议 / recommendations section: a setting per load type, then next steps.
 
 Recommendations follow the verdicts of the analysis (bands, workload groups); adjacent bands
-with the same verdict are merged into one row, as the seed's "c ≤ 32" row does.
+with the same verdict are merged into one row, as the seed's "c ≤ 32" row does. A verification
+run's A-vs-A cells (analysis/verification.same_k_apart) are no choice: the rows and the unsure
+cells to re-run count without them.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dspark_tui.analysis import frames as fr
 from dspark_tui.analysis.analysis import RunAnalysis
 from dspark_tui.analysis.bands import NOT_SHOWN, UNDECIDED, band_interval_against, majority_verdict
 from dspark_tui.analysis.counting import start_failure
+from dspark_tui.analysis.verification import same_k_apart, without_same_k
 from dspark_tui.report.findings import band_label, group_words, not_shown_words
 from dspark_tui.report.headline import is_simulated
 from dspark_tui.report.phrases import (
@@ -94,8 +97,9 @@ def _merged_bands(analysis: RunAnalysis) -> list[tuple[list[str], list[int], str
     The answer counts every compared cell of the band (analysis/bands.py), so a band whose
     cells are mostly unsure is "not decided", never an arm."""
     merged: list[tuple[list[str], list[int], str]] = []
-    for band in analysis.band_answers:
-        if band.decided == 0 and band.verdict == UNDECIDED and analysis.decided.empty:
+    decided = without_same_k(analysis, analysis.decided)
+    for band in same_k_apart(analysis)[0]:
+        if band.decided == 0 and band.verdict == UNDECIDED and decided.empty:
             continue
         if merged and merged[-1][2] == band.verdict:
             merged[-1][0].append(band.band)
@@ -116,13 +120,13 @@ def _merged_label(band_ids: list[str], concurrencies: list[int]) -> str:
 
 
 def _recommendation_rows(analysis: RunAnalysis, t: Texts) -> list[list[str]]:
-    winners = analysis.decided
+    winners = without_same_k(analysis, analysis.decided)
     if winners.empty:
         return []
     rows: list[list[str]] = []
     separator = "、" if t.lang == "zh" else " / "
     band_arm: dict[str, str] = {}  # band id -> the arm its row recommends
-    every = analysis.winners
+    every = without_same_k(analysis, analysis.winners)
     for band_ids, concurrencies, verdict in _merged_bands(analysis):
         group = winners[winners["band"].isin(band_ids)]
         names = separator.join(t(f"band.{b}") for b in band_ids)
@@ -130,7 +134,8 @@ def _recommendation_rows(analysis: RunAnalysis, t: Texts) -> list[list[str]]:
         if verdict in analysis.arms:
             band_arm.update(dict.fromkeys(band_ids, verdict))
         if verdict == NOT_SHOWN:
-            answer = next(a for a in analysis.band_answers if a.band in band_ids and a.verdict == NOT_SHOWN)
+            answer = next(a for a in same_k_apart(analysis)[0]
+                          if a.band in band_ids and a.verdict == NOT_SHOWN)
             note = t("rec_note_not_shown", **not_shown_words(answer), tie=analysis.band.percent)
         else:
             note = _note(analysis, t, group, verdict, cells=int(every["band"].isin(band_ids).sum()))
@@ -197,8 +202,9 @@ def _next_steps(analysis: RunAnalysis, t: Texts) -> list[str]:
                 )
             )
         steps.append(t("next_route"))
-    if not analysis.unsure.empty:
-        steps.append(t("next_unsure", n=len(analysis.unsure)))
+    unsure = without_same_k(analysis, analysis.unsure)
+    if not unsure.empty:
+        steps.append(t("next_unsure", n=len(unsure)))
     if not analysis.outliers.empty:
         cells = t.join(dict.fromkeys(  # one cell an outlier of several pairs is named once
             f"`{where(r.scenario, r.concurrency)}`" for r in analysis.outliers.itertuples(index=False)

@@ -1,6 +1,7 @@
 """How sure the report is: the line of the summary that counts wins, ties and unsure cells
 (report/headline.py writes the rest) and the list of cells still unsure. Both read the
-verdicts of analysis/verdicts.py."""
+verdicts of analysis/verdicts.py; a verification run's A-vs-A cells (the schedule runs the
+fixed K there: analysis/verification.same_k_cells) are counted and listed apart."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import math
 
 from dspark_tui.analysis.analysis import RunAnalysis
 from dspark_tui.analysis.verdicts import TIE, UNSURE, WINS
+from dspark_tui.analysis.verification import same_k_cells, without_same_k
 from dspark_tui.report.external_servers import unreplicated_note
 from dspark_tui.report.tables import pct
+from dspark_tui.report.verification_section import same_k_results
 from dspark_tui.report.words import Texts
 
 # Past this many more rounds, "measure more" is not advice: the margin sits on the band's edge.
@@ -20,8 +23,9 @@ NODE_CHECK_ALPHA = 0.05
 
 
 def how_sure(analysis: RunAnalysis, t: Texts, in_report: bool = True) -> str:
-    """The summary's how-sure line; `in_report` points at the list of unsure cells below it."""
-    winners = analysis.winners
+    """The summary's how-sure line; `in_report` points at the list of unsure cells below it.
+    A verification run's A-vs-A cells are not among its comparisons: a clause counts them."""
+    winners = without_same_k(analysis, analysis.winners)
     settings = analysis.verdicts.settings if analysis.verdicts else None
     band = analysis.band.percent
     external = unreplicated_note(analysis.verdicts, t)
@@ -47,7 +51,21 @@ def how_sure(analysis: RunAnalysis, t: Texts, in_report: bool = True) -> str:
         line += " " + external  # it names the prior, when one carries the session term
     elif noise is not None and noise.prior:
         line += " " + t("summary_prior", prior=noise.prior)
-    return line + (" " + nodes if nodes else "")
+    return line + _same_k_clause(analysis, t) + (" " + nodes if nodes else "")
+
+
+def _same_k_clause(analysis: RunAnalysis, t: Texts) -> str:
+    """` Counted apart: 2 A-vs-A check(s) …`: the verdicts of a verification run's A-vs-A
+    cells, which the how-sure line's comparisons leave out; nothing for any other run."""
+    same = same_k_cells(analysis)
+    if not same:
+        return ""
+    winners = analysis.winners
+    kept = without_same_k(analysis, winners)
+    verdicts = winners.loc[winners.index.difference(kept.index), "verdict"].tolist()
+    cells = t.join(f"{c.scenario} c={c.concurrency}" for c in same)
+    return " " + t("summary_sure_same_k", n=len(same), cells=cells, wins=verdicts.count(WINS),
+                   ties=verdicts.count(TIE), unsure=verdicts.count(UNSURE))
 
 
 def nodes_note(analysis: RunAnalysis, t: Texts) -> str:
@@ -89,9 +107,11 @@ def _p_value(p: float) -> str:
 
 
 def unsure_section(analysis: RunAnalysis, t: Texts) -> list[str]:
-    unsure = analysis.unsure
-    if unsure.empty:
+    """The unsure cells with what would settle each; a verification run's A-vs-A cells after
+    them on one line, unsure as such a check expects (more rounds settle no K there)."""
+    if analysis.unsure.empty:
         return []
+    unsure = without_same_k(analysis, analysis.unsure)
     lines = [t("unsure_heading"), "", t("unsure_lead"), ""]
     for row in unsure.itertuples(index=False):
         more = row.rounds_to_settle
@@ -103,6 +123,11 @@ def unsure_section(analysis: RunAnalysis, t: Texts) -> list[str]:
         lines.append(t("unsure_item", scenario=row.scenario, c=int(row.concurrency),
                        leader=row.winner, margin=pct(row.margin, 1),
                        low=_signed(row.margin_low), high=_signed(row.margin_high), hint=hint))
+    apart = analysis.unsure.loc[analysis.unsure.index.difference(unsure.index)]
+    if not apart.empty:
+        keys = set(zip(apart["scenario"], apart["concurrency"].astype(int), strict=True))
+        cells = [c for c in same_k_cells(analysis) if c.key in keys]
+        lines.append(t("unsure_same_k", cells=same_k_results(cells, t)))
     return lines
 
 

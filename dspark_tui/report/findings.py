@@ -1,7 +1,9 @@
 """The 关键发现 / key findings section: bands, best arm per scenario, the moving gap, outliers.
 
 Every sentence is filled from the analysis; causes are stated only with server metrics behind
-them, otherwise the text says they were not measured.
+them, otherwise the text says they were not measured. A verification run's A-vs-A cells (the
+schedule runs the fixed K there: analysis/verification.same_k_apart) are no choice of an arm:
+the bands and the best arm per scenario count without them, and a band names them apart.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from dspark_tui.analysis import frames as fr
 from dspark_tui.analysis.analysis import RunAnalysis, cell_noise
 from dspark_tui.analysis.bands import NOT_SHOWN, UNDECIDED, BandAnswer, majority_verdict, uniform_arm
 from dspark_tui.analysis.verdicts import GroupVerdict
+from dspark_tui.analysis.verification import same_k_apart, without_same_k
 from dspark_tui.report.phrases import (
     counts,
     decisive_wins,
@@ -21,6 +24,7 @@ from dspark_tui.report.phrases import (
     win_range,
 )
 from dspark_tui.report.tables import markdown_table, num, pct, signed, tokens
+from dspark_tui.report.verification_section import same_k_results
 from dspark_tui.report.words import Texts
 from dspark_tui.stats.outliers import OUTLIER_LOG_DEVIATION, OUTLIER_NOISE_Z
 
@@ -78,13 +82,16 @@ def findings_section(analysis: RunAnalysis, t: Texts) -> list[str]:
 
 
 def _bands(analysis: RunAnalysis, t: Texts) -> list[str]:
-    bands = analysis.bands
+    arms = analysis.arms
+    band_answers, apart = same_k_apart(analysis)
+    bands = analysis.bands if not apart else fr.band_frame(
+        without_same_k(analysis, analysis.decided).reset_index(drop=True), arms)
     if bands.empty:  # no cell decided (every comparison unsure): the summary says so
         return []
-    arms = analysis.arms
+    winners = without_same_k(analysis, analysis.winners)
     verdicts = list(bands["verdict"])
     arm_verdicts = {v for v in verdicts if v in arms}
-    answers = {a.band: a for a in analysis.band_answers}
+    answers = {a.band: a for a in band_answers}
     uniform = uniform_arm(list(answers.values()), arms)  # counting the unsure cells too
     if uniform is not None:
         heading = t("band_heading_uniform", n="{n}", arm=uniform)
@@ -94,7 +101,7 @@ def _bands(analysis: RunAnalysis, t: Texts) -> list[str]:
         heading = t("band_heading_plain", n="{n}")
     lines = [heading, ""]
     for _, band in bands.iterrows():
-        group = analysis.winners[analysis.winners["band"] == band.band]
+        group = winners[winners["band"] == band.band]
         name = t(f"band.{band.band}")
         label = band_label(band.band, band.concurrencies)
         tally = band
@@ -136,6 +143,8 @@ def _bands(analysis: RunAnalysis, t: Texts) -> list[str]:
             lines.append("  " + t("band_unsure_note", n=answer.unsure, cells=answer.cells,
                                   lean=lean_text(t, answer),
                                   undecided=t("band_undecided") if answer.verdict == UNDECIDED else ""))
+        if band.band in apart:
+            lines.append("  " + t("band_same_k_note", results=same_k_results(apart[band.band], t)))
         keys = list(zip(group["scenario"], group["concurrency"].astype(int), strict=True))
         evidence = analysis.evidence(keys)
         if evidence:
@@ -151,12 +160,16 @@ def _scenario_label(analysis: RunAnalysis, name: str) -> str:
 
 
 def _best_per_scenario(analysis: RunAnalysis, t: Texts) -> list[str]:
-    best = analysis.best
     arms = analysis.arms
+    apart = same_k_apart(analysis)[1]
+    best = analysis.best if not apart else fr.best_arm_frame(
+        without_same_k(analysis, analysis.decided).reset_index(drop=True), arms,
+        analysis.layout.scenario_names())
     if best.empty:
         return []
     lines = [t("best_heading", n="{n}"), ""]
-    compared = analysis.winners["scenario"].value_counts().to_dict()  # decided or not
+    # decided or not; without a verification run's A-vs-A cells
+    compared = without_same_k(analysis, analysis.winners)["scenario"].value_counts().to_dict()
     for arm in arms:
         unanimous = [
             row["scenario"]
@@ -172,7 +185,7 @@ def _best_per_scenario(analysis: RunAnalysis, t: Texts) -> list[str]:
     rows = []
     for _, row in best.iterrows():
         tally = row
-        group = analysis.scenario_winners(row.scenario)
+        group = without_same_k(analysis, analysis.scenario_winners(row.scenario))
         total = int(compared.get(row.scenario, row.cells))
         wins = {arm: int(tally[f"wins:{arm}"]) for arm in arms}
         if majority_verdict(total, int(row.cells), int(row.ties), wins) == UNDECIDED:

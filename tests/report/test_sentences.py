@@ -101,10 +101,19 @@ def test_the_how_sure_line_counts_the_comparisons_and_sessions(report):
     m = re.search(r"of (\d+) comparisons, (\d+) are wins and (\d+) ties .*, (\d+) unsure.* over "
                   r"([\d–]+) server sessions per arm", line)
     assert m, line
-    verdicts = [facts.comparison(s, c)["verdict"] for s, c in facts.cells()]
+    # A --verify rerun's A-vs-A cells are no comparison of a choice: a clause counts them apart.
+    same_k = facts.same_k()
+    verdicts = [facts.comparison(s, c)["verdict"] for s, c in facts.cells() if (s, c) not in same_k]
     assert int(m[1]) == len(verdicts)
     assert (int(m[2]), int(m[3]), int(m[4])) == (verdicts.count("wins"), verdicts.count("tie"),
                                                  verdicts.count("unsure"))
+    apart = re.search(r"Counted apart: (\d+) A-vs-A check\(s\) .*\), (\d+) shown different, "
+                      r"(\d+) tie\(s\), (\d+) unsure", line)
+    assert bool(apart) == bool(same_k), line
+    if apart:
+        aside = [facts.comparison(s, c)["verdict"] for s, c in same_k]
+        assert [int(x) for x in apart.groups()] == [len(aside), aside.count("wins"),
+                                                    aside.count("tie"), aside.count("unsure")]
     sessions = sorted({p["n"] for p in facts.pairs if p["verdict"] != "single"})
     stated = [int(x) for x in m[5].split("–")]
     assert stated == ([sessions[0]] if len(sessions) == 1 else [sessions[0], sessions[-1]]), line
@@ -156,9 +165,14 @@ def test_each_band_line_counts_the_bands_cells_and_their_lean(report):
 
 def test_the_unsure_list_states_each_cells_margin_and_interval(report):
     _, text, facts = report
-    items = [ln for ln in _section(text, "## Unsure cells").splitlines() if ln.startswith("- `")]
+    section = _section(text, "## Unsure cells")
+    items = [ln for ln in section.splitlines() if ln.startswith("- `")]
+    same_k = facts.same_k()
     unsure = [(s, c) for s, c in facts.cells() if facts.comparison(s, c)["verdict"] == "unsure"]
-    assert len(items) == len(unsure)
+    assert len(items) == len([cell for cell in unsure if cell not in same_k])
+    aside = [cell for cell in unsure if cell in same_k]  # one line after the items, no rounds asked
+    (line,) = [ln for ln in section.splitlines() if "A-vs-A checks" in ln] if aside else [""]
+    assert re.findall(r"(\S+) c=(\d+) [+-]\d+\.\d%", line) == [(s, str(c)) for s, c in aside], line
     for item in items:
         m = re.match(rf"- `([^`]+)` c=(\d+): `([^`]+)` leads by {PCT} \(interval "
                      rf"([+-]\d+\.\d)% … ([+-]\d+\.\d)%\); (.*)$", item)

@@ -294,3 +294,38 @@ def test_the_schedule_runs_the_fixed_k_only_where_every_batch_up_to_c_does():
     # At c = 16 the batch ramps through 1..4 (K=5): not K=3 throughout, however it holds 16.
     assert not any(runs_only(ranges, 3, c) for c in (5, 16))
     assert not runs_only(ranges, 1, 256)
+
+
+def test_a_vs_a_cells_are_counted_apart_in_how_sure_the_unsure_list_findings_and_advice(tmp_path: Path):
+    """The schedule runs the fixed K=5 at every batch of c = 1 and 4 (A-vs-A checks, unsure as
+    such checks are) and is 15-20 % faster at c = 16 and 128 (decided). Before, the how-sure
+    line said "of 4 comparisons ... 2 unsure", the unsure list asked for more rounds at c = 1
+    and 4, findings called chat "not decided" (2 of 4 concurrencies) and advice re-ran 2 unsure
+    cells: an A-vs-A check read as missing data. Each now counts them apart, from the
+    analysis' same_k cells (analysis.json verification.same_k_cells), in en and zh."""
+    run = verification_run(tmp_path, {1: 1.0, 4: 1.0, 16: 1.15, 128: 1.20}, fixed_k=5,
+                           noise=0.03, grid={"chat": [1, 4, 16, 128]})
+    document = json.loads(analysis_json(run))
+    assert document["verification"]["same_k_cells"] == [
+        {"scenario": "chat", "concurrency": 1}, {"scenario": "chat", "concurrency": 4}]
+    en = render_report(run, "en")
+    summary = en.split("## Summary", 1)[1].split("\n---\n", 1)[0]
+    (sure,) = [ln for ln in summary.splitlines() if ln.startswith("- How sure")]
+    assert sure.startswith("- How sure: of 2 comparisons, 2 are wins and 0 ties"), sure
+    assert "0 unsure;" in sure and "(listed below)" not in sure
+    assert ("Counted apart: 2 A-vs-A check(s) of a verification run (the same K in both arms: "
+            "chat c=1, chat c=4), 0 shown different, 0 tie(s), 2 unsure") in sure
+    unsure = en.split("## Unsure cells", 1)[1].split("\n---\n", 1)[0]
+    assert "- `chat` c=1" not in unsure and "- `chat` c=4" not in unsure and "rounds" not in unsure.split(
+        "A-vs-A")[0], unsure
+    assert ("- A-vs-A checks (the same K in both arms; schedule / fixed K), unsure as expected: "
+            "chat c=1 -0.2% (unsure), chat c=4 +0.5% (unsure)") in unsure
+    findings = en.split("## Key findings", 1)[1].split("\n---\n", 1)[0]
+    assert "not decided" not in findings and "| chat (512 in / 256 out) | schedule |" in findings
+    assert "Counted apart, same K as the fixed arm (A-vs-A checks): chat c=4 +0.5% (unsure)." in findings
+    assert "`schedule` wins 1/1 cells" in findings and "2/1" not in findings, findings
+    advice = en.split("## Recommendations", 1)[1]
+    assert "still unsure" not in advice and "not decided" not in advice, advice
+    zh = render_report(run, "zh")
+    assert "另计：验证运行的 2 个 A-vs-A 检查" in zh and "未定在预期之中" in zh
+    assert "另计，与固定臂同一个 K（A-vs-A 检查）：chat c=4" in zh and "仍未定" not in zh

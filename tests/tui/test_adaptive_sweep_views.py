@@ -124,3 +124,73 @@ def test_two_fixed_k_beside_an_adaptive_arm_are_a_sweep_on_every_screen(tmp_path
     for cell in stated_cells(truth, "mixed"):
         RunStore(folder).save_cell(cell)
     assert best_column(load_run(folder), "en") is not None  # the sweep's K answer, not arms
+
+
+def counted_sweep(folder: Path, counted: set[str]) -> Path:
+    """The adaptive sweep with /metrics spec-decode counters on the `counted` arms' cells: K
+    drafts a step, position i accepted 0.8**i of drafts (the adaptive arm, verifying fewer,
+    0.75**i), each cell's a little lower the higher its concurrency."""
+    from dspark_tui.model import ServerSummary
+
+    folder.mkdir(parents=True)
+    manifest = manifest_for_plan(resolve_plan("demo-slo")[0], plan_source="demo-slo")
+    manifest.status = "completed"
+    store = RunStore(folder)
+    store.write_manifest(manifest)
+    for cell in stated_cells(TRUTH, "mixed"):
+        if cell.arm in counted:
+            k = int(cell.arm.split()[0].removeprefix("K="))
+            base = 0.75 if "adaptive" in cell.arm else 0.8
+            per_position = [base ** (i + 1) * (1 - cell.concurrency / 400) for i in range(k)]
+            cell.server = ServerSummary(samples=40, mean_acceptance_length=1 + sum(per_position),
+                                        per_position_acceptance=per_position,
+                                        running_mean=cell.concurrency * 0.9,
+                                        running_peak=cell.concurrency)
+        store.save_cell(cell)
+    return folder
+
+
+def test_the_decision_views_acceptance_gives_the_adaptive_arm_as_the_report_does(tmp_path: Path):
+    """The acceptance table listed the fixed K only (the analysis' counters are per K); the
+    report gives the adaptive arm's acceptance in its server table (accept len per cell) and its
+    acceptance chart (per position, the mean over cells). The view now has the arm's row, by
+    name, with the same numbers, and says what its positions mean, in en and zh; an adaptive
+    arm without counters is said to have none."""
+    import io
+
+    from rich.console import Console
+
+    from dspark_tui.analysis.analysis import analyse
+    from dspark_tui.report.charts import acceptance_chart
+    from dspark_tui.tui.screens.decision import acceptance_table, read_decision
+
+    arms = set(TRUTH)
+    run_dir = counted_sweep(tmp_path / "run", arms)
+    answer = read_decision(run_dir).answer
+    assert answer is not None
+    said = {}
+    for lang in ("en", "zh"):
+        console = Console(width=80, record=True, file=io.StringIO())
+        console.print(acceptance_table(answer, lang))
+        said[lang] = console.export_text()
+    (row,) = [line for line in said["en"].splitlines()
+              if line.startswith("K=6 adaptive ") and "%" in line]
+    chart = acceptance_chart(analyse(load_run(run_dir)))
+    assert chart is not None
+    (series,) = [s for s in chart.panels[0].series if s.arm == "K=6 adaptive"]
+    cells = [c for c in load_run(run_dir).measurements if c.arm == "K=6 adaptive"]
+    accept = sum(c.server.mean_acceptance_length for c in cells) / len(cells)  # type: ignore[union-attr,operator]
+    assert row.split()[2:] == ["2", f"{accept:.2f}", *(f"{v:.0f}%" for v in series.y)], said["en"]
+    assert [line.split()[0] for line in said["en"].splitlines()[2:6]] == ["1", "3", "6", "K=6"]
+    flat = " ".join(said["en"].split())
+    assert ("K=6 adaptive verifies adaptively (K=6 drafted a step): a position it did not verify "
+            "counts as not accepted") in flat, said["en"]
+    assert "K=6 adaptive 自适应验证（每步起草 K=6）：它未验证的位置计为未接受" in said["zh"], said["zh"]
+
+    answer = read_decision(counted_sweep(tmp_path / "fixed_only", arms - {"K=6 adaptive"})).answer
+    assert answer is not None
+    console = Console(width=80, record=True, file=io.StringIO())
+    console.print(acceptance_table(answer, "en"))
+    text = console.export_text()
+    assert "K=6 adaptive: no spec-decode counters (/metrics) in its cells" in " ".join(text.split())
+    assert not any(line.startswith("K=6 adaptive ") and "%" in line for line in text.splitlines()), text

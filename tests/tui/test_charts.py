@@ -264,3 +264,90 @@ async def test_a_margin_title_too_wide_for_the_plot_is_a_line_above_it_at_80_col
             heading = app.screen.query_one("#chart-heading")
             assert heading.display is above
             assert (app.screen.query_one(RunChart)._shown.title == "") is above
+
+
+def _plot_rows(chart: RunChart) -> list[str]:
+    """The chart's rows from its top frame line to its bottom one, as the terminal shows them."""
+    from tests.tui.helpers import widget_text
+
+    lines = widget_text(chart).splitlines()
+    top = next(i for i, line in enumerate(lines) if "┌" in line)
+    bottom = next((i for i, line in enumerate(lines) if "└" in line), len(lines) - 1)
+    return lines[top:bottom + 1]
+
+
+async def test_a_zh_legend_stays_inside_the_frame_at_80x24(tmp_path: Path):
+    """plotext counts a character as one cell; a CJK one takes two, so each zh legend line
+    ("K=1 相对 所选 K") ran 5 cells past the frame and wrapped: the rows below it broke in two
+    and the frame's bottom and the x axis' words were pushed out of the chart. Every row of
+    the plot ends on the frame's right edge, the legend reads whole, the x axis' label shows."""
+    from rich.cells import cell_len
+
+    from tests.tui.helpers import widget_text
+    from tests.tui.k_sweep_dir import write_k_sweep
+
+    run_dir = write_k_sweep(tmp_path / "results")
+    app = make_app(tmp_path, settings={"language": "zh"})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.push_screen(ChartScreen(run_dir))
+        await pilot.press("m", "m", "m")
+        await until_shown(pilot, app, "99.3%")
+        chart = app.screen.query_one(RunChart)
+        for shown in ("every arm", "one arm"):
+            await wait_until(pilot, lambda: "└" in widget_text(chart), what=f"the frame ({shown})")
+            rows = _plot_rows(chart)
+            width = chart.size.width
+            assert rows[-1].rstrip().endswith("┘"), (shown, widget_text(chart))
+            for row in rows:
+                assert cell_len(row) == width and row.rstrip()[-1] in "┐│┤┘", (shown, row)
+            text = widget_text(chart)
+            assert "K=0 相对 所选 K" in text and "并发 (log2)" in text, text
+            if shown == "every arm":
+                assert "K=7 相对 所选 K" in text and "持平 ±2%" in text, text
+                await pilot.press("a")
+                await until_shown(pilot, app, "· K=0 相对")
+
+
+async def test_a_legend_line_wider_than_the_plot_ends_in_an_ellipsis(tmp_path: Path):
+    """At 60 columns the fallback series' zh label (54 cells) has no room: it is cut to the
+    room the plot leaves, ending in `…`, and the other legend lines and the frame stay whole
+    (plotext leaves the whole legend out when one line does not fit)."""
+    from rich.cells import cell_len
+
+    from tests.report.k_sweep_builders import stated_sweep
+    from tests.tui.helpers import widget_text
+
+    truth = {"K=1": {4: 100.0, 16: 120.0, 64: 90.0}, "K=3": {4: 112.0, 16: 110.0},
+             "K=6": {4: 105.0, 16: 95.0}, "K=6 adaptive": {4: 104.0, 16: 130.0, 64: 99.0}}
+    run_dir = stated_sweep(tmp_path / "results" / "demo_slo_20261203-090000", truth)
+    app = make_app(tmp_path, settings={"language": "zh"})
+    async with app.run_test(size=(60, 24)) as pilot:
+        await app.push_screen(ChartScreen(run_dir))
+        await pilot.press("m", "m", "m")
+        await until_shown(pilot, app, "97.5%")
+        chart = app.screen.query_one(RunChart)
+        await wait_until(pilot, lambda: "└" in widget_text(chart), what="the frame")
+        for row in _plot_rows(chart):
+            assert cell_len(row) == chart.size.width and row.rstrip()[-1] in "┐│┤┘", row
+        text = widget_text(chart)
+        assert "K=6 adaptive 相对 K=1（无所选 K 的单元）（9…" in text, text
+        assert "K=6 adaptive 相对 所选 K（95.0% 区间）" in text and "持平 ±2%" in text, text
+
+
+async def test_the_acceptance_chart_is_worded_in_chinese_on_a_zh_screen(tmp_path: Path):
+    """The acceptance chart's title and axes were the report's English (its SVG's words) on a
+    zh screen, beside a zh legend and footer; they are the catalogue's now, as the margin's."""
+    from tests.tui.helpers import widget_text
+    from tests.tui.k_sweep_dir import write_k_sweep
+
+    run_dir = write_k_sweep(tmp_path / "results")
+    app = make_app(tmp_path, settings={"language": "zh"})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.push_screen(ChartScreen(run_dir))
+        await pilot.press("m", "m", "m", "m")
+        await until_shown(pilot, app, "k_sweep · 按草稿位置的接受率")
+        chart = app.screen.query_one(RunChart)
+        await wait_until(pilot, lambda: "草稿位置" in widget_text(chart), what="the x axis' words")
+        text = widget_text(chart)
+        assert "按草稿位置的接受率" in text and "该位置被接受的比例（占草稿的 %）" in text, text
+        assert "Accept" not in text and "Draft" not in text, text

@@ -31,6 +31,7 @@ WORDS: dict[str, str] = {
     "interval inside ±{band}%), {unsure} unsure{below}; intervals are {level}% paired t "
     "intervals over {rounds} server sessions per arm (method: docs/statistics.md).",
     "report.summary_below": " (listed below)",
+    "report.summary_sure_same_k": "Counted apart: {n} A-vs-A check(s) of a verification run (the same K in both arms: {cells}), {wins} shown different, {ties} tie(s), {unsure} unsure — an unsure A-vs-A check is what no difference looks like, not a lack of data.",
     "report.summary_sure_external": "- How sure: of {total} comparisons, {wins} are wins and {ties} ties "
     "(the interval inside ±{band}%), {unsure} unsure{below}; intervals are {level}% paired t "
     "intervals over {rounds} rounds per arm (method: docs/statistics.md).",
@@ -108,6 +109,7 @@ WORDS: dict[str, str] = {
     "report.unsure_more": "about {n} more round(s) would likely settle it",
     "report.unsure_edge": "the margin sits near the band's edge; more rounds are unlikely to settle it",
     "report.unsure_wide": "its interval is too wide for a few more rounds to settle it (the box's noise is the limit)",
+    "report.unsure_same_k": "- A-vs-A checks (the same K in both arms; schedule / fixed K), unsure as expected: {cells}. No difference is there to settle: more rounds narrow them toward a tie, they decide no K.",
     "report.verdict_col": "Verdict",
     "report.interval_col": "Margin interval",
     "report.verdict.wins": "wins",
@@ -155,6 +157,7 @@ WORDS: dict[str, str] = {
     "report.band_mixed": "- **{name} ({label})**: no consistent winner ({counts}).",
     "report.band_unsure_note": "{n} more of the band's {cells} cells are unsure, leaning {lean}{undecided}.",
     "report.band_undecided": "; too few are decided to name a setting for the band",
+    "report.band_same_k_note": "Counted apart, same K as the fixed arm (A-vs-A checks): {results}.",
     "report.win_range": " (by {low}–{high}, most at {where})",
     "report.win_single": " (by {high}, {where})",
     "report.win_same": " (by {high} each)",
@@ -814,6 +817,8 @@ WORDS: dict[str, str] = {
     "screens.decision.cells": "cells",
     "screens.decision.accept_len": "accept len",
     "screens.decision.acceptance_caption": "p1…p{width}: share of drafts whose position is accepted; given the one before accepted: {rates}",
+    "screens.decision.adaptive_acceptance": "{arm} verifies adaptively (K={k} drafted a step): a position it did not verify counts as not accepted, so its p1…p{k} are not its drafter's acceptance; the rates given the one before are the fixed arms'",
+    "screens.decision.adaptive_no_counters": "{arm}: no spec-decode counters (/metrics) in its cells",
     "screens.ab.scenario": "Scenario",
     "screens.ab.best": "Best",
     "screens.ab.margin": "Margin",
@@ -904,6 +909,8 @@ WORDS: dict[str, str] = {
     "screens.charts.by_concurrency": "{metric} by concurrency: {scenario}",
     "screens.charts.margin": "Margin",
     "screens.charts.acceptance": "Acceptance by draft position",
+    "screens.charts.acceptance_y": "Accepted at this position (% of drafts)",
+    "screens.charts.position": "draft position",
     "screens.charts.reading_analysis": "reading the run's analysis …",
     "screens.charts.no_margin": "no margin for this scenario yet: both arms need an ok cell",
     "screens.charts.no_acceptance": "no per-position acceptance in this run's /metrics",

@@ -29,6 +29,7 @@ WORDS: dict[str, str] = {
     "{unsure} 个未定{below}；区间为 {level}% 配对 t 区间，基于 {rounds} 轮服务端会话"
     "（方法见 docs/statistics.md）。",
     "report.summary_below": "（见下文）",
+    "report.summary_sure_same_k": "另计：验证运行的 {n} 个 A-vs-A 检查（两臂同一个 K：{cells}），{wins} 个显示出差异、{ties} 个持平、{unsure} 个未定——A-vs-A 检查未定正是没有差异的样子，并非数据不足。",
     "report.summary_sure_external": "- 把握：{total} 个对比中 {wins} 个胜出、{ties} 个持平（区间在 ±{band}% 以内）、"
     "{unsure} 个未定{below}；区间为 {level}% 配对 t 区间，基于每个配置 {rounds} 轮测量"
     "（方法见 docs/statistics.md）。",
@@ -102,6 +103,7 @@ WORDS: dict[str, str] = {
     "report.unsure_more": "再测约 {n} 轮可能判定",
     "report.unsure_edge": "差距贴近持平带边界，多测也难以判定",
     "report.unsure_wide": "区间太宽，再测几轮也难以判定（受限于机器的噪声）",
+    "report.unsure_same_k": "- A-vs-A 检查（两臂同一个 K；调度 / 固定 K），未定在预期之中：{cells}。这里没有要判定的差异：更多轮次只会让它们趋向持平，不会决定 K。",
     "report.verdict_col": "判定",
     "report.interval_col": "提升区间",
     "report.verdict.wins": "胜出",
@@ -146,6 +148,7 @@ WORDS: dict[str, str] = {
     "report.band_mixed": "- **{name}（{label}）**：没有一致的 winner（{counts}）。",
     "report.band_unsure_note": "本档 {cells} 个单元中另有 {n} 个未定，倾向 {lean}{undecided}。",
     "report.band_undecided": "；已判定的太少，不能为本档给出配置",
+    "report.band_same_k_note": "另计，与固定臂同一个 K（A-vs-A 检查）：{results}。",
     "report.win_range": "（提升 {low}–{high}，最大在 {where}）",
     "report.win_single": "（提升 {high}，{where}）",
     "report.win_same": "（每个都提升 {high}）",
@@ -775,6 +778,8 @@ WORDS: dict[str, str] = {
     "screens.decision.cells": "单元",
     "screens.decision.accept_len": "接受长度",
     "screens.decision.acceptance_caption": "p1…p{width}：该位置被接受的草稿比例；在前一位置已接受的条件下：{rates}",
+    "screens.decision.adaptive_acceptance": "{arm} 自适应验证（每步起草 K={k}）：它未验证的位置计为未接受，所以其 p1…p{k} 不是草稿模型本身的接受率；条件接受率只来自固定配置",
+    "screens.decision.adaptive_no_counters": "{arm}：其单元没有 spec-decode 计数器（/metrics）",
     "screens.ab.scenario": "场景",
     "screens.ab.best": "最佳",
     "screens.ab.margin": "差距",
@@ -865,6 +870,8 @@ WORDS: dict[str, str] = {
     "screens.charts.by_concurrency": "{metric} 随并发变化：{scenario}",
     "screens.charts.margin": "差距",
     "screens.charts.acceptance": "按草稿位置的接受率",
+    "screens.charts.acceptance_y": "该位置被接受的比例（占草稿的 %）",
+    "screens.charts.position": "草稿位置",
     "screens.charts.reading_analysis": "正在读取运行的分析 …",
     "screens.charts.no_margin": "此场景还没有差距：两个配置都需要一个成功的单元",
     "screens.charts.no_acceptance": "本运行的 /metrics 中没有按位置的接受率",

@@ -226,7 +226,7 @@ class ChartScreen(LoadingScreen):
             self.query_one("#chart-heading").display = False
             return
         lang = lang_of(self.app)
-        title = f"{chart_title(chart, lang)}: {scenario}" if margin else chart.title
+        title = f"{chart_title(chart, lang)}: {scenario}" if margin else chart_title(chart, lang)
         panel = panels[0]
         if margin and self.arm_index >= 0 and len(panel.series) > 1:
             # Six bands over one another read as none: one arm's margin and interval at a time.

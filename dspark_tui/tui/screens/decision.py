@@ -376,19 +376,29 @@ def _signed(ratio: Ratio | None) -> str:
 
 
 def acceptance_table(answer: DeployAnswer, lang: str = "en") -> Table | Group | Text:
+    """Per arm its mean acceptance length and per-position acceptance over its cells: the fixed
+    K (analysis/positions.acceptance_by_k), then each adaptive-verification arm by its name
+    (AdaptiveArm.acceptance: the same means of its own cells, as the report's server table and
+    acceptance chart give it), with a line saying what its positions mean, or that it has no
+    counters."""
     t = Texts(lang, "screens")
     arms = acceptance_by_k(answer.counters)
-    if not arms:
+    adaptive = [(arm, arm.acceptance) for arm in answer.adaptive]
+    measured = [(arm, acceptance) for arm, acceptance in adaptive if acceptance is not None]
+    if not arms and not measured:
         return Text(t("decision.no_counters"))
-    width = max(len(a.cumulative) for a in arms)
+    rows = [(str(a.k), a) for a in arms] + [(arm.arm, acceptance) for arm, acceptance in measured]
+    width = max(len(a.cumulative) for _, a in rows)
     table = _table("K", t("decision.cells"), t("decision.accept_len"),
                    *(f"p{i}" for i in range(1, width + 1)))
-    for arm in arms:
+    for name, arm in rows:
         length = "—" if arm.accept_length is None else f"{arm.accept_length:.2f}"
         rates = [f"{rate * 100:.0f}%" for rate in arm.cumulative]
-        table.add_row(str(arm.k), str(arm.cells), length, *rates, *([""] * (width - len(rates))))
+        table.add_row(Text(name), str(arm.cells), length, *rates, *([""] * (width - len(rates))))
+    notes = [t("decision.adaptive_acceptance", arm=arm.arm, k=arm.k) if acceptance is not None
+             else t("decision.adaptive_no_counters", arm=arm.arm) for arm, acceptance in adaptive]
     conditional = [p.conditional for p in answer.positions]
     if any(c is not None for c in conditional):
-        return _captioned(table, t("decision.acceptance_caption", width=width, rates=" ".join(
+        notes.insert(0, t("decision.acceptance_caption", width=width, rates=" ".join(
             "—" if c is None else f"{c * 100:.0f}%" for c in conditional)))
-    return table
+    return _captioned(table, "\n".join(notes)) if notes else table

@@ -5,6 +5,13 @@ interval and tie band, the per-position acceptance per arm), drawn from that dat
 Plotext draws it (textual-plotext): its background and text follow the app's theme, and each
 arm's line colour is a theme variable resolved each time the chart is drawn, so a theme switch
 recolours it.
+
+Plotext lays text out one character a cell; a CJK character takes two in the terminal, so a zh
+legend line ran past the frame and the terminal wrapped it into the next row. Every word it is
+given goes through `cells()` (a wide character is followed by a zero-width filler, so plotext
+counts the cells the terminal shows and its fit checks are right), the filler is taken out of
+what it drew, and a legend line longer than the plot has room for ends in `…` (plotext leaves out
+the whole legend when one line does not fit).
 """
 
 from __future__ import annotations
@@ -14,6 +21,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from rich.cells import cell_len
+from rich.text import Text
+from textual.app import RenderResult
 from textual.color import Color
 from textual_plotext import PlotextPlot
 
@@ -117,6 +127,8 @@ def panel_view(chart: ChartData, panel: Panel, title: str, *, bands: bool = True
     x_label = t("charts.x_log2") if chart.log2_x else chart.x_label.lower()
     y_label = (t("charts.margin_y", over=_over(chart, t)) if chart.reference is not None
                else panel.y_label)
+    if chart.kind == "acceptance":  # the report's English words, in `lang`
+        x_label, y_label = t("charts.position"), t("charts.acceptance_y")
     return ChartView(title, y_label, x_label, tuple(lines), chart.log2_x, flat,
                      t("charts.tie", band=f"{band * 100:g}") if band else "")
 
@@ -146,7 +158,9 @@ def series_label(chart: ChartData, series: Series, lang: str = "en") -> str:
 
 
 def chart_title(chart: ChartData, lang: str = "en") -> str:
-    """The margin chart's title in `lang`, else the chart's own."""
+    """The margin and acceptance charts' titles in `lang`, else the chart's own."""
+    if chart.kind == "acceptance":
+        return Texts(lang, "screens")("charts.acceptance")
     if chart.reference is None:
         return chart.title
     t = Texts(lang, "screens")
@@ -179,6 +193,35 @@ def segments(line: Line, every_x: list[float]) -> list[tuple[list[float], list[f
     return [run for run in runs if len(run[0]) > 1]
 
 
+# Follows each wide character in what plotext is given, and is taken out of what it draws: zero
+# width in a terminal even were one left.
+FILLER = "\u2060"
+# Columns of the widget a legend line never has: the y axis' tick labels (up to 7, "-100.0 ")
+# and its frame, the legend's marker (3) and its spaces (2), and a side symbol's (2).
+LEGEND_ROOM = 16
+
+
+def cells(text: str) -> str:
+    """`text` as plotext should lay it out: a wide character followed by FILLER (plotext then
+    gives it the two cells the terminal does), a zero-width one left out (plotext would give
+    it a cell the terminal does not)."""
+    out = []
+    for char in text:
+        width = cell_len(char)
+        if width:
+            out.append(char + FILLER * (width - 1))
+    return "".join(out)
+
+
+def fit(text: str, room: int) -> str:
+    """`text` cut to `room` terminal cells, ending in `…` where it was cut."""
+    if cell_len(text) <= room:
+        return text
+    shown = Text(text)
+    shown.truncate(max(1, room), overflow="ellipsis")
+    return shown.plain
+
+
 class RunChart(PlotextPlot):
     DEFAULT_CSS = """
     RunChart { height: 1fr; }
@@ -196,19 +239,26 @@ class RunChart(PlotextPlot):
         self._shown = view
         self._draw()
 
+    def render(self) -> RenderResult:
+        drawn = super().render()
+        if isinstance(drawn, Text) and FILLER in drawn.plain:
+            return Text("").join(drawn.split(FILLER, allow_blank=True))
+        return drawn
+
     def _draw(self) -> None:
         view = self._shown
         if view is None:
             return
         plt = self.plt
         plt.clear_figure()
-        plt.title(view.title)
-        plt.xlabel(view.x_label)
-        plt.ylabel(view.y_label)
+        plt.title(cells(view.title))
+        plt.xlabel(cells(view.x_label))
+        plt.ylabel(cells(view.y_label))
+        room = (self.size.width or self.app.size.width) - LEGEND_ROOM
         place = (lambda x: math.log2(x)) if view.log2_x else (lambda x: x)
         every_x = sorted({x for line in view.lines for x in line.x})
         if every_x:
-            plt.xticks([place(x) for x in every_x], [f"{x:g}" for x in every_x])
+            plt.xticks([place(x) for x in every_x], [cells(f"{x:g}") for x in every_x])
             if len(every_x) == 1:  # one point a line: room either side of it
                 plt.xlim(place(every_x[0]) - 1, place(every_x[0]) + 1)
         for value in view.flat:
@@ -225,10 +275,10 @@ class RunChart(PlotextPlot):
             # Each arm its own marker as well as its colour (seven K values are hard to tell
             # apart by colour alone); the legend shows the marker, not the line's dots.
             plt.scatter([place(x) for x in line.x], list(line.y), marker=arm_marker(line.arm_index),
-                        color=colour, label=line.label)
+                        color=colour, label=cells(fit(line.label, room)))
         if view.flat and view.lines:  # names the flat lines in the legend
             plt.scatter([place(every_x[0])], [view.flat[-1]], marker="─", color=self._muted(),
-                        label=view.flat_label)
+                        label=cells(fit(view.flat_label, room)))
         self.refresh()
 
     def _rgb(self, index: int) -> tuple[int, int, int]:
