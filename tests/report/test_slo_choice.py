@@ -182,6 +182,14 @@ def test_with_every_arm_meeting_the_slo_the_best_fixed_arm_is_the_best_fixed_k(t
             for arm, g in single.gains.items()} == \
         {f"K={other}": (round(g.ratio, 9), round(g.low or 0, 9), round(g.high or 0, 9))
          for other, g in k.gains.items()}
+    # The answer is the leader, shown best: the section says on what (en, zh).
+    en = render_report(analysis.run, "en", charts=[])
+    assert ("- **Best fixed arm under the SLO**: `K=4` (shown to meet it in every cell the traffic "
+            "weighs; also meeting it everywhere:") in en
+    assert ("  - Shown best among them on the traffic: none of them may beat it by more than the tie "
+            "band (its traffic-weighted ratio to each, read at the level the choices are): ") in en
+    zh = render_report(analysis.run, "zh", charts=[])
+    assert "  - 在流量上被证明是其中最好的：没有哪个能比它快出持平带以上" in zh
 
 
 @pytest.mark.parametrize("objective", ["throughput", "goodput"])

@@ -479,7 +479,7 @@ WORDS: dict[str, str] = {
     "slo.miss_item": "{metric} {observed} ms against {limit} ms",
     "slo.single": "- **Best fixed arm under the SLO**: `{arm}` (shown to meet it in every cell the traffic weighs{others})",
     "slo.single_others": "; also meeting it everywhere: {arms}",
-    "slo.single_shown": "  - Shown best among them on the traffic (its traffic-weighted ratio to each, read at the level the choices are): {gains}",
+    "slo.single_shown": "  - Shown best among them on the traffic: none of them may beat it by more than the tie band (its traffic-weighted ratio to each, read at the level the choices are): {gains}",
     "slo.single_band": "  - `{arm}` is the smallest K shown within the tie band of the leader, `{leader}`, on the traffic (its traffic-weighted ratio to each, read at the level the choices are): {gains}",
     "slo.single_unsure": "- **Best fixed arm under the SLO**: no fixed arm is shown best; the leader is `{arm}` (shown to meet it in every cell the traffic weighs{others}), and {behind} may still beat it by more than the tie band (its traffic-weighted ratio to each, read at the level the choices are): {gains}",
     "slo.single_point": "- **Best fixed arm under the SLO**: `{arm}` (shown to meet it in every cell the traffic weighs{others}; single measurements: the best of them by a point estimate, not shown)",

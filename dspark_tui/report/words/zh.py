@@ -445,7 +445,7 @@ WORDS: dict[str, str] = {
     "slo.miss_item": "{metric} {observed} ms，限制 {limit} ms",
     "slo.single": "- **SLO 约束下最好的固定配置**：`{arm}`（在流量涉及的每个单元格都被证明满足 SLO{others}）",
     "slo.single_others": "；同样处处满足的还有：{arms}",
-    "slo.single_shown": "  - 在流量上被证明是其中最好的（对每个配置的流量加权比值，与逐单元选择同一置信水平）：{gains}",
+    "slo.single_shown": "  - 在流量上被证明是其中最好的：没有哪个能比它快出持平带以上（对每个配置的流量加权比值，与逐单元选择同一置信水平）：{gains}",
     "slo.single_band": "  - `{arm}` 是在流量上被证明处于领先者 `{leader}` 持平带内的最小 K（对每个配置的流量加权比值，与逐单元选择同一置信水平）：{gains}",
     "slo.single_unsure": "- **SLO 约束下最好的固定配置**：没有哪个固定配置被证明最好；领先的是 `{arm}`（在流量涉及的每个单元格都被证明满足 SLO{others}），{behind} 仍可能比它快出持平带以上（对每个配置的流量加权比值，与逐单元选择同一置信水平）：{gains}",
     "slo.single_point": "- **SLO 约束下最好的固定配置**：`{arm}`（在流量涉及的每个单元格都被证明满足 SLO{others}；单次测量：只是点估计下的最好者，未经证明）",
