@@ -272,7 +272,9 @@ def write_schedule(run: LoadedRun, analysis: RunAnalysis | None = None,
         if slo_of(run) is not None and (slo := slo_answer(analysis)) is not None:
             # The schedule under the plan's [slo] beside the throughput one (docs/decision.md).
             document["under_slo"] = {"schedule": None if slo.schedule is None else slo.schedule.to_json(),
-                                     "best_fixed": None if slo.single is None else slo.single.arm}
+                                     "best_fixed": None if slo.single is None else slo.single.arm,
+                                     # decided / unsure (the arm is the leader only) / single
+                                     "best_fixed_status": None if slo.single is None else slo.single.status}
     elif answer is None and (verified := verification_of(analysis)) is not None:
         # A --verify rerun: the schedule it reran and whether it confirmed it.
         document = verification_json(verified, is_simulated(run.manifest),

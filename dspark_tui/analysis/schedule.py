@@ -9,8 +9,9 @@ import json
 import math
 import re
 import shlex
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from dspark_tui.analysis.analysis import RunAnalysis
 from dspark_tui.analysis.decision import CellChoice, KDecision, Ratio
@@ -25,6 +26,7 @@ SCHEDULE_SCHEMA_VERSION = 2  # 2: status, deploy, incomplete (docs/results-forma
 DEFAULT_METHOD = "mtp"
 
 CellId = tuple[str, int]
+T = TypeVar("T")
 
 
 plan_of = plan_snapshot
@@ -181,6 +183,62 @@ SINGLE_ANSWER = "single"
 
 
 @dataclass(frozen=True)
+class BestFixed(Generic[T]):
+    """What `best_fixed` answers: the `option` to run everywhere, the `leader` (the highest
+    scoring option on the traffic), the option's expected gain over each other option, and
+    `status` (DECIDED, UNSURE_ANSWER or SINGLE_ANSWER, as SingleK says)."""
+
+    option: T
+    leader: T
+    gains: dict[T, Gain]
+    status: str
+
+
+def best_fixed(options: Sequence[T], score: Callable[[T], float],
+               gain_of: Callable[[T, T], Gain | None], floor: float,
+               by_cost: bool = True) -> BestFixed[T] | None:
+    """The best fixed setting's rule, its one home (the best fixed K of a sweep, the best fixed
+    arm under an SLO; docs/decision.md, "Best single K"). `options` in the order of their cost
+    (the smallest K first); the leader is the highest `score` (a tie to the cheaper). With
+    `by_cost`, the answer is the first option whose expected gain over the leader has its lower
+    end at or above the tie band's `floor` (shown within the band; a point estimate stands in
+    without an interval), else the leader; without it (options with no cost order, arms that
+    are no K values) the leader. The answer is DECIDED when its gain over every other option has
+    a lower end at or above the floor, SINGLE_ANSWER when some gain has no interval (or is
+    missing: an option it was never compared with is not shown behind it), else UNSURE_ANSWER —
+    and then a cheaper option gives way to the leader, which is named as such. `gain_of(x, y)`
+    is x over y on the traffic at the family level of the caller's comparisons."""
+    if not options:
+        return None
+    order = {option: i for i, option in enumerate(options)}
+    top = max(options, key=lambda o: (score(o), -order[o]))
+    chosen = top
+    if by_cost:
+        for option in options:
+            if option == top:
+                break
+            lower = _lower(gain_of(option, top))  # single measurements: the point estimate
+            if lower is not None and lower >= floor:
+                chosen = option
+                break
+
+    def judged(option: T) -> tuple[dict[T, Gain], str]:
+        gains = {other: g for other in options if other != option
+                 if (g := gain_of(option, other)) is not None}
+        if len(gains) < len(options) - 1 or any(g.low is None or g.high is None for g in gains.values()):
+            return gains, SINGLE_ANSWER
+        if all((_lower(g) or 0.0) >= floor for g in gains.values()):
+            return gains, DECIDED
+        return gains, UNSURE_ANSWER
+
+    gains, status = judged(chosen)
+    if status == UNSURE_ANSWER and chosen != top:  # the cheaper option is not shown best: the leader
+        chosen = top
+        gains, status = judged(top)
+    return BestFixed(chosen, top, gains, status)
+
+
+@dataclass(frozen=True)
 class SingleK:
     """The best fixed K for the traffic, by the per-cell choice's rule (decision.CellChoice):
     the smallest K SHOWN to be within the tie band of the highest scoring K (the lower end of its
@@ -190,7 +248,8 @@ class SingleK:
     "unsure" when some K may still beat it by more than the band — then no fixed K is shown best
     and `k` is the leader (the answer names it as such, and `--verify` measures against it, so
     the realised gain is not inflated by a weaker K); "single" without intervals (point
-    estimates, as the per-cell choice)."""
+    estimates, as the per-cell choice). The rule is `best_fixed`'s, which the best fixed arm
+    under an SLO (analysis/slo.py) follows too."""
 
     k: int
     gains: dict[int, Gain]  # over each other K
@@ -212,8 +271,6 @@ def best_single_k(decision: KDecision, weights: dict[CellId, float]) -> SingleK 
     cells = [cell for cell, w in weights.items() if w > 0]
     complete = [k for k in decision.ks
                 if all(k in choice.throughput for choice in decision.choices if choice.key in cells)]
-    if not complete:
-        return None
 
     def score(k: int) -> float:
         return sum(weights[choice.key] * math.log(choice.throughput[k])
@@ -222,29 +279,8 @@ def best_single_k(decision: KDecision, weights: dict[CellId, float]) -> SingleK 
     def gain_of(k: int, other: int) -> Gain | None:
         return weighted_gain(decision, weights, dict.fromkeys(cells, k), dict.fromkeys(cells, other))
 
-    top = max(complete, key=lambda k: (score(k), -k))
-    chosen = top
-    for k in sorted(complete):
-        if k == top:
-            break
-        lower = _lower(gain_of(k, top))  # single measurements: the point estimate
-        if lower is not None and lower >= decision.band.floor:
-            chosen = k
-            break
-
-    def judged(k: int) -> tuple[dict[int, Gain], str]:
-        gains = {other: g for other in complete if other != k if (g := gain_of(k, other)) is not None}
-        if any(g.low is None or g.high is None for g in gains.values()):
-            return gains, SINGLE_ANSWER
-        if all((_lower(g) or 0.0) >= decision.band.floor for g in gains.values()):
-            return gains, DECIDED
-        return gains, UNSURE_ANSWER
-
-    gains, status = judged(chosen)
-    if status == UNSURE_ANSWER and chosen != top:  # the cheaper K is not shown best: the leader
-        chosen = top
-        gains, status = judged(top)
-    return SingleK(chosen, gains, top, status)
+    best = best_fixed(complete, score, gain_of, decision.band.floor)
+    return None if best is None else SingleK(best.option, best.gains, best.leader, best.status)
 
 
 @dataclass(frozen=True)

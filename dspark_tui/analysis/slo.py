@@ -30,7 +30,11 @@ from dspark_tui.analysis.decision import (
 from dspark_tui.analysis.measurements import measurements_of
 from dspark_tui.analysis.positions import spec_counters
 from dspark_tui.analysis.schedule import (
+    UNSURE_ANSWER,
+    Gain,
     Schedule,
+    best_fixed,
+    combine_ratios,
     method_for,
     place_cells,
     run_plan,
@@ -269,14 +273,31 @@ class SloChoice:
 
 @dataclass(frozen=True)
 class SingleUnderSlo:
-    """The best fixed arm subject to the SLO: among the arms shown to meet it in every cell the
-    traffic weighs, the highest weighted mean log Total tok/s."""
+    """The best fixed arm subject to the SLO, by the best fixed K's rule (schedule.best_fixed):
+    among the arms shown to meet it in every cell the traffic weighs, the leader is the highest
+    weighted mean log Total tok/s (or goodput); in a K sweep the answer is the smallest K shown
+    within the tie band of it on the traffic, on the objective's paired verdicts at the family
+    level of the choices (`SloAnswer.choice_alpha`); `status` says whether it is shown best
+    (`decided`), not (`unsure`: `arm` is the leader, named as such) or a point estimate
+    (`single`). None of these without a candidate."""
 
     arm: str | None
     candidates: list[str]
     weights: dict[CellId, float]
     missing_cells: dict[str, list[CellId]]  # arm -> the weighed cells it is not shown to meet
     fastest: str | None = None  # the same leader without the SLO (arms measured in every cell)
+    leader: str | None = None  # the highest scoring candidate on the traffic
+    status: str | None = None  # schedule.DECIDED, UNSURE_ANSWER, SINGLE_ANSWER
+    gains: dict[str, Gain] = field(default_factory=dict)  # the answer over each other candidate
+    floor: float = 0.98  # the tie band's lower edge the rule used
+
+    @property
+    def behind(self) -> list[str]:
+        """The candidates that may still beat the answer by more than the tie band (`unsure`)."""
+        if self.status != UNSURE_ANSWER:
+            return []
+        return [arm for arm in self.candidates if arm in self.gains
+                and (g := self.gains[arm]).low is not None and g.low < self.floor]
 
 
 @dataclass
@@ -333,6 +354,8 @@ class SloAnswer:
             "best_fixed": None if self.single is None else {
                 "arm": self.single.arm, "candidates": self.single.candidates,
                 "fastest_without_slo": self.single.fastest,
+                "leader": self.single.leader, "status": self.single.status,
+                "gain_over": {arm: _gain_json(g) for arm, g in self.single.gains.items()},
                 "not_shown_to_meet": {arm: [f"{s}/c{c}" for s, c in cells]
                                       for arm, cells in self.single.missing_cells.items()},
             },
@@ -341,6 +364,10 @@ class SloAnswer:
 
 def _r(value: float | None) -> float | None:
     return None if value is None else round(value, 6)
+
+
+def _gain_json(gain: Gain) -> dict[str, Any]:
+    return {"ratio": _r(gain.ratio), "low": _r(gain.low), "high": _r(gain.high), "cells": gain.cells}
 
 
 def _cell_json(c: SloCell) -> dict[str, Any]:
@@ -389,7 +416,9 @@ def _slo_answer(analysis: RunAnalysis) -> SloAnswer | None:
                                      goodput)) is not None]
     traffic = _traffic_of(run)
     weights = traffic_weights(sorted(by_cell), traffic, {})
-    single = _single(by_cell, weights, analysis.arms, slo.objective)
+    family = choice_family(analysis, k_of)
+    single = _single(by_cell, weights, analysis.arms, slo.objective,
+                     goodput if slo.objective == "goodput" else verdicts, family, band_floor, k_of)
     answer = SloAnswer(slo=slo, alpha=alpha, cells=cells, choices=choices, single=single, k_of=k_of,
                        goodput=goodput)
     answer.schedule = slo_schedule(analysis, answer)
@@ -469,7 +498,13 @@ def choice_family(analysis: RunAnalysis, k_of: dict[str, int] | None) -> int:
 
 
 def _single(by_cell: dict[CellId, dict[str, SloCell]], weights: dict[CellId, float],
-            arms: list[str], objective: str = "throughput") -> SingleUnderSlo | None:
+            arms: list[str], objective: str = "throughput", paired: RunVerdicts | None = None,
+            family: int = 2, floor: float = 0.98,
+            k_of: dict[str, int] | None = None) -> SingleUnderSlo | None:
+    """The best fixed arm under the SLO: the candidates are the arms shown to meet it in every
+    weighed cell; among them the best fixed K's rule (schedule.best_fixed, the one home of it),
+    its gains from `paired` (the objective's verdicts: Total tok/s, or goodput's own) at the
+    family level of `family` arms, as the per-cell choice reads its comparisons."""
     if not by_cell:
         return None
     weighed = [key for key, w in weights.items() if w > 0]
@@ -488,12 +523,26 @@ def _single(by_cell: dict[CellId, dict[str, SloCell]], weights: dict[CellId, flo
         values = [(c.goodput if by == "goodput" else c.throughput) or 1e-9 for c in cells]
         return sum(weights[key] * math.log(max(v, 1e-9)) for key, v in zip(weighed, values, strict=True))
 
-    best = max(candidates, key=score) if candidates else None
+    def gain_of(x: str, y: str) -> Gain | None:
+        if paired is None:
+            return None
+        return combine_ratios([(weights[key], ratio) for key in weighed
+                               if (ratio := family_ratio(paired, key[0], key[1], x, y, family)) is not None])
+
+    # K values have a cost order (the smallest K first); arms that are not all K values do not,
+    # and the answer is then the leader, shown best or not.
+    by_cost = k_of is not None and all(a in k_of for a in candidates)
+    options = sorted(candidates, key=lambda a: k_of[a]) if by_cost and k_of is not None else candidates
+    best = best_fixed(options, score, gain_of, floor, by_cost=by_cost)
     measured = [arm for arm in arms if all(
         (c := by_cell.get(key, {}).get(arm)) is not None and c.throughput is not None for key in weighed)]
     fastest = max(measured, key=lambda arm: score(arm, "throughput")) if measured else None
-    return SingleUnderSlo(arm=best, candidates=candidates, weights=weights, missing_cells=missing,
-                          fastest=fastest)
+    if best is None:
+        return SingleUnderSlo(arm=None, candidates=candidates, weights=weights, missing_cells=missing,
+                              fastest=fastest, floor=floor)
+    return SingleUnderSlo(arm=best.option, candidates=candidates, weights=weights,
+                          missing_cells=missing, fastest=fastest, leader=best.leader,
+                          status=best.status, gains=best.gains, floor=floor)
 
 
 # -- the K schedule under the SLO (K sweeps) -------------------------------------------------------

@@ -1,6 +1,7 @@
 """The report's "Under the SLO" section and its summary lines (zh, en): per cell and arm the
 attainment with its interval, the goodput and the limit closest to failing; then the choice per
-cell among the arms shown to meet the SLO, and the best fixed arm subject to it. Nothing here
+cell among the arms shown to meet the SLO, and the best fixed arm subject to it (shown best,
+within the tie band of the leader, or not shown best: the leader named as such). Nothing here
 without a `[slo]` in the plan (analysis/slo.py); its sentences are the catalogue's `slo`
 section (report/words/)."""
 
@@ -10,7 +11,8 @@ import json
 import math
 
 from dspark_tui.analysis.decision import Ratio
-from dspark_tui.analysis.slo import LimitCheck, SloAnswer, SloCell, SloChoice
+from dspark_tui.analysis.schedule import SINGLE_ANSWER, UNSURE_ANSWER, Gain
+from dspark_tui.analysis.slo import LimitCheck, SingleUnderSlo, SloAnswer, SloCell, SloChoice
 from dspark_tui.analysis.verdicts import Verdict
 from dspark_tui.model.slo import METRIC_LABELS, Limit
 from dspark_tui.report.words import Texts
@@ -191,14 +193,38 @@ def _closest_misses(cell: SloCell, say: Texts) -> str:
                limits=f"; {misses}" if misses else "")
 
 
+def gain_text(gain: Gain) -> str:
+    """`+0.4% (−8.6% … +10.3%)`: a traffic-weighted ratio with its interval, if it has one."""
+    if gain.low is not None and gain.high is not None:
+        return f"{_signed(gain.ratio)} ({_signed(gain.low)} … {_signed(gain.high)})"
+    return _signed(gain.ratio)
+
+
+def _gains_text(single: SingleUnderSlo, say: Texts) -> str:
+    return say.join(say("single_gain", ratio=gain_text(g), arm=arm) for arm, g in single.gains.items())
+
+
 def _single_lines(answer: SloAnswer, say: Texts) -> list[str]:
+    """The best fixed arm under the SLO and how sure it is, by the best fixed K's rule
+    (analysis/slo.SingleUnderSlo: decided, within the band of the leader, unsure, single)."""
     single = answer.single
     if single is None:
         return []
     if single.arm is not None:
         others = [a for a in single.candidates if a != single.arm]
         extra = say("single_others", arms=say.join(f"`{a}`" for a in others)) if others else ""
-        return ["", say("single", arm=single.arm, others=extra)]
+        if single.status == UNSURE_ANSWER:
+            return ["", say("single_unsure", arm=single.arm, others=extra,
+                            behind=say.join(f"`{a}`" for a in single.behind), gains=_gains_text(single, say))]
+        if single.status == SINGLE_ANSWER:
+            return ["", say("single_point", arm=single.arm, others=extra)]
+        lines = ["", say("single", arm=single.arm, others=extra)]
+        if single.gains and single.leader is not None and single.leader != single.arm:
+            lines.append(say("single_band", arm=single.arm, leader=single.leader,
+                             gains=_gains_text(single, say)))
+        elif single.gains:
+            lines.append(say("single_shown", gains=_gains_text(single, say)))
+        return lines
     items = [say("single_item", arm=arm, cells=say.join(f"{s} c={c}" for s, c in cells))
              for arm, cells in single.missing_cells.items()]
     return ["", say("single_none", items=say.join(items))]
@@ -248,7 +274,15 @@ def slo_summary(answer: SloAnswer | None, t: Texts) -> list[str]:
     if single is not None and single.arm is not None:
         differs = (say("summary_fixed_differs", arm=single.fastest)
                    if single.fastest is not None and single.fastest not in single.candidates else "")
-        lines.append(say("summary_fixed", arm=single.arm, fastest=differs))
+        if single.status == UNSURE_ANSWER:
+            lines.append(say("summary_fixed_unsure", arm=single.arm, fastest=differs,
+                             behind=say.join(f"`{a}`" for a in single.behind)))
+        elif single.status == SINGLE_ANSWER:
+            lines.append(say("summary_fixed_point", arm=single.arm, fastest=differs))
+        elif single.leader is not None and single.leader != single.arm:
+            lines.append(say("summary_fixed_band", arm=single.arm, leader=single.leader, fastest=differs))
+        else:
+            lines.append(say("summary_fixed", arm=single.arm, fastest=differs))
     elif single is not None:
         lines.append(say("summary_fixed_none"))
     return lines + schedule_lines(answer, t)

@@ -107,12 +107,16 @@ def test_the_fastest_k_fails_the_tpot_slo_and_the_choice_is_the_k_that_meets_it(
     (choice,) = slo["choices"]
     assert (choice["fastest"], choice["choice"]) == ("st=3", "st=1")
     assert slo["best_fixed"]["arm"] == "st=1" and slo["best_fixed"]["fastest_without_slo"] == "st=3"
+    # By the best fixed K's rule: st=1 is shown best among the arms meeting the SLO (st=0, if it
+    # meets it, is far slower), so no "unsure" (analysis/schedule.best_fixed).
+    assert slo["best_fixed"]["leader"] == "st=1" and slo["best_fixed"]["status"] == "decided"
     # The K schedule under the SLO keeps K=1 where the throughput schedule runs K=3.
     assert slo["schedule"]["ranges"] == [[1, 256, 1]]
     assert slo["schedule"]["speculative_config"]["num_speculative_tokens"] == 1
     throughput = json.loads((slo_run / "schedule.json").read_text())
     assert throughput["speculative_config"]["num_speculative_tokens_per_batch_size"] == [[1, 256, 3]]
-    assert throughput["under_slo"] == {"schedule": slo["schedule"], "best_fixed": "st=1"}
+    assert throughput["under_slo"] == {"schedule": slo["schedule"], "best_fixed": "st=1",
+                                       "best_fixed_status": slo["best_fixed"]["status"]}
     # The latency verdict, paired by round as throughput is: K=1's p90 TPOT is lower than
     # K=3's (the model: 6.5 against 7.7 ms at c=4, far beyond the 2 % band).
     (tpot,) = [v for v in slo["latency"] if {v["a"], v["b"]} == {"st=1", "st=3"}]

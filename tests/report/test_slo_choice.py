@@ -14,35 +14,41 @@ the SLO took K=6 before (the per-comparison interval) and takes K=7 now."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 
 from dspark_tui.analysis.analysis import analyse
-from dspark_tui.analysis.decision import decide_k, family_alpha, ratio_between
+from dspark_tui.analysis.decision import decide_k, family_alpha, family_ratio, ratio_between
+from dspark_tui.analysis.deploy import deploy_answer
+from dspark_tui.analysis.schedule import combine_ratios
 from dspark_tui.analysis.slo import latency_verdicts, slo_answer
 from dspark_tui.analysis.verdicts import SessionPrior
 from dspark_tui.model import Provenance
 from dspark_tui.report.markdown import render_report
 from dspark_tui.results.native_raw import NativeRaw, RequestTiming, write_native_raw
 from dspark_tui.results.store import LoadedRun, load_run
-from tests.report.k_sweep_builders import k_sweep_run
+from tests.report.k_sweep_builders import Model, k_sweep_run, model_throughput
 
 KS = list(range(8))
 GRID = {"chat": [1, 4, 16, 64, 256], "rag": [1, 8, 32, 96]}  # test_decision's
 REQUESTS, TOKENS = 64, 768  # 512 in, 256 out
 
 
-def slo_sweep(folder, objective: str) -> LoadedRun:
+def slo_sweep(folder, objective: str, *, rounds: int = 2, model: Model | None = None,
+              tpot_ms: Callable[[int], float] = lambda k: 5.0) -> LoadedRun:
+    """`tpot_ms`: every request's TPOT of an arm's K (above 50 ms the arm fails the SLO)."""
     slo = f'\n[slo]\np90_tpot_ms = 50\nobjective = "{objective}"\n'
-    run = k_sweep_run(folder, KS, GRID, rounds=2, slo=slo)
+    run = k_sweep_run(folder, KS, GRID, rounds=rounds, slo=slo, model=model)
     with_raw = []
     for m in run.measurements:
         total = m.total_throughput
         assert total is not None
         seconds = REQUESTS * TOKENS / total
-        # Every request: TTFT 0.1 s, then 255 tokens 5 ms apart.
+        # Every request: TTFT 0.1 s, then 255 tokens 5 ms (tpot_ms) apart.
+        gap = tpot_ms(int(m.arm.split("=")[1])) / 1000.0
         timings = [RequestTiming(index=i, input_tokens=512, requested_output_tokens=256,
-                                 output_tokens=256, start_s=0.0, ttft_s=0.1, e2e_s=0.1 + 255 * 0.005,
+                                 output_tokens=256, start_s=0.0, ttft_s=0.1, e2e_s=0.1 + 255 * gap,
                                  usage_reported=True, itl_count=255) for i in range(REQUESTS)]
         relative = f"raw/K_{m.arm.split('=')[1]}__r{m.round}p1/{m.scenario}__c{m.concurrency}.jsonl"
         (folder / relative).parent.mkdir(parents=True, exist_ok=True)
@@ -147,3 +153,97 @@ def test_an_arm_never_restarted_is_said_to_have_no_session_term_in_goodput_and_l
             "verdicts cover within-session noise only.") in en
     plain = render_report(run, "en", charts=[])
     assert "goodput and latency verdicts cover within-session noise only" not in plain
+
+
+# -- the best fixed arm under the SLO: the best fixed K's rule (schedule.best_fixed) -------------
+
+def _k2_beside_k3(k: int, scenario: str, c: int) -> float:
+    """K=2 0.5 % behind K=3 in every cell (within the tie band), the rest the builder's model."""
+    return model_throughput(3, c) * 0.995 if k == 2 else model_throughput(k, c)
+
+
+def _k4_up_fail(k: int) -> float:
+    """TPOT of every request: K >= 4 miss the 50 ms limit everywhere, K <= 3 meet it by far."""
+    return 60.0 if k >= 4 else 5.0
+
+
+@pytest.mark.parametrize("objective", ["throughput", "goodput"])
+def test_with_every_arm_meeting_the_slo_the_best_fixed_arm_is_the_best_fixed_k(tmp_path, objective):
+    """One rule, one home: with no arm excluded by the SLO, the best fixed arm under it is the
+    K sweep's best fixed K — the same K, leader, status and gains over every other K (goodput is
+    Total tok/s over 768 tokens a request here, so its own verdicts give the same ratios)."""
+    analysis = analyse(slo_sweep(tmp_path, objective))
+    answer, deploy = slo_answer(analysis), deploy_answer(analysis)
+    assert answer is not None and answer.single is not None
+    assert deploy is not None and deploy.single is not None
+    single, k = answer.single, deploy.single
+    assert (single.arm, single.leader, single.status) == (f"K={k.k}", f"K={k.leader}", k.status)
+    assert {arm: (round(g.ratio, 9), round(g.low or 0, 9), round(g.high or 0, 9))
+            for arm, g in single.gains.items()} == \
+        {f"K={other}": (round(g.ratio, 9), round(g.low or 0, 9), round(g.high or 0, 9))
+         for other, g in k.gains.items()}
+    # The answer is the leader, shown best: the section says on what (en, zh).
+    en = render_report(analysis.run, "en", charts=[])
+    assert ("- **Best fixed arm under the SLO**: `K=4` (shown to meet it in every cell the traffic "
+            "weighs; also meeting it everywhere:") in en
+    assert ("  - Shown best among them on the traffic: none of them may beat it by more than the tie "
+            "band (its traffic-weighted ratio to each, read at the level the choices are): ") in en
+    zh = render_report(analysis.run, "zh", charts=[])
+    assert "  - 在流量上被证明是其中最好的：没有哪个能比它快出持平带以上" in zh
+
+
+@pytest.mark.parametrize("objective", ["throughput", "goodput"])
+def test_the_best_fixed_arm_under_the_slo_is_the_smallest_k_shown_within_the_band(tmp_path, objective):
+    """K >= 4 fail the SLO; of K = 0..3, K=3 leads by 0.5 % and K=2 is shown within the tie band
+    of it on the traffic (three rounds): the answer is K=2, as the best fixed K's rule gives.
+    Before (a traffic-weighted point estimate), it was the leader K=3."""
+    analysis = analyse(slo_sweep(tmp_path, objective, rounds=3, model=_k2_beside_k3, tpot_ms=_k4_up_fail))
+    answer = slo_answer(analysis)
+    assert answer is not None and answer.single is not None and analysis.verdicts is not None
+    single = answer.single
+    assert single.candidates == ["K=0", "K=1", "K=2", "K=3"] and single.fastest == "K=4"
+    assert single.arm == "K=2"  # before: K=3, the leader by its point estimate
+    assert (single.leader, single.status) == ("K=3", "decided")
+    # Its gains are the objective's paired verdicts at the choices' family level, weighted.
+    paired = answer.goodput if objective == "goodput" else analysis.verdicts
+    assert paired is not None
+    over_k3 = combine_ratios([(w, r) for (s, c), w in single.weights.items()
+                              if (r := family_ratio(paired, s, c, "K=2", "K=3", len(KS))) is not None])
+    assert single.gains["K=3"] == over_k3
+    assert over_k3 is not None and over_k3.low is not None and analysis.band.floor <= over_k3.low < 1.0
+    best = answer.to_json()["best_fixed"]
+    assert (best["arm"], best["leader"], best["status"]) == ("K=2", "K=3", "decided")
+    assert set(best["gain_over"]) == {"K=0", "K=1", "K=3"}
+    en = render_report(analysis.run, "en", charts=[])
+    assert ("- **Best fixed arm under the SLO**: `K=2`, the smallest K shown within the tie band of "
+            "the leader, `K=3` (the fastest arm without the SLO, `K=4`, is not shown to meet it "
+            "everywhere)") in en
+    assert "  - `K=2` is the smallest K shown within the tie band of the leader, `K=3`, on the traffic" in en
+    zh = render_report(analysis.run, "zh", charts=[])
+    assert "- **SLO 约束下最好的固定配置**：`K=2`，被证明处于领先者 `K=3` 持平带内的最小 K" in zh
+
+
+@pytest.mark.parametrize("objective", ["throughput", "goodput"])
+def test_the_best_fixed_arm_under_the_slo_not_shown_best_is_named_as_the_leader_only(tmp_path, objective):
+    """The same arms with two rounds: K=3 leads K=2 by +0.4 % and the interval at the family
+    level is wide, so neither is shown best. The answer names K=3 as the leader and says that K=2
+    may still beat it; before, K=3 was the best fixed arm with nothing said."""
+    analysis = analyse(slo_sweep(tmp_path, objective, model=_k2_beside_k3, tpot_ms=_k4_up_fail))
+    answer = slo_answer(analysis)
+    assert answer is not None and answer.single is not None
+    single = answer.single
+    en = render_report(analysis.run, "en", charts=[])
+    assert "- **Best fixed arm under the SLO**: `K=3` (the fastest arm" not in en  # before
+    assert ("- **Best fixed arm under the SLO**: none is shown best; the leader is `K=3`, and `K=2` "
+            "may still beat it by more than the tie band") in en
+    assert ("- **Best fixed arm under the SLO**: no fixed arm is shown best; the leader is `K=3` "
+            "(shown to meet it in every cell the traffic weighs; also meeting it everywhere: `K=0`, "
+            "`K=1`, `K=2`), and `K=2` may still beat it by more than the tie band") in en
+    zh = render_report(analysis.run, "zh", charts=[])
+    assert "没有哪个被证明最好；领先的是 `K=3`，`K=2` 仍可能比它快出持平带以上" in zh
+    assert (single.arm, single.leader, single.status) == ("K=3", "K=3", "unsure")
+    over_k2 = single.gains["K=2"]
+    assert over_k2.low is not None and over_k2.low < analysis.band.floor
+    assert single.behind == ["K=2"]
+    best = answer.to_json()["best_fixed"]
+    assert (best["arm"], best["leader"], best["status"]) == ("K=3", "K=3", "unsure")
