@@ -18,9 +18,11 @@ from pathlib import Path
 import psutil
 import pytest
 
+from dspark_tui.engine.rundir.control import send_control
 from dspark_tui.engine.servers.ports import port_is_free
 from dspark_tui.engine.start.launch import RunnerProcess
 from dspark_tui.model import load_plan
+from dspark_tui.model.events import Notice
 from dspark_tui.results import RunStore, load_run, manifest_for_plan, scan_runs
 from tests.cli import CLI, cli_env, reaped, run_cli, slow_cells, wait_for
 from tests.conftest import SAMPLE_RUN
@@ -383,12 +385,27 @@ def test_attach_without_a_directory_follows_the_newest_running_run(tmp_path: Pat
     nothing = run_cli("attach", "--headless", timeout=30, env=env)
     assert nothing.returncode == 2 and "attach: no running run in" in nothing.stderr
     runner = RunnerProcess.start(str(plan), results_root=results, detach=True)
+    run_dir = runner.run_dir
     try:
-        wait_for(lambda: "cell_started" in _kinds(runner.run_dir), what="the first cell")
-        attached = run_cli("attach", "--headless", timeout=90, env=env)
-        assert attached.returncode == 0, attached.stdout + attached.stderr
-        assert str(runner.run_dir) in attached.stdout
-        assert "run completed: 4/4 cells ok" in attached.stdout
+        wait_for(lambda: "cell_started" in _kinds(run_dir), what="the first cell")
+        # Held between cells until attach has picked it: left going, the run's last 3-6 s were
+        # all the time attach had to start Python and scan, and a start 6 s late (a loaded box)
+        # found no running run. Paused, the run is running for as long as attach takes.
+        send_control(run_dir, "pause")
+        wait_for(lambda: any(isinstance(e, Notice) and e.message.startswith("paused")
+                             for e in RunStore(run_dir).read_events()), what="the pause")
+        attach = subprocess.Popen([*CLI, "attach", "--headless"], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+                                  env=cli_env(env))
+        with reaped(attach):
+            assert attach.stdout is not None
+            first = attach.stdout.readline()  # a line: it picked a run and replays its events
+            send_control(run_dir, "resume")
+            rest, err = attach.communicate(timeout=90)
+        out = first + rest
+        assert attach.returncode == 0, out + err
+        assert str(run_dir) in out
+        assert "run completed: 4/4 cells ok" in out
     finally:
         runner.stop(timeout=5)
 
