@@ -156,8 +156,11 @@ def test_detach_ctl_attach_and_a_second_run_on_the_same_port(tmp_path: Path, por
 
 
 def test_kill_9_mid_cell_then_resume_redoes_nothing_and_loses_nothing(tmp_path: Path, port: int):
+    # 2048 tokens: the second cell, which the kill must find in flight, lasts about 2 s; at
+    # slow_cells' 512 it lasted 0.5 s, and a kill 0.5 s late (a stalled test process on a
+    # loaded box) found it saved.
     plan = write_sim_plan(tmp_path, port, "--spawn-workers", "2", arms=(3,), speed=2, warmup=0,
-                          cells=slow_cells())
+                          cells=slow_cells(output_len=2048))
     runner = RunnerProcess.start(str(plan), results_root=tmp_path / "results", detach=True)
     run_dir = runner.run_dir
     try:
