@@ -38,6 +38,23 @@ def _status(run_dir: Path) -> str:
     return json.loads((run_dir / "run.json").read_text())["status"]
 
 
+def _hold(run_dir: Path) -> None:
+    """Pause the run and wait until it says so: held between cells, running for as long as a
+    test takes to act on it. Left going, a run of slow_cells has 2-4 s after its first cell,
+    which a loaded box can spend before a signal, a kill or a Python start lands."""
+    send_control(run_dir, "pause")
+    wait_for(lambda: any(isinstance(e, Notice) and e.message.startswith("paused")
+                         for e in RunStore(run_dir).read_events()), what="the pause")
+
+
+def _first_cell_started(results: Path) -> Path:
+    """The one run directory under `results`, once its first cell has started."""
+    wait_for(lambda: any('"cell_started"' in p.read_text() for p in results.glob("*/events.jsonl")),
+             what="the first cell")
+    (run_dir,) = list(results.iterdir())
+    return run_dir
+
+
 def _cell_files(run_dir: Path) -> dict[str, str]:
     """Cell file -> its saved started_at, to prove a finished cell is never redone."""
     return {
@@ -205,16 +222,26 @@ def test_sighup_of_a_foreground_run_detaches_it_and_the_run_finishes(tmp_path: P
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             stdin=subprocess.DEVNULL, start_new_session=True, env=cli_env(env))
     with reaped(proc):
-        wait_for(lambda: list(results.glob("*/cells/*/*.json")), what="a finished cell")
-        (run_dir,) = list(results.iterdir())
+        # Held paused after its first cell until attach has picked it: left going, a SIGHUP
+        # 2 s late (a loaded box) left attach no running run to find.
+        run_dir = _first_cell_started(results)
+        _hold(run_dir)
         proc.send_signal(signal.SIGHUP)
         wait_for(lambda: "terminal closed, detached" in (run_dir / "events.jsonl").read_text(),
                  what="the hand-off")
-        attached = run_cli("attach", "--headless", timeout=60, env=env)
+        attach = subprocess.Popen([*CLI, "attach", "--headless"], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+                                  env=cli_env(env))
+        with reaped(attach):
+            assert attach.stdout is not None
+            first = attach.stdout.readline()  # a line: it picked the run
+            send_control(run_dir, "resume")
+            attached, attach_err = attach.communicate(timeout=60)
         out, _ = proc.communicate(timeout=60)
+    attached = first + attached
     assert proc.returncode == 0, out
     assert "control detach: terminal closed, detached" in out
-    assert str(run_dir) in attached.stdout and "run completed: 4/4 cells ok" in attached.stdout
+    assert str(run_dir) in attached and "run completed: 4/4 cells ok" in attached, attach_err
     assert _status(run_dir) == "completed"
     assert json.loads((run_dir / "server.json").read_text())["state"] == "stopped"
 
@@ -228,8 +255,8 @@ def test_sighup_with_no_detach_on_hangup_stops_the_server_and_marks_the_run_inte
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             stdin=subprocess.DEVNULL, start_new_session=True)
     with reaped(proc):
-        wait_for(lambda: list(results.glob("*/cells/*/*.json")), what="a finished cell")
-        (run_dir,) = list(results.iterdir())
+        run_dir = _first_cell_started(results)
+        _hold(run_dir)  # a SIGHUP after the run's end would find nothing to stop
         server_pid = json.loads((run_dir / "server.json").read_text())["pid"]
         proc.send_signal(signal.SIGHUP)
         out, _ = proc.communicate(timeout=30)
@@ -391,12 +418,9 @@ def test_attach_without_a_directory_follows_the_newest_running_run(tmp_path: Pat
     run_dir = runner.run_dir
     try:
         wait_for(lambda: "cell_started" in _kinds(run_dir), what="the first cell")
-        # Held between cells until attach has picked it: left going, the run's last 3-6 s were
-        # all the time attach had to start Python and scan, and a start 6 s late (a loaded box)
-        # found no running run. Paused, the run is running for as long as attach takes.
-        send_control(run_dir, "pause")
-        wait_for(lambda: any(isinstance(e, Notice) and e.message.startswith("paused")
-                             for e in RunStore(run_dir).read_events()), what="the pause")
+        # Held until attach has picked it: left going, the run's last 3-6 s were all the time
+        # attach had to start Python and scan, and one 6 s late found no running run.
+        _hold(run_dir)
         attach = subprocess.Popen([*CLI, "attach", "--headless"], stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
                                   env=cli_env(env))
