@@ -390,8 +390,14 @@ def test_a_full_disk_stops_the_run_keeping_every_saved_cell_and_resume_finishes(
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             stdin=subprocess.DEVNULL)
     with reaped(proc):
-        wait_for(lambda: any(results.glob("*/cells/*/slow__c1__r1p1.json")), what="the first cell")
-        filler = _fill(small_disk)  # the disk is full while the second cell runs
+        # Filled while held paused after the first cell, then resumed: left going, the rest of
+        # the run took under 3 s after the first cell's file, and a fill 3 s late found the run
+        # completed. (The resume's line fits the control file's page: no new space needed.)
+        run_dir = _first_cell_started(results)
+        _hold(run_dir)
+        assert any(results.glob("*/cells/*/slow__c1__r1p1.json"))
+        filler = _fill(small_disk)  # the disk is full when the second cell is saved
+        send_control(run_dir, "resume")
         out, _ = proc.communicate(timeout=60)
     assert proc.returncode != 0
     assert "Traceback" not in out
