@@ -270,7 +270,12 @@ def test_sighup_with_no_detach_on_hangup_stops_the_server_and_marks_the_run_inte
 
 
 def test_a_runner_whose_parent_dies_aborts(tmp_path: Path, port: int):
-    plan = write_sim_plan(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=slow_cells())
+    # The parent dies 1.5 s after the start and the runner looks once a second: up to 2.5 s.
+    # At slow_cells' 512 tokens the run had only about 3 s of cells after its Python and
+    # server starts, which a fast machine shortens (here a parent living 6 s saw it complete);
+    # at 2048 tokens it has about 11 s, which the abort cuts, so they cost nothing.
+    plan = write_sim_plan(tmp_path, port, arms=(3,), speed=2, warmup=0,
+                          cells=slow_cells(output_len=2048))
     results = tmp_path / "results"
     # A parent that starts an attached runner, prints its pid and dies at once.
     script = (
