@@ -118,6 +118,38 @@ def headless_run(plan: Path, results: Path, *extra: str, timeout: float) -> Path
     return run_dir
 
 
+def stated_sweep(folder: Path, plan: Path, truth: dict[str, dict[int, float]], scenario: str,
+                 schedule: dict[str, Any] | None = None) -> Path:
+    """A finished K sweep of `plan` as its run leaves it for `run --verify`, its measurements
+    stated instead of measured: run.json (the plan's, completed), one cell file a measurement
+    (tests/report/k_sweep_builders.py `stated_cells`: arm -> concurrency -> Total tok/s, in the
+    plan's rounds, with the running batch read 40 times at the client's concurrency, as a
+    closed loop without a queue holds it), and schedule.json as the product computes it from
+    those files, or `schedule` as the test states it. What it recommends is the truth's (or the
+    test's), on any machine at any load."""
+    import json
+
+    from dspark_tui.model import ServerSummary, load_plan
+    from dspark_tui.results import RunStore, load_run, manifest_for_plan
+    from tests.report.k_sweep_builders import finished_sweep, stated_cells
+
+    loaded = load_plan(plan)
+    folder.mkdir(parents=True)
+    store = RunStore(folder)
+    manifest = manifest_for_plan(loaded, plan_source=str(plan))
+    for cell in stated_cells(truth, scenario, rounds=loaded.bench.rounds):
+        c = cell.concurrency
+        store.save_cell(cell.model_copy(update={"server": ServerSummary(
+            samples=40, running_mean=c, running_peak=c, running_steady=c, running_samples=40)}))
+    if schedule is None:
+        store.write_manifest(manifest)
+        return finished_sweep(load_run(folder))
+    manifest.status = "completed"
+    store.write_manifest(manifest)
+    (folder / "schedule.json").write_text(json.dumps(schedule))
+    return folder
+
+
 def sim_runner(tmp_path: Path, port: int, *flags: str, **kwargs: Any) -> tuple[Runner, Recorder]:
     """A Runner of a simulator plan (sim_plan_text's keywords) in tmp_path/results, with a
     Recorder subscribed to its events."""

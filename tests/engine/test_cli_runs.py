@@ -18,9 +18,11 @@ from pathlib import Path
 import psutil
 import pytest
 
+from dspark_tui.engine.rundir.control import send_control
 from dspark_tui.engine.servers.ports import port_is_free
 from dspark_tui.engine.start.launch import RunnerProcess
 from dspark_tui.model import load_plan
+from dspark_tui.model.events import Notice
 from dspark_tui.results import RunStore, load_run, manifest_for_plan, scan_runs
 from tests.cli import CLI, cli_env, reaped, run_cli, slow_cells, wait_for
 from tests.conftest import SAMPLE_RUN
@@ -34,6 +36,23 @@ def _kinds(run_dir: Path) -> list[str]:
 
 def _status(run_dir: Path) -> str:
     return json.loads((run_dir / "run.json").read_text())["status"]
+
+
+def _hold(run_dir: Path) -> None:
+    """Pause the run and wait until it says so: held between cells, running for as long as a
+    test takes to act on it. Left going, a run of slow_cells has 2-4 s after its first cell,
+    which a loaded box can spend before a signal, a kill or a Python start lands."""
+    send_control(run_dir, "pause")
+    wait_for(lambda: any(isinstance(e, Notice) and e.message.startswith("paused")
+                         for e in RunStore(run_dir).read_events()), what="the pause")
+
+
+def _first_cell_started(results: Path) -> Path:
+    """The one run directory under `results`, once its first cell has started."""
+    wait_for(lambda: any('"cell_started"' in p.read_text() for p in results.glob("*/events.jsonl")),
+             what="the first cell")
+    (run_dir,) = list(results.iterdir())
+    return run_dir
 
 
 def _cell_files(run_dir: Path) -> dict[str, str]:
@@ -154,8 +173,11 @@ def test_detach_ctl_attach_and_a_second_run_on_the_same_port(tmp_path: Path, por
 
 
 def test_kill_9_mid_cell_then_resume_redoes_nothing_and_loses_nothing(tmp_path: Path, port: int):
+    # 2048 tokens: the second cell, which the kill must find in flight, lasts about 2 s; at
+    # slow_cells' 512 it lasted 0.5 s, and a kill 0.5 s late (a stalled test process on a
+    # loaded box) found it saved.
     plan = write_sim_plan(tmp_path, port, "--spawn-workers", "2", arms=(3,), speed=2, warmup=0,
-                          cells=slow_cells())
+                          cells=slow_cells(output_len=2048))
     runner = RunnerProcess.start(str(plan), results_root=tmp_path / "results", detach=True)
     run_dir = runner.run_dir
     try:
@@ -200,16 +222,26 @@ def test_sighup_of_a_foreground_run_detaches_it_and_the_run_finishes(tmp_path: P
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             stdin=subprocess.DEVNULL, start_new_session=True, env=cli_env(env))
     with reaped(proc):
-        wait_for(lambda: list(results.glob("*/cells/*/*.json")), what="a finished cell")
-        (run_dir,) = list(results.iterdir())
+        # Held paused after its first cell until attach has picked it: left going, a SIGHUP
+        # 2 s late (a loaded box) left attach no running run to find.
+        run_dir = _first_cell_started(results)
+        _hold(run_dir)
         proc.send_signal(signal.SIGHUP)
         wait_for(lambda: "terminal closed, detached" in (run_dir / "events.jsonl").read_text(),
                  what="the hand-off")
-        attached = run_cli("attach", "--headless", timeout=60, env=env)
+        attach = subprocess.Popen([*CLI, "attach", "--headless"], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+                                  env=cli_env(env))
+        with reaped(attach):
+            assert attach.stdout is not None
+            first = attach.stdout.readline()  # a line: it picked the run
+            send_control(run_dir, "resume")
+            attached, attach_err = attach.communicate(timeout=60)
         out, _ = proc.communicate(timeout=60)
+    attached = first + attached
     assert proc.returncode == 0, out
     assert "control detach: terminal closed, detached" in out
-    assert str(run_dir) in attached.stdout and "run completed: 4/4 cells ok" in attached.stdout
+    assert str(run_dir) in attached and "run completed: 4/4 cells ok" in attached, attach_err
     assert _status(run_dir) == "completed"
     assert json.loads((run_dir / "server.json").read_text())["state"] == "stopped"
 
@@ -223,8 +255,8 @@ def test_sighup_with_no_detach_on_hangup_stops_the_server_and_marks_the_run_inte
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             stdin=subprocess.DEVNULL, start_new_session=True)
     with reaped(proc):
-        wait_for(lambda: list(results.glob("*/cells/*/*.json")), what="a finished cell")
-        (run_dir,) = list(results.iterdir())
+        run_dir = _first_cell_started(results)
+        _hold(run_dir)  # a SIGHUP after the run's end would find nothing to stop
         server_pid = json.loads((run_dir / "server.json").read_text())["pid"]
         proc.send_signal(signal.SIGHUP)
         out, _ = proc.communicate(timeout=30)
@@ -238,7 +270,12 @@ def test_sighup_with_no_detach_on_hangup_stops_the_server_and_marks_the_run_inte
 
 
 def test_a_runner_whose_parent_dies_aborts(tmp_path: Path, port: int):
-    plan = write_sim_plan(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=slow_cells())
+    # The parent dies 1.5 s after the start and the runner looks once a second: up to 2.5 s.
+    # At slow_cells' 512 tokens the run had only about 3 s of cells after its Python and
+    # server starts, which a fast machine shortens (here a parent living 6 s saw it complete);
+    # at 2048 tokens it has about 11 s, which the abort cuts, so they cost nothing.
+    plan = write_sim_plan(tmp_path, port, arms=(3,), speed=2, warmup=0,
+                          cells=slow_cells(output_len=2048))
     results = tmp_path / "results"
     # A parent that starts an attached runner, prints its pid and dies at once.
     script = (
@@ -358,8 +395,14 @@ def test_a_full_disk_stops_the_run_keeping_every_saved_cell_and_resume_finishes(
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             stdin=subprocess.DEVNULL)
     with reaped(proc):
-        wait_for(lambda: any(results.glob("*/cells/*/slow__c1__r1p1.json")), what="the first cell")
-        filler = _fill(small_disk)  # the disk is full while the second cell runs
+        # Filled while held paused after the first cell, then resumed: left going, the rest of
+        # the run took under 3 s after the first cell's file, and a fill 3 s late found the run
+        # completed. (The resume's line fits the control file's page: no new space needed.)
+        run_dir = _first_cell_started(results)
+        _hold(run_dir)
+        assert any(results.glob("*/cells/*/slow__c1__r1p1.json"))
+        filler = _fill(small_disk)  # the disk is full when the second cell is saved
+        send_control(run_dir, "resume")
         out, _ = proc.communicate(timeout=60)
     assert proc.returncode != 0
     assert "Traceback" not in out
@@ -383,12 +426,24 @@ def test_attach_without_a_directory_follows_the_newest_running_run(tmp_path: Pat
     nothing = run_cli("attach", "--headless", timeout=30, env=env)
     assert nothing.returncode == 2 and "attach: no running run in" in nothing.stderr
     runner = RunnerProcess.start(str(plan), results_root=results, detach=True)
+    run_dir = runner.run_dir
     try:
-        wait_for(lambda: "cell_started" in _kinds(runner.run_dir), what="the first cell")
-        attached = run_cli("attach", "--headless", timeout=90, env=env)
-        assert attached.returncode == 0, attached.stdout + attached.stderr
-        assert str(runner.run_dir) in attached.stdout
-        assert "run completed: 4/4 cells ok" in attached.stdout
+        wait_for(lambda: "cell_started" in _kinds(run_dir), what="the first cell")
+        # Held until attach has picked it: left going, the run's last 3-6 s were all the time
+        # attach had to start Python and scan, and one 6 s late found no running run.
+        _hold(run_dir)
+        attach = subprocess.Popen([*CLI, "attach", "--headless"], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+                                  env=cli_env(env))
+        with reaped(attach):
+            assert attach.stdout is not None
+            first = attach.stdout.readline()  # a line: it picked a run and replays its events
+            send_control(run_dir, "resume")
+            rest, err = attach.communicate(timeout=90)
+        out = first + rest
+        assert attach.returncode == 0, out + err
+        assert str(run_dir) in out
+        assert "run completed: 4/4 cells ok" in out
     finally:
         runner.stop(timeout=5)
 

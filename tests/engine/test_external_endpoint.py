@@ -192,8 +192,10 @@ def test_kill_9_then_resume_has_no_server_to_stop_and_finishes_on_the_same_serve
         runner = RunnerProcess.start(str(plan), results_root=tmp_path / "results", detach=True)
         run_dir = runner.run_dir
         try:
+            # At least two: exactly two lasts one cell (0.5 s), and a poll stalled past it (a
+            # loaded box) never saw it again and timed out.
             wait_for(lambda: [e.kind for e in RunStore(run_dir).read_events()].count(
-                "cell_started") == 2, what="the second cell")
+                "cell_started") >= 2, what="the second cell")
             os.kill(runner.pid, signal.SIGKILL)
             runner.wait(5)
             assert not (run_dir / "server.json").exists()

@@ -18,6 +18,7 @@ import httpx
 import pytest
 import yaml
 
+from dspark_tui.engine.rundir.control import send_control
 from dspark_tui.engine.servers.launchers import (
     Placement,
     launcher_problems,
@@ -30,6 +31,7 @@ from dspark_tui.engine.servers.launchers.slurm import srun_argv
 from dspark_tui.engine.servers.server import ServerError
 from dspark_tui.engine.start.launch import RunnerProcess
 from dspark_tui.model import Plan, PlanError, SlurmOptions, parse_plan
+from dspark_tui.model.events import Notice
 from dspark_tui.results import RunStore, load_run
 from tests.cli import run_cli, slow_cells, wait_for
 from tests.engine import clusters
@@ -110,11 +112,18 @@ def test_a_server_that_fails_to_start_is_told_and_its_job_or_pod_is_ended(
 
 # -- kill -9 of the runner, then resume -----------------------------------------------------------
 
-def _kill_runner_mid_cell(plan: Path, cluster: Path) -> tuple[RunnerProcess, Path]:
+def _kill_runner_while_it_runs(plan: Path, cluster: Path) -> tuple[RunnerProcess, Path]:
+    """Start the plan detached and kill -9 its runner while it is held paused after its first
+    cell, its job or pod up. Left going, the run's last 2-4 s after the first cell started
+    were the window, and a kill 4 s late (a loaded box) found the job already cancelled."""
     runner = RunnerProcess.start(str(plan), results_root=cluster / "results", detach=True)
     run_dir = runner.run_dir
     wait_for(lambda: [e for e in RunStore(run_dir).read_events() if e.kind == "cell_started"],
              timeout=60, what="a cell in flight")
+    send_control(run_dir, "pause")
+    wait_for(lambda: [e for e in RunStore(run_dir).read_events()
+                      if isinstance(e, Notice) and e.message.startswith("paused")],
+             what="the pause")
     os.kill(runner.pid, signal.SIGKILL)
     runner.wait(5)
     return runner, run_dir
@@ -122,7 +131,7 @@ def _kill_runner_mid_cell(plan: Path, cluster: Path) -> tuple[RunnerProcess, Pat
 
 def test_resume_after_kill_9_cancels_the_slurm_job_left_behind(cluster: Path, port: int):
     plan = cluster_plan(cluster, port, "slurm", arms=(3,), speed=2, cells=slow_cells((1, 2, 3)))
-    runner, run_dir = _kill_runner_mid_cell(plan, cluster)
+    runner, run_dir = _kill_runner_while_it_runs(plan, cluster)
     try:
         (job,) = clusters.jobs(cluster)
         assert job["state"] == "RUNNING" and _record(run_dir)["job_id"] == job["id"]
@@ -141,7 +150,7 @@ def test_resume_after_kill_9_cancels_the_slurm_job_left_behind(cluster: Path, po
 
 def test_resume_after_kill_9_deletes_the_pod_left_behind(cluster: Path, port: int):
     plan = cluster_plan(cluster, port, "kubernetes", arms=(3,), speed=2, cells=slow_cells((1, 2, 3)))
-    runner, run_dir = _kill_runner_mid_cell(plan, cluster)
+    runner, run_dir = _kill_runner_while_it_runs(plan, cluster)
     try:
         ((name, pod),) = pods(cluster).items()
         assert _record(run_dir)["objects"] == [f"pod/{name}", f"service/{name}"]

@@ -22,6 +22,9 @@ TINY = ('[[scenarios]]\nname = "chat"\ninput_len = 32\noutput_len = 8\n'
 # About a second a measurement at --speed 2, so a test can act while one is in flight.
 SLOW = ('[[scenarios]]\nname = "slow"\ninput_len = 64\noutput_len = 512\nrange_ratio = 1.0\n'
         'concurrencies = [1, 2]\nnum_prompts = 2\n')
+# For a kill -9 that must find a c = 2 measurement in flight: about 2 s of it, not SLOW's 0.5 s,
+# which a kill 0.5 s late (a test process stalled on a loaded box) found already saved.
+IN_FLIGHT = SLOW.replace("output_len = 512", "output_len = 2048")
 
 
 class ScriptedRemeasure:
@@ -151,7 +154,7 @@ async def test_resume_continues_the_adaptive_round_it_decided_without_deciding_a
 
 
 def test_kill_9_mid_round_then_resume_loses_and_redoes_nothing(tmp_path: Path, port: int):
-    plan = write_sim_plan(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=SLOW, rounds=2,
+    plan = write_sim_plan(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=IN_FLIGHT, rounds=2,
                           repeats=1)
     runner = RunnerProcess.start(str(plan), results_root=tmp_path / "results", detach=True)
     run_dir = runner.run_dir
@@ -201,7 +204,7 @@ async def test_kill_9_in_an_adaptive_round_then_resume_keeps_the_decision(tmp_pa
     # A runner decides an adaptive round (both cells) and is stopped at its start; a detached
     # runner resumes it and is killed mid-round; the last resume finishes that round.
     decide = ScriptedRemeasure([("slow", 1), ("slow", 2)])
-    runner, _ = _runner(tmp_path, port, decide, arms=(3,), speed=2, cells=SLOW, rounds=1,
+    runner, _ = _runner(tmp_path, port, decide, arms=(3,), speed=2, cells=IN_FLIGHT, rounds=1,
                         adaptive_rounds=1)
     runner.subscribe(lambda e: runner.abort() if e.kind == "cell_started" and e.round == 2 else None)
     assert await runner.run() == "aborted"

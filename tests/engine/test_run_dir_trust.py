@@ -18,6 +18,7 @@ import psutil
 import pytest
 
 from dspark_tui.engine.checks.preflight import check_bench_secrets
+from dspark_tui.engine.rundir.control import send_control
 from dspark_tui.engine.servers.launchers import stop_orphaned_launch
 from dspark_tui.engine.servers.ports import port_is_free
 from dspark_tui.engine.servers.procs import TOKEN_VAR
@@ -157,7 +158,7 @@ def _gone(pid: int) -> bool:
 
 def test_a_refused_resume_stops_the_orphaned_server_and_trusts_no_crafted_record(
         tmp_path: Path, port: int):
-    """A run whose server needs a secret variable, its runner killed with -9 mid-cell: the
+    """A run whose server needs a secret variable, its runner killed with -9 while it runs: the
     resume without the variable is refused — and the server it left is stopped first. The
     crafted records planted meanwhile run nothing and signal nothing."""
     text = sim_plan_text(port, "--spawn-workers", "1", arms=(3,), speed=2, warmup=0,
@@ -175,6 +176,11 @@ def test_a_refused_resume_stops_the_orphaned_server_and_trusts_no_crafted_record
         wait_for(lambda: (run_dir / "events.jsonl").exists()
                  and "cell_started" in (run_dir / "events.jsonl").read_text(),
                  timeout=60, what="the first cell")
+        # Killed while held paused after a cell, its server up: left going, the run's last
+        # 3-4 s were the window, and a kill 4 s late (a loaded box) found the server stopped.
+        send_control(run_dir, "pause")
+        wait_for(lambda: "paused; resume to go on" in (run_dir / "events.jsonl").read_text(),
+                 what="the pause")
         # the record names the server's worker once the runner has seen it (not always by the
         # first cell's start on a loaded box)
         wait_for(lambda: len(_server_pids(run_dir)) == 2, timeout=30, what="the worker recorded")

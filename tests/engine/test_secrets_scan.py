@@ -18,6 +18,7 @@ from pathlib import Path
 
 import psutil
 
+from dspark_tui.engine.rundir.control import send_control
 from dspark_tui.engine.servers.log_relay import HOLD_MAX, copy_scrubbed
 from dspark_tui.model.secrets import Scrubber
 from tests.cli import run_cli, slow_cells, wait_for
@@ -154,7 +155,15 @@ def test_a_killed_runner_costs_the_log_no_line_and_a_resume_hands_the_server_the
     assert done.returncode == 0, done.stderr
     run_dir = Path(done.stdout.strip().splitlines()[0])
     pid = _runner_pid(run_dir)
-    wait_for(lambda: any(run_dir.glob("cells/*/slow__c1__r1p1.json")), timeout=60, what="the first cell")
+    events = run_dir / "events.jsonl"
+    # Killed while held paused after its first cell, its server up: left going, the other two
+    # cells and the reports took under 2 s, and a kill 2 s late (a loaded box) found the server
+    # stopped, its heartbeats over.
+    wait_for(lambda: events.exists() and '"cell_started"' in events.read_text(), timeout=60,
+             what="the first cell to start")
+    send_control(run_dir, "pause")
+    wait_for(lambda: "paused; resume to go on" in events.read_text(), what="the pause")
+    assert any(run_dir.glob("cells/*/slow__c1__r1p1.json"))
     (first_log,) = (run_dir / "logs").glob("server-*.log")
 
     def beats() -> int:

@@ -14,7 +14,7 @@ import pytest
 from dspark_tui.analysis.analysis import analyse
 from dspark_tui.analysis.verification import verification_of
 from dspark_tui.results import load_run
-from tests.engine.helpers import headless_run, write_sim_plan
+from tests.engine.helpers import headless_run, stated_sweep, write_sim_plan
 
 # One cell inside the first range (c = 4); the rerun adds the boundary's two sides, c = 8 and 9.
 CELLS = """[[scenarios]]
@@ -33,17 +33,17 @@ SPEED = 4
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A finished two-arm sweep (K = 3, 5) whose schedule.json is replaced by the schedule
-    under test: `--verify` reruns what schedule.json says."""
+    """A finished two-arm sweep (K = 3, 5) whose schedule.json is the schedule under test:
+    `--verify` reruns what schedule.json says. Its measurements are stated, not run: two K
+    values make no K sweep of their own, so nothing the sweep measured reaches the rerun."""
     folder = tmp_path_factory.mktemp("sweep")
     plan = write_sim_plan(folder, 0, arms=(3, 5), speed=SPEED, warmup=1, cells=CELLS)
-    run_dir = headless_run(plan, folder / "runs", timeout=120)
-    # Two K values make no K sweep of their own, so the schedule is the one under test.
-    (run_dir / "schedule.json").write_text(json.dumps({
-        "speculative_config": {"method": "mtp", "num_speculative_tokens": 5,
-                               "num_speculative_tokens_per_batch_size": SCHEDULE},
-        "single_best_k": {"k": 3}, "keyed_on": "running_batch"}))
-    return run_dir
+    return stated_sweep(folder / "k_sweep", plan, {"st=3": {4: 1000.0}, "st=5": {4: 1050.0}},
+                        "chat", schedule={
+                            "speculative_config": {
+                                "method": "mtp", "num_speculative_tokens": 5,
+                                "num_speculative_tokens_per_batch_size": SCHEDULE},
+                            "single_best_k": {"k": 3}, "keyed_on": "running_batch"})
 
 
 def _verify(tmp_path: Path, sweep: Path, *sim_flags: str) -> tuple[Path, Any]:

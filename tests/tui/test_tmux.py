@@ -19,6 +19,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from dspark_tui.engine.rundir.control import send_control
+from tests.cli import reaped
 from tests.simulator import demo_plan_text
 
 pytestmark = [pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
@@ -100,20 +102,35 @@ def test_lost_terminal_hands_the_run_off_and_attach_finds_it(tmux: Tmux, tmp_pat
     tmux.wait_for("cell 1/", timeout=40)
     run_dir = next((tmp_path / "results").glob("demo_*"))
     runner_pid = json.loads((run_dir / "run.json").read_text())["runner_pid"]
-    tmux("kill-server")  # the terminal goes away: SIGHUP to the app
     events = run_dir / "events.jsonl"
-    deadline = time.monotonic() + 30
-    while "terminal closed, detached" not in events.read_text() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert "terminal closed, detached" in events.read_text()
+    # Held paused between cells until attach has picked it: left going, the run's last 3-6 s
+    # after the hand-off were all the time attach had to start, and one 6 s late (a loaded
+    # box) found no running run.
+    send_control(run_dir, "pause")
+    _wait_in(events, "paused; resume to go on")
+    tmux("kill-server")  # the terminal goes away: SIGHUP to the app
+    _wait_in(events, "terminal closed, detached")
     assert psutil.pid_exists(runner_pid)
     env = {**os.environ, **app_env(tmp_path)}
-    attached = subprocess.run([sys.executable, "-m", "dspark_tui", "attach", "--headless"],
-                              capture_output=True, text=True, timeout=240, env=env,
+    attach = subprocess.Popen([sys.executable, "-m", "dspark_tui", "attach", "--headless"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                               stdin=subprocess.DEVNULL)
-    assert str(run_dir) in attached.stdout, attached.stdout + attached.stderr
-    assert "run completed" in attached.stdout and "summary:" in attached.stdout
+    with reaped(attach):
+        assert attach.stdout is not None
+        first = attach.stdout.readline()  # a line: it picked a run and replays its events
+        send_control(run_dir, "resume")
+        rest, err = attach.communicate(timeout=240)
+    out = first + rest
+    assert str(run_dir) in out, out + err
+    assert "run completed" in out and "summary:" in out
     assert json.loads((run_dir / "run.json").read_text())["status"] == "completed"
+
+
+def _wait_in(events: Path, text: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while text not in events.read_text() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert text in events.read_text(), f"no {text!r} in the run's events"
 
 
 @pytest.mark.slow
