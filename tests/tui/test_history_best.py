@@ -109,3 +109,16 @@ async def test_an_unsure_verify_run_counts_its_a_vs_a_checks_apart_on_the_histor
         # Drawn whole on the 80-column screen, on the run's row, not cut by the column.
         (line,) = [ln for ln in shown.splitlines() if expected in ln]
         assert "k_sweep_verify" in line, shown
+
+
+def test_two_digit_counts_drop_the_spaces_to_fit_the_column(tmp_path: Path):
+    """Ten choices and four A-vs-A checks (c = 1, 2, 4, 8 run K=5 throughout): `?n/10 ·4 AvA` is
+    12 cells, one more than the column; the same words without spaces fit."""
+    grid = [1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 160, 192]
+    run = verification_run(tmp_path, dict.fromkeys(grid, 1.0), fixed_k=5, noise=0.03,
+                           grid={"chat": grid})
+    result = verification_of(analyse(run))
+    assert result is not None and result.outcome == "unsure" and len(result.same_k) == 4
+    en, zh = said(run, "en"), said(run, "zh")
+    assert en.startswith("?") and en.endswith("/10·4AvA"), en
+    assert zh.startswith("?") and zh.endswith("/10·4同K"), zh
