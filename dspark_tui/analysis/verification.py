@@ -273,6 +273,19 @@ def without_same_k(analysis: RunAnalysis, frame: pd.DataFrame) -> pd.DataFrame:
     return frame[[cell not in keys for cell in cells]]
 
 
+def choice_verdicts(analysis: RunAnalysis) -> tuple[list[str], list[str]]:
+    """The verdicts (wins, tie, unsure …) of the run's comparisons that are choices, its A-vs-A
+    cells left out, and those of the A-vs-A cells apart: what the report's how-sure line counts
+    and what its clause counts apart (report/certainty.py), and History's `--verify` cell
+    (tui/run_facts.py). Every comparison and nothing apart for a run without A-vs-A cells."""
+    winners = analysis.winners
+    if winners.empty:
+        return [], []
+    kept = without_same_k(analysis, winners)
+    apart = winners.loc[winners.index.difference(kept.index)]
+    return kept["verdict"].tolist(), apart["verdict"].tolist()
+
+
 def verification_of(analysis: RunAnalysis) -> VerificationResult | None:
     """None unless run.json says the run verifies a sweep and the verdicts were computed;
     computed once per analysis."""

@@ -9,7 +9,7 @@ import math
 
 from dspark_tui.analysis.analysis import RunAnalysis
 from dspark_tui.analysis.verdicts import TIE, UNSURE, WINS
-from dspark_tui.analysis.verification import same_k_cells, without_same_k
+from dspark_tui.analysis.verification import choice_verdicts, same_k_cells, without_same_k
 from dspark_tui.report.external_servers import unreplicated_note
 from dspark_tui.report.tables import pct
 from dspark_tui.report.verification_section import same_k_results
@@ -25,14 +25,13 @@ NODE_CHECK_ALPHA = 0.05
 def how_sure(analysis: RunAnalysis, t: Texts, in_report: bool = True) -> str:
     """The summary's how-sure line; `in_report` points at the list of unsure cells below it.
     A verification run's A-vs-A cells are not among its comparisons: a clause counts them."""
-    winners = without_same_k(analysis, analysis.winners)
     settings = analysis.verdicts.settings if analysis.verdicts else None
     band = analysis.band.percent
     external = unreplicated_note(analysis.verdicts, t)
     nodes = nodes_note(analysis, t)
     if not analysis.has_intervals:
         return t("summary_single", band=band) + "".join(" " + note for note in (external, nodes) if note)
-    verdicts = winners["verdict"].tolist()
+    verdicts = choice_verdicts(analysis)[0]
     noise = analysis.verdicts.noise[0] if analysis.verdicts and analysis.verdicts.noise else None
     rounds: int | str = noise.rounds if noise else 0
     # Per cell, the sessions both arms of a pair have: say the range when cells differ.
@@ -60,9 +59,7 @@ def _same_k_clause(analysis: RunAnalysis, t: Texts) -> str:
     same = same_k_cells(analysis)
     if not same:
         return ""
-    winners = analysis.winners
-    kept = without_same_k(analysis, winners)
-    verdicts = winners.loc[winners.index.difference(kept.index), "verdict"].tolist()
+    verdicts = choice_verdicts(analysis)[1]
     cells = t.join(f"{c.scenario} c={c.concurrency}" for c in same)
     return " " + t("summary_sure_same_k", n=len(same), cells=cells, wins=verdicts.count(WINS),
                    ties=verdicts.count(TIE), unsure=verdicts.count(UNSURE))

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.cells import cell_len
+
 from dspark_tui.results import load_run
 from dspark_tui.results.store import LoadedRun
 
@@ -17,6 +19,8 @@ from dspark_tui.results.store import LoadedRun
 # app's language): no arm is "best" of a comparison that did not happen. A whole run with
 # failed cells keeps its best arm, marked.
 FAILED_MARK = " !"
+# The column's width in cells (History's COLUMNS): every text below fits it at 80 columns.
+BEST_WIDTH = 11
 
 
 @dataclass(frozen=True)
@@ -24,7 +28,8 @@ class RunFacts:
     # `st=5 10/18` (wins 10 of 18 cells), `tie 4/5`, `unsure 5/5` (no cell has a winner),
     # `—`, `incomplete`, `st=5 9/18 !` (failed cells); a K sweep's answer: `K=6 ✓` (decided),
     # `K=2–6 ?2/9` (a schedule's K span; 2 of 9 cells unsure), `K=6 ≈` (single measurements:
-    # point estimates); a `--verify` run's result: `verified ✓`, `collapse ✗` …; in the app's
+    # point estimates); a `--verify` run's result: `verified ✓`, `collapse ✗` …, an unsure one
+    # with A-vs-A cells `?2/3 ·3 AvA` (2 of 3 choices unsure, 3 A-vs-A apart); in the app's
     # language, within the column's 11 cells (screens.history.best_*)
     best: str
     cells_ok: int
@@ -88,19 +93,35 @@ VERIFY_OUTCOMES = ("confirmed", "no_gain", "refuted", "unsure", "single")
 
 def verification_answer(run: LoadedRun, lang: str = "en") -> str | None:
     """`verified ✓`, `collapse ✗`, `no gain =`, `refuted ✗`, `unsure ?`, `single ≈`; None
-    unless run.json says the run verifies a sweep and it has verdicts."""
+    unless run.json says the run verifies a sweep and it has verdicts.
+
+    An unsure run with A-vs-A cells (the schedule runs the fixed K there) says how many of its
+    comparisons that are choices are unsure and how many are A-vs-A, as the report's how-sure
+    line counts them (analysis/verification.choice_verdicts): `?1/3 ·3 AvA`. The outcome stays
+    the report's (the realised gain keeps those cells); the counts tell an unsure check, which
+    more rounds only narrow toward a tie, from a choice still open."""
     if run.manifest.verification is None:
         return None  # cheap: from run.json
     from dspark_tui.analysis.analysis import analyse
-    from dspark_tui.analysis.verification import verification_of
+    from dspark_tui.analysis.verdicts import UNSURE
+    from dspark_tui.analysis.verification import choice_verdicts, verification_of
     from dspark_tui.report.words import Texts
 
-    result = verification_of(analyse(run))
+    analysis = analyse(run)
+    result = verification_of(analysis)
     if result is None:
         return None
     t = Texts(lang, "screens")
     if result.collapses:
         return t("history.verify.collapse")
+    if result.outcome == "unsure" and result.same_k:
+        choices, apart = choice_verdicts(analysis)
+        said = t("history.verify.unsure_same_k", n=choices.count(UNSURE), total=len(choices),
+                 same=len(apart))
+        # Two-digit counts: the same words without their spaces, else the outcome alone.
+        for text in (said, said.replace(" ", "")):
+            if cell_len(text) <= BEST_WIDTH:
+                return text
     return t(f"history.verify.{result.outcome}")
 
 

@@ -721,6 +721,7 @@ WORDS: dict[str, str] = {
     "screens.history.verify.refuted": "refuted ✗",
     "screens.history.verify.unsure": "unsure ?",
     "screens.history.verify.single": "single ≈",
+    "screens.history.verify.unsure_same_k": "?{n}/{total} ·{same} AvA",
     "screens.history.column.name": "Name",
     "screens.history.column.arms": "Arms",
     "screens.history.column.model": "Model",

@@ -682,6 +682,7 @@ WORDS: dict[str, str] = {
     "screens.history.verify.refuted": "被推翻 ✗",
     "screens.history.verify.unsure": "未定 ?",
     "screens.history.verify.single": "单次 ≈",
+    "screens.history.verify.unsure_same_k": "?{n}/{total} ·{same} 同K",
     "screens.history.column.name": "名称",
     "screens.history.column.arms": "配置",
     "screens.history.column.model": "模型",

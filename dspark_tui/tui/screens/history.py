@@ -24,7 +24,7 @@ from dspark_tui.results import RunSummary, scan_runs
 from dspark_tui.results.run_size import format_size
 from dspark_tui.tui import colours, safe
 from dspark_tui.tui.keys import HISTORY_KEYS
-from dspark_tui.tui.run_facts import RunFacts, run_facts
+from dspark_tui.tui.run_facts import BEST_WIDTH, RunFacts, run_facts
 from dspark_tui.tui.screens.loading import LoadingScreen
 from dspark_tui.tui.widgets.plan_tree import PART_DONE
 from dspark_tui.tui.words import lang_of, status_said
@@ -40,7 +40,7 @@ LIVE_RESCAN_S = 5.0  # while a listed run is going, its status and counts change
 STATUS_WIDTH = 24
 NAME_WIDTH = 20
 # Labels from the catalogue (`screens.history.column.<key>`).
-COLUMNS = (("mark", 1), ("date", 11), ("status", 9), ("cells", 8), ("best", 11), ("size", 4),
+COLUMNS = (("mark", 1), ("date", 11), ("status", 9), ("cells", 8), ("best", BEST_WIDTH), ("size", 4),
            ("name", NAME_WIDTH), ("arms", 14), ("model", 26))
 
 
