@@ -88,7 +88,9 @@ def _bands(analysis: RunAnalysis, t: Texts) -> list[str]:
         without_same_k(analysis, analysis.decided).reset_index(drop=True), arms)
     if bands.empty:  # no cell decided (every comparison unsure): the summary says so
         return []
-    winners = without_same_k(analysis, analysis.winners)
+    # The band's line rests on its decided cells (the frame above): an unsure cell leaning to
+    # an arm is not one of its wins ("wins 2/1 cells" counted a lean as a win)
+    winners = without_same_k(analysis, analysis.decided)
     verdicts = list(bands["verdict"])
     arm_verdicts = {v for v in verdicts if v in arms}
     answers = {a.band: a for a in band_answers}

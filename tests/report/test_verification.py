@@ -329,3 +329,14 @@ def test_a_vs_a_cells_are_counted_apart_in_how_sure_the_unsure_list_findings_and
     zh = render_report(run, "zh")
     assert "另计：验证运行的 2 个 A-vs-A 检查" in zh and "未定在预期之中" in zh
     assert "另计，与固定臂同一个 K（A-vs-A 检查）：chat c=4" in zh and "仍未定" not in zh
+
+
+def test_a_band_counts_its_decided_wins_not_an_unsure_cells_lean(tmp_path: Path):
+    """c = 4 decided (+20 %), c = 16 unsure and leaning the same way (+3 % at 3 % noise), in one
+    band: the band's line read "`schedule` wins 2/1 cells", counting the lean as a win over the
+    one decided cell (a real `--verify` run of demo-k-sweep showed it, en and zh)."""
+    run = verification_run(tmp_path, {1: 1.0, 4: 1.20, 16: 1.03, 128: 1.0}, fixed_k=4,
+                           noise=0.03, grid={"chat": [1, 4, 16, 128]})
+    findings = render_report(run, "en").split("## Key findings", 1)[1].split("\n---\n", 1)[0]
+    (line,) = [ln for ln in findings.splitlines() if "c=4" in ln and "wins" in ln]
+    assert "`schedule` wins 1/1 cells" in line, findings
