@@ -379,7 +379,6 @@ def cell_choice_claims(grid_name: str, process: Process, seeds: int, arms: int =
     comparison's level (`..._per_comparison`, the per-cell choice before). Rates: of cells, and
     of runs with some cell claiming."""
     from types import SimpleNamespace
-    from unittest import mock
 
     from dspark_tui.analysis import decision as dm
 
@@ -396,12 +395,10 @@ def cell_choice_claims(grid_name: str, process: Process, seeds: int, arms: int =
         total_cells += len(means)
         for suffix, per_comparison in (("", False), ("_per_comparison", True)):
             decision = dm.KDecision(SimpleNamespace(verdicts=verdicts), k_of,  # type: ignore[arg-type]
-                                    verdicts.settings.band)
-            level = (lambda look_alpha, _arms: look_alpha) if per_comparison else dm.family_alpha
-            with mock.patch.object(dm, "family_alpha", level):
-                claims = sum(choice.verdict in ("wins", "in band")
-                             for key, throughput in means.items()
-                             if (choice := dm._choose(decision, key[0], key[1], throughput)) is not None)
+                                    verdicts.settings.band, per_comparison=per_comparison)
+            claims = sum(choice.verdict in ("wins", "in band")
+                         for key, throughput in means.items()
+                         if (choice := dm._choose(decision, key[0], key[1], throughput)) is not None)
             counts["cells" + suffix] += claims
             counts["runs" + suffix] += claims > 0
     return {"runs": seeds, "cells_claiming": counts["cells"] / total_cells,
@@ -417,7 +414,6 @@ def schedule_gain_exclusion(grid_name: str, process: Process, seeds: int, arms: 
     (schedule._anchor, as overlapping batches do), others keep their own choice. At the family
     level (now) and, for reference, with every comparison at one comparison's level."""
     from types import SimpleNamespace
-    from unittest import mock
 
     from dspark_tui.analysis import decision as dm
     from dspark_tui.analysis import schedule as sm
@@ -432,23 +428,21 @@ def schedule_gain_exclusion(grid_name: str, process: Process, seeds: int, arms: 
         for c in verdicts.cells:
             means.setdefault((c.scenario, c.concurrency), {})[k_of[c.arm]] = c.mean
         for suffix in counts:
-            level = (lambda look_alpha, _arms: look_alpha) if suffix else dm.family_alpha
-            with mock.patch.object(dm, "family_alpha", level):
-                decision = dm.KDecision(SimpleNamespace(verdicts=verdicts), k_of,  # type: ignore[arg-type]
-                                        verdicts.settings.band)
-                decision.choices = [choice for key, throughput in means.items()
-                                    if (choice := dm._choose(decision, key[0], key[1], throughput))]
-                weights = {c.key: 1.0 / len(decision.choices) for c in decision.choices}
-                points = {c.key: (float(c.concurrency),) * 3 for c in decision.choices}
-                k_for = {}
-                for concurrency in {c.concurrency for c in decision.choices}:
-                    cells = [c for c in decision.choices if c.concurrency == concurrency]
-                    anchor = sm._anchor(decision, cells, points, weights)
-                    k_for.update(dict.fromkeys((c.key for c in cells), anchor.k))
-                single = sm.best_single_k(decision, weights)
-                if single is None:
-                    continue
-                gain = sm.weighted_gain(decision, weights, k_for, dict.fromkeys(weights, single.k))
+            decision = dm.KDecision(SimpleNamespace(verdicts=verdicts), k_of,  # type: ignore[arg-type]
+                                    verdicts.settings.band, per_comparison=bool(suffix))
+            decision.choices = [choice for key, throughput in means.items()
+                                if (choice := dm._choose(decision, key[0], key[1], throughput))]
+            weights = {c.key: 1.0 / len(decision.choices) for c in decision.choices}
+            points = {c.key: (float(c.concurrency),) * 3 for c in decision.choices}
+            k_for = {}
+            for concurrency in {c.concurrency for c in decision.choices}:
+                cells = [c for c in decision.choices if c.concurrency == concurrency]
+                anchor = sm._anchor(decision, cells, points, weights)
+                k_for.update(dict.fromkeys((c.key for c in cells), anchor.k))
+            single = sm.best_single_k(decision, weights)
+            if single is None:
+                continue
+            gain = sm.weighted_gain(decision, weights, k_for, dict.fromkeys(weights, single.k))
             if gain is not None and gain.low is not None and gain.high is not None:
                 counts[suffix] += gain.low > 1 or gain.high < 1
     return {"runs": seeds, "schedule_gain_excludes_1": counts[""] / seeds,

@@ -184,6 +184,9 @@ class KDecision:
     # Adaptive-verification arms beside the fixed K ones (layout.ks.adaptive): not choices,
     # compared against the choice per cell (analysis/adaptive.py).
     adaptive: list[str] = field(default_factory=list)
+    # Every comparison at one look's level instead of the family's: only for the reference
+    # rates in bench/noise_processes.py (what the family level buys), never for an answer.
+    per_comparison: bool = False
 
     @property
     def arm_of(self) -> dict[int, str]:
@@ -228,7 +231,7 @@ class KDecision:
         arms = self.arm_of
         if verdicts is None or kx not in arms or ky not in arms:
             return None
-        if family:
+        if family and not self.per_comparison:
             return family_ratio(verdicts, scenario, concurrency, arms[kx], arms[ky], len(self.k_of))
         return ratio_between(verdicts, scenario, concurrency, arms[kx], arms[ky])
 
