@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import Footer, Label
+from textual.widgets import Label
 
 from dspark_tui.model import CellResult
 from dspark_tui.model.run_state import RunState
@@ -29,6 +29,7 @@ from dspark_tui.results import load_run
 from dspark_tui.results.store import LoadedRun
 from dspark_tui.tui import safe
 from dspark_tui.tui.screens.loading import LoadingScreen
+from dspark_tui.tui.widgets.footer import KeysFooter
 from dspark_tui.tui.widgets.run_chart import (
     METRICS,
     RunChart,
@@ -104,7 +105,7 @@ class ChartScreen(LoadingScreen):
         yield Label(t("charts.title"), id="chart-title")
         yield Label(t("charts.none_yet"), id="chart-empty")
         yield RunChart(id="chart")
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     def on_mount(self) -> None:
         source = self.source
