@@ -4,6 +4,7 @@ that leaves the keys as they were keeps its widgets; a key hidden, disabled or r
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import ClassVar
 
 from textual.app import App, ComposeResult
@@ -86,3 +87,17 @@ async def test_the_footer_keeps_its_keys_across_a_focus_change_and_shows_a_chang
         screen.refresh_bindings()
         await wait_until(pilot, lambda: keys(footer) == [("s", "跳过", False)],
                          what="skip renamed")
+
+
+def test_every_screen_of_the_app_uses_the_keys_footer():
+    """Textual's own Footer anywhere in the app brings its rebuild on every focus change back."""
+    from pathlib import Path
+
+    import dspark_tui.tui
+
+    tui = Path(dspark_tui.tui.__file__).parent
+    using = {path.relative_to(tui).as_posix() for path in tui.rglob("*.py")
+             if "KeysFooter(" in path.read_text()}
+    plain = {path.relative_to(tui).as_posix() for path in tui.rglob("*.py")
+             if path.name != "footer.py" and re.search(r"(?<!Keys)Footer\(", path.read_text())}
+    assert len(using) >= 7 and not plain, plain
