@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, ClassVar
 from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import Footer, Label, Static
+from textual.widgets import Label, Static
 
 from dspark_tui.model import CellResult
 from dspark_tui.model.run_state import RunState
@@ -30,6 +30,7 @@ from dspark_tui.results import load_run
 from dspark_tui.results.store import LoadedRun
 from dspark_tui.tui import safe
 from dspark_tui.tui.screens.loading import LoadingScreen
+from dspark_tui.tui.widgets.footer import KeysFooter
 from dspark_tui.tui.widgets.run_chart import (
     METRICS,
     ChartView,
@@ -114,7 +115,7 @@ class ChartScreen(LoadingScreen):
         # the plot: at 80 columns the margin's interval level and fallback went unsaid).
         yield Static(id="chart-heading")
         yield RunChart(id="chart")
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     def on_mount(self) -> None:
         source = self.source

@@ -12,7 +12,7 @@ import rich.text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.widgets import DataTable, Footer, Label, Markdown
+from textual.widgets import DataTable, Label, Markdown
 
 from dspark_tui.config import locale_language
 from dspark_tui.report.words import Texts
@@ -20,6 +20,7 @@ from dspark_tui.results import load_run
 from dspark_tui.tui import format as fmt
 from dspark_tui.tui import safe
 from dspark_tui.tui.screens.loading import LoadingScreen
+from dspark_tui.tui.widgets.footer import KeysFooter
 from dspark_tui.tui.words import lang_of
 
 # Scenario, c and arm stay in view while the numbers scroll sideways; labels from the
@@ -81,7 +82,7 @@ class CompareScreen(LoadingScreen):
         table: DataTable[rich.text.Text] = DataTable(cursor_type="row", zebra_stripes=True,
                                                      fixed_columns=PINNED, id="compare-table")
         yield table
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     def on_mount(self) -> None:
         self.lang = getattr(self.app, "lang", "") or locale_language()

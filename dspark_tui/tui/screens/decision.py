@@ -23,7 +23,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Footer, Label, Markdown, Static
+from textual.widgets import Label, Markdown, Static
 
 from dspark_tui.analysis.analysis import analyse
 from dspark_tui.analysis.decision import Ratio
@@ -48,6 +48,7 @@ from dspark_tui.results import load_run
 from dspark_tui.results.manifest import RunManifest
 from dspark_tui.tui import safe
 from dspark_tui.tui.screens.loading import LoadingScreen
+from dspark_tui.tui.widgets.footer import KeysFooter
 from dspark_tui.tui.words import VERDICTS, lang_of, status_said
 
 NOT_A_SWEEP = Texts("en", "screens")("decision.not_a_sweep")  # the English, for tests
@@ -125,7 +126,7 @@ class DecisionScreen(LoadingScreen):
             yield Markdown(id="decision-break")
             yield Label(t("decision.heading.acceptance"), classes="heading")
             yield Static(id="decision-acceptance")
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     def on_mount(self) -> None:
         t = Texts(lang_of(self.app), "screens")

@@ -15,7 +15,7 @@ from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import DataTable, Footer, Input, Label
+from textual.widgets import DataTable, Input, Label
 from textual.widgets.data_table import ColumnKey
 from textual.worker import Worker, get_current_worker
 
@@ -26,6 +26,7 @@ from dspark_tui.tui import colours, safe
 from dspark_tui.tui.keys import HISTORY_KEYS
 from dspark_tui.tui.run_facts import BEST_WIDTH, RunFacts, run_facts
 from dspark_tui.tui.screens.loading import LoadingScreen
+from dspark_tui.tui.widgets.footer import KeysFooter
 from dspark_tui.tui.widgets.plan_tree import PART_DONE
 from dspark_tui.tui.words import lang_of, status_said
 
@@ -94,7 +95,7 @@ class HistoryScreen(LoadingScreen):
         yield Input(placeholder=t("history.filter_hint"), id="history-filter")
         table = RunTable(cursor_type="row", zebra_stripes=True, id="history-table")
         yield table
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)

@@ -22,7 +22,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widget import Widget
-from textual.widgets import DataTable, Footer, Input, Label, Markdown
+from textual.widgets import DataTable, Input, Label, Markdown
 from textual.widgets.markdown import MarkdownBlock
 
 from dspark_tui.config import locale_language
@@ -34,6 +34,7 @@ from dspark_tui.tui.keys import REPORT_KEYS
 from dspark_tui.tui.report_blocks import Block, Table, report_blocks
 from dspark_tui.tui.screens.loading import LoadingScreen
 from dspark_tui.tui.widgets.columns import step_columns
+from dspark_tui.tui.widgets.footer import KeysFooter
 from dspark_tui.tui.words import lang_of
 
 MAX_TABLE_ROWS = 10_000  # a K sweep's core table has a few hundred rows
@@ -227,7 +228,7 @@ class ReportScreen(LoadingScreen):
         yield Label("", id="report-path")
         yield ReportScroll(id="report-scroll")
         yield Input(placeholder=Texts(lang_of(self.app), "screens")("report.find_hint"), id="report-find")
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     def on_mount(self) -> None:
         if not self.lang:

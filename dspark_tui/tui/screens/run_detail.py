@@ -19,7 +19,6 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import (
     DataTable,
-    Footer,
     Label,
     Markdown,
     Sparkline,
@@ -39,6 +38,7 @@ from dspark_tui.tui import safe
 from dspark_tui.tui.keys import DETAIL_KEYS
 from dspark_tui.tui.screens.loading import LoadingScreen
 from dspark_tui.tui.widgets.ab_table import ABTable
+from dspark_tui.tui.widgets.footer import KeysFooter
 from dspark_tui.tui.words import SaidBindings, lang_of, status_said
 
 # The Cells tab: its figures are each cell's mean over its ok measurements (n of them).
@@ -132,7 +132,7 @@ class RunDetailScreen(LoadingScreen):
                 cells = CellsTable(cursor_type="row", id="detail-cells",
                                    fixed_columns=3)  # arm, scenario, c
                 yield cells
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     def on_mount(self) -> None:
         lang = getattr(self.app, "lang", "") or locale_language()

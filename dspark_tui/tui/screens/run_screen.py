@@ -21,7 +21,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
-from textual.widgets import Footer, Tree
+from textual.widgets import Tree
 
 from dspark_tui.model import CellKey, CellResult, Plan, UserError
 from dspark_tui.model.events import CellFailed, Event, Notice, RunControl, RunFinished
@@ -33,6 +33,7 @@ from dspark_tui.tui.run_link import RunLink
 from dspark_tui.tui.screens.confirm import ConfirmScreen
 from dspark_tui.tui.widgets.ab_table import ABTable
 from dspark_tui.tui.widgets.cell_panel import CellPanel
+from dspark_tui.tui.widgets.footer import KeysFooter
 from dspark_tui.tui.widgets.log_pane import LogPane
 from dspark_tui.tui.widgets.plan_tree import PlanTree
 from dspark_tui.tui.widgets.run_header import RunHeader
@@ -130,7 +131,7 @@ class RunScreen(SaidBindings, Screen[None]):
                 yield CellPanel(id="cell-panel")
                 yield ABTable(id="ab-table")
         yield LogPane(id="log-pane")
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     def on_mount(self) -> None:
         self.set_class(self.app.size.height < SHORT_ROWS, "-short")
