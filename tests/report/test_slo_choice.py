@@ -36,10 +36,13 @@ REQUESTS, TOKENS = 64, 768  # 512 in, 256 out
 
 
 def slo_sweep(folder, objective: str, *, rounds: int = 2, model: Model | None = None,
-              tpot_ms: Callable[[int], float] = lambda k: 5.0) -> LoadedRun:
-    """`tpot_ms`: every request's TPOT of an arm's K (above 50 ms the arm fails the SLO)."""
+              tpot_ms: Callable[[int], float] = lambda k: 5.0, traffic: str = "",
+              running: Callable[[int, str, int], float] | None = None) -> LoadedRun:
+    """`tpot_ms`: every request's TPOT of an arm's K (above 50 ms the arm fails the SLO);
+    `traffic` and `running` (the server's running batch of a cell) as k_sweep_run takes them."""
     slo = f'\n[slo]\np90_tpot_ms = 50\nobjective = "{objective}"\n'
-    run = k_sweep_run(folder, KS, GRID, rounds=rounds, slo=slo, model=model)
+    run = k_sweep_run(folder, KS, GRID, rounds=rounds, slo=slo, model=model, traffic=traffic,
+                      running=running)
     with_raw = []
     for m in run.measurements:
         total = m.total_throughput
@@ -247,3 +250,40 @@ def test_the_best_fixed_arm_under_the_slo_not_shown_best_is_named_as_the_leader_
     assert single.behind == ["K=2"]
     best = answer.to_json()["best_fixed"]
     assert (best["arm"], best["leader"], best["status"]) == ("K=3", "K=3", "unsure")
+
+
+# -- the weights of the cells: one home with the best fixed K (schedule.run_weights) --------------
+
+RUNNING_BATCH_TRAFFIC = "\n[traffic]\nscenarios = { chat = 1.0 }\nrunning_batch = { 4 = 1.0 }\n"
+
+
+def _sixteenth(k: int, scenario: str, c: int) -> float:
+    """The server's running batch: a sixteenth of the client's concurrency (c=64 holds 4)."""
+    return c / 16
+
+
+@pytest.mark.parametrize("objective", ["throughput", "goodput"])
+def test_the_best_fixed_arm_under_the_slo_weighs_cells_by_the_measured_running_batch(tmp_path, objective):
+    """A `running_batch` traffic histogram (all of it at batch 4) and a server whose running batch
+    is c/16: the batch-4 cell is chat c=64, where K=2 is fastest; chat c=4 (batch 1) is where
+    the client's concurrency is 4, and there K=7 is. K >= 6 fail the TPOT limit. The best fixed
+    arm under the SLO weighs the cells as the best fixed K does (the cells' measured running
+    batches: schedule.run_weights), so it is K=2, the best fixed K's own answer. Before, it
+    weighed them by the client's concurrency (all weight on chat c=4) and answered K=5."""
+    analysis = analyse(slo_sweep(tmp_path, objective, rounds=3, tpot_ms=_k6_up_fail,
+                                 traffic=RUNNING_BATCH_TRAFFIC, running=_sixteenth))
+    answer, deploy = slo_answer(analysis), deploy_answer(analysis)
+    assert answer is not None and answer.single is not None
+    assert deploy is not None and deploy.single is not None
+    assert deploy.points[("chat", 64)][0] == 4.0 and deploy.points[("chat", 4)][0] == 1.0
+    assert {key: w for key, w in deploy.weights.items() if w > 0} == {("chat", 64): 1.0}
+    assert answer.single.weights == deploy.weights  # the same cells, the same weights
+    assert answer.single.candidates == [f"K={k}" for k in range(6)]
+    assert (deploy.single.k, deploy.single.status) == (2, "decided")
+    assert (answer.single.arm, answer.single.status) == ("K=2", "decided")  # before: K=5
+    assert answer.to_json()["best_fixed"]["traffic_keyed_on"] == "running_batch"
+
+
+def _k6_up_fail(k: int) -> float:
+    """TPOT of every request: K >= 6 miss the 50 ms limit everywhere, K <= 5 meet it by far."""
+    return 60.0 if k >= 6 else 5.0
