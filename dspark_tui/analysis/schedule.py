@@ -74,9 +74,10 @@ def run_placed(analysis: RunAnalysis) -> PlacedCells | None:
 
 @dataclass(frozen=True)
 class CellWeights:
-    """`run_weights`' answer: each cell's share of the plan's traffic, and what a cell's load
-    was read as (`running_batch`: the server's measured batch under the cell's chosen K;
-    `client_concurrency`: the client's, as without /metrics or a K decision)."""
+    """`run_weights`' answer: each cell's share of the plan's traffic, and what the traffic's
+    load histogram was laid on (`running_batch`: every cell's measured batch under its K
+    choice; `client_concurrency`: the client's, by the plan's `concurrency` histogram or
+    standing in for a batch no K choice measured; `equal`: the plan has no load histogram)."""
 
     weights: dict[CellId, float]
     keyed_on: str
@@ -98,7 +99,10 @@ def run_weights(analysis: RunAnalysis, cells: Sequence[CellId]) -> CellWeights:
     wanted = set(cells)
     ordered = [key for key in points if key in wanted] + [key for key in cells if key not in points]
     weights = traffic_weights(ordered, traffic, {key: p[0] for key, p in points.items()})
-    measured = placed is not None and placed.keyed_on == "running_batch" and wanted <= set(points)
+    if traffic is None or not (traffic.concurrency or traffic.running_batch):
+        return CellWeights(weights, "equal")
+    measured = (not traffic.concurrency and placed is not None and placed.keyed_on == "running_batch"
+                and wanted <= set(points))
     return CellWeights(weights, "running_batch" if measured else "client_concurrency")
 
 

@@ -289,7 +289,7 @@ class SingleUnderSlo:
     status: str | None = None  # schedule.DECIDED, UNSURE_ANSWER, SINGLE_ANSWER
     gains: dict[str, Gain] = field(default_factory=dict)  # the answer over each other candidate
     floor: float = 0.98  # the tie band's lower edge the rule used
-    keyed_on: str = "client_concurrency"  # a cell's load as its weight read it (run_weights)
+    keyed_on: str = "equal"  # what the traffic's load was laid on (schedule.CellWeights)
 
     @property
     def behind(self) -> list[str]:
