@@ -36,7 +36,7 @@ from dspark_tui.analysis.schedule import (
     best_routing,
     best_single_k,
     method_for,
-    place_cells,
+    run_placed,
     run_plan,
     schedule_config,
     schedule_of,
@@ -140,7 +140,8 @@ def _deploy_answer(analysis: RunAnalysis, partial: bool) -> DeployAnswer | None:
     simulated = is_simulated(analysis.run.manifest)
     plan = run_plan(analysis)
     counters = spec_counters(decision)
-    placed = place_cells(decision, counters, plan)
+    placed = run_placed(analysis)
+    assert placed is not None  # a decision with choices
     points, weights = placed.points, placed.weights
     if run.missing_arms and not partial:
         return DeployAnswer(

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from dspark_tui.analysis.analysis import RunAnalysis
-from dspark_tui.analysis.decision import CellChoice, KDecision, Ratio
+from dspark_tui.analysis.decision import CellChoice, KDecision, Ratio, decide_k
 from dspark_tui.analysis.layout import plan_snapshot
-from dspark_tui.analysis.positions import SpecCounters
+from dspark_tui.analysis.positions import SpecCounters, spec_counters
 from dspark_tui.model import Plan
 from dspark_tui.model.kinds import DEFAULT_KIND, ServerKind, server_kind
 from dspark_tui.model.plan import SPECULATIVE_ARG
@@ -59,6 +59,51 @@ def place_cells(decision: KDecision, counters: dict[tuple[str, int, int], SpecCo
     traffic = plan.traffic if plan is not None else None
     weights = cell_weights(decision, traffic, {key: p[0] for key, p in points.items()})
     return PlacedCells(points, keyed_on, weights, traffic)
+
+
+def run_placed(analysis: RunAnalysis) -> PlacedCells | None:
+    """The K decision's cells placed (`place_cells` over `decide_k` and its /metrics counters
+    under the run's plan), once per analysis; None unless the run has a K decision with choices.
+    The deploy answer's set-up and the home of `run_weights`."""
+    decision = decide_k(analysis)
+    if decision is None or not decision.choices:
+        return None
+    return analysis.computed("run_placed", lambda: place_cells(decision, spec_counters(decision),
+                                                               run_plan(analysis)))
+
+
+@dataclass(frozen=True)
+class CellWeights:
+    """`run_weights`' answer: each cell's share of the plan's traffic, and what the traffic's
+    load histogram was laid on (`running_batch`: every cell's measured batch under its K
+    choice; `client_concurrency`: the client's, by the plan's `concurrency` histogram or
+    standing in for a batch no K choice measured; `equal`: the plan has no load histogram)."""
+
+    weights: dict[CellId, float]
+    keyed_on: str
+
+
+def run_weights(analysis: RunAnalysis, cells: Sequence[CellId]) -> CellWeights:
+    """The one home of the weights of a run's cells under its traffic: `traffic_weights` over
+    `cells` with the plan's `[traffic]` and the running batch each cell was placed at for the
+    best fixed K (`run_placed`: the batch the server held under the cell's K choice, or every
+    cell's client concurrency when some cell lacks readings). Over the K decision's own cells it
+    is exactly the deploy answer's `weights` (the same call, the cells in the decision's order).
+    A cell the decision has no choice for (fewer than two K arms measured there), or a run
+    without a K decision, has no chosen arm whose batch places it: its concurrency stands in,
+    and `keyed_on` says `client_concurrency` unless every cell was placed on a measured batch."""
+    placed = run_placed(analysis)
+    plan = run_plan(analysis)
+    traffic = plan.traffic if plan is not None else None
+    points = placed.points if placed is not None else {}
+    wanted = set(cells)
+    ordered = [key for key in points if key in wanted] + [key for key in cells if key not in points]
+    weights = traffic_weights(ordered, traffic, {key: p[0] for key, p in points.items()})
+    if traffic is None or not (traffic.concurrency or traffic.running_batch):
+        return CellWeights(weights, "equal")
+    measured = (not traffic.concurrency and placed is not None and placed.keyed_on == "running_batch"
+                and wanted <= set(points))
+    return CellWeights(weights, "running_batch" if measured else "client_concurrency")
 
 
 def schedule_of(decision: KDecision, counters: dict[tuple[str, int, int], SpecCounters],

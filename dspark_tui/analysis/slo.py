@@ -38,14 +38,13 @@ from dspark_tui.analysis.schedule import (
     method_for,
     place_cells,
     run_plan,
+    run_weights,
     schedule_config,
     schedule_of,
-    traffic_weights,
 )
 from dspark_tui.analysis.verdicts import RunVerdicts, Settings, analyse_measurements
 from dspark_tui.model import CellResult
 from dspark_tui.model.slo import Limit, Slo
-from dspark_tui.model.traffic import TrafficMix
 from dspark_tui.results.native_raw import NativeRawError, RequestTiming, read_native_raw
 from dspark_tui.results.store import LoadedRun
 from dspark_tui.stats.attainment import Share, clustered_share
@@ -290,6 +289,7 @@ class SingleUnderSlo:
     status: str | None = None  # schedule.DECIDED, UNSURE_ANSWER, SINGLE_ANSWER
     gains: dict[str, Gain] = field(default_factory=dict)  # the answer over each other candidate
     floor: float = 0.98  # the tie band's lower edge the rule used
+    keyed_on: str = "equal"  # what the traffic's load was laid on (schedule.CellWeights)
 
     @property
     def behind(self) -> list[str]:
@@ -355,6 +355,7 @@ class SloAnswer:
                 "arm": self.single.arm, "candidates": self.single.candidates,
                 "fastest_without_slo": self.single.fastest,
                 "leader": self.single.leader, "status": self.single.status,
+                "traffic_keyed_on": self.single.keyed_on,
                 "gain_over": {arm: _gain_json(g) for arm, g in self.single.gains.items()},
                 "not_shown_to_meet": {arm: [f"{s}/c{c}" for s, c in cells]
                                       for arm, cells in self.single.missing_cells.items()},
@@ -414,11 +415,14 @@ def _slo_answer(analysis: RunAnalysis) -> SloAnswer | None:
     choices = [choice for key, arms in sorted(by_cell.items())
                if (choice := _choose(analysis, key, arms, k_of, band_floor, slo.objective,
                                      goodput)) is not None]
-    traffic = _traffic_of(run)
-    weights = traffic_weights(sorted(by_cell), traffic, {})
+    # The cells' weights as the best fixed K's (schedule.run_weights, their one home): a
+    # `running_batch` traffic mix lands on the batch each cell held under its K choice.
+    weighed = run_weights(analysis, sorted(by_cell))
     family = choice_family(analysis, k_of)
-    single = _single(by_cell, weights, analysis.arms, slo.objective,
+    single = _single(by_cell, weighed.weights, analysis.arms, slo.objective,
                      goodput if slo.objective == "goodput" else verdicts, family, band_floor, k_of)
+    if single is not None:
+        single = dataclasses.replace(single, keyed_on=weighed.keyed_on)
     answer = SloAnswer(slo=slo, alpha=alpha, cells=cells, choices=choices, single=single, k_of=k_of,
                        goodput=goodput)
     answer.schedule = slo_schedule(analysis, answer)
@@ -431,16 +435,6 @@ def _slo_answer(analysis: RunAnalysis) -> SloAnswer | None:
                                           sorted({latency_field(lim) for c in cells
                                                   for lim in slo.limits_for(c.scenario)}))
     return answer
-
-
-def _traffic_of(run: LoadedRun) -> TrafficMix | None:
-    data = run.manifest.plan.get("traffic") if isinstance(run.manifest.plan, dict) else None
-    if not isinstance(data, dict):
-        return None
-    try:
-        return TrafficMix.model_validate(data)
-    except ValueError:
-        return None
 
 
 def _choose(analysis: RunAnalysis, key: CellId, arms: dict[str, SloCell], k_of: dict[str, int] | None,

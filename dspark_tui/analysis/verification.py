@@ -34,7 +34,7 @@ from dspark_tui.stats.paired import SINGLE, TIE, WINS, Verdict, classify
 class VerifiedCell:
     scenario: str
     concurrency: int
-    batch: float | None  # mean running batch under the schedule (vllm:num_requests_running)
+    batch: float | None  # the batch the schedule arm held (_held_batches; None: no reading)
     schedule_k: int | None  # the schedule's K at that batch
     ratio: Ratio | None  # schedule / fixed K
     weight: float
@@ -305,8 +305,10 @@ def _verification_of(analysis: RunAnalysis) -> VerificationResult | None:
                     if s.arm == record.schedule_arm and (s.scenario, s.concurrency) not in probes
                     and s.scenario != record.prefill_scenario},
                    key=_order(analysis))
-    batches = _running_batches(analysis, record.schedule_arm)
-    weights = traffic_weights(cells, traffic, {k: v for k, v in batches.items() if v is not None})
+    # The batch the schedule arm held, read as the schedule reads it (_held_batches: the steady
+    # reading, thin cells by their concurrency), both for the K it ran there and the traffic.
+    batches = _held_batches(analysis, record.schedule_arm)
+    weights = traffic_weights(cells, traffic, batches)
     rows = []
     for scenario, concurrency in cells:
         batch = batches.get((scenario, concurrency))
@@ -416,19 +418,6 @@ def _drafted_k(analysis: RunAnalysis, arm: str) -> dict[CellId, float]:
 def _order(analysis: RunAnalysis) -> Callable[[CellId], tuple[int, int]]:
     names = analysis.layout.scenario_names()
     return lambda key: (names.index(key[0]) if key[0] in names else len(names), key[1])
-
-
-def _running_batches(analysis: RunAnalysis, arm: str) -> dict[CellId, float | None]:
-    """Mean `vllm:num_requests_running` of the arm's ok measurements per cell (None without
-    /metrics)."""
-    seen: dict[CellId, list[float]] = {}
-    for m in analysis.run.measurements:
-        if m.arm != arm or not m.ok:
-            continue
-        values = seen.setdefault((m.scenario, m.concurrency), [])
-        if m.server is not None and m.server.running_mean is not None:
-            values.append(m.server.running_mean)
-    return {key: (sum(v) / len(v) if v else None) for key, v in seen.items()}
 
 
 def verification_json(result: VerificationResult, simulated: bool,

@@ -36,10 +36,15 @@ REQUESTS, TOKENS = 64, 768  # 512 in, 256 out
 
 
 def slo_sweep(folder, objective: str, *, rounds: int = 2, model: Model | None = None,
-              tpot_ms: Callable[[int], float] = lambda k: 5.0) -> LoadedRun:
-    """`tpot_ms`: every request's TPOT of an arm's K (above 50 ms the arm fails the SLO)."""
+              tpot_ms: Callable[[int], float] = lambda k: 5.0, traffic: str = "",
+              running: Callable[[int, str, int], float] | None = None,
+              readings: Callable[[int, str, int], int] | None = None) -> LoadedRun:
+    """`tpot_ms`: every request's TPOT of an arm's K (above 50 ms the arm fails the SLO);
+    `traffic`, `running` (the server's running batch of a cell) and `readings` as k_sweep_run
+    takes them."""
     slo = f'\n[slo]\np90_tpot_ms = 50\nobjective = "{objective}"\n'
-    run = k_sweep_run(folder, KS, GRID, rounds=rounds, slo=slo, model=model)
+    run = k_sweep_run(folder, KS, GRID, rounds=rounds, slo=slo, model=model, traffic=traffic,
+                      running=running, readings=readings)
     with_raw = []
     for m in run.measurements:
         total = m.total_throughput
@@ -178,6 +183,8 @@ def test_with_every_arm_meeting_the_slo_the_best_fixed_arm_is_the_best_fixed_k(t
     assert deploy is not None and deploy.single is not None
     single, k = answer.single, deploy.single
     assert (single.arm, single.leader, single.status) == (f"K={k.k}", f"K={k.leader}", k.status)
+    assert single.weights == deploy.weights
+    assert answer.to_json()["best_fixed"]["traffic_keyed_on"] == "equal"  # no [traffic]
     assert {arm: (round(g.ratio, 9), round(g.low or 0, 9), round(g.high or 0, 9))
             for arm, g in single.gains.items()} == \
         {f"K={other}": (round(g.ratio, 9), round(g.low or 0, 9), round(g.high or 0, 9))
@@ -247,3 +254,55 @@ def test_the_best_fixed_arm_under_the_slo_not_shown_best_is_named_as_the_leader_
     assert single.behind == ["K=2"]
     best = answer.to_json()["best_fixed"]
     assert (best["arm"], best["leader"], best["status"]) == ("K=3", "K=3", "unsure")
+
+
+# -- the weights of the cells: one home with the best fixed K (schedule.run_weights) --------------
+
+RUNNING_BATCH_TRAFFIC = "\n[traffic]\nscenarios = { chat = 1.0 }\nrunning_batch = { 4 = 1.0 }\n"
+
+
+def _sixteenth(k: int, scenario: str, c: int) -> float:
+    """The server's running batch: a sixteenth of the client's concurrency (c=64 holds 4)."""
+    return c / 16
+
+
+@pytest.mark.parametrize("objective", ["throughput", "goodput"])
+def test_the_best_fixed_arm_under_the_slo_weighs_cells_by_the_measured_running_batch(tmp_path, objective):
+    """A `running_batch` traffic histogram (all of it at batch 4) and a server whose running batch
+    is c/16: the batch-4 cell is chat c=64, where K=2 is fastest; chat c=4 (batch 1) is where
+    the client's concurrency is 4, and there K=7 is. K >= 6 fail the TPOT limit. The best fixed
+    arm under the SLO weighs the cells as the best fixed K does (the cells' measured running
+    batches: schedule.run_weights), so it is K=2, the best fixed K's own answer. Before, it
+    weighed them by the client's concurrency (all weight on chat c=4) and answered K=5."""
+    analysis = analyse(slo_sweep(tmp_path, objective, rounds=3, tpot_ms=_k6_up_fail,
+                                 traffic=RUNNING_BATCH_TRAFFIC, running=_sixteenth))
+    answer, deploy = slo_answer(analysis), deploy_answer(analysis)
+    assert answer is not None and answer.single is not None
+    assert deploy is not None and deploy.single is not None
+    assert deploy.points[("chat", 64)][0] == 4.0 and deploy.points[("chat", 4)][0] == 1.0
+    assert {key: w for key, w in deploy.weights.items() if w > 0} == {("chat", 64): 1.0}
+    assert answer.single.weights == deploy.weights  # the same cells, the same weights
+    assert answer.single.candidates == [f"K={k}" for k in range(6)]
+    assert (deploy.single.k, deploy.single.status) == (2, "decided")
+    assert (answer.single.arm, answer.single.status) == ("K=2", "decided")  # before: K=5
+    assert answer.to_json()["best_fixed"]["traffic_keyed_on"] == "running_batch"
+
+
+def test_with_thin_batch_readings_both_best_fixed_answers_lay_the_traffic_on_concurrency(tmp_path):
+    """The same run with every measurement reading the batch twice (fewer than
+    MIN_RUNNING_SAMPLES): the schedule's rule keys every cell on its client concurrency, and
+    the best fixed arm under the SLO follows it (chat c=4 weighs, K=5), saying so."""
+    analysis = analyse(slo_sweep(tmp_path, "throughput", rounds=3, tpot_ms=_k6_up_fail,
+                                 traffic=RUNNING_BATCH_TRAFFIC, running=_sixteenth,
+                                 readings=lambda k, scenario, c: 2))
+    answer, deploy = slo_answer(analysis), deploy_answer(analysis)
+    assert answer is not None and answer.single is not None and deploy is not None
+    assert {key: w for key, w in deploy.weights.items() if w > 0} == {("chat", 4): 1.0}
+    assert answer.single.weights == deploy.weights
+    assert answer.single.arm == "K=5"
+    assert answer.to_json()["best_fixed"]["traffic_keyed_on"] == "client_concurrency"
+
+
+def _k6_up_fail(k: int) -> float:
+    """TPOT of every request: K >= 6 miss the 50 ms limit everywhere, K <= 5 meet it by far."""
+    return 60.0 if k >= 6 else 5.0

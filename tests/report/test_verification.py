@@ -28,10 +28,12 @@ CONFIG = {"method": "dspark", "num_speculative_tokens": 5,
 
 def verification_run(folder: Path, truth: dict[int, float], *, rounds: int = 3,
                      noise: float = 0.002, fixed_k: int = 4,
-                     grid: dict[str, list[int]] = GRID) -> LoadedRun:
+                     grid: dict[str, list[int]] = GRID, traffic: str = TRAFFIC,
+                     ramp: bool = False) -> LoadedRun:
     """A two-arm run as `--verify` makes it; `truth[c]` the schedule's true ratio to the best
-    fixed K (`fixed_k`, 4 unless given)."""
-    sweep_plan = parse_plan(plan_text([0, 2, 4, 5], grid, traffic=TRAFFIC, rounds=rounds))
+    fixed K (`fixed_k`, 4 unless given). With `ramp` the server held c in each cell (its steady
+    reading, 40 readings) while the mean of the readings, the window's ramp in it, is 0.4 c."""
+    sweep_plan = parse_plan(plan_text([0, 2, 4, 5], grid, traffic=traffic, rounds=rounds))
     recommendation = Recommendation(folder / "sweep", "k_sweep", "spec_tokens", CONFIG, fixed_k,
                                     "running_batch")
     fixed = f"K={fixed_k}"
@@ -52,7 +54,9 @@ def verification_run(folder: Path, truth: dict[int, float], *, rounds: int = 3,
                     arm=arm, scenario="chat", concurrency=c, round=rnd, session=f"{arm}-r{rnd}",
                     metrics=ClientMetrics(total_throughput=base * math.exp(session + rng.normal(0, noise)),
                                           duration=20.0, completed=64),
-                    server=ServerSummary(samples=40, running_mean=c * 0.97, running_peak=c)))
+                    server=ServerSummary(samples=40, running_mean=c * (0.4 if ramp else 0.97),
+                                         running_peak=c, running_steady=float(c) if ramp else None,
+                                         running_samples=40 if ramp else None)))
     run.measurements = measured
     run.cells = {m.key: m for m in measured if m.round == rounds}
     return run
@@ -74,6 +78,22 @@ def test_the_schedule_beats_the_fixed_k_on_the_traffic_with_an_interval(tmp_path
     assert math.isclose(math.log(gain.low), sum(w * math.log(r.low) for w, r in ends), rel_tol=1e-9)
     assert not result.fixed_wins
     assert [c.ratio.verdict for c in result.cells] == ["wins", "tie", "wins"]
+
+
+def test_the_rerun_reads_the_batch_its_schedule_arm_held_as_the_schedule_does(tmp_path: Path):
+    """The schedule is keyed on the batch a cell held (its steady reading, docs/decision.md
+    "Readings"), and a rerun's cells are placed on the same reading, for the K the schedule ran
+    there and on a `running_batch` traffic mix. Here the server held c while the mean of the
+    readings is 0.4 c: at c=16 the schedule ran K=2 (batch 16, range 9-256), and batch 32 of the
+    traffic is nearest c=16 (16 against 128). Before, the rows read the mean (6.4: K=5, and the
+    traffic went to c=128 at 51.2), unlike the boundary check of the same rerun."""
+    traffic = "[traffic]\nrunning_batch = { 32 = 1.0 }\n"
+    result = verification_of(analyse(verification_run(tmp_path, {1: 1.10, 16: 1.0, 128: 1.08},
+                                                      traffic=traffic, ramp=True)))
+    assert result is not None
+    assert [(c.concurrency, c.batch, c.schedule_k) for c in result.cells] == [
+        (1, 1.0, 5), (16, 16.0, 2), (128, 128.0, 2)]
+    assert [c.weight for c in result.cells] == [0.0, 1.0, 0.0]
 
 
 def test_the_report_names_the_cells_the_fixed_k_wins(tmp_path: Path):
