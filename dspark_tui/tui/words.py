@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+import string
 from typing import TYPE_CHECKING, Any, get_args
 
 from textual.binding import ActiveBinding, Binding
@@ -103,8 +104,10 @@ _EVENT_PREFIX = "screens.event."
 
 
 def _pattern(template: str) -> re.Pattern[str]:
-    parts = re.split(r"\{(\w+)\}", template)
-    regex = "".join(re.escape(part) if i % 2 == 0 else f"(?P<{part}>.+?)" for i, part in enumerate(parts))
+    """The template's English as a pattern, each field any text; `{{`/`}}` are literal braces
+    (a notice that names a `{affinity}` placeholder)."""
+    regex = "".join(re.escape(literal) + (f"(?P<{name}>.+?)" if name is not None else "")
+                    for literal, name, _, _ in string.Formatter().parse(template))
     return re.compile(f"{regex}$", re.DOTALL)  # a field (an error's text) may run over lines
 
 
@@ -114,7 +117,7 @@ def _templates(prefix: str) -> list[tuple[str, re.Pattern[str]]]:
     literal first (`external server {url}` before `{url} pid {pid}`)."""
     found = [(key[len("screens."):], template) for key, template in CATALOGUE["en"].items()
              if key.startswith(prefix)]
-    found.sort(key=lambda item: -len(re.sub(r"\{\w+\}", "", item[1])))
+    found.sort(key=lambda item: -sum(len(literal) for literal, *_ in string.Formatter().parse(item[1])))
     return [(key, _pattern(template)) for key, template in found]
 
 

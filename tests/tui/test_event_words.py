@@ -9,6 +9,7 @@ import ast
 import asyncio
 import json
 import re
+import string
 import tempfile
 from pathlib import Path
 
@@ -204,6 +205,13 @@ def test_a_notice_in_no_template_stays_as_it_came():
               "dspark-tui report /runs/demo_1)")
     assert said == ("report.md 未写入：OSError: [Errno 28] No space left on device（重试："
                     "dspark-tui report /runs/demo_1）")
+    # a template with literal braces (kubernetes.py names the `{affinity}` placeholder)
+    affinity = _said_in_both(
+        "K=3: pod.yaml has no {affinity} placeholder, so this pod may land on another node than "
+        "its round's other arms (such a round is not compared); add `affinity: {affinity}` under "
+        "the Pod's spec")
+    assert affinity.startswith("K=3：pod.yaml 没有 {affinity} 占位符")
+    assert affinity.endswith("请在 Pod 的 spec 下加上 `affinity: {affinity}`")
 
 
 def _engine_literals() -> set[str]:
@@ -247,7 +255,7 @@ def test_every_notice_template_is_a_sentence_the_engine_writes():
     templates = _notice_templates()
     assert len(templates) >= 35
     stale = {key: part for key, template in templates.items()
-             for part in re.split(r"\{\w+\}", template) if part and not _produced(part, literals)}
+             for part, *_ in string.Formatter().parse(template) if part and not _produced(part, literals)}
     assert stale == {}
     assert not _produced("paused; resume to carry on", literals)
     assert not _produced("server.cpus: server at CPU ", literals)
