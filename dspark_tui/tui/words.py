@@ -126,8 +126,9 @@ def _said(lang: str, prefix: str, message: str) -> str:
         return message
     for key, pattern in _templates(prefix):
         match = pattern.match(message)
-        if match is not None:
-            return Texts(lang, "screens")(key, **match.groupdict())
+        if match is not None:  # a field may be another of the engine's sentences (a reason)
+            fields = {name: _said(lang, prefix, value) for name, value in match.groupdict().items()}
+            return Texts(lang, "screens")(key, **fields)
     return message
 
 
@@ -139,6 +140,7 @@ def event_said(lang: str, kind: str, what: str, message: str) -> str:
 
 def notice_said(lang: str, message: str) -> str:
     """An engine Notice's message in `lang` (`screens.event.notice.*`): its fields (an error's
-    text, a path, a launcher's words) as they came; the whole message as it came when no
-    template matches (a refusal's own sentence, a preflight warning, a server's log tail)."""
+    text, a path, a launcher's words) as they came, unless a field is itself one of the
+    engine's sentences (the client's reason for falling behind); the whole message as it came
+    when no template matches (a refusal's own sentence, a server's log tail)."""
     return _said(lang, f"{_EVENT_PREFIX}notice.", message)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from dspark_tui.engine.datasets.vocab import vocabulary_line
 from dspark_tui.engine.run.runner import TERMINAL_CLOSED, Runner
+from dspark_tui.model.client_health import ClientHealth, judge
 from dspark_tui.model.cpus import CpuSplit
 from dspark_tui.model.events import Notice, RunControl
 from dspark_tui.model.greedy import GreedyVerdict
@@ -192,6 +193,22 @@ def test_notice_sentences_built_by_the_engine_are_worded_and_keep_their_fields()
     assert change is not None
     said = _said_in_both(f"{arm.name}: {change}")  # session.py's sentence around the change
     assert said.startswith(f"{arm.name}：http://gpu1:8000 的服务器现在报告的 version 与")
+
+
+def test_the_client_behind_notice_words_its_reason_too():
+    """The client's reason for falling behind (model/client_health.judge, the engine's own words
+    inside runner.py's sentence) is worded as well, with and without a mean ITL; its numbers as
+    they came."""
+    for itl, scale in ((4.22, "平均 ITL 4.22 ms 的 50%"), (None, "无 ITL")):
+        health = judge(ClientHealth(gaps=100, same_read_gaps=20, loop_lag_p99_ms=12.8,
+                                    mean_itl_ms=itl))
+        assert health.behind
+        message = (f"st=3/chat_short/c16 r1 p1: the client fell behind ({'; '.join(health.reasons)}); "
+                   "its latencies are left out of comparisons; later ones are in the log only")
+        assert _said_in_both(message) == (
+            "st=3/chat_short/c16 r1 p1：客户端跟不上（20% 的 token 间隔与前一个 token 在同一次读取中"
+            f"读到（上限 10%），同时事件循环滞后（延迟 p99 12.8 ms，至少为{scale}，且至少 2 ms））；"
+            "其延迟不参与比较；之后的只记在日志中")
 
 
 def test_a_notice_in_no_template_stays_as_it_came():
