@@ -9,6 +9,7 @@ import ast
 import asyncio
 import json
 import re
+import shutil
 import string
 import tempfile
 from pathlib import Path
@@ -23,6 +24,7 @@ from dspark_tui.plans import resolve_plan
 from dspark_tui.report.words import CATALOGUE
 from dspark_tui.results import RunStore
 from dspark_tui.results.manifest import VocabularyRecord, record_server_info
+from dspark_tui.results.store import CELL_SCHEMA_VERSION, EXAMPLES
 from dspark_tui.tui import words as event_words
 from dspark_tui.tui.words import event_said
 from tests.tui.helpers import make_app, run_screen_shown, screen_text, settled
@@ -209,6 +211,47 @@ def test_the_client_behind_notice_words_its_reason_too():
             "st=3/chat_short/c16 r1 p1：客户端跟不上（20% 的 token 间隔与前一个 token 在同一次读取中"
             f"读到（上限 10%），同时事件循环滞后（延迟 p99 12.8 ms，至少为{scale}，且至少 2 ms））；"
             "其延迟不参与比较；之后的只记在日志中")
+
+
+def test_the_problems_of_a_resumed_runs_cell_files_are_worded(tmp_path: Path):
+    """The runner's notices of unreadable cell files (RunStore.load_measurements on a recorded run
+    with junk beside its cells): each file's problem in zh, its path as it came; many of them as
+    one line, its examples as they came."""
+    run = tmp_path / "run"
+    shutil.copytree(RECORDED, run)
+    said = []
+    for junk in ({"junk.json": "{not json", "list.json": "[]", "future.json": '{"schema_version": 99}'},
+                 {"odd.json": '{"schema_version": "x"}'}):
+        for name, text in junk.items():
+            (run / "cells" / "st_3" / name).write_text(text)
+        _, problems = RunStore(run).load_measurements()
+        said += [_said_in_both(str(problem)) for problem in problems]
+        for name in junk:
+            (run / "cells" / "st_3" / name).unlink()
+    assert sorted(said) == [
+        "cells/st_3/future.json：单元结构版本 99 由更新的 dspark-tui 写入（本版本最多读到 "
+        f"{CELL_SCHEMA_VERSION}）；已跳过",
+        "cells/st_3/junk.json：被截断或不是 JSON；已跳过",
+        "cells/st_3/list.json：不是单元对象；已跳过",
+        "cells/st_3/odd.json：单元结构版本 'x' 不是本工具认识的；已跳过",
+    ]
+    for n in range(EXAMPLES + 1):
+        (run / "cells" / "st_5" / f"junk{n}.json").write_text("{")
+    _, problems = RunStore(run).load_measurements()
+    (many,) = problems
+    assert _said_in_both(str(many)) == (
+        f"cells：{EXAMPLES + 1} 个无法读取的文件，例如 "
+        + ", ".join(f"cells/st_5/junk{n}.json (truncated or not JSON)" for n in range(EXAMPLES))
+        + "，…；已跳过")
+    for n in range(EXAMPLES + 1):
+        (run / "cells" / "st_5" / f"junk{n}.json").unlink()
+    store = RunStore(run)
+    measured = store.load_measurements()[0][0]
+    store.save_cell(measured.model_copy(update={"arm": "st=9"}))  # an arm the plan does not have
+    _, problems = store.load_measurements()
+    assert [_said_in_both(str(problem)) for problem in problems] == [
+        f"cells：1 个测量文件属于计划之外的臂或场景（arm 'st=9' scenario '{measured.scenario}'）；"
+        "不参与比较"]
 
 
 def test_a_notice_in_no_template_stays_as_it_came():
