@@ -122,14 +122,17 @@ def _templates(prefix: str) -> list[tuple[str, re.Pattern[str]]]:
 
 
 def _said(lang: str, prefix: str, message: str) -> str:
-    if lang == "en" or not message:
-        return message
+    said = _matched(lang, prefix, message) if lang != "en" and message else None
+    return message if said is None else said
+
+
+def _matched(lang: str, prefix: str, message: str) -> str | None:
     for key, pattern in _templates(prefix):
         match = pattern.match(message)
         if match is not None:  # a field may be another of the engine's sentences (a reason)
             fields = {name: _said(lang, prefix, value) for name, value in match.groupdict().items()}
             return Texts(lang, "screens")(key, **fields)
-    return message
+    return None
 
 
 def event_said(lang: str, kind: str, what: str, message: str) -> str:
@@ -141,6 +144,13 @@ def event_said(lang: str, kind: str, what: str, message: str) -> str:
 def notice_said(lang: str, message: str) -> str:
     """An engine Notice's message in `lang` (`screens.event.notice.*`): its fields (an error's
     text, a path, a launcher's words) as they came, unless a field is itself one of the
-    engine's sentences (the client's reason for falling behind); the whole message as it came
-    when no template matches (a refusal's own sentence, a server's log tail)."""
-    return _said(lang, f"{_EVENT_PREFIX}notice.", message)
+    engine's sentences (the client's reason for falling behind); a message of several lines
+    that matches none as a whole (a server that failed to start, its log tail below) has its
+    first line worded, the lines below as they came; a message no template matches (a
+    refusal's own sentence) as it came."""
+    prefix = f"{_EVENT_PREFIX}notice."
+    said = _said(lang, prefix, message)
+    if said is message and "\n" in message:  # a server's failure: its log tail below the sentence
+        first, tail = message.split("\n", 1)
+        return f"{_said(lang, prefix, first)}\n{tail}"
+    return said

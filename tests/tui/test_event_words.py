@@ -14,8 +14,11 @@ import string
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from dspark_tui.engine.datasets.vocab import vocabulary_line
 from dspark_tui.engine.run.runner import TERMINAL_CLOSED, Runner
+from dspark_tui.engine.servers.server import ServerError, ServerProcess
 from dspark_tui.model.client_health import ClientHealth, judge
 from dspark_tui.model.cpus import CpuSplit
 from dspark_tui.model.events import Notice, RunControl
@@ -27,6 +30,7 @@ from dspark_tui.results.manifest import VocabularyRecord, record_server_info
 from dspark_tui.results.store import CELL_SCHEMA_VERSION, EXAMPLES
 from dspark_tui.tui import words as event_words
 from dspark_tui.tui.words import event_said
+from tests.engine.helpers import fake_server_plan
 from tests.tui.helpers import make_app, run_screen_shown, screen_text, settled
 
 RECORDED = Path(__file__).parent / "data" / "demo_run"
@@ -252,6 +256,25 @@ def test_the_problems_of_a_resumed_runs_cell_files_are_worded(tmp_path: Path):
     assert [_said_in_both(str(problem)) for problem in problems] == [
         f"cells：1 个测量文件属于计划之外的臂或场景（arm 'st=9' scenario '{measured.scenario}'）；"
         "不参与比较"]
+
+
+async def test_a_server_that_fails_to_start_is_worded_above_its_log_tail(tmp_path: Path, port: int):
+    """A real server process that exits while starting (tests/fakes/fake_server_http.py): the
+    session's notice (`{arm}: ` and the error with its log tail) has its sentence worded and the
+    server's own lines below it as they came."""
+    plan = fake_server_plan(port, "--exit-at-start", "3", startup_timeout_s=30)
+    server = ServerProcess(plan, plan.arms[0], log_path=tmp_path / "logs" / "server.log",
+                           run_dir=tmp_path, emit=lambda event: None)
+    with pytest.raises(ServerError) as caught:
+        await server.start()
+    arm = plan.arms[0].name
+    message = f"{arm}: {caught.value.with_tail(10)}"  # session.py's notice
+    tail = message.split("\n", 1)[1]
+    assert "cannot load the model" in tail
+    assert _said_in_both(message) == f"{arm}：服务器启动时退出，退出码 3\n{tail}"
+    said = event_words.notice_said(
+        "zh", f"{arm}: {server.death_reason()} during warmup\n{tail}")  # session.py's warmup death
+    assert said == f"{arm}：预热期间服务器退出，退出码 3\n{tail}"
 
 
 def test_a_notice_in_no_template_stays_as_it_came():
