@@ -429,7 +429,7 @@ def _within_plan(measurements: list[CellResult],
         return kept, None
     named = ", ".join(list(outside)[:EXAMPLES]) + (", …" if len(outside) > EXAMPLES else "")
     count = sum(outside.values())
-    return kept, CellProblem("cells", f"{count:,} measurement file{'s' if count > 1 else ''} of "
+    return kept, CellProblem("cells", f"{count:,} measurement {'files' if count > 1 else 'file'} of "
                                       f"arms or scenarios outside the plan ({named}); left out "
                                       f"of the comparison")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+import string
 from typing import TYPE_CHECKING, Any, get_args
 
 from textual.binding import ActiveBinding, Binding
@@ -96,36 +97,60 @@ class SaidBindings:
 # The runner writes its event messages in English (events.jsonl is read by tools and by either
 # language's screens). A screen words them by event kind: `screens.event.<kind>.<state or
 # action>.<name>` holds each sentence the engine emits, its English exactly as the engine
-# writes it (tests/tui/test_event_words.py holds the two together), its fields in braces. A
-# message that matches none (a failure's reason, a command line, a server's own words) is
-# shown as it came.
+# writes it (tests/tui/test_event_words.py holds the two together), its fields in braces; a
+# Notice's sentences under `screens.event.notice.<name>`. A message that matches none (a
+# failure's reason, a command line, a server's own words) is shown as it came.
 _EVENT_PREFIX = "screens.event."
 
 
 def _pattern(template: str) -> re.Pattern[str]:
-    parts = re.split(r"\{(\w+)\}", template)
-    regex = "".join(re.escape(part) if i % 2 == 0 else f"(?P<{part}>.+?)" for i, part in enumerate(parts))
-    return re.compile(f"{regex}$")
+    """The template's English as a pattern, each field any text; `{{`/`}}` are literal braces
+    (a notice that names a `{affinity}` placeholder)."""
+    regex = "".join(re.escape(literal) + (f"(?P<{name}>.+?)" if name is not None else "")
+                    for literal, name, _, _ in string.Formatter().parse(template))
+    return re.compile(f"{regex}$", re.DOTALL)  # a field (an error's text) may run over lines
 
 
 @functools.cache
-def _event_templates(kind: str, what: str) -> list[tuple[str, re.Pattern[str]]]:
-    """(catalogue key, pattern of its English) for one kind and state/action, the longest
+def _templates(prefix: str) -> list[tuple[str, re.Pattern[str]]]:
+    """(catalogue key, pattern of its English) of every template under `prefix`, the longest
     literal first (`external server {url}` before `{url} pid {pid}`)."""
-    prefix = f"{_EVENT_PREFIX}{kind}.{what}."
     found = [(key[len("screens."):], template) for key, template in CATALOGUE["en"].items()
              if key.startswith(prefix)]
-    found.sort(key=lambda item: -len(re.sub(r"\{\w+\}", "", item[1])))
+    found.sort(key=lambda item: -sum(len(literal) for literal, *_ in string.Formatter().parse(item[1])))
     return [(key, _pattern(template)) for key, template in found]
+
+
+def _said(lang: str, prefix: str, message: str) -> str:
+    said = _matched(lang, prefix, message) if lang != "en" and message else None
+    return message if said is None else said
+
+
+def _matched(lang: str, prefix: str, message: str) -> str | None:
+    for key, pattern in _templates(prefix):
+        match = pattern.match(message)
+        if match is not None:  # a field may be another of the engine's sentences (a reason)
+            fields = {name: _said(lang, prefix, value) for name, value in match.groupdict().items()}
+            return Texts(lang, "screens")(key, **fields)
+    return None
 
 
 def event_said(lang: str, kind: str, what: str, message: str) -> str:
     """An engine message of one event kind (`server`: ServerStateChanged by its state;
     `control`: RunControl by its action) in `lang`; as it came when the catalogue lacks it."""
-    if lang == "en" or not message:
-        return message
-    for key, pattern in _event_templates(kind, what):
-        match = pattern.match(message)
-        if match is not None:
-            return Texts(lang, "screens")(key, **match.groupdict())
-    return message
+    return _said(lang, f"{_EVENT_PREFIX}{kind}.{what}.", message)
+
+
+def notice_said(lang: str, message: str) -> str:
+    """An engine Notice's message in `lang` (`screens.event.notice.*`): its fields (an error's
+    text, a path, a launcher's words) as they came, unless a field is itself one of the
+    engine's sentences (the client's reason for falling behind); a message of several lines
+    that matches none as a whole (a server that failed to start, its log tail below) has its
+    first line worded, the lines below as they came; a message no template matches (a
+    refusal's own sentence) as it came."""
+    prefix = f"{_EVENT_PREFIX}notice."
+    said = _said(lang, prefix, message)
+    if said is message and "\n" in message:  # a server's failure: its log tail below the sentence
+        first, tail = message.split("\n", 1)
+        return f"{_said(lang, prefix, first)}\n{tail}"
+    return said

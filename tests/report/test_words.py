@@ -7,10 +7,12 @@ import ast
 import string
 from dataclasses import dataclass
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
 from dspark_tui.model import UserError
+from dspark_tui.model.events import ServerState
 from dspark_tui.report.words import CATALOGUE, SECTIONS, Texts, en, zh
 
 ROOT = Path(__file__).resolve().parents[2] / "dspark_tui"
@@ -19,6 +21,9 @@ ROOT = Path(__file__).resolve().parents[2] / "dspark_tui"
 PLACEHOLDERS_DIFFER = {
     "decision.position_item": "en names the previous position ({prev}), zh says 'the one before'",
 }
+
+# Runner._ack's actions (engine/run/runner.py)
+CONTROL_ACTIONS = ("pause", "resume", "skip", "abort", "detach", "retry")
 
 # Keys the code builds from a value (not a literal): where -> the keys it can take.
 DYNAMIC = {
@@ -41,9 +46,16 @@ DYNAMIC = {
             "nothing_to_retry", "read_only", "requested", "runner_gone",
             "action.pause", "action.resume", "action.skip", "action.abort", "action.retry")
     },
-    # tui/words.event_line matches an engine line against every `screens.event.*` template of
-    # its kind: the keys it can take are those the catalogue has under that prefix
-    ("tui/words.py", "key"): {key for key in CATALOGUE["en"] if key.startswith("screens.event.")},
+    # tui/words._said matches an engine line against the templates under one prefix: event_said's
+    # `screens.event.server.<state>.` (a ServerState, or "pending") and
+    # `screens.event.control.<action>.` (an action the runner acknowledges), notice_said's
+    # `screens.event.notice.`; the toasts' `screens.event.finished` and `cell_failed` are asked
+    # for by name (run_screen.py) and are not among them
+    ("tui/words.py", "key"): {key for key in CATALOGUE["en"] if key.startswith((
+        *(f"screens.event.server.{state}." for state in (*get_args(ServerState), "pending")),
+        *(f"screens.event.control.{action}." for action in CONTROL_ACTIONS),
+        "screens.event.notice.",
+    ))},
 }
 JOINED = "report.list_sep"  # Texts.join's separator
 

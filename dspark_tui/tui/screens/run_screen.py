@@ -38,7 +38,14 @@ from dspark_tui.tui.widgets.log_pane import LogPane
 from dspark_tui.tui.widgets.plan_tree import PlanTree
 from dspark_tui.tui.widgets.run_header import RunHeader
 from dspark_tui.tui.widgets.run_summary import RunSummary
-from dspark_tui.tui.words import SaidBindings, event_said, lang_of, status_said, verdict_said
+from dspark_tui.tui.words import (
+    SaidBindings,
+    event_said,
+    lang_of,
+    notice_said,
+    status_said,
+    verdict_said,
+)
 
 if TYPE_CHECKING:
     from dspark_tui.analysis.live import ComparisonRow
@@ -214,14 +221,14 @@ class RunScreen(SaidBindings, Screen[None]):
 
     def _announce(self, event: Event) -> None:
         """Toasts in the app's language by event kind (the catalogue's `screens.event.*`); what
-        the engine says in its own words (a failure's reason, a notice) stays as it came."""
+        the engine says in its own words (a failure's reason, a field of a notice) stays as it came."""
         lang = lang_of(self.app)
         t = Texts(lang, "screens")
         if isinstance(event, CellFailed):
             self.notify(t("event.cell_failed", cell=event.key.id, reason=event.reason),
                         severity="error", timeout=8)
         elif isinstance(event, Notice) and event.level != "info":
-            self.notify(event.message, severity=event.level, timeout=6)
+            self.notify(notice_said(lang, event.message), severity=event.level, timeout=6)
         elif isinstance(event, RunControl) and event.message:
             self.notify(event_said(lang, "control", event.action, event.message), timeout=4)
         elif isinstance(event, RunFinished):
