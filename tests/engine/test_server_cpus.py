@@ -22,7 +22,7 @@ from dspark_tui.model import PlanError, UserError, parse_plan
 from dspark_tui.model.client_health import ClientHealth
 from dspark_tui.model.cpus import cpu_list
 from dspark_tui.model.events import Event
-from tests.cli import cli_env, run_cli_here
+from tests.cli import cli_env, run_cli, run_cli_here
 from tests.engine.helpers import Recorder, fake_server_plan, sim_plan_text, sim_runner
 
 AFFINITY = hasattr(os, "sched_getaffinity") and hasattr(os, "sched_setaffinity")
@@ -269,3 +269,12 @@ def test_vllms_omp_binding_outside_the_servers_cpus_is_refused(tmp_path: Path, p
         plan.write_text(text + f'\n[server.env]\nVLLM_CPU_OMP_THREADS_BIND = "{same}"\n')
         done = run_cli_here("plan", "check", str(plan), "--preflight")
         assert "VLLM_CPU_OMP_THREADS_BIND" not in done.stderr, done.stderr
+    # Set in the shell, not the plan: the server inherits it all the same (review)
+    plan.write_text(text)
+    done = run_cli("plan", "check", str(plan), "--preflight",
+                   env={"VLLM_CPU_OMP_THREADS_BIND": str(first)})
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip() == (
+        f"dspark-tui: error: {plan}: VLLM_CPU_OMP_THREADS_BIND (this shell's environment) = "
+        f"'{first}' binds vLLM's worker to CPU {first}, outside server.cpus = [{last}] (a process "
+        "may widen its own affinity): name CPUs of server.cpus in both")

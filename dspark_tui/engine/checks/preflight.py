@@ -148,11 +148,15 @@ def check_cpus(plan: Plan, source: str | None = None) -> list[Finding]:
         split = plan_split(plan, source)
     except UserError as exc:
         return [Problem("cpus", str(exc))]
-    bind = plan.server.env.get(OMP_BIND_VAR)
+    # What the server gets: the plan's server.env over this shell's environment (a value set
+    # in the shell reaches vLLM's worker as well)
+    bind = server_env(plan).get(OMP_BIND_VAR)
     named = omp_bind_cpus(bind) if split is not None and bind is not None else None
     if split is not None and named is not None and (outside := named - split.server):
         where = f"{source}: " if source else ""
-        return [Problem("cpus", f"{where}server.env.{OMP_BIND_VAR} = {bind!r} binds vLLM's worker "
+        said = (f"server.env.{OMP_BIND_VAR}" if OMP_BIND_VAR in plan.server.env
+                else f"{OMP_BIND_VAR} (this shell's environment)")
+        return [Problem("cpus", f"{where}{said} = {bind!r} binds vLLM's worker "
                         f"to CPU {cpu_list(outside)}, outside server.cpus = "
                         f"[{', '.join(map(str, sorted(split.server)))}] (a process may widen its "
                         "own affinity): name CPUs of server.cpus in both")]
