@@ -103,10 +103,17 @@ class SaidBindings:
 _EVENT_PREFIX = "screens.event."
 
 
+# Fields that are always a number: a template whose number field would take words is not the
+# sentence ("exited with code 1 while starting" is not a death "with code {code}")
+_NUMERIC = frozenset({"code", "pid", "count", "seconds"})
+_NUMBERS = r"-?\d+(?:\.\d+)?"
+
+
 def _pattern(template: str) -> re.Pattern[str]:
     """The template's English as a pattern, each field any text; `{{`/`}}` are literal braces
     (a notice that names a `{affinity}` placeholder)."""
-    regex = "".join(re.escape(literal) + (f"(?P<{name}>.+?)" if name is not None else "")
+    regex = "".join(re.escape(literal) + (f"(?P<{name}>{_NUMBERS if name in _NUMERIC else '.+?'})"
+                                          if name is not None else "")
                     for literal, name, _, _ in string.Formatter().parse(template))
     return re.compile(f"{regex}$", re.DOTALL)  # a field (an error's text) may run over lines
 
@@ -126,13 +133,25 @@ def _said(lang: str, prefix: str, message: str) -> str:
     return message if said is None else said
 
 
+# The fields that hold another of the engine's sentences, and the templates they may be: only
+# these are worded in turn (any field matched against every template read a reason such as
+# "server exited with code 1 while starting" as a death with code "1 while starting").
+_SENTENCE_FIELDS = {"reasons": "notice.behind_reason", "scale": "notice.behind_",
+                    "death": "notice.death_"}
+
+
 def _matched(lang: str, prefix: str, message: str) -> str | None:
     for key, pattern in _templates(prefix):
         match = pattern.match(message)
-        if match is not None:  # a field may be another of the engine's sentences (a reason)
-            fields = {name: _said(lang, prefix, value) for name, value in match.groupdict().items()}
+        if match is not None:
+            fields = {name: _field_said(lang, name, value) for name, value in match.groupdict().items()}
             return Texts(lang, "screens")(key, **fields)
     return None
+
+
+def _field_said(lang: str, name: str, value: str) -> str:
+    within = _SENTENCE_FIELDS.get(name)
+    return value if within is None else _said(lang, f"{_EVENT_PREFIX}{within}", value)
 
 
 def event_said(lang: str, kind: str, what: str, message: str) -> str:

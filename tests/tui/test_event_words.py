@@ -342,3 +342,19 @@ def test_every_notice_template_is_a_sentence_the_engine_writes():
     assert stale == {}
     assert not _produced("paused; resume to carry on", literals)
     assert not _produced("server.cpus: server at CPU ", literals)
+
+
+def test_a_field_is_worded_only_where_it_holds_one_of_the_engines_sentences():
+    """The node-move notice's reason is a ServerError's own text ("server exited with code 1
+    while starting", server.py): it stays as it came. Any field matched against every template
+    read it as a death "with code {code}" and put "1 while starting" where the exit code goes
+    (review). A death in its own field is still worded, its code a number."""
+    reason = "server exited with code 1 while starting"
+    message = (f"K=3: no server started on node-a, round 2's node ({reason}); the round goes on "
+               "elsewhere, and its cells measured on two nodes are not compared")
+    zh = event_words.notice_said("zh", message)
+    assert zh == CATALOGUE["zh"]["screens.event.notice.moved"].format(
+        arm="K=3", node="node-a", round="2", reason=reason), zh
+    assert event_words.notice_said("zh", "K=3: server exited with code 1 during warmup") == \
+        CATALOGUE["zh"]["screens.event.notice.server_died_warmup"].format(
+            arm="K=3", death=CATALOGUE["zh"]["screens.event.notice.death_exited"].format(code="1"))
