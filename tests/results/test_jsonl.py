@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dspark_tui.engine.rundir.control import ControlReader
+from dspark_tui.engine.rundir.control import ControlReader, controls_since
 from dspark_tui.results.jsonl import read_complete_lines
 
 
@@ -31,3 +31,18 @@ def test_control_requests_are_read_once_and_only_when_complete(tmp_path: Path):
         handle.write(b'}\n{"action": "pause", "id": "1"}\n')  # a repeated id is one request
     assert reader.poll() == ["skip"]
     assert reader.poll() == []
+
+
+def test_a_runner_reads_the_requests_sent_since_it_was_asked_for_not_before(tmp_path: Path):
+    """A pause sent after the runner's process was started but before it first read the file
+    (a key pressed in a run's first second) is for it; one an earlier runner left is not. It
+    was dropped with everything already written (CI, 2026-12-03: the run went to its end)."""
+    path = tmp_path / "control.jsonl"
+    path.write_text('{"action": "abort", "t": 100.0, "id": "old"}\n'
+                    '{"action": "pause", "t": 200.0, "id": "new"}\n')
+    reader = ControlReader(tmp_path)
+    reader.skip_existing(150.0)
+    assert reader.poll() == ["pause"]
+    assert controls_since("150.5", 300.0) == 150.5
+    assert controls_since(None, 300.0) == controls_since("nan", 300.0) == 300.0
+    assert controls_since("400", 300.0) == 300.0  # a launcher's clock ahead of ours: ours

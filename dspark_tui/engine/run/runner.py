@@ -33,7 +33,7 @@ from dspark_tui.engine.run.measure import Measurement, Outcome, failed_unrun, me
 from dspark_tui.engine.run.resume_plan import RUNNER_PLAN_VAR, plan_of_run
 from dspark_tui.engine.run.session import ArmSession, auth_headers
 from dspark_tui.engine.run.steering import Steering
-from dspark_tui.engine.rundir.control import ControlReader
+from dspark_tui.engine.rundir.control import CONTROLS_SINCE_VAR, ControlReader, controls_since
 from dspark_tui.engine.rundir.event_sink import EventSink, Subscriber
 from dspark_tui.engine.rundir.liveness import touch_heartbeat
 from dspark_tui.engine.rundir.save_errors import save_advice, save_problem
@@ -116,6 +116,9 @@ class Runner:
         self._signal_name: str | None = None
         self._main: asyncio.Task[ev.RunStatus] | None = None
         self._control = ControlReader(store.path)
+        # Requests from the moment this runner was asked for: the launcher's clock when it
+        # started this process, else now (a runner in the process that asked for it)
+        self._controls_since = controls_since(os.environ.pop(CONTROLS_SINCE_VAR, None), time.time())
         self._last_progress_t: dict[Slot, float] = {}  # per measurement in flight
         self._parent_watch: asyncio.Task[None] | None = None
         self._prompts_ready = False
@@ -201,7 +204,7 @@ class Runner:
 
     async def _run_locked(self) -> ev.RunStatus:
         self._main = asyncio.current_task()
-        self._control.skip_existing()
+        self._control.skip_existing(self._controls_since)
         self._mark_running()
         background = self._start_background()
         status: ev.RunStatus = "failed"

@@ -25,6 +25,19 @@ CONTROL = "control.jsonl"
 ACTIONS = ("pause", "resume", "skip", "abort", "retry", "detach", "hangup")
 
 
+# The launcher's clock when it started a runner process: requests stamped from then on are
+# for that runner (engine/start/launch.py sets it, the runner reads and drops it)
+CONTROLS_SINCE_VAR = "DSPARK_CONTROLS_SINCE"
+
+
+def controls_since(value: str | None, fallback: float) -> float:
+    try:
+        since = float(value) if value is not None else fallback
+    except ValueError:
+        return fallback
+    return since if since == since and since <= fallback else fallback  # NaN or a future time
+
+
 def send_control(run_dir: Path, action: str) -> float:
     """Append one request; returns its time so a caller can wait for the acknowledgement."""
     if action not in ACTIONS:
@@ -52,13 +65,14 @@ class ControlReader:
         self.path = run_dir / CONTROL
         self.offset = 0
         self._seen: set[str] = set()
+        self._not_before = 0.0
 
-    def skip_existing(self) -> None:
-        """Requests written for an earlier runner of this directory are not for us."""
-        try:
-            self.offset = self.path.stat().st_size
-        except OSError:
-            self.offset = 0
+    def skip_existing(self, since: float) -> None:
+        """Requests written for an earlier runner of this directory are not for us: those
+        stamped before `since` (when this runner was asked for). One sent after that but before
+        the runner first read the file (a pause pressed in a run's first second) is for us: it
+        was lost when everything already written was skipped."""
+        self._not_before = since
 
     def poll(self) -> list[str]:
         try:
@@ -72,6 +86,9 @@ class ControlReader:
             except ValueError:
                 continue
             if not isinstance(request, dict) or request.get("action") not in ACTIONS:
+                continue
+            stamped = request.get("t")
+            if self._not_before and (not isinstance(stamped, (int, float)) or stamped < self._not_before):
                 continue
             request_id = str(request.get("id", ""))
             if request_id and request_id in self._seen:

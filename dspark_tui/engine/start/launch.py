@@ -21,7 +21,7 @@ from dspark_tui.engine.checks.disk_budget import refuse_resume_without_room
 from dspark_tui.engine.run.resume_plan import PLAN_ON_STDIN
 from dspark_tui.engine.run.runner import RUNNER_PLAN_VAR, preflight, prepare_run
 from dspark_tui.engine.run.verify import plan_to_run
-from dspark_tui.engine.rundir.control import send_control
+from dspark_tui.engine.rundir.control import CONTROLS_SINCE_VAR, send_control
 from dspark_tui.engine.rundir.liveness import refuse_if_alive
 from dspark_tui.engine.servers.launchers import stop_orphaned_launch
 from dspark_tui.engine.servers.ports import with_concrete_port
@@ -141,6 +141,7 @@ class RunnerProcess:
         try:
             log = open(run_dir / RUNNER_LOG, "ab")  # noqa: SIM115 - handed to the child
             try:
+                env[CONTROLS_SINCE_VAR] = repr(time.time())
                 popen = subprocess.Popen(
                     runner_argv(run_dir, lang=lang, parent_pid=None if detach else os.getpid(),
                                 lock_fd=lock.fd),
