@@ -173,8 +173,9 @@ def _claims(paired: RunVerdicts, key: tuple[str, int], meeting: list[str], speed
               is not None and (a == top or r.has_interval)}
     k_of = {a: int(a.split("=")[1]) for a in meeting}
     choice = smallest_within_band(sorted(meeting, key=lambda a: k_of[a]), vs_top, top, floor)
-    if choice != top:
-        return choice, vs_top[choice].verdict == Verdict.WINS
+    if choice != top:  # taken within the band; a claim only if shown below the top as well
+        high = vs_top[choice].high
+        return choice, high is not None and high < 1.0
     runner_up = max((a for a in meeting if a != top), key=lambda a: speed[a])
     ratio = ratio_between(paired, key[0], key[1], top, runner_up, alpha)
     return choice, ratio is not None and ratio.verdict == Verdict.WINS
