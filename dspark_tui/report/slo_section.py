@@ -120,7 +120,10 @@ def slo_section(answer: SloAnswer | None, t: Texts) -> list[str]:
         lines += [say("objective_goodput"), ""]
     if answer.choice_alpha is not None:
         # The level the choice was made at (SloAnswer.choice_alpha), not the attainment's.
-        lines += [say("choices_level", each=f"{100 * (1 - answer.choice_alpha):.3g}",
+        # With no K to order the arms (an adaptive arm among them) no K is compared with the
+        # top: the choice is the top by its point estimate; only its ratio is read at the level.
+        key = "choices_level" if answer.k_of is not None else "choices_level_no_k"
+        lines += [say(key, each=f"{100 * (1 - answer.choice_alpha):.3g}",
                       arms=answer.choice_arms, level=level), ""]
     for choice in answer.choices:
         lines += _choice_lines(choice, say)

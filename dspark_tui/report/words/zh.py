@@ -430,6 +430,7 @@ WORDS: dict[str, str] = {
     "slo.one_session": "- {total} 行中有 {n} 行只来自一次服务器会话：其区间只覆盖该会话内请求的离散，不含不同启动之间的差异（docs/statistics.md，Attainment）；请用 `rounds >= 2`。",
     "slo.choices_heading": "### SLO 约束下的选择",
     "slo.choices_level": "选择所依据的比较（各 K 相对满足 SLO 的最优配置，以及所选配置相对本格最快配置，即下文的比值）各按 {each}% 读取：这是在 {arms} 个配置中选出最优时的族水平，与 K 决策的读法相同（docs/decision.md）；上面的达标率区间为 {level}%。",
+    "slo.choices_level_no_k": "这些配置没有可排序的 K（其中有自适应验证配置），所以所选配置是按点估计最快、被证明满足 SLO 的那个，并未被证明领先其他配置；它相对本格最快配置的比值（见下）各按 {each}% 读取，即在 {arms} 个配置中选出最优时的族水平（docs/decision.md）；上文的达标率区间为 {level}%。",
     "slo.objective_goodput": "计划的目标是 goodput：每个选择是被证明满足 SLO 的配置中每秒满足请求数最多的那个；在各 K 之间取已证明与它相差不超过持平带的最小 K，依据 goodput 自己的配对判定（每个会话每秒满足 SLO 的请求数，与 Total tok/s 一样按轮配对；见 analysis.json 的 `goodput_verdicts`）。",
     "slo.choice_fastest": "- `{scenario}` c={c}：`{arm}` —— 最快的配置，且满足 SLO",
     "slo.choice_other": "- `{scenario}` c={c}：`{arm}` 满足 SLO，相对最快的 `{fastest}` 为 {ratio}；`{fastest}` {why}",
