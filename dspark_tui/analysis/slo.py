@@ -428,7 +428,7 @@ def _slo_answer(analysis: RunAnalysis) -> SloAnswer | None:
     answer.schedule = slo_schedule(analysis, answer)
     if verdicts is not None:
         answer.verdict_level, answer.tie_band = verdicts.settings.level, verdicts.settings.tie_band
-        answer.choice_arms = choice_family(analysis, k_of)
+        answer.choice_arms = family
         answer.choice_alpha = family_alpha(verdicts.settings.look_alpha, answer.choice_arms)
         answer.unreplicated = [a for a in analysis.arms if a in verdicts.settings.external_arms]
         answer.latency = latency_verdicts(measurements_of(run), analysis.arms, verdicts.settings,

@@ -213,6 +213,9 @@ class Runner:
         try:
             await self._prepare()  # its preflight checks server.cpus against this process's CPUs
             pinning = self._pin_client()
+            if pinning is not None:  # said once the mask is held where the finally restores it
+                self._emit(ev.Notice(level="info", message=f"server.cpus: {pinning.split.said()} "
+                                     "(the server's whole process tree; the client keeps off it)"))
             await self._execute()
             status, message = self._ending()
         except asyncio.CancelledError:
@@ -247,8 +250,6 @@ class Runner:
             return None
         pinning = ClientPinning(split)
         pinning.apply()
-        self._emit(ev.Notice(level="info", message=f"server.cpus: {split.said()} "
-                             "(the server's whole process tree; the client keeps off it)"))
         return pinning
 
     def _start_background(self) -> list[asyncio.Task[None]]:
