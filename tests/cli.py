@@ -162,3 +162,14 @@ range_ratio = 1.0
 concurrencies = [{", ".join(map(str, concurrencies))}]
 num_prompts = 2
 """
+
+
+def hold_paused(run_dir: Path, timeout: float = 30.0) -> None:
+    """Pause a run and wait until its runner says so: held between cells, running for as long as
+    a test takes to act on it (a signal, a kill, an attach). Left going, a short run's last few
+    seconds were the window, which a loaded box can spend before the action lands."""
+    from dspark_tui.engine.rundir.control import send_control
+
+    send_control(run_dir, "pause")
+    events = run_dir / "events.jsonl"
+    wait_for(lambda: "paused; resume to go on" in events.read_text(), timeout, what="the pause")

@@ -22,9 +22,8 @@ from dspark_tui.engine.rundir.control import send_control
 from dspark_tui.engine.servers.ports import port_is_free
 from dspark_tui.engine.start.launch import RunnerProcess
 from dspark_tui.model import load_plan
-from dspark_tui.model.events import Notice
 from dspark_tui.results import RunStore, load_run, manifest_for_plan, scan_runs
-from tests.cli import CLI, cli_env, reaped, run_cli, slow_cells, wait_for
+from tests.cli import CLI, cli_env, hold_paused, reaped, run_cli, slow_cells, wait_for
 from tests.conftest import SAMPLE_RUN
 from tests.disks import small_tmpfs
 from tests.engine.helpers import write_sim_plan
@@ -36,15 +35,6 @@ def _kinds(run_dir: Path) -> list[str]:
 
 def _status(run_dir: Path) -> str:
     return json.loads((run_dir / "run.json").read_text())["status"]
-
-
-def _hold(run_dir: Path) -> None:
-    """Pause the run and wait until it says so: held between cells, running for as long as a
-    test takes to act on it. Left going, a run of slow_cells has 2-4 s after its first cell,
-    which a loaded box can spend before a signal, a kill or a Python start lands."""
-    send_control(run_dir, "pause")
-    wait_for(lambda: any(isinstance(e, Notice) and e.message.startswith("paused")
-                         for e in RunStore(run_dir).read_events()), what="the pause")
 
 
 def _first_cell_started(results: Path) -> Path:
@@ -225,7 +215,7 @@ def test_sighup_of_a_foreground_run_detaches_it_and_the_run_finishes(tmp_path: P
         # Held paused after its first cell until attach has picked it: left going, a SIGHUP
         # 2 s late (a loaded box) left attach no running run to find.
         run_dir = _first_cell_started(results)
-        _hold(run_dir)
+        hold_paused(run_dir)
         proc.send_signal(signal.SIGHUP)
         wait_for(lambda: "terminal closed, detached" in (run_dir / "events.jsonl").read_text(),
                  what="the hand-off")
@@ -256,7 +246,7 @@ def test_sighup_with_no_detach_on_hangup_stops_the_server_and_marks_the_run_inte
                             stdin=subprocess.DEVNULL, start_new_session=True)
     with reaped(proc):
         run_dir = _first_cell_started(results)
-        _hold(run_dir)  # a SIGHUP after the run's end would find nothing to stop
+        hold_paused(run_dir)  # a SIGHUP after the run's end would find nothing to stop
         server_pid = json.loads((run_dir / "server.json").read_text())["pid"]
         proc.send_signal(signal.SIGHUP)
         out, _ = proc.communicate(timeout=30)
@@ -399,7 +389,7 @@ def test_a_full_disk_stops_the_run_keeping_every_saved_cell_and_resume_finishes(
         # the run took under 3 s after the first cell's file, and a fill 3 s late found the run
         # completed. (The resume's line fits the control file's page: no new space needed.)
         run_dir = _first_cell_started(results)
-        _hold(run_dir)
+        hold_paused(run_dir)
         assert any(results.glob("*/cells/*/slow__c1__r1p1.json"))
         filler = _fill(small_disk)  # the disk is full when the second cell is saved
         send_control(run_dir, "resume")
@@ -431,7 +421,7 @@ def test_attach_without_a_directory_follows_the_newest_running_run(tmp_path: Pat
         wait_for(lambda: "cell_started" in _kinds(run_dir), what="the first cell")
         # Held until attach has picked it: left going, the run's last 3-6 s were all the time
         # attach had to start Python and scan, and one 6 s late found no running run.
-        _hold(run_dir)
+        hold_paused(run_dir)
         attach = subprocess.Popen([*CLI, "attach", "--headless"], stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
                                   env=cli_env(env))

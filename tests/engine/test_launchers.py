@@ -18,7 +18,6 @@ import httpx
 import pytest
 import yaml
 
-from dspark_tui.engine.rundir.control import send_control
 from dspark_tui.engine.servers.launchers import (
     Placement,
     launcher_problems,
@@ -31,9 +30,8 @@ from dspark_tui.engine.servers.launchers.slurm import srun_argv
 from dspark_tui.engine.servers.server import ServerError
 from dspark_tui.engine.start.launch import RunnerProcess
 from dspark_tui.model import Plan, PlanError, SlurmOptions, parse_plan
-from dspark_tui.model.events import Notice
 from dspark_tui.results import RunStore, load_run
-from tests.cli import run_cli, slow_cells, wait_for
+from tests.cli import hold_paused, run_cli, slow_cells, wait_for
 from tests.engine import clusters
 from tests.engine.clusters import KUBE_TABLE, SLURM_TABLE, TWO_NODES, cluster_plan, gone, pods
 from tests.engine.helpers import Recorder, sim_plan_text
@@ -120,10 +118,7 @@ def _kill_runner_while_it_runs(plan: Path, cluster: Path) -> tuple[RunnerProcess
     run_dir = runner.run_dir
     wait_for(lambda: [e for e in RunStore(run_dir).read_events() if e.kind == "cell_started"],
              timeout=60, what="a cell in flight")
-    send_control(run_dir, "pause")
-    wait_for(lambda: [e for e in RunStore(run_dir).read_events()
-                      if isinstance(e, Notice) and e.message.startswith("paused")],
-             what="the pause")
+    hold_paused(run_dir)
     os.kill(runner.pid, signal.SIGKILL)
     runner.wait(5)
     return runner, run_dir

@@ -18,13 +18,12 @@ import psutil
 import pytest
 
 from dspark_tui.engine.checks.preflight import check_bench_secrets
-from dspark_tui.engine.rundir.control import send_control
 from dspark_tui.engine.servers.launchers import stop_orphaned_launch
 from dspark_tui.engine.servers.ports import port_is_free
 from dspark_tui.engine.servers.procs import TOKEN_VAR
 from dspark_tui.engine.servers.server_record import ServerRecord, stop_orphaned_server, write_record
 from dspark_tui.model import Plan
-from tests.cli import run_cli, slow_cells, wait_for
+from tests.cli import hold_paused, run_cli, slow_cells, wait_for
 from tests.engine.helpers import sim_plan_text
 
 POD = "pod/dspark-st-3-s1-0123abcd"
@@ -178,9 +177,7 @@ def test_a_refused_resume_stops_the_orphaned_server_and_trusts_no_crafted_record
                  timeout=60, what="the first cell")
         # Killed while held paused after a cell, its server up: left going, the run's last
         # 3-4 s were the window, and a kill 4 s late (a loaded box) found the server stopped.
-        send_control(run_dir, "pause")
-        wait_for(lambda: "paused; resume to go on" in (run_dir / "events.jsonl").read_text(),
-                 what="the pause")
+        hold_paused(run_dir)
         # the record names the server's worker once the runner has seen it (not always by the
         # first cell's start on a loaded box)
         wait_for(lambda: len(_server_pids(run_dir)) == 2, timeout=30, what="the worker recorded")

@@ -18,10 +18,9 @@ from pathlib import Path
 
 import psutil
 
-from dspark_tui.engine.rundir.control import send_control
 from dspark_tui.engine.servers.log_relay import HOLD_MAX, copy_scrubbed
 from dspark_tui.model.secrets import Scrubber
-from tests.cli import run_cli, slow_cells, wait_for
+from tests.cli import hold_paused, run_cli, slow_cells, wait_for
 from tests.engine.helpers import FAKES, sim_plan_text
 from tests.fakes.loud_server import digest
 
@@ -161,8 +160,7 @@ def test_a_killed_runner_costs_the_log_no_line_and_a_resume_hands_the_server_the
     # stopped, its heartbeats over.
     wait_for(lambda: events.exists() and '"cell_started"' in events.read_text(), timeout=60,
              what="the first cell to start")
-    send_control(run_dir, "pause")
-    wait_for(lambda: "paused; resume to go on" in events.read_text(), what="the pause")
+    hold_paused(run_dir)
     assert any(run_dir.glob("cells/*/slow__c1__r1p1.json"))
     (first_log,) = (run_dir / "logs").glob("server-*.log")
 

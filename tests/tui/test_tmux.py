@@ -20,7 +20,7 @@ import psutil
 import pytest
 
 from dspark_tui.engine.rundir.control import send_control
-from tests.cli import reaped
+from tests.cli import hold_paused, reaped
 from tests.simulator import demo_plan_text
 
 pytestmark = [pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
@@ -106,8 +106,7 @@ def test_lost_terminal_hands_the_run_off_and_attach_finds_it(tmux: Tmux, tmp_pat
     # Held paused between cells until attach has picked it: left going, the run's last 3-6 s
     # after the hand-off were all the time attach had to start, and one 6 s late (a loaded
     # box) found no running run.
-    send_control(run_dir, "pause")
-    _wait_in(events, "paused; resume to go on")
+    hold_paused(run_dir)
     tmux("kill-server")  # the terminal goes away: SIGHUP to the app
     _wait_in(events, "terminal closed, detached")
     assert psutil.pid_exists(runner_pid)
