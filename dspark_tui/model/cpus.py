@@ -67,6 +67,7 @@ def _refuse(message: str) -> CpuSplit:
 # rank each, or "auto" / "nobind"); a process may widen its own affinity, so ids outside
 # server.cpus move the worker out of them.
 OMP_BIND_VAR = "VLLM_CPU_OMP_THREADS_BIND"
+OMP_BIND_WORDS = ("auto", "nobind")  # values that name no CPU id
 _IDS = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
 
 

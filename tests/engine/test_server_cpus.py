@@ -268,7 +268,14 @@ def test_vllms_omp_binding_outside_the_servers_cpus_is_refused(tmp_path: Path, p
     for same in (str(last), "auto", "nobind"):
         plan.write_text(text + f'\n[server.env]\nVLLM_CPU_OMP_THREADS_BIND = "{same}"\n')
         done = run_cli_here("plan", "check", str(plan), "--preflight")
-        assert "VLLM_CPU_OMP_THREADS_BIND" not in done.stderr, done.stderr
+        assert "VLLM_CPU_OMP_THREADS_BIND" not in done.stderr + done.stdout, done.stderr
+    # A value this check cannot read is said, not passed over in silence (review)
+    plan.write_text(text + '\n[server.env]\nVLLM_CPU_OMP_THREADS_BIND = "0:3"\n')
+    done = run_cli_here("plan", "check", str(plan), "--preflight")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (f"preflight: warning: {plan}: server.env.VLLM_CPU_OMP_THREADS_BIND = '0:3' is not a "
+            "CPU list this check reads (ids such as 0-3 or 0-3|4-7, or auto / nobind): whether "
+            "vLLM's worker stays on server.cpus is not checked") in done.stdout.splitlines()
     # Set in the shell, not the plan: the server inherits it all the same (review)
     plan.write_text(text)
     done = run_cli("plan", "check", str(plan), "--preflight",

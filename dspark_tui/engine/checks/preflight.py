@@ -32,7 +32,7 @@ from dspark_tui.engine.servers.ports import describe_taken_port, port_is_free
 from dspark_tui.engine.servers.server_record import read_record
 from dspark_tui.engine.servers.tls import verifying_context
 from dspark_tui.model import Plan, UserError
-from dspark_tui.model.cpus import OMP_BIND_VAR, cpu_list, omp_bind_cpus
+from dspark_tui.model.cpus import OMP_BIND_VAR, OMP_BIND_WORDS, cpu_list, omp_bind_cpus
 from dspark_tui.model.kinds import ServerKind
 from dspark_tui.model.secrets import secret_values
 from dspark_tui.results import RunStore
@@ -151,11 +151,19 @@ def check_cpus(plan: Plan, source: str | None = None) -> list[Finding]:
     # What the server gets: the plan's server.env over this shell's environment (a value set
     # in the shell reaches vLLM's worker as well)
     bind = server_env(plan).get(OMP_BIND_VAR)
-    named = omp_bind_cpus(bind) if split is not None and bind is not None else None
-    if split is not None and named is not None and (outside := named - split.server):
-        where = f"{source}: " if source else ""
-        said = (f"server.env.{OMP_BIND_VAR}" if OMP_BIND_VAR in plan.server.env
-                else f"{OMP_BIND_VAR} (this shell's environment)")
+    if split is None or bind is None:
+        return []
+    named = omp_bind_cpus(bind)
+    where = f"{source}: " if source else ""
+    said = (f"server.env.{OMP_BIND_VAR}" if OMP_BIND_VAR in plan.server.env
+            else f"{OMP_BIND_VAR} (this shell's environment)")
+    if named is None and bind.strip().lower() not in OMP_BIND_WORDS:
+        # Not a list of ids nor a word vLLM knows: said, not refused (vLLM is the judge of
+        # its own variable), so that the worker's binding is not left unchecked in silence
+        return [Note("cpus", f"{where}{said} = {bind!r} is not a CPU list this check reads "
+                     "(ids such as 0-3 or 0-3|4-7, or auto / nobind): whether vLLM's worker "
+                     "stays on server.cpus is not checked", warning=True)]
+    if named is not None and (outside := named - split.server):
         return [Problem("cpus", f"{where}{said} = {bind!r} binds vLLM's worker "
                         f"to CPU {cpu_list(outside)}, outside server.cpus = "
                         f"[{', '.join(map(str, sorted(split.server)))}] (a process may widen its "
