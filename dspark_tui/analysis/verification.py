@@ -383,9 +383,10 @@ def _boundary_cells(analysis: RunAnalysis, record: Verification, verdicts: Any,
 
 def _held_batches(analysis: RunAnalysis, arm: str) -> dict[CellId, float]:
     """The running batch the arm held per cell: the mean over its ok measurements of each one's
-    steady reading (the median of its inner /metrics readings), else of its mean. A measurement
-    read fewer than MIN_RUNNING_SAMPLES times tells a ramp from nothing (the schedule's own
-    rule, docs/decision.md "Readings"): a cell with such a one is placed by its concurrency."""
+    steady reading (the median of its inner /metrics readings), else of its mean; at least 1, as
+    `schedule.batch_points` reads it. A measurement read fewer than MIN_RUNNING_SAMPLES times
+    tells a ramp from nothing (the schedule's own rule, docs/decision.md "Readings"): a cell
+    with such a one is placed by its concurrency."""
     seen: dict[CellId, list[float]] = {}
     thin: set[CellId] = set()
     for m in analysis.run.measurements:
@@ -397,7 +398,8 @@ def _held_batches(analysis: RunAnalysis, arm: str) -> dict[CellId, float]:
         value = m.server.running_steady if m.server.running_steady is not None else m.server.running_mean
         if value is not None:
             seen.setdefault((m.scenario, m.concurrency), []).append(value)
-    return {key: sum(v) / len(v) for key, v in seen.items() if key not in thin}
+    # At least one, as the schedule reads a held batch (schedule.batch_points)
+    return {key: max(1.0, sum(v) / len(v)) for key, v in seen.items() if key not in thin}
 
 
 def _drafted_k(analysis: RunAnalysis, arm: str) -> dict[CellId, float]:

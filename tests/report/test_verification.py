@@ -96,6 +96,19 @@ def test_the_rerun_reads_the_batch_its_schedule_arm_held_as_the_schedule_does(tm
     assert [c.weight for c in result.cells] == [0.0, 1.0, 0.0]
 
 
+def test_a_held_batch_below_one_is_read_as_one_as_the_schedule_reads_it(tmp_path: Path):
+    """A server idle part of a c=1 window holds a steady batch below 1; the schedule places such a
+    cell at 1 (schedule.batch_points), and so does the rerun's row (review: it said 0.6)."""
+    run = verification_run(tmp_path, {1: 1.10, 16: 1.0, 128: 1.08}, ramp=True)
+    for m in run.measurements:
+        if m.concurrency == 1 and m.server is not None:
+            m.server = m.server.model_copy(update={"running_steady": 0.6})
+    result = verification_of(analyse(run))
+    assert result is not None
+    assert [(c.concurrency, c.batch, c.schedule_k) for c in result.cells] == [
+        (1, 1.0, 5), (16, 16.0, 2), (128, 128.0, 2)]
+
+
 def test_the_report_names_the_cells_the_fixed_k_wins(tmp_path: Path):
     run = verification_run(tmp_path, {1: 1.10, 16: 0.90, 128: 1.0})
     result = verification_of(analyse(run))
