@@ -9,8 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
-from dspark_tui.model import CellResult, ClientMetrics, ServerSummary, parse_plan
+from dspark_tui.model import CellResult, ClientMetrics, Provenance, ServerSummary, parse_plan
+from dspark_tui.model.naming import safe_name
 from dspark_tui.results import RunStore, load_run, manifest_for_plan
+from dspark_tui.results.native_raw import NativeRaw, RequestTiming, write_native_raw
 from dspark_tui.results.store import LoadedRun
 
 # Conditional acceptance per draft position (the simulator's defaults).
@@ -162,3 +164,31 @@ def stated_sweep(folder: Path, truth: dict[str, dict[int, float]], plan: str = "
     for cell in stated_cells(truth, scenario):
         store.save_cell(cell)
     return folder
+
+
+REQUESTS, TOKENS = 64, 768  # a cell's requests: 512 tokens in, 256 out
+
+
+def with_native_raw(folder: Path, run: LoadedRun, tpot_ms: Callable[[str], float]) -> LoadedRun:
+    """`run` with a native raw file for each measurement, as the latency and goodput answers read
+    them: every request TTFT 0.1 s, then 255 tokens `tpot_ms(arm)` apart; the client's p90 TPOT
+    moves with the session as Total tok/s does (the latency verdicts read it)."""
+    with_raw = []
+    for m in run.measurements:
+        total = m.total_throughput
+        assert total is not None
+        seconds = REQUESTS * TOKENS / total
+        gap = tpot_ms(m.arm) / 1000.0
+        timings = [RequestTiming(index=i, input_tokens=512, requested_output_tokens=256,
+                                 output_tokens=256, start_s=0.0, ttft_s=0.1, e2e_s=0.1 + 255 * gap,
+                                 usage_reported=True, itl_count=255) for i in range(REQUESTS)]
+        relative = f"raw/{safe_name(m.arm)}__r{m.round}p1/{m.scenario}__c{m.concurrency}.jsonl"
+        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+        write_native_raw(folder / relative, NativeRaw(timings, seconds, None, 0))
+        metrics = m.metrics.model_copy(update={"p90_tpot_ms": 5.0 * 1e5 / total})
+        with_raw.append(m.model_copy(update={
+            "metrics": metrics, "provenance": Provenance(driver="native", raw_output=relative)}))
+    last = max(m.round for m in with_raw)
+    run.measurements = with_raw
+    run.cells = {m.key: m for m in with_raw if m.round == last}
+    return run

@@ -15,17 +15,19 @@ import pytest
 from dspark_tui.analysis.adaptive import ONE_CONFIG, ROUTING, WINS
 from dspark_tui.analysis.analysis import analyse
 from dspark_tui.analysis.deploy import deploy_answer, schedule_json
+from dspark_tui.analysis.slo import slo_answer
 from dspark_tui.model import CellResult, ClientMetrics, parse_plan
 from dspark_tui.report.markdown import render_report
 from dspark_tui.results import RunStore, load_run, manifest_for_plan
 from dspark_tui.results.store import LoadedRun
+from tests.report.k_sweep_builders import with_native_raw
 
 ARMS = {"K=1": "num_speculative_tokens = 1", "K=3": "num_speculative_tokens = 3",
         "K=3 adaptive": "num_speculative_tokens = 3, enable_adaptive_verification = true"}
 CONCURRENCIES = [1, 4, 64, 256]
 
 
-def _run(folder: Path, truth: dict[str, dict[int, float]], rounds: int = 3) -> LoadedRun:
+def _run(folder: Path, truth: dict[str, dict[int, float]], rounds: int = 3, slo: str = "") -> LoadedRun:
     lines = ['name = "adaptive_hybrid"', 'model = "/models/DeepSeek-V4-Flash-DSpark"',
              "[server]", 'command = ["vllm", "serve", "{model}", "--port", "{port}", "{speculative}"]',
              "[bench]", 'driver = "sglang"', f"rounds = {rounds}", "adaptive_rounds = 0"]
@@ -33,7 +35,7 @@ def _run(folder: Path, truth: dict[str, dict[int, float]], rounds: int = 3) -> L
         lines += ["[[arms]]", f'name = "{name}"', f'speculative = {{ method = "dspark", {table} }}']
     lines += ["[[scenarios]]", 'name = "chat"', "input_len = 512", "output_len = 256",
               f"concurrencies = {CONCURRENCIES}", "num_prompts = 64"]
-    plan = parse_plan("\n".join(lines) + "\n")
+    plan = parse_plan("\n".join(lines) + "\n" + slo)
     folder.mkdir(parents=True, exist_ok=True)
     manifest = manifest_for_plan(plan, plan_source="test")
     manifest.status = "completed"
@@ -51,7 +53,7 @@ def _run(folder: Path, truth: dict[str, dict[int, float]], rounds: int = 3) -> L
                     metrics=ClientMetrics(total_throughput=total, duration=20.0, completed=64)))
     run.measurements = measured
     run.cells = {m.key: m for m in measured if m.round == rounds}
-    return run
+    return with_native_raw(folder, run, lambda arm: 5.0) if slo else run
 
 
 def _truth(adaptive: dict[int, float]) -> dict[str, dict[int, float]]:
@@ -195,3 +197,23 @@ def test_cells_never_compared_with_the_own_k_are_counted_apart(tmp_path: Path, m
     assert "not shown either way" not in text
     assert "在 chat c=1、chat c=4、chat c=64、chat c=256 无区间（单次测量）" in render_report(
         once, "zh", analysis=analysis)
+
+
+def test_with_an_adaptive_arm_the_slo_choice_is_said_to_be_the_top_by_its_point_estimate(tmp_path: Path):
+    """An adaptive arm has no K to order the arms by, so no K is compared with the top under the
+    SLO (slo._choose): the level line says the choice is the fastest by its point estimate, and
+    only its ratio to the fastest is read at the family level of the run's three arms."""
+    slo = '[slo]\np90_tpot_ms = 50\nobjective = "throughput"\n'
+    run = _run(tmp_path, _truth({1: 160.0, 4: 160.0, 64: 95.0, 256: 95.0}), slo=slo)
+    answer = slo_answer(analyse(run))
+    assert answer is not None and answer.k_of is None and answer.choice_arms == 3
+    assert all(c.status == "meets" for c in answer.cells)
+    assert [ch.choice for ch in answer.choices] == ["K=3 adaptive"] * 2 + ["K=1"] * 2
+    en = render_report(run, "en", charts=[])
+    assert ("The arms have no K to order them (an adaptive arm among them), so a choice is the "
+            "fastest arm shown to meet the SLO by its point estimate, not shown ahead of the "
+            "others; its ratio to the cell's fastest (below) is read at") in en
+    assert "the family level of a best picked among 3 arms" in en
+    assert "each K was compared" not in en and "are read at" not in en
+    zh = render_report(run, "zh", charts=[])
+    assert "这些配置没有可排序的 K（其中有自适应验证配置）" in zh and "在 3 个配置中选出最优时的族水平" in zh

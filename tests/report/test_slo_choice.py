@@ -24,15 +24,12 @@ from dspark_tui.analysis.deploy import deploy_answer
 from dspark_tui.analysis.schedule import combine_ratios
 from dspark_tui.analysis.slo import latency_verdicts, slo_answer
 from dspark_tui.analysis.verdicts import SessionPrior
-from dspark_tui.model import Provenance
 from dspark_tui.report.markdown import render_report
-from dspark_tui.results.native_raw import NativeRaw, RequestTiming, write_native_raw
 from dspark_tui.results.store import LoadedRun, load_run
-from tests.report.k_sweep_builders import Model, k_sweep_run, model_throughput
+from tests.report.k_sweep_builders import Model, k_sweep_run, model_throughput, with_native_raw
 
 KS = list(range(8))
 GRID = {"chat": [1, 4, 16, 64, 256], "rag": [1, 8, 32, 96]}  # test_decision's
-REQUESTS, TOKENS = 64, 768  # 512 in, 256 out
 
 
 def slo_sweep(folder, objective: str, *, rounds: int = 2, model: Model | None = None,
@@ -45,26 +42,7 @@ def slo_sweep(folder, objective: str, *, rounds: int = 2, model: Model | None = 
     slo = f'\n[slo]\np90_tpot_ms = 50\nobjective = "{objective}"\n'
     run = k_sweep_run(folder, KS, GRID, rounds=rounds, slo=slo, model=model, traffic=traffic,
                       running=running, readings=readings)
-    with_raw = []
-    for m in run.measurements:
-        total = m.total_throughput
-        assert total is not None
-        seconds = REQUESTS * TOKENS / total
-        # Every request: TTFT 0.1 s, then 255 tokens 5 ms (tpot_ms) apart.
-        gap = tpot_ms(int(m.arm.split("=")[1])) / 1000.0
-        timings = [RequestTiming(index=i, input_tokens=512, requested_output_tokens=256,
-                                 output_tokens=256, start_s=0.0, ttft_s=0.1, e2e_s=0.1 + 255 * gap,
-                                 usage_reported=True, itl_count=255) for i in range(REQUESTS)]
-        relative = f"raw/K_{m.arm.split('=')[1]}__r{m.round}p1/{m.scenario}__c{m.concurrency}.jsonl"
-        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
-        write_native_raw(folder / relative, NativeRaw(timings, seconds, None, 0))
-        # The client's p90 TPOT moves with the session as Total tok/s does (latency verdicts).
-        metrics = m.metrics.model_copy(update={"p90_tpot_ms": 5.0 * 1e5 / total})
-        with_raw.append(m.model_copy(update={
-            "metrics": metrics, "provenance": Provenance(driver="native", raw_output=relative)}))
-    run.measurements = with_raw
-    run.cells = {m.key: m for m in with_raw if m.round == 2}
-    return run
+    return with_native_raw(folder, run, lambda arm: tpot_ms(int(arm.split("=")[1])))
 
 
 @pytest.mark.parametrize("objective", ["throughput", "goodput"])
