@@ -107,15 +107,25 @@ _EVENT_PREFIX = "screens.event."
 # sentence ("exited with code 1 while starting" is not a death "with code {code}")
 _NUMERIC = frozenset({"code", "pid", "count", "seconds"})
 _NUMBERS = r"-?\d+(?:\.\d+)?"
+_ONE_LINE = r"[^\n]+?"
+_ANY_TEXT = r"(?s:.+?)"
 
 
 def _pattern(template: str) -> re.Pattern[str]:
-    """The template's English as a pattern, each field any text; `{{`/`}}` are literal braces
-    (a notice that names a `{affinity}` placeholder)."""
-    regex = "".join(re.escape(literal) + (f"(?P<{name}>{_NUMBERS if name in _NUMERIC else '.+?'})"
-                                          if name is not None else "")
-                    for literal, name, _, _ in string.Formatter().parse(template))
-    return re.compile(f"{regex}$", re.DOTALL)  # a field (an error's text) may run over lines
+    """The template's English as a pattern, each field any text on its line; `{{`/`}}` are
+    literal braces (a notice that names a `{affinity}` placeholder). Only a field that ends the
+    template (an error's text) may run over lines: a leading `{arm}` that could would swallow a
+    log line and read the rest of the message as another template's (review)."""
+    parts = list(string.Formatter().parse(template))
+    regex = ""
+    for i, (literal, name, _, _) in enumerate(parts):
+        regex += re.escape(literal)
+        if name is None:
+            continue
+        ends = i == len(parts) - 1
+        value = _NUMBERS if name in _NUMERIC else _ANY_TEXT if ends else _ONE_LINE
+        regex += f"(?P<{name}>{value})"
+    return re.compile(f"{regex}$")
 
 
 @functools.cache

@@ -297,6 +297,15 @@ def test_a_notice_in_no_template_stays_as_it_came():
     assert affinity.endswith("请在 Pod 的 spec 下加上 `affinity: {affinity}`")
 
 
+def test_a_leading_field_never_runs_over_lines():
+    """A log tail whose last line looks like another notice: `{arm}` may not take the lines above
+    it (the whole message read as "server log shows a fatal error" of an arm named by three
+    lines, review); the first line is worded, the tail stays as it came."""
+    tail = "INFO loading weights\nK=5: server log shows a fatal error: CUDA out of memory"
+    said = event_words.notice_said("zh", f"K=3: server exited with code 1 while starting\n{tail}")
+    assert said == f"K=3：服务器启动时退出，退出码 1\n{tail}"
+
+
 def _engine_literals() -> set[str]:
     """Every string literal of the code that writes Notices, f-strings' literal parts too."""
     found: set[str] = set()
