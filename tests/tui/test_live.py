@@ -17,7 +17,7 @@ from dspark_tui.tui.app import DsparkApp
 from dspark_tui.tui.screens.plan_picker import StartRequest
 from dspark_tui.tui.screens.run_screen import RunScreen
 from tests.simulator import demo_plan_text
-from tests.tui.helpers import make_app, table_text, until_shown, wait_until
+from tests.tui.helpers import make_app, screen_text, table_text, until_shown, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 SIZE = (120, 40)
@@ -78,6 +78,10 @@ async def test_demo_runs_to_its_end_and_fills_the_ab_table(tmp_path: Path):
     assert len(list((run_dir / "cells").glob("*/*.json"))) == 6
 
 
+def key_bar(app: DsparkApp) -> str:
+    return screen_text(app).rstrip("\n").splitlines()[-1]
+
+
 async def test_pause_skip_and_abort_from_the_keyboard(tmp_path: Path):
     plan = demo_plan(tmp_path, slow=True)
     app = make_app(tmp_path, start=StartRequest(plan=str(plan), arms=["st=3"]))
@@ -87,8 +91,12 @@ async def test_pause_skip_and_abort_from_the_keyboard(tmp_path: Path):
             await pilot.press("p")
             await wait_for(pilot, lambda: screen.state.paused, timeout=15)
             await until_shown(pilot, app, "[paused]")
+            # The key bar says how to go on (the runner's "resume to go on" is no toast)
+            await wait_for(pilot, lambda: " Resume " in key_bar(app), timeout=10)
+            assert " Pause " not in key_bar(app)
             await pilot.press("p")
             await wait_for(pilot, lambda: not screen.state.paused, timeout=15)
+            await wait_for(pilot, lambda: " Pause " in key_bar(app), timeout=10)
             for _ in range(3):  # a cell may end before the skip reaches the runner (under load)
                 await wait_for(pilot, lambda: screen.state.current is not None)
                 screen.state.message = ""

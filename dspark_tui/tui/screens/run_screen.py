@@ -9,6 +9,7 @@ folds and draws only (tests/tui/test_table_off_ui.py). It never runs a benchmark
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from textual import events, on
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import ActiveBinding, Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
@@ -118,7 +119,7 @@ class RunScreen(SaidBindings, Screen[None]):
         self._runner_gone_told = False
         self._caught_up = False  # the first poll replays history: no notifications for it
         self._errors_told: set[str] = set()
-        self._bindings_for: tuple[bool, int, int] | None = None  # what the footer was drawn for
+        self._bindings_for: tuple[bool, bool, int, int] | None = None  # what the footer was drawn for
         self._summary_of: float | None = None  # the end (finished_t) the summary was read for
 
     @property
@@ -262,8 +263,9 @@ class RunScreen(SaidBindings, Screen[None]):
         if self.state.version == self._drawn_version and table is None:
             return
         self._drawn_version = self.state.version
-        if self._bindings_for != (self.state.finished, self.state.failed, self.state.skipped):
-            self._bindings_for = (self.state.finished, self.state.failed, self.state.skipped)
+        drawn_for = (self.state.finished, self.state.paused, self.state.failed, self.state.skipped)
+        if self._bindings_for != drawn_for:
+            self._bindings_for = drawn_for
             self.refresh_bindings()
         with self.app.batch_update():
             self.query_one(PlanTree).show(self.state)
@@ -295,6 +297,21 @@ class RunScreen(SaidBindings, Screen[None]):
                 Settings.of(self.state.settings), self._baseline)
 
     # -- actions ---------------------------------------------------------------------------
+
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        """While the run is paused, `p` says Resume: the header says paused, and the key bar
+        says how to go on (the runner's "paused; resume to go on" is an info notice, no toast)."""
+        active = super().active_bindings
+        if not (self.state.paused and not self.state.finished):
+            return active
+        t = Texts(lang_of(self.app), "screens")
+        for key, (node, binding, enabled, tooltip) in active.items():
+            if binding.id == "run.pause":
+                resume = dataclasses.replace(binding, description=t("key.run.resume"),
+                                             tooltip=t("tip.run.resume"))
+                active[key] = ActiveBinding(node, resume, enabled, resume.tooltip if tooltip else tooltip)
+        return active
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The footer offers what applies now (80 columns hold no more): no pause, skip or
