@@ -168,3 +168,22 @@ def hold_paused(run_dir: Path, timeout: float = 30.0) -> None:
     send_control(run_dir, "pause")
     events = run_dir / "events.jsonl"
     wait_for(lambda: "paused; resume to go on" in events.read_text(), timeout, what="the pause")
+
+
+def attach_and_resume(run_dir: Path, env: Mapping[str, str] | None = None,
+                      timeout: float = 90) -> Done:
+    """`dspark-tui attach --headless` (no directory: it finds the newest running run) to a run
+    held paused (`hold_paused`): once attach prints its first line (it picked a run and replays
+    its events) the run is resumed, and attach followed to its end. What it printed is its first
+    line and the rest; `env` as run_cli's."""
+    from dspark_tui.engine.rundir.control import send_control
+
+    argv = [*CLI, "attach", "--headless"]
+    attach = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              stdin=subprocess.DEVNULL, env=cli_env(env))
+    with reaped(attach):
+        assert attach.stdout is not None
+        first = attach.stdout.readline()
+        send_control(run_dir, "resume")
+        rest, err = attach.communicate(timeout=timeout)
+    return Done(argv, attach.returncode, first + rest, err)
