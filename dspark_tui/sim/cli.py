@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import fields
 from itertools import pairwise
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from dspark_tui.model.prompt_file import BUILTIN_PROMPT_FILE, PromptFileError, read_prompt_file
 from dspark_tui.sim.config import (
@@ -31,13 +31,10 @@ from dspark_tui.sim.config import (
 )
 from dspark_tui.sim.content import ContentAcceptance, ProfileError, parse_accept_profile
 
-if TYPE_CHECKING:
-    from _typeshed import DataclassInstance
-
 MAX_SPEC_TOKENS = 16
 _SECRET_FLAGS = {"api_key"}
 _SECRET_WORDS = ("key", "token", "secret", "password")
-_Config = TypeVar("_Config", bound="DataclassInstance")
+_Config = TypeVar("_Config")
 
 
 class SimUsageError(Exception):
@@ -183,7 +180,7 @@ def main(argv: Sequence[str]) -> int:
 def _from_flags(config: type[_Config], args: argparse.Namespace, **given: Any) -> _Config:
     """A config dataclass whose every field is the flag of its name (`--max-num-seqs` sets
     max_num_seqs), `given` over them; a field with no flag of its name keeps its default."""
-    flags = {f.name: getattr(args, f.name) for f in fields(config)
+    flags = {f.name: getattr(args, f.name) for f in fields(cast(Any, config))
              if f.name not in given and hasattr(args, f.name)}
     return config(**flags, **given)
 
