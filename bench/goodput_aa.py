@@ -64,6 +64,7 @@ from dspark_tui.analysis.verdicts import (
 from dspark_tui.model import CellResult, ClientMetrics, Provenance, parse_plan
 from dspark_tui.results import RunStore, load_run, manifest_for_plan
 from dspark_tui.results.native_raw import NativeRaw, RequestTiming, write_native_raw
+from tests.plan_text import scenario_table, virtual_k_sweep
 
 KS = (1, 2, 3)
 CELLS = {4: 64, 16: 64, 64: 256}  # concurrency -> requests a round (demo-slo's)
@@ -87,27 +88,13 @@ PROCESSES = {p.name: p for p in (Process("textbook", math.log(1.02), math.log(1.
 
 
 def plan_text(process: Process) -> str:
-    arms = "".join(f'[[arms]]\nname = "K={k}"\nvars = {{ spec_tokens = {k} }}\n' for k in KS)
     prior = math.sqrt(2.0) * process.session_sd
-    return f"""name = "goodput_aa"
-model = "demo/DeepSeek-V4-Flash-DSpark-sim"
-[server]
-command = ["python", "-m", "dspark_tui.sim", "serve", "{{model}}", "--spec-tokens", "{{spec_tokens}}"]
-{arms}[bench]
-driver = "native"
-rounds = {ROUNDS}
-adaptive_rounds = 0
-session_noise_prior = {{ sd = {prior:.6f}, df = {PRIOR_DF}, source = "the process's Total tok/s" }}
-[[scenarios]]
-name = "mixed"
-input_len = {INPUT}
-output_len = {OUTPUT}
-concurrencies = {list(CELLS)}
-num_prompts = 64
-[slo]
-p90_tpot_ms = {LIMIT_MS}
-objective = "goodput"
-"""
+    return virtual_k_sweep(
+        "goodput_aa", KS, rounds=ROUNDS,
+        bench=f'session_noise_prior = {{ sd = {prior:.6f}, df = {PRIOR_DF}, '
+              f'source = "the process\'s Total tok/s" }}\n',
+        scenario=scenario_table("mixed", INPUT, OUTPUT, list(CELLS), 64),
+        after=f'[slo]\np90_tpot_ms = {LIMIT_MS}\nobjective = "goodput"\n')
 
 
 def write_replicate(folder: Path, process: Process, rng: np.random.Generator) -> list[CellResult]:

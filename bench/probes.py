@@ -38,45 +38,32 @@ sys.path.insert(0, str(REPO))
 
 from dspark_tui.model.cell import CellResult  # noqa: E402
 from dspark_tui.results import RunStore  # noqa: E402
+from tests.plan_text import scenario_table, spec_token_arms  # noqa: E402
 
 SIGNALS = {"KILL": signal.SIGKILL, "INT": signal.SIGINT, "TERM": signal.SIGTERM,
            "HUP": signal.SIGHUP}
 TOKEN_VAR = "DSPARK_SERVER_TOKEN"
 RUN_LIMIT_S = 180
 
-PLAN = """name = "probe"
+PLAN = f"""name = "probe"
 model = "probe-model"
 backend_label = "simulator"
 
 [server]
-command = ["{python}", "-m", "dspark_tui.sim", "serve", "{model}", "--host", "{host}",
-           "--port", "{port}", "--spec-tokens", "{spec_tokens}", "--speed", "20"]
+command = ["{{python}}", "-m", "dspark_tui.sim", "serve", "{{model}}", "--host", "{{host}}",
+           "--port", "{{port}}", "--spec-tokens", "{{spec_tokens}}", "--speed", "20"]
 port = 0
 startup_timeout_s = 30
 stop_timeout_s = 5
 
-[[arms]]
-name = "st=3"
-vars = { spec_tokens = 3 }
-
-[[arms]]
-name = "st=5"
-vars = { spec_tokens = 5 }
-
-[bench]
+{spec_token_arms((3, 5))}[bench]
 driver = "native"
 warmup_requests = 2
 rounds = 2
 adaptive_rounds = 0
 scrape_interval_s = 0.5
 
-[[scenarios]]
-name = "chat"
-input_len = 64
-output_len = 48
-concurrencies = [1, 4]
-num_prompts = 8
-"""
+{scenario_table("chat", 64, 48, [1, 4], 8)}"""
 
 
 # --smoke: one arm, one cell, one round: a kill, a resume and the counts, in seconds.

@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.plan_text import scenario_table
+
 CLI = [sys.executable, "-m", "dspark_tui"]
 # Where no config lives, so that a developer's own settings never change what a test sees.
 NO_CONFIG = "/nonexistent-dspark-config"
@@ -154,14 +156,7 @@ def wait_for(predicate: Callable[[], object], timeout: float = 30.0, what: str =
 def slow_cells(concurrencies: Sequence[int] = (1, 2, 3, 4), output_len: int = 512) -> str:
     """A `[[scenarios]]` "slow" of cells of about a second each at --speed 2 (at 512 tokens),
     so that a test can act while one is in flight."""
-    return f"""[[scenarios]]
-name = "slow"
-input_len = 64
-output_len = {output_len}
-range_ratio = 1.0
-concurrencies = [{", ".join(map(str, concurrencies))}]
-num_prompts = 2
-"""
+    return scenario_table("slow", 64, output_len, concurrencies, 2, range_ratio=1.0)
 
 
 def hold_paused(run_dir: Path, timeout: float = 30.0) -> None:
@@ -173,3 +168,22 @@ def hold_paused(run_dir: Path, timeout: float = 30.0) -> None:
     send_control(run_dir, "pause")
     events = run_dir / "events.jsonl"
     wait_for(lambda: "paused; resume to go on" in events.read_text(), timeout, what="the pause")
+
+
+def attach_and_resume(run_dir: Path, env: Mapping[str, str] | None = None,
+                      timeout: float = 90) -> Done:
+    """`dspark-tui attach --headless` (no directory: it finds the newest running run) to a run
+    held paused (`hold_paused`): once attach prints its first line (it picked a run and replays
+    its events) the run is resumed, and attach followed to its end. What it printed is its first
+    line and the rest; `env` as run_cli's."""
+    from dspark_tui.engine.rundir.control import send_control
+
+    argv = [*CLI, "attach", "--headless"]
+    attach = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              stdin=subprocess.DEVNULL, env=cli_env(env))
+    with reaped(attach):
+        assert attach.stdout is not None
+        first = attach.stdout.readline()
+        send_control(run_dir, "resume")
+        rest, err = attach.communicate(timeout=timeout)
+    return Done(argv, attach.returncode, first + rest, err)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dspark_tui.model.plan import PlanError, parse_plan
+from tests.plan_text import scenario_table
 
 BASE = """name = "x"
 model = "m"
@@ -14,17 +15,7 @@ command = ["serve", "{k}"]
 [[arms]]
 name = "a"
 vars = { k = 1 }
-[[scenarios]]
-name = "chat"
-input_len = 4
-output_len = 4
-concurrencies = [1]
-[[scenarios]]
-name = "rag"
-input_len = 4
-output_len = 4
-concurrencies = [1]
-"""
+""" + "".join(scenario_table(name, 4, 4, [1]) for name in ("chat", "rag"))
 
 
 def test_limits_with_their_shares_and_a_scenarios_overrides():

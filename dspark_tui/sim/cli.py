@@ -12,8 +12,10 @@ import contextlib
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import fields
 from itertools import pairwise
 from pathlib import Path
+from typing import Any, TypeVar, cast
 
 from dspark_tui.model.prompt_file import BUILTIN_PROMPT_FILE, PromptFileError, read_prompt_file
 from dspark_tui.sim.config import (
@@ -32,6 +34,7 @@ from dspark_tui.sim.content import ContentAcceptance, ProfileError, parse_accept
 MAX_SPEC_TOKENS = 16
 _SECRET_FLAGS = {"api_key"}
 _SECRET_WORDS = ("key", "token", "secret", "password")
+_Config = TypeVar("_Config")
 
 
 class SimUsageError(Exception):
@@ -174,6 +177,14 @@ def main(argv: Sequence[str]) -> int:
         return 130
 
 
+def _from_flags(config: type[_Config], args: argparse.Namespace, **given: Any) -> _Config:
+    """A config dataclass whose every field is the flag of its name (`--max-num-seqs` sets
+    max_num_seqs), `given` over them; a field with no flag of its name keeps its default."""
+    flags = {f.name: getattr(args, f.name) for f in fields(cast(Any, config))
+             if f.name not in given and hasattr(args, f.name)}
+    return config(**flags, **given)
+
+
 def serve_config(args: argparse.Namespace, unknown: Sequence[str],
                  parser: argparse.ArgumentParser) -> ServeConfig:
     spec_tokens, schedule = _speculation(args)
@@ -187,41 +198,12 @@ def serve_config(args: argparse.Namespace, unknown: Sequence[str],
         raise SimUsageError(f"--max-num-seqs must be >= 1, got {args.max_num_seqs}")
     if args.kv_capacity_tokens < args.block_size:
         raise SimUsageError("--kv-capacity-tokens must hold at least one block")
-    costs = StepCosts(
-        weight_read_s=args.weight_read_s,
-        kv_read_s_per_token=args.kv_read_s_per_token,
-        verify_s_per_token=args.verify_s_per_token,
-        prefill_s_per_token=args.prefill_s_per_token,
-        draft_step_s=args.draft_step_s,
-        draft_s_per_seq=args.draft_s_per_seq,
-    )
-    engine = ModelConfig(
-        spec_tokens=spec_tokens,
-        spec_schedule=schedule,
-        acceptance=acceptance,
-        costs=costs,
-        max_num_seqs=args.max_num_seqs,
-        max_num_batched_tokens=args.max_num_batched_tokens,
-        kv_capacity_tokens=args.kv_capacity_tokens,
-        block_size=args.block_size,
-        max_model_len=args.max_model_len,
-        adaptive_verification=adaptive,
-        k_flip_fault=args.k_flip_fault,
-        draft_rate=_draft_rate(args),
-    )
-    faults = FaultConfig(
-        fail_start=args.fail_start,
-        hang_startup=args.hang_startup,
-        crash_after_requests=args.crash_after_requests,
-        crash_exit_code=args.crash_exit_code,
-        ignore_sigterm=args.ignore_sigterm,
-        spawn_workers=args.spawn_workers,
-        log_flood_bytes_per_s=args.log_flood,
-        stall_after_requests=args.stall_after_requests,
-        cut_stream_every=args.cut_stream_every,
-        echo_key_401=args.echo_key_401,
-        greedy_diverge_after=_at_least_zero("--greedy-diverge-after", args.greedy_diverge_after),
-    )
+    engine = _from_flags(ModelConfig, args, spec_tokens=spec_tokens, spec_schedule=schedule,
+                         acceptance=acceptance, costs=_from_flags(StepCosts, args),
+                         adaptive_verification=adaptive, draft_rate=_draft_rate(args))
+    faults = _from_flags(FaultConfig, args, log_flood_bytes_per_s=args.log_flood,
+                         greedy_diverge_after=_at_least_zero("--greedy-diverge-after",
+                                                             args.greedy_diverge_after))
     return ServeConfig(
         model=args.model,
         spec_method=_spec_method(args),

@@ -164,17 +164,7 @@ class LiveEngine:
         self.steps += 1
         wall_duration = result.duration / self.speed
         self.clock_wall += wall_duration
-        self.metrics.record_step(
-            wall_duration=wall_duration,
-            num_decoding=result.num_decoding,
-            num_drafts=result.num_drafts,
-            draft_tokens=result.draft_tokens,
-            accepted_per_pos=result.accepted_per_pos,
-            prompt_tokens=result.prompt_tokens,
-            generation_tokens=result.generation_tokens,
-            preemptions=result.preemptions,
-            batch_tokens=result.batch_tokens,
-        )
+        self.metrics.record_step(result, wall_duration)
         for request in result.first_tokens:
             assert request.first_token_time is not None
             ttft = (request.first_token_time - request.arrival) / self.speed

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from prometheus_client import (
     CollectorRegistry,
@@ -22,6 +23,9 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
+
+if TYPE_CHECKING:
+    from dspark_tui.sim.scheduler import StepResult
 
 LATENCY_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0,
                    60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0)
@@ -239,26 +243,25 @@ class SimMetrics:
         info.labels(block_size=str(block_size), cache_dtype=kv_cache_dtype, engine="0",
                     num_gpu_blocks=str(kv_capacity_tokens // block_size)).set(1)
 
-    def record_step(self, *, wall_duration: float, num_decoding: int, num_drafts: int,
-                    draft_tokens: int, accepted_per_pos: Sequence[int], prompt_tokens: int,
-                    generation_tokens: int, preemptions: int, batch_tokens: int) -> None:
-        if num_drafts:
-            self.drafts.inc(num_drafts)
-            self.draft_tokens.inc(draft_tokens)
-            self.accepted.inc(sum(accepted_per_pos))
-            for child, value in zip(self.accepted_per_pos, accepted_per_pos, strict=False):
+    def record_step(self, step: StepResult, wall_duration: float) -> None:
+        """The counters one engine step moved (the scheduler's StepResult), and its latency."""
+        if step.num_drafts:
+            self.drafts.inc(step.num_drafts)
+            self.draft_tokens.inc(step.draft_tokens)
+            self.accepted.inc(step.accepted_tokens)
+            for child, value in zip(self.accepted_per_pos, step.accepted_per_pos, strict=False):
                 if value:
                     child.inc(value)
-        if prompt_tokens:
-            self.prompt_tokens.inc(prompt_tokens)
-            self.prompt_local.inc(prompt_tokens)
-            self.prefix_queries.inc(prompt_tokens)
-        if generation_tokens:
-            self.generation_tokens.inc(generation_tokens)
-        if preemptions:
-            self.preemptions.inc(preemptions)
-        self.itl.observe(wall_duration, num_decoding)
-        self.iteration_tokens.observe(float(batch_tokens))
+        if step.prompt_tokens:
+            self.prompt_tokens.inc(step.prompt_tokens)
+            self.prompt_local.inc(step.prompt_tokens)
+            self.prefix_queries.inc(step.prompt_tokens)
+        if step.generation_tokens:
+            self.generation_tokens.inc(step.generation_tokens)
+        if step.preemptions:
+            self.preemptions.inc(step.preemptions)
+        self.itl.observe(wall_duration, step.num_decoding)
+        self.iteration_tokens.observe(float(step.batch_tokens))
 
     def record_queue(self, running: int, waiting: int, kv_usage: float) -> None:
         self.running.set(running)

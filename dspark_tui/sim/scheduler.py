@@ -25,48 +25,27 @@ class StepNoise(Protocol):
     def work(self, cost: float) -> float: ...
 
 
+@dataclass(slots=True, eq=False)  # eq=False: a request is itself (hashed by identity in sets)
 class SimRequest:
     """One generation request as the engine sees it; `unflushed` tokens await delivery."""
 
-    __slots__ = (
-        "acceptance",
-        "arrival",
-        "computed",
-        "eos_at",
-        "finish_reason",
-        "first_token_time",
-        "generated",
-        "kv_tokens",
-        "last_token_time",
-        "max_tokens",
-        "num_preemptions",
-        "prompt_tokens",
-        "request_id",
-        "scheduled_time",
-        "sink",
-        "unflushed",
-    )
-
-    def __init__(self, request_id: str, prompt_tokens: int, max_tokens: int,
-                 arrival: float = 0.0, eos_at: int | None = None,
-                 acceptance: tuple[float, ...] | None = None) -> None:
-        self.request_id = request_id
-        # The prompt's category profile (`content.py`); None: the engine's base acceptance.
-        self.acceptance = acceptance
-        self.prompt_tokens = prompt_tokens
-        self.max_tokens = max_tokens
-        self.arrival = arrival
-        self.eos_at = eos_at
-        self.computed = 0
-        self.generated = 0
-        self.unflushed = 0
-        self.kv_tokens = 0
-        self.num_preemptions = 0
-        self.first_token_time: float | None = None
-        self.last_token_time: float | None = None
-        self.scheduled_time: float | None = None
-        self.finish_reason: str | None = None
-        self.sink: object | None = None
+    request_id: str
+    prompt_tokens: int
+    max_tokens: int
+    arrival: float = 0.0
+    eos_at: int | None = None
+    # The prompt's category profile (`content.py`); None: the engine's base acceptance.
+    acceptance: tuple[float, ...] | None = None
+    computed: int = field(default=0, init=False)
+    generated: int = field(default=0, init=False)
+    unflushed: int = field(default=0, init=False)
+    kv_tokens: int = field(default=0, init=False)
+    num_preemptions: int = field(default=0, init=False)
+    first_token_time: float | None = field(default=None, init=False)
+    last_token_time: float | None = field(default=None, init=False)
+    scheduled_time: float | None = field(default=None, init=False)
+    finish_reason: str | None = field(default=None, init=False)
+    sink: object | None = field(default=None, init=False)
 
     @property
     def prefill_target(self) -> int:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from dspark_tui.model import Plan
 from dspark_tui.model.events import Event
 from tests.cli import run_cli
+from tests.plan_text import scenario_table, spec_token_arms
 
 if TYPE_CHECKING:
     from dspark_tui.engine.run.runner import Runner
@@ -54,13 +55,7 @@ class Recorder:
 
 
 # The one small grid most engine tests measure: two cells of about 0.1 s each at --speed 50.
-CHAT_SCENARIO = """[[scenarios]]
-name = "chat"
-input_len = 64
-output_len = 32
-concurrencies = [1, 4]
-num_prompts = 4
-"""
+CHAT_SCENARIO = scenario_table("chat", 64, 32, [1, 4], 4)
 
 
 def sim_server_table(port: int, speed: float, *, k_args: str = "", tail: str = ', "{speculative}"',
@@ -83,15 +78,13 @@ def sim_plan_text(port: int, *sim_flags: str, arms: tuple[int, ...] = (3, 5), sp
     """A plan TOML against the simulator; `cells` replaces the default one-scenario grid. One
     round, one repeat, no adaptive round unless a test is about them."""
     flags = "".join(f', "{f}"' for f in sim_flags)
-    arm_tables = "".join(f'[[arms]]\nname = "st={k}"\nvars = {{ spec_tokens = {k} }}\n\n'
-                         for k in arms)
     scenarios = cells or CHAT_SCENARIO
     return f"""name = "enginetest"
 model = "test-model"
 backend_label = "simulator"
 
 {sim_server_table(port, speed, k_args='"--spec-tokens", "{spec_tokens}", ', tail=flags, **server)}
-{arm_tables}[bench]
+{spec_token_arms(arms)}[bench]
 driver = "native"
 warmup_requests = {warmup}
 cell_timeout_s = 30

@@ -23,7 +23,7 @@ from dspark_tui.engine.servers.ports import port_is_free
 from dspark_tui.engine.start.launch import RunnerProcess
 from dspark_tui.model import load_plan
 from dspark_tui.results import RunStore, load_run, manifest_for_plan, scan_runs
-from tests.cli import CLI, cli_env, hold_paused, reaped, run_cli, slow_cells, wait_for
+from tests.cli import CLI, attach_and_resume, cli_env, hold_paused, reaped, run_cli, slow_cells, wait_for
 from tests.conftest import SAMPLE_RUN
 from tests.disks import small_tmpfs
 from tests.engine.helpers import write_sim_plan
@@ -219,19 +219,12 @@ def test_sighup_of_a_foreground_run_detaches_it_and_the_run_finishes(tmp_path: P
         proc.send_signal(signal.SIGHUP)
         wait_for(lambda: "terminal closed, detached" in (run_dir / "events.jsonl").read_text(),
                  what="the hand-off")
-        attach = subprocess.Popen([*CLI, "attach", "--headless"], stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
-                                  env=cli_env(env))
-        with reaped(attach):
-            assert attach.stdout is not None
-            first = attach.stdout.readline()  # a line: it picked the run
-            send_control(run_dir, "resume")
-            attached, attach_err = attach.communicate(timeout=60)
+        attach = attach_and_resume(run_dir, env, timeout=60)
         out, _ = proc.communicate(timeout=60)
-    attached = first + attached
+    attached = attach.stdout
     assert proc.returncode == 0, out
     assert "control detach: terminal closed, detached" in out
-    assert str(run_dir) in attached and "run completed: 4/4 cells ok" in attached, attach_err
+    assert str(run_dir) in attached and "run completed: 4/4 cells ok" in attached, attach.stderr
     assert _status(run_dir) == "completed"
     assert json.loads((run_dir / "server.json").read_text())["state"] == "stopped"
 
@@ -422,16 +415,9 @@ def test_attach_without_a_directory_follows_the_newest_running_run(tmp_path: Pat
         # Held until attach has picked it: left going, the run's last 3-6 s were all the time
         # attach had to start Python and scan, and one 6 s late found no running run.
         hold_paused(run_dir)
-        attach = subprocess.Popen([*CLI, "attach", "--headless"], stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
-                                  env=cli_env(env))
-        with reaped(attach):
-            assert attach.stdout is not None
-            first = attach.stdout.readline()  # a line: it picked a run and replays its events
-            send_control(run_dir, "resume")
-            rest, err = attach.communicate(timeout=90)
-        out = first + rest
-        assert attach.returncode == 0, out + err
+        attach = attach_and_resume(run_dir, env)
+        out = attach.stdout
+        assert attach.returncode == 0, out + attach.stderr
         assert str(run_dir) in out
         assert "run completed: 4/4 cells ok" in out
     finally:

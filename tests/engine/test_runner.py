@@ -15,22 +15,10 @@ from dspark_tui.engine.run.runner import Runner, filter_plan, plan_of_run, prepa
 from dspark_tui.model import CellStatus, UserError, load_plan
 from dspark_tui.results import RunStore, load_run
 from tests.engine.helpers import Recorder, sim_runner, write_sim_plan
+from tests.plan_text import scenario_table
 
-ONE_ARM_THREE_CELLS = """[[scenarios]]
-name = "big"
-input_len = 64
-output_len = 512
-range_ratio = 1.0
-concurrencies = [4]
-num_prompts = 12
-
-[[scenarios]]
-name = "small"
-input_len = 64
-output_len = 16
-concurrencies = [1, 2]
-num_prompts = 1
-"""
+ONE_ARM_THREE_CELLS = (scenario_table("big", 64, 512, [4], 12, range_ratio=1.0) + "\n"
+                       + scenario_table("small", 64, 16, [1, 2], 1))
 
 
 def _statuses(store: RunStore) -> dict[str, str]:
@@ -309,14 +297,7 @@ async def test_resume_reruns_failed_cells_only(tmp_path: Path, port: int):
     assert _statuses(store) == {"st=3/big/c4": "ok", "st=3/small/c1": "ok", "st=3/small/c2": "ok"}
 
 
-PARTLY_TOO_LONG = """[[scenarios]]
-name = "mixed"
-input_len = 1000
-output_len = 16
-range_ratio = 0.0
-concurrencies = [2]
-num_prompts = 12
-"""
+PARTLY_TOO_LONG = scenario_table("mixed", 1000, 16, [2], 12, range_ratio=0.0)
 
 
 async def test_requests_failing_on_a_live_server_fail_the_cell_but_keep_its_numbers(

@@ -23,6 +23,7 @@ import pytest
 
 from dspark_tui.results import RunStore, load_run
 from tests.cli import CLI, cli_env, reaped, run_cli, wait_for
+from tests.plan_text import scenario_table
 
 pytestmark = [pytest.mark.realvllm, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -349,13 +350,7 @@ range_ratio = 1.0
 cell_timeout_s = 300
 rounds = 1
 adaptive_rounds = 0
-[[scenarios]]
-name = "fixed"
-input_len = 32
-output_len = 64
-concurrencies = [1, 4]
-num_prompts = 16
-"""
+{scenario_table("fixed", 32, 64, [1, 4], 16)}"""
     path = folder / f"{name}-{driver}.toml"
     path.write_text(text, encoding="utf-8")
     return path

@@ -25,6 +25,7 @@ import pytest
 from dspark_tui.report.outputs import write_outputs
 from dspark_tui.results.store import load_run
 from tests.engine.helpers import sim_server_table
+from tests.plan_text import scenario_table
 from tests.ports import free_port
 
 # Throughput verdicts on wall-clock time: alone, as the SLO run (tests/exclusive.py).
@@ -51,13 +52,7 @@ scrape_interval_s = 0.2
 rounds = 3
 adaptive_rounds = 0
 
-[[scenarios]]
-name = "chat"
-input_len = 256
-output_len = 128
-concurrencies = [2, 128]
-num_prompts = [16, 256]
-'''
+{scenario_table("chat", 256, 128, [2, 128], [16, 256])}'''
 
 
 @pytest.fixture(scope="module")

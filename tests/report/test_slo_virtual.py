@@ -23,6 +23,7 @@ from dspark_tui.results import RunStore, load_run, manifest_for_plan
 from dspark_tui.results.native_raw import NativeRaw, RequestTiming, read_native_raw, write_native_raw
 from dspark_tui.results.store import LoadedRun
 from tests.closed_loop import closed_loop as model_loop
+from tests.plan_text import scenario_table, virtual_k_sweep
 
 KS = (0, 1, 3, 6)
 CONCURRENCIES = (4, 16)
@@ -48,25 +49,9 @@ def tpot_ms(t: RequestTiming) -> float:
 
 
 def plan_text(objective: str) -> str:
-    arms = "".join(f'[[arms]]\nname = "K={k}"\nvars = {{ spec_tokens = {k} }}\n' for k in KS)
-    return f"""name = "slo_virtual"
-model = "demo/DeepSeek-V4-Flash-DSpark-sim"
-[server]
-command = ["python", "-m", "dspark_tui.sim", "serve", "{{model}}", "--spec-tokens", "{{spec_tokens}}"]
-{arms}[bench]
-driver = "native"
-rounds = {ROUNDS}
-adaptive_rounds = 0
-[[scenarios]]
-name = "mixed"
-input_len = 256
-output_len = 128
-concurrencies = {list(CONCURRENCIES)}
-num_prompts = {PROMPTS}
-[slo]
-p90_tpot_ms = {LIMIT_MS}
-objective = "{objective}"
-"""
+    return virtual_k_sweep("slo_virtual", KS, rounds=ROUNDS,
+                           scenario=scenario_table("mixed", 256, 128, CONCURRENCIES, PROMPTS),
+                           after=f'[slo]\np90_tpot_ms = {LIMIT_MS}\nobjective = "{objective}"\n')
 
 
 Truth = dict[tuple[int, int], tuple[float, float]]

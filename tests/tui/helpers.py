@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -124,6 +125,17 @@ async def run_screen_shown(pilot: Pilot[object], text: str, timeout: float = 10.
     await wait_until(pilot, shown, timeout, what=f"the run screen saying {text!r}")
     assert isinstance(app.screen, RunScreen)
     return app.screen
+
+
+@contextlib.asynccontextmanager
+async def replayed(tmp_path: Path, run_dir: Path, header: str, size: tuple[int, int] = (80, 24),
+                   **app_kwargs: object) -> AsyncIterator[tuple[Pilot[object], DsparkApp, RunScreen]]:
+    """The real app (make_app's `app_kwargs`) `size` big, replaying `run_dir` on its run screen
+    until its header says `header`: the pilot, the app and the run screen."""
+    app = make_app(tmp_path, **app_kwargs)
+    async with app.run_test(size=size) as pilot:
+        app.open_replay(run_dir)
+        yield pilot, app, await run_screen_shown(pilot, header)
 
 
 async def settled(pilot: Pilot[object], timeout: float = 10.0) -> None:

@@ -17,7 +17,7 @@ from dspark_tui.tui.launch import _start_of
 from dspark_tui.tui.screens.plan_picker import PlanPickerScreen
 from dspark_tui.tui.themes import load_themes, theme_files
 from tests.tui.eventlog import write_run
-from tests.tui.helpers import make_app, run_screen_shown, until_shown, wait_until
+from tests.tui.helpers import make_app, replayed, until_shown, wait_until
 
 SIZE = (100, 30)
 RECORDED = Path(__file__).parent / "data" / "demo_run"
@@ -58,10 +58,8 @@ async def test_unknown_theme_falls_back_with_a_notice(tmp_path: Path):
 async def test_keymap_from_settings_rebinds_by_id(tmp_path: Path):
     run_dir = tmp_path / "demo_run"
     shutil.copytree(RECORDED, run_dir)
-    app = make_app(tmp_path, settings={"keymap": {"run.log": "g"}})
-    async with app.run_test(size=SIZE) as pilot:
-        app.open_replay(run_dir)
-        screen = await run_screen_shown(pilot, "[completed]")
+    async with replayed(tmp_path, run_dir, "[completed]",
+                        size=SIZE, settings={"keymap": {"run.log": "g"}}) as (pilot, app, screen):
         log = screen.query_one("#log-pane")
         await pilot.press("l")
         assert not log.has_class("-visible")
@@ -73,10 +71,7 @@ async def test_keymap_from_settings_rebinds_by_id(tmp_path: Path):
 async def test_help_and_palette_list_the_screen_actions(tmp_path: Path):
     run_dir = tmp_path / "demo_run"
     shutil.copytree(RECORDED, run_dir)
-    app = make_app(tmp_path)
-    async with app.run_test(size=(120, 40)) as pilot:
-        app.open_replay(run_dir)
-        await run_screen_shown(pilot, "[completed]")
+    async with replayed(tmp_path, run_dir, "[completed]", size=(120, 40)) as (pilot, app, _):
         await pilot.press("question_mark")
         text = await until_shown(pilot, app, "app.quit")
         for binding_id in ("run.pause", "run.skip", "run.abort", "run.retry", "run.log", "app.quit"):

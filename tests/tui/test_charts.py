@@ -3,24 +3,44 @@ measurement lands (not on progress)."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
+
+from textual.pilot import Pilot
 
 from dspark_tui.model import CellResult, ClientMetrics
 from dspark_tui.model.events import CellFinished, CellProgress, CellStarted
 from dspark_tui.plans import resolve_plan
 from dspark_tui.results import RunStore, load_run
+from dspark_tui.results.store import LoadedRun
+from dspark_tui.tui.app import DsparkApp
 from dspark_tui.tui.screens.charts import ChartScreen
 from dspark_tui.tui.widgets.run_chart import RunChart
 from tests.tui.eventlog import T0, append_events, write_run
-from tests.tui.helpers import make_app, run_screen_shown, until_shown, wait_until
+from tests.tui.helpers import make_app, replayed, until_shown, wait_until
+
+
+@contextlib.asynccontextmanager
+async def charted(tmp_path: Path, source: Path | LoadedRun, *keys: str, shown: str,
+                  size: tuple[int, int] = (80, 24),
+                  **app_kwargs: object) -> AsyncIterator[tuple[Pilot[object], DsparkApp, str]]:
+    """The chart screen of `source` on the real app (make_app's `app_kwargs`) `size` big, `keys`
+    pressed (m: the next metric, a: the next arm) until `shown` is on it: the pilot, the app and
+    the screen's text."""
+    app = make_app(tmp_path, **app_kwargs)
+    async with app.run_test(size=size) as pilot:
+        await app.push_screen(ChartScreen(source))
+        if keys:
+            await pilot.press(*keys)
+        yield pilot, app, await until_shown(pilot, app, shown)
+
 
 
 async def test_a_finished_run_directory_charts_each_scenario_and_metric(tmp_path: Path):
     run_dir = write_run(tmp_path / "results")
-    app = make_app(tmp_path)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await app.push_screen(ChartScreen(run_dir))
-        text = await until_shown(pilot, app, "Total tok/s by concurrency: chat_short")
+    async with charted(tmp_path, run_dir,
+                       shown="Total tok/s by concurrency: chat_short") as (pilot, app, text):
         assert "st=3" in text and "st=5" in text and "chat_short (1/3)" in text
         await pilot.press("right")
         await until_shown(pilot, app, "decode_heavy (2/3)")
@@ -42,10 +62,7 @@ async def test_a_loaded_run_is_charted_without_reading_again(tmp_path: Path):
 
 async def test_the_live_chart_redraws_when_a_measurement_lands_not_on_progress(tmp_path: Path):
     run_dir = write_run(tmp_path / "results", live=True, stop_after=1)  # st=3 chat_short c1 done
-    app = make_app(tmp_path)
-    async with app.run_test(size=(80, 24)) as pilot:
-        app.open_replay(run_dir)
-        await run_screen_shown(pilot, "cells 1/10")
+    async with replayed(tmp_path, run_dir, "cells 1/10") as (pilot, app, _):
         await pilot.press("c")
         text = await until_shown(pilot, app, "Total tok/s by concurrency: chat_short")
         assert "st=5" not in text
@@ -87,10 +104,7 @@ async def test_m_reaches_the_reports_margin_with_its_interval_and_the_acceptance
     run_dir = write_k_sweep(tmp_path / "results", ks=[3, 5], rounds=3)
     margin, acceptance = _report_data(run_dir)
     assert margin is not None and acceptance is not None
-    app = make_app(tmp_path)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await app.push_screen(ChartScreen(run_dir))
-        await until_shown(pilot, app, "Total tok/s by concurrency: chat")
+    async with charted(tmp_path, run_dir, shown="Total tok/s by concurrency: chat") as (pilot, app, _):
         await pilot.press("m", "m", "m")
         text = await until_shown(pilot, app, "Margin over K=3, with its 95.0% interval: chat")
         assert "tie ±2%" in text and "K=5 over K=3" in text
@@ -114,10 +128,7 @@ async def test_m_reaches_the_reports_margin_with_its_interval_and_the_acceptance
 
 async def test_the_live_margin_is_read_again_when_a_measurement_lands(tmp_path: Path):
     run_dir = write_run(tmp_path / "results", live=True, stop_after=6)  # chat_short c1: both arms
-    app = make_app(tmp_path)
-    async with app.run_test(size=(80, 24)) as pilot:
-        app.open_replay(run_dir)
-        await run_screen_shown(pilot, "cells 6/10")
+    async with replayed(tmp_path, run_dir, "cells 6/10") as (pilot, app, _):
         await pilot.press("c")
         await until_shown(pilot, app, "Total tok/s by concurrency: chat_short")
         await pilot.press("m", "m", "m")
@@ -163,10 +174,8 @@ async def test_a_sweeps_margin_shows_one_arm_at_a_time_with_a(tmp_path: Path):
     from tests.tui.k_sweep_dir import write_k_sweep
 
     run_dir = write_k_sweep(tmp_path / "results")
-    app = make_app(tmp_path)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await app.push_screen(ChartScreen(run_dir))
-        await until_shown(pilot, app, "Total tok/s by concurrency: chat")
+    async with charted(tmp_path, run_dir,
+                       shown="Total tok/s by concurrency: chat", size=(120, 40)) as (pilot, app, _):
         await pilot.press("a")
         text = await until_shown(pilot, app, "· K=0 over the chosen K")
         assert "Margin over each cell's chosen K, with its 99.3% interval: chat" in text
@@ -202,11 +211,9 @@ async def test_a_sweeps_margin_is_worded_in_chinese_on_a_zh_screen(tmp_path: Pat
     from tests.tui.k_sweep_dir import write_k_sweep
 
     run_dir = write_k_sweep(tmp_path / "results")
-    app = make_app(tmp_path, settings={"language": "zh"})
-    async with app.run_test(size=(120, 40)) as pilot:
-        await app.push_screen(ChartScreen(run_dir))
-        await pilot.press("m", "m", "m")
-        text = await until_shown(pilot, app, "相对 各单元所选 K 的差距及其 99.3% 区间: chat")
+    async with charted(tmp_path, run_dir, "m", "m", "m",
+                       shown="相对 各单元所选 K 的差距及其 99.3% 区间: chat", size=(120, 40),
+                       settings={"language": "zh"}) as (pilot, app, _):
         await pilot.press("a")
         text = await until_shown(pilot, app, "· K=0 相对 所选 K")
         view = app.screen.query_one(RunChart)._shown
@@ -252,10 +259,8 @@ async def test_a_margin_title_too_wide_for_the_plot_is_a_line_above_it_at_80_col
              "K=6": {4: 105.0, 16: 95.0}, "K=6 adaptive": {4: 104.0, 16: 130.0, 64: 99.0}}
     run_dir = stated_sweep(tmp_path / "results" / "demo_slo_20261203-090000", truth)
     for size, above in (((80, 24), True), ((120, 40), False)):
-        app = make_app(tmp_path)
-        async with app.run_test(size=size) as pilot:
-            await app.push_screen(ChartScreen(run_dir))
-            await until_shown(pilot, app, "Total tok/s by concurrency: mixed")
+        async with charted(tmp_path, run_dir,
+                           shown="Total tok/s by concurrency: mixed", size=size) as (pilot, app, _):
             await pilot.press("m", "m", "m")
             text = await until_shown(pilot, app, "K=6 adaptive over K=1 where no K is chosen")
             flat = " ".join(text.split())
@@ -287,11 +292,8 @@ async def test_a_zh_legend_stays_inside_the_frame_at_80x24(tmp_path: Path):
     from tests.tui.k_sweep_dir import write_k_sweep
 
     run_dir = write_k_sweep(tmp_path / "results")
-    app = make_app(tmp_path, settings={"language": "zh"})
-    async with app.run_test(size=(80, 24)) as pilot:
-        await app.push_screen(ChartScreen(run_dir))
-        await pilot.press("m", "m", "m")
-        await until_shown(pilot, app, "99.3%")
+    async with charted(tmp_path, run_dir, "m", "m", "m",
+                       shown="99.3%", settings={"language": "zh"}) as (pilot, app, _):
         chart = app.screen.query_one(RunChart)
         for shown in ("every arm", "one arm"):
             await wait_until(pilot, lambda: "└" in widget_text(chart), what=f"the frame ({shown})")
@@ -320,11 +322,8 @@ async def test_a_legend_line_wider_than_the_plot_ends_in_an_ellipsis(tmp_path: P
     truth = {"K=1": {4: 100.0, 16: 120.0, 64: 90.0}, "K=3": {4: 112.0, 16: 110.0},
              "K=6": {4: 105.0, 16: 95.0}, "K=6 adaptive": {4: 104.0, 16: 130.0, 64: 99.0}}
     run_dir = stated_sweep(tmp_path / "results" / "demo_slo_20261203-090000", truth)
-    app = make_app(tmp_path, settings={"language": "zh"})
-    async with app.run_test(size=(60, 24)) as pilot:
-        await app.push_screen(ChartScreen(run_dir))
-        await pilot.press("m", "m", "m")
-        await until_shown(pilot, app, "97.5%")
+    async with charted(tmp_path, run_dir, "m", "m", "m",
+                       shown="97.5%", size=(60, 24), settings={"language": "zh"}) as (pilot, app, _):
         chart = app.screen.query_one(RunChart)
         await wait_until(pilot, lambda: "└" in widget_text(chart), what="the frame")
         for row in _plot_rows(chart):
@@ -341,11 +340,8 @@ async def test_the_acceptance_chart_is_worded_in_chinese_on_a_zh_screen(tmp_path
     from tests.tui.k_sweep_dir import write_k_sweep
 
     run_dir = write_k_sweep(tmp_path / "results")
-    app = make_app(tmp_path, settings={"language": "zh"})
-    async with app.run_test(size=(80, 24)) as pilot:
-        await app.push_screen(ChartScreen(run_dir))
-        await pilot.press("m", "m", "m", "m")
-        await until_shown(pilot, app, "k_sweep · 按草稿位置的接受率")
+    async with charted(tmp_path, run_dir, "m", "m", "m", "m",
+                       shown="k_sweep · 按草稿位置的接受率", settings={"language": "zh"}) as (pilot, app, _):
         chart = app.screen.query_one(RunChart)
         await wait_until(pilot, lambda: "草稿位置" in widget_text(chart), what="the x axis' words")
         text = widget_text(chart)

@@ -31,7 +31,7 @@ from dspark_tui.results.store import CELL_SCHEMA_VERSION, EXAMPLES
 from dspark_tui.tui import words as event_words
 from dspark_tui.tui.words import event_said
 from tests.engine.helpers import fake_server_plan
-from tests.tui.helpers import make_app, run_screen_shown, screen_text, settled
+from tests.tui.helpers import make_app, replayed, run_screen_shown, screen_text, settled
 
 RECORDED = Path(__file__).parent / "data" / "demo_run"
 WARMED_UP_LINE = 22  # events.jsonl: st=3 warmed up, its first cell not yet started
@@ -92,10 +92,8 @@ async def test_the_run_screen_says_warmed_up_in_chinese(tmp_path: Path):
     (run_dir / "events.jsonl").write_text("".join(lines))
     last = json.loads(lines[-1])["t"]
     for lang, words in (("zh", "已预热"), ("en", "warmed up")):
-        app = make_app(tmp_path, clock=lambda: last + 1.0, settings={"language": lang})
-        async with app.run_test(size=(80, 24)) as pilot:
-            app.open_replay(run_dir)
-            await run_screen_shown(pilot, "[")
+        async with replayed(tmp_path, run_dir, "[",
+                            clock=lambda: last + 1.0, settings={"language": lang}) as (pilot, app, _):
             await settled(pilot)
             text = screen_text(app)
             assert words in text, text

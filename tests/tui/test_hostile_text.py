@@ -13,6 +13,7 @@ from dspark_tui.tui.screens.run_detail import RunDetailScreen
 from tests.tui.helpers import (
     history_listed,
     make_app,
+    replayed,
     run_screen_shown,
     screen_text,
     settled,
@@ -86,10 +87,8 @@ async def test_run_screen_shows_hostile_names_literally(tmp_path: Path):
 
 async def test_table_detail_and_history_show_hostile_names_literally(tmp_path: Path):
     run_dir = hostile_copy(tmp_path / "results")
-    app = make_app(tmp_path, settings={"language": "en"})
-    async with app.run_test(size=(160, 40)) as pilot:
-        app.open_replay(run_dir)
-        screen = await run_screen_shown(pilot, "[completed]")
+    async with replayed(tmp_path, run_dir, "[completed]",
+                        size=(160, 40), settings={"language": "en"}) as (pilot, app, screen):
         await wait_until(pilot, lambda: screen.query_one("#ab-table").row_count >= 5, what="rows")
         await settled(pilot)
         text = screen_text(app)

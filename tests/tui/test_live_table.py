@@ -14,16 +14,13 @@ from dspark_tui.model.events import CellFinished, CellStarted, RunFinished, RunS
 from dspark_tui.plans import resolve_plan
 from dspark_tui.tui.app import AttachTarget
 from tests.tui.eventlog import T0, append_events, build_events, write_run
-from tests.tui.helpers import make_app, run_screen_shown, screen_text, settled, table_text
+from tests.tui.helpers import make_app, replayed, run_screen_shown, screen_text, settled, table_text
 
 
 async def test_a_resumed_run_redraws_the_row_of_its_redone_cell_in_full(tmp_path: Path):
     run_dir = write_run(tmp_path / "results", fail_index=1)  # st=3 chat_short c16 failed
     key = resolve_plan("demo")[0].cells()[1].key
-    app = make_app(tmp_path)
-    async with app.run_test(size=(200, 30)) as pilot:
-        app.open_replay(run_dir)
-        await run_screen_shown(pilot, "[completed]")
+    async with replayed(tmp_path, run_dir, "[completed]", size=(200, 30)) as (pilot, app, _):
         await settled(pilot)
         assert "failed" in table_text(app, "#ab-table")[1]
         t = T0 + 1000
@@ -47,10 +44,7 @@ async def test_a_resumed_run_redraws_the_row_of_its_redone_cell_in_full(tmp_path
 
 async def test_at_80_columns_every_row_names_its_cell_leader_margin_and_verdict(tmp_path: Path):
     run_dir = write_run(tmp_path / "results")
-    app = make_app(tmp_path)
-    async with app.run_test(size=(80, 24)) as pilot:
-        app.open_replay(run_dir)
-        await run_screen_shown(pilot, "[completed]")
+    async with replayed(tmp_path, run_dir, "[completed]") as (pilot, app, _):
         await settled(pilot)
         text = screen_text(app)
         assert "Winner  Verdict  Margin" in text
@@ -78,10 +72,7 @@ async def test_at_80_columns_the_interval_of_a_measured_again_cell_is_whole(tmp_
              for round_, factor in ((2, 1.09), (3, 0.93)) for cell in cells]
     append_events(run_dir, [*later, RunFinished(t=T0 + 999, status="completed", done=10,
                                                    failed=0, total=10)])
-    app = make_app(tmp_path)
-    async with app.run_test(size=(80, 24)) as pilot:
-        app.open_replay(run_dir)
-        await run_screen_shown(pilot, "[completed]")
+    async with replayed(tmp_path, run_dir, "[completed]") as (pilot, app, _):
         await settled(pilot)
         lines = screen_text(app).splitlines()
         assert any(line.rstrip().endswith("Winner  Verdict  Margin  Interval") for line in lines)

@@ -11,17 +11,14 @@ from dspark_tui.plans import resolve_plan
 from dspark_tui.tui.screens.confirm import ConfirmScreen
 from dspark_tui.tui.widgets.run_summary import RunSummary
 from tests.tui.eventlog import T0, append_events, write_run
-from tests.tui.helpers import make_app, run_screen_shown, until_shown, wait_until
+from tests.tui.helpers import make_app, replayed, run_screen_shown, until_shown, wait_until
 
 LAST = resolve_plan("demo")[0].cells()[-1].key  # st=5 stress_standard c128
 
 
 async def test_the_summary_heads_the_screen_once_the_run_has_ended(tmp_path: Path):
     run_dir = write_run(tmp_path / "results", live=True, stop_after=9)
-    app = make_app(tmp_path, lang="en")
-    async with app.run_test(size=(80, 24)) as pilot:
-        app.open_replay(run_dir)
-        screen = await run_screen_shown(pilot, "cells 9/10")
+    async with replayed(tmp_path, run_dir, "cells 9/10", lang="en") as (pilot, app, screen):
         summary = screen.query_one(RunSummary)
         assert not summary.display or not summary.has_class("-shown")
         append_events(run_dir, [RunFinished(t=T0 + 500, status="completed", done=9, failed=0,
@@ -41,10 +38,7 @@ async def test_a_run_whose_only_gap_is_a_user_skip_reads_completed_with_the_skip
         RunFinished(t=T0 + 401, status="completed", done=9, failed=0, total=10,
                     message="cells: 1 skipped"),
     ])
-    app = make_app(tmp_path, lang="en")
-    async with app.run_test(size=(80, 24)) as pilot:
-        app.open_replay(run_dir)
-        await run_screen_shown(pilot, "[completed, 1 skipped]")
+    async with replayed(tmp_path, run_dir, "[completed, 1 skipped]", lang="en") as (pilot, app, _):
         await until_shown(pilot, app, "run completed, 1 skipped: 9/10 cells ok")
         await pilot.press("t")  # ended: only a resume measures it again, and that asks first
         await until_shown(pilot, app, "Resume")
@@ -77,10 +71,7 @@ async def test_a_finished_runs_header_drops_the_eta_and_keeps_its_counts_on_one_
     from tests.tui.helpers import widget_text
 
     run_dir = write_run(tmp_path / "results", fail_index=3)
-    app = make_app(tmp_path, lang="en")
-    async with app.run_test(size=(80, 24)) as pilot:
-        app.open_replay(run_dir)
-        screen = await run_screen_shown(pilot, "failed 1")
+    async with replayed(tmp_path, run_dir, "failed 1", lang="en") as (_, _, screen):
         header = widget_text(screen.query_one(RunHeader)).splitlines()
         assert "ETA" not in "\n".join(header)
         assert "cells 9/10  failed 1   elapsed" in header[0] and header[0].startswith(" demo  [")

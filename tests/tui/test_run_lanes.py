@@ -9,7 +9,7 @@ from pathlib import Path
 from dspark_tui.model.events import CellProgress, CellStarted, ServerStateChanged, SessionStarted
 from dspark_tui.plans import resolve_plan
 from tests.tui.eventlog import T0, append_events, write_run
-from tests.tui.helpers import make_app, run_screen_shown, until_shown
+from tests.tui.helpers import replayed, until_shown
 
 CELLS = [cell.key for cell in resolve_plan("demo")[0].cells()]
 
@@ -27,10 +27,7 @@ async def test_the_header_shows_every_node_with_its_round_arm_and_cell(tmp_path:
         CellProgress(t=T0 + 4, key=first, completed=12, total=32, lane=1),
         CellProgress(t=T0 + 4, key=other, completed=300, total=1024, lane=2),
     ])
-    app = make_app(tmp_path, lang="en")
-    async with app.run_test(size=(80, 24)) as pilot:
-        app.open_replay(run_dir)
-        await run_screen_shown(pilot, "lane 2")
+    async with replayed(tmp_path, run_dir, "lane 2", lang="en") as (pilot, app, _):
         text = await until_shown(pilot, app, "stress_standard c128 300/1024")
         lines = text.splitlines()
         assert any("lane 1 · node07 · r1 · st=3: ready  chat_short c1 12/32" in line

@@ -19,8 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from dspark_tui.engine.rundir.control import send_control
-from tests.cli import hold_paused, reaped
+from tests.cli import attach_and_resume, hold_paused
 from tests.simulator import demo_plan_text
 
 pytestmark = [pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
@@ -110,17 +109,9 @@ def test_lost_terminal_hands_the_run_off_and_attach_finds_it(tmux: Tmux, tmp_pat
     tmux("kill-server")  # the terminal goes away: SIGHUP to the app
     _wait_in(events, "terminal closed, detached")
     assert psutil.pid_exists(runner_pid)
-    env = {**os.environ, **app_env(tmp_path)}
-    attach = subprocess.Popen([sys.executable, "-m", "dspark_tui", "attach", "--headless"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                              stdin=subprocess.DEVNULL)
-    with reaped(attach):
-        assert attach.stdout is not None
-        first = attach.stdout.readline()  # a line: it picked a run and replays its events
-        send_control(run_dir, "resume")
-        rest, err = attach.communicate(timeout=240)
-    out = first + rest
-    assert str(run_dir) in out, out + err
+    attach = attach_and_resume(run_dir, app_env(tmp_path), timeout=240)
+    out = attach.stdout
+    assert str(run_dir) in out, out + attach.stderr
     assert "run completed" in out and "summary:" in out
     assert json.loads((run_dir / "run.json").read_text())["status"] == "completed"
 

@@ -8,22 +8,21 @@ from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Label
 
 from dspark_tui.report.words import Texts
 from dspark_tui.tui import safe
+from dspark_tui.tui.screens.dialog import Dialog
 from dspark_tui.tui.words import SaidBindings, lang_of
 
 MAX_LINE = 64  # characters of the question on one line before it wraps
 
 
-class ConfirmScreen(SaidBindings, ModalScreen[bool]):
+class ConfirmScreen(SaidBindings, Dialog[bool]):
     DEFAULT_CSS = """
-    ConfirmScreen { align: center middle; }
     ConfirmScreen > Vertical {
         width: 60; max-width: 95%; height: auto; max-height: 95%; padding: 1 2;
-        background: $surface; border: thick $warning;
+        border: thick $warning;
     }
     ConfirmScreen #question { width: 1fr; height: auto; }
     ConfirmScreen Horizontal { height: auto; align-horizontal: right; margin-top: 1; }

@@ -7,18 +7,18 @@ from typing import ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen, Screen
+from textual.screen import Screen
 from textual.widgets import Markdown
 
 from dspark_tui.report.words import Texts
+from dspark_tui.tui.screens.dialog import Dialog
 from dspark_tui.tui.words import SaidBindings, lang_of, said
 
 
-class HelpScreen(SaidBindings, ModalScreen[None]):
+class HelpScreen(SaidBindings, Dialog[None]):
     DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
     HelpScreen > VerticalScroll {
-        width: 80%; max-width: 100; height: 85%; background: $surface;
+        width: 80%; max-width: 100; height: 85%;
         border: round $primary; padding: 0 1;
     }
     /* Keys and ids at their full width; the action column takes the rest and wraps (CJK text

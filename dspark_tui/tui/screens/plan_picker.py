@@ -10,7 +10,6 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, OptionList, SelectionList
 from textual.widgets.option_list import Option
 
@@ -18,6 +17,7 @@ from dspark_tui.model import Plan, UserError
 from dspark_tui.plans import resolve_plan, shipped_plan_names
 from dspark_tui.report.words import Texts
 from dspark_tui.tui import safe
+from dspark_tui.tui.screens.dialog import Dialog
 from dspark_tui.tui.words import SaidBindings, lang_of
 
 
@@ -42,11 +42,10 @@ def plan_choices(plans_dir: Path, lang: str = "en") -> list[tuple[str, str]]:
     return choices
 
 
-class PlanPickerScreen(SaidBindings, ModalScreen[StartRequest | None]):
+class PlanPickerScreen(SaidBindings, Dialog[StartRequest | None]):
     DEFAULT_CSS = """
-    PlanPickerScreen { align: center middle; }
     PlanPickerScreen > Vertical {
-        width: 90%; max-width: 110; height: 90%; background: $surface;
+        width: 90%; max-width: 110; height: 90%;
         border: round $primary; padding: 0 1;
     }
     PlanPickerScreen #plans { height: auto; max-height: 9; }  /* seven plans before it scrolls */

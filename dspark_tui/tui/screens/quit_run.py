@@ -8,24 +8,23 @@ from typing import ClassVar, Literal
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Label
 
 from dspark_tui.report.words import Texts
 from dspark_tui.tui.run_link import OwnedRunner, RunLink
+from dspark_tui.tui.screens.dialog import Dialog
 from dspark_tui.tui.words import SaidBindings, lang_of
 
 QuitChoice = Literal["detach", "abort"]
 
 
-class QuitRunScreen(SaidBindings, ModalScreen[QuitChoice | None]):
+class QuitRunScreen(SaidBindings, Dialog[QuitChoice | None]):
     """Dismissed with "detach", "abort", or None to stay."""
 
     DEFAULT_CSS = """
-    QuitRunScreen { align: center middle; }
     QuitRunScreen > Vertical {
         width: 76; max-width: 95%; height: auto; padding: 1 2;
-        background: $surface; border: thick $warning;
+        border: thick $warning;
     }
     QuitRunScreen #question { width: 1fr; }
     QuitRunScreen Horizontal { height: auto; align-horizontal: right; margin-top: 1; }

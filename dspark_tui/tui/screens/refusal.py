@@ -9,22 +9,21 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
 from dspark_tui.report.words import Texts
 from dspark_tui.tui import safe
+from dspark_tui.tui.screens.dialog import Dialog
 from dspark_tui.tui.words import SaidBindings, lang_of
 
 NOTHING_STARTED = Texts("en", "screens")("refusal.nothing")  # the English, for tests
 
 
-class RefusalScreen(SaidBindings, ModalScreen[None]):
+class RefusalScreen(SaidBindings, Dialog[None]):
     DEFAULT_CSS = """
-    RefusalScreen { align: center middle; }
     RefusalScreen > Vertical {
         width: 90; max-width: 95%; height: auto; max-height: 90%; padding: 0 1;
-        background: $surface; border: thick $error;
+        border: thick $error;
     }
     RefusalScreen #refusal-title { text-style: bold; color: $error; width: 1fr; }
     RefusalScreen #refusal-problems { height: auto; max-height: 16; margin: 1 0; }

@@ -16,7 +16,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
-from textual.screen import ModalScreen
 from textual.widgets import (
     DataTable,
     Label,
@@ -36,6 +35,7 @@ from dspark_tui.results.store import LoadedRun
 from dspark_tui.tui import format as fmt
 from dspark_tui.tui import safe
 from dspark_tui.tui.keys import DETAIL_KEYS
+from dspark_tui.tui.screens.dialog import Dialog
 from dspark_tui.tui.screens.loading import LoadingScreen
 from dspark_tui.tui.widgets.ab_table import ABTable
 from dspark_tui.tui.widgets.footer import KeysFooter
@@ -227,13 +227,12 @@ class RunDetailScreen(LoadingScreen):
         self.app.pop_screen()
 
 
-class CellDetailScreen(SaidBindings, ModalScreen[None]):
+class CellDetailScreen(SaidBindings, Dialog[None]):
     """One cell: what the client measured, what the server said, and its time series."""
 
     DEFAULT_CSS = """
-    CellDetailScreen { align: center middle; }
     CellDetailScreen > Vertical {
-        width: 90%; height: 90%; background: $surface; border: round $primary; padding: 0 1;
+        width: 90%; height: 90%; border: round $primary; padding: 0 1;
     }
     CellDetailScreen Sparkline { height: 1; margin-bottom: 1; }
     CellDetailScreen .series-label { color: $text-muted; }

@@ -25,12 +25,12 @@ import subprocess
 from importlib import resources
 from pathlib import Path
 
-from dspark_tui.engine.servers.gpu import GpuProbe
+from dspark_tui.engine.servers.launchers.launched import LaunchedServer
 from dspark_tui.engine.servers.launchers.record import LaunchRecord, write_launch_record
 from dspark_tui.engine.servers.launchers.tools import run_tool
 from dspark_tui.engine.servers.placement import Placement
 from dspark_tui.engine.servers.procs import TOKEN_VAR
-from dspark_tui.engine.servers.server import Emit, ServerError, ServerProcess
+from dspark_tui.engine.servers.server import ServerError
 from dspark_tui.model import Arm, KubernetesOptions, Plan, safe_name
 from dspark_tui.model.events import Notice, ServerLog
 
@@ -132,17 +132,10 @@ def delete_objects(record: LaunchRecord) -> tuple[bool, str]:
     return False, f"kubectl delete {what} failed: {result.last_error_line()}"
 
 
-class KubernetesServer(ServerProcess):
-    local_port = False
+class KubernetesServer(LaunchedServer):
     names_session = False  # the pod's command is the plan's; the pod and its forward identify it
-    pins_here = False  # the plan refuses server.cpus with a launcher (model/plan.py)
 
-    def __init__(self, plan: Plan, arm: Arm, *, log_path: Path, run_dir: Path, emit: Emit,
-                 gpu: GpuProbe | None = None, session: str | None = None,
-                 placement: Placement | None = None) -> None:
-        # Its GPUs are on the node or the cluster's: the local probe sees none of them.
-        super().__init__(plan, arm, log_path=log_path, run_dir=run_dir, emit=emit, gpu=None,
-                         session=session, placement=placement)
+    def _launcher_state(self) -> None:
         options = self.plan.server.kubernetes
         self.pod = pod_name(self.arm.name, self.session, self.token)
         self.remote_port = self.plan.server.port

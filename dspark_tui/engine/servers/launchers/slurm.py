@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
 
-from dspark_tui.engine.servers.gpu import GpuProbe
+from dspark_tui.engine.servers.launchers.launched import LaunchedServer
 from dspark_tui.engine.servers.launchers.record import LaunchRecord, write_launch_record
 from dspark_tui.engine.servers.launchers.tools import run_tool
 from dspark_tui.engine.servers.placement import Placement
-from dspark_tui.engine.servers.server import Emit, ServerProcess
-from dspark_tui.model import Arm, Plan, SlurmOptions
+from dspark_tui.model import SlurmOptions
 from dspark_tui.model.events import Notice, ServerLog
 
 SQUEUE_EVERY_S = 1.0  # how often a starting job is looked up (slurmctld is shared)
@@ -113,16 +111,8 @@ def _not_the_recorded_job(record: LaunchRecord) -> str | None:
     return None
 
 
-class SlurmServer(ServerProcess):
-    local_port = False
-    pins_here = False  # the plan refuses server.cpus with a launcher (model/plan.py)
-
-    def __init__(self, plan: Plan, arm: Arm, *, log_path: Path, run_dir: Path, emit: Emit,
-                 gpu: GpuProbe | None = None, session: str | None = None,
-                 placement: Placement | None = None) -> None:
-        # Its GPUs are on the node or the cluster's: the local probe sees none of them.
-        super().__init__(plan, arm, log_path=log_path, run_dir=run_dir, emit=emit, gpu=None,
-                         session=session, placement=placement)
+class SlurmServer(LaunchedServer):
+    def _launcher_state(self) -> None:
         self.job_name = f"dspark-{self.token[:16]}"
         self._located_at: str | None = None
         self._next_query = 0.0
