@@ -463,6 +463,7 @@ def decide(d: np.ndarray, *, tie_band: float, alpha: float,
     counts = (~np.isnan(d)).sum(axis=1)
     means = np.where(counts > 0, np.nansum(d, axis=1) / np.maximum(counts, 1), 0.0)
     out = []
+    t_of: dict[Quantile, float] = {}  # cells of one noise group share their quantile
     for index in np.flatnonzero(counts):
         n, mean = int(counts[index]), float(means[index])
         if fit is None:
@@ -475,7 +476,9 @@ def decide(d: np.ndarray, *, tie_band: float, alpha: float,
         if fixed is not None and fixed.var > 0:
             var = fixed.var + tau2 / n
             rule = Quantile(var**2 / (fixed.var**2 / fixed.df + (tau2 / n) ** 2 / df_cell))
-        t_cell = rule.at(alpha)
+        t_cell = t_of.get(rule)
+        if t_cell is None:
+            t_cell = t_of[rule] = rule.at(alpha)
         half = t_cell * math.sqrt(var)
         low, high = mean - half, mean + half
         verdict, winner = classify(low, high, band)
