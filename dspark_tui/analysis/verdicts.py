@@ -386,6 +386,12 @@ def _analyse(measurements: Iterable[CellResult], arms: Sequence[str], settings: 
     if describe:
         result.cells = _cell_stats(table, means)
     unpaired_rounds = np.zeros(n_rounds, dtype=bool)
+    groups = noise_groups([c for _, c in table.cells])  # the same cells for every pair
+    labels = None
+    if GROUPS == "resid":
+        labels = np.zeros(n_cells, dtype=int)
+        for label, members in enumerate(groups):
+            labels[members] = label
     for ia, ib in _pairs(len(arms)):
         pairing = _pairing(means[ia], means[ib], nodes[ia], nodes[ib], unknown)
         d = pairing.d
@@ -397,15 +403,9 @@ def _analyse(measurements: Iterable[CellResult], arms: Sequence[str], settings: 
         # term, never pooled with their spread as if it were session spread.
         prior = None if unreplicated else settings.prior
         own = None if unreplicated or pairing.nodes > 1 else (means[ia], means[ib])
-        labels = None
-        if GROUPS == "resid":
-            labels = np.zeros(n_cells, dtype=int)
-            for label, members in enumerate(noise_groups([c for _, c in table.cells])):
-                labels[members] = label
         fit = fit_noise(d, prior, own, labels)
         verdicts = []
-        for group in ([np.arange(n_cells)] if GROUPS == "resid" else
-                      noise_groups([c for _, c in table.cells])):
+        for group in [np.arange(n_cells)] if GROUPS == "resid" else groups:
             if len(group) == n_cells:
                 verdicts += _sequential_verdicts(d, settings, fit, prior, fixed, own, labels)
                 continue
