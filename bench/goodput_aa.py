@@ -53,7 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dspark_tui.analysis.analysis import analyse
 from dspark_tui.analysis.decision import ratio_between, smallest_within_band
-from dspark_tui.analysis.slo import goodput_rated, slo_answer, slo_of
+from dspark_tui.analysis.slo import slo_answer, slo_of
 from dspark_tui.analysis.verdicts import (
     RunVerdicts,
     Settings,
@@ -183,7 +183,8 @@ def replicate(folder: Path, process: Process, seed: int, counts: Counts) -> None
     assert slo is not None and answer.choice_alpha is not None
     settings = analysis.verdicts.settings
     assert settings.prior is not None and answer.goodput.settings.prior is None
-    borrowed = analyse_measurements(goodput_rated(run, slo, measured), analysis.arms, settings)
+    # The same rated measurements as the answer's goodput verdicts (slo.goodput_rated's).
+    borrowed = analyse_measurements(answer.goodput_measurements, analysis.arms, settings)
     counts.runs += 1
     win_own = win_borrowed = claim_family = claim_before = False
     for own, lent in zip(answer.goodput.pairs, borrowed.pairs, strict=True):

@@ -185,10 +185,8 @@ def simulate(grid: Grid, process: Process, effects: Sequence[float], rng: np.ran
                 log_value = (math.log(1000.0) + effects[arm] + offset - slow
                              - process.drift * t + within[cells] * rng.standard_normal(len(cells)))
                 for (scenario, concurrency), value in zip(todo, np.exp(log_value), strict=True):
-                    measurements.append(CellResult.model_construct(
-                        arm=arms[arm], scenario=scenario, concurrency=int(concurrency),
-                        round=round_no, repeat=repeat, session=f"s{start}", node=None,
-                        status="ok", metrics=ClientMetrics.model_construct(total_throughput=float(value))))
+                    measurements.append(_measurement(arms[arm], scenario, int(concurrency), round_no,
+                                                     repeat, f"s{start}", float(value)))
         if round_no < total_rounds:
             continue
         if look >= bench.adaptive_rounds:
@@ -197,6 +195,21 @@ def simulate(grid: Grid, process: Process, effects: Sequence[float], rng: np.ran
         todo = remeasure(measurements, plan, look)
         total_rounds += 1
     return analyse_measurements(measurements, arms, settings or Settings.of_plan(plan))
+
+
+# A measurement is a copy of these with its own values: the same objects as model_construct
+# makes (the same fields set), at a quarter of its cost, which was a third of a seven-arm run's.
+_METRICS = ClientMetrics.model_construct()
+_MEASUREMENT = CellResult.model_construct(arm="", scenario="", concurrency=1, round=1, repeat=1,
+                                          session=None, node=None, status="ok", metrics=_METRICS)
+
+
+def _measurement(arm: str, scenario: str, concurrency: int, round_no: int, repeat: int,
+                 session: str, total_throughput: float) -> CellResult:
+    metrics = _METRICS.model_copy(update={"total_throughput": total_throughput})
+    return _MEASUREMENT.model_copy(update={
+        "arm": arm, "scenario": scenario, "concurrency": concurrency, "round": round_no,
+        "repeat": repeat, "session": session, "metrics": metrics})
 
 
 def rng_for(*keys: object) -> np.random.Generator:

@@ -159,22 +159,30 @@ def _quantile(values: list[float], share: float) -> float | None:
     return float(np.quantile(values, share)) if values else None
 
 
+# Per measurement read (by id: the caller holds the measurements): its requests meeting every
+# limit and its seconds, which slo_cells counts as it reads the raw file and goodput_rated
+# needs, so one SLO answer reads each raw file once.
+Tallies = dict[int, tuple[int, float]]
+
+
 def slo_cells(run: LoadedRun, slo: Slo, alpha: float,
-              measurements: Sequence[CellResult] | None = None) -> list[SloCell]:
-    """Every (arm, scenario, concurrency) with ok measurements, checked against its limits."""
+              measurements: Sequence[CellResult] | None = None,
+              tallies: Tallies | None = None) -> list[SloCell]:
+    """Every (arm, scenario, concurrency) with ok measurements, checked against its limits;
+    with `tallies`, each measurement read is tallied there for `goodput_rated`."""
     groups: dict[tuple[str, str, int], list[CellResult]] = {}
     for m in measurements if measurements is not None else measurements_of(run):
         if m.ok:
             groups.setdefault((m.arm, m.scenario, m.concurrency), []).append(m)
     out = []
     for (arm, scenario, concurrency), group in groups.items():
-        out.append(_cell(run, slo, alpha, arm, scenario, concurrency, group))
+        out.append(_cell(run, slo, alpha, arm, scenario, concurrency, group, tallies))
     out.sort(key=lambda c: (c.scenario, c.concurrency, c.arm))
     return out
 
 
 def _cell(run: LoadedRun, slo: Slo, alpha: float, arm: str, scenario: str, concurrency: int,
-          group: list[CellResult]) -> SloCell:
+          group: list[CellResult], tallies: Tallies | None = None) -> SloCell:
     limits = slo.limits_for(scenario)
     plain = [lim for lim in limits if lim.percentile is None]
     # Per session (round): requests, and the hits of each limit, of the plain ones together
@@ -193,6 +201,7 @@ def _cell(run: LoadedRun, slo: Slo, alpha: float, arm: str, scenario: str, concu
         used += 1
         duration += seconds
         tally = sessions.setdefault(m.round, {})
+        hits = 0
         for request in requests:
             values = request_values(request)
             tally["n"] = tally.get("n", 0) + 1
@@ -208,6 +217,9 @@ def _cell(run: LoadedRun, slo: Slo, alpha: float, arm: str, scenario: str, concu
             plain_hit = all(h for lim, h in zip(limits, each, strict=True) if lim.percentile is None)
             tally["plain"] = tally.get("plain", 0) + int(plain_hit)
             tally["all"] = tally.get("all", 0) + int(all(each))
+            hits += all(each)
+        if tallies is not None:
+            tallies[id(m)] = (hits, seconds)
     rounds = sorted(sessions)
     totals = [sessions[r]["n"] for r in rounds]
 
@@ -312,6 +324,8 @@ class SloAnswer:
     latency: list[LatencyVerdict] = field(default_factory=list)
     # Goodput per pair of arms and cell, paired by round as throughput is (goodput_verdicts).
     goodput: RunVerdicts | None = None
+    # The measurements those verdicts compare (goodput_rated): goodput in the place of Total tok/s.
+    goodput_measurements: list[CellResult] = field(default_factory=list, repr=False)
     verdict_level: float = 0.95  # the latency verdicts' per-look level (the throughput verdicts')
     tie_band: float = 0.02
     # The two-sided level of each comparison a choice rests on (each K against the top that
@@ -403,14 +417,16 @@ def _slo_answer(analysis: RunAnalysis) -> SloAnswer | None:
         return None
     verdicts = analysis.verdicts
     alpha = verdicts.settings.alpha if verdicts is not None else 0.05
-    cells = slo_cells(run, slo, alpha)
+    tallies: Tallies = {}
+    cells = slo_cells(run, slo, alpha, tallies=tallies)
     ks = analysis.layout.ks
     k_of = ks.every_arm if ks is not None else None  # an adaptive arm has no K to rank it by
     by_cell: dict[CellId, dict[str, SloCell]] = {}
     for c in cells:
         by_cell.setdefault(c.key, {})[c.arm] = c
     band_floor = analysis.band.floor
-    goodput = (goodput_verdicts(run, slo, measurements_of(run), analysis.arms, verdicts.settings)
+    rated = goodput_rated(run, slo, measurements_of(run), tallies) if verdicts is not None else []
+    goodput = (goodput_verdicts(rated, analysis.arms, verdicts.settings)
                if verdicts is not None else None)
     choices = [choice for key, arms in sorted(by_cell.items())
                if (choice := _choose(analysis, key, arms, k_of, band_floor, slo.objective,
@@ -424,7 +440,7 @@ def _slo_answer(analysis: RunAnalysis) -> SloAnswer | None:
     if single is not None:
         single = dataclasses.replace(single, keyed_on=weighed.keyed_on)
     answer = SloAnswer(slo=slo, alpha=alpha, cells=cells, choices=choices, single=single, k_of=k_of,
-                       goodput=goodput)
+                       goodput=goodput, goodput_measurements=rated)
     answer.schedule = slo_schedule(analysis, answer)
     if verdicts is not None:
         answer.verdict_level, answer.tie_band = verdicts.settings.level, verdicts.settings.tie_band
@@ -610,8 +626,8 @@ def own_noise(settings: Settings) -> Settings:
     return dataclasses.replace(settings, prior=None, prior_source="")
 
 
-def goodput_verdicts(run: LoadedRun, slo: Slo, measurements: Sequence[CellResult],
-                     arms: Sequence[str], settings: Settings) -> RunVerdicts:
+def goodput_verdicts(rated: Sequence[CellResult], arms: Sequence[str],
+                     settings: Settings) -> RunVerdicts:
     """Goodput compared as throughput is (docs/decision.md, "Under an SLO"): each measurement's
     requests meeting the SLO over its duration, put in the place of its Total tok/s and run
     through the throughput verdicts' analysis, so the pairing by round (the arms' sessions of
@@ -619,24 +635,32 @@ def goodput_verdicts(run: LoadedRun, slo: Slo, measurements: Sequence[CellResult
     session noise is goodput's own, never throughput's prior (`own_noise`). A
     measurement with no request meeting the SLO counts half a request (a log ratio needs a
     positive rate; it is then far below any arm that meets it, as it should be). Measurements
-    without per-request data or whose client fell behind give none, as for attainment."""
-    return analyse_measurements(goodput_rated(run, slo, measurements), list(arms), own_noise(settings))
+    without per-request data or whose client fell behind give none, as for attainment.
+    `rated`: the measurements as `goodput_rated` gives them."""
+    return analyse_measurements(rated, list(arms), own_noise(settings))
 
 
-def goodput_rated(run: LoadedRun, slo: Slo, measurements: Sequence[CellResult]) -> list[CellResult]:
+def goodput_rated(run: LoadedRun, slo: Slo, measurements: Sequence[CellResult],
+                  tallies: Tallies | None = None) -> list[CellResult]:
     """The measurements `goodput_verdicts` compares: each with per-request data, its goodput
-    in the place of its Total tok/s."""
+    in the place of its Total tok/s. A measurement in `tallies` (slo_cells') is not read again."""
     rated = []
     for m in measurements:
         if not m.ok or m.client_behind:
             continue
-        raw = _raw_of(run, m)
-        if raw is None or raw[1] <= 0:
+        known = None if tallies is None else tallies.get(id(m))
+        if known is None:
+            raw = _raw_of(run, m)
+            if raw is None:
+                continue
+            requests, seconds = raw
+            limits = slo.limits_for(m.scenario)
+            hits = sum(1 for r in requests
+                       if all(_meets(request_values(r), lim, r.ok) for lim in limits))
+        else:
+            hits, seconds = known
+        if seconds <= 0:
             continue
-        requests, seconds = raw
-        limits = slo.limits_for(m.scenario)
-        hits = sum(1 for r in requests
-                   if all(_meets(request_values(r), lim, r.ok) for lim in limits))
         metrics = m.metrics.model_copy(update={"total_throughput": max(hits, 0.5) / seconds})
         rated.append(m.model_copy(update={"metrics": metrics}))
     return rated

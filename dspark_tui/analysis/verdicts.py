@@ -363,6 +363,13 @@ def analyse_measurements(measurements: Iterable[CellResult], arms: Sequence[str]
                          settings: Settings) -> RunVerdicts:
     """Per cell and arm: descriptive statistics; per cell and pair of arms (in plan order, b
     after a): the ratio b/a with its interval and verdict; per pair: the noise it rests on."""
+    return _analyse(measurements, arms, settings, describe=True)
+
+
+def _analyse(measurements: Iterable[CellResult], arms: Sequence[str], settings: Settings,
+             describe: bool) -> RunVerdicts:
+    """analyse_measurements; without `describe`, the pairs alone (no cell statistics, no
+    noise records or node checks): what the runner's question after each look reads."""
     table = _table(measurements, arms)
     first_seen: dict[str, int] = {}
     for scenario, _ in table.cells:  # scenarios in the order they come (the plan's, for a run)
@@ -376,8 +383,15 @@ def analyse_measurements(measurements: Iterable[CellResult], arms: Sequence[str]
              for i in range(len(arms))]
     nodes = [_round_nodes(table, i, n_cells, n_rounds) for i in range(len(arms))]
     unknown = table.nodes.index(None) if None in table.nodes else _NO_NODE - 10
-    result.cells = _cell_stats(table, means)
+    if describe:
+        result.cells = _cell_stats(table, means)
     unpaired_rounds = np.zeros(n_rounds, dtype=bool)
+    groups = noise_groups([c for _, c in table.cells])  # the same cells for every pair
+    labels = None
+    if GROUPS == "resid":
+        labels = np.zeros(n_cells, dtype=int)
+        for label, members in enumerate(groups):
+            labels[members] = label
     for ia, ib in _pairs(len(arms)):
         pairing = _pairing(means[ia], means[ib], nodes[ia], nodes[ib], unknown)
         d = pairing.d
@@ -389,15 +403,9 @@ def analyse_measurements(measurements: Iterable[CellResult], arms: Sequence[str]
         # term, never pooled with their spread as if it were session spread.
         prior = None if unreplicated else settings.prior
         own = None if unreplicated or pairing.nodes > 1 else (means[ia], means[ib])
-        labels = None
-        if GROUPS == "resid":
-            labels = np.zeros(n_cells, dtype=int)
-            for label, members in enumerate(noise_groups([c for _, c in table.cells])):
-                labels[members] = label
         fit = fit_noise(d, prior, own, labels)
         verdicts = []
-        for group in ([np.arange(n_cells)] if GROUPS == "resid" else
-                      noise_groups([c for _, c in table.cells])):
+        for group in [np.arange(n_cells)] if GROUPS == "resid" else groups:
             if len(group) == n_cells:
                 verdicts += _sequential_verdicts(d, settings, fit, prior, fixed, own, labels)
                 continue
@@ -405,8 +413,9 @@ def analyse_measurements(measurements: Iterable[CellResult], arms: Sequence[str]
             verdicts += [replace(v, cell=int(group[v.cell])) for v in _sequential_verdicts(
                 d[group], settings, fit_noise(d[group], prior, sub), prior, fixed, sub)]
         verdicts.sort(key=lambda v: v.cell)
-        noise = _pair_noise(a, b, fit, settings, unreplicated, fixed is not None)
-        result.noise.append(_with_nodes(noise, pairing, settings))
+        if describe:
+            noise = _pair_noise(a, b, fit, settings, unreplicated, fixed is not None)
+            result.noise.append(_with_nodes(noise, pairing, settings))
         for v in verdicts:
             scenario, concurrency = table.cells[v.cell]
             winner = None if v.winner is None else (a if v.winner == "a" else b)
@@ -455,7 +464,10 @@ def _sequential_verdicts(d: np.ndarray, settings: Settings, fit: NoiseFit | None
                          groups: np.ndarray | None = None) -> list[PairVerdict]:
     """Each cell judged at the look after which it was last measured, on the data of that look
     (rounds 1 .. rounds + look - 1): exactly the decision the runner's schedule made, so the
-    per-look level of stats/sequential.py covers it. Without adaptive rounds: one look, all data."""
+    per-look level of stats/sequential.py covers it. Without adaptive rounds: one look, all data.
+
+    `fit` is fit_noise of all of `d` with this prior, `arms` and `groups`: the last look's, so
+    that look reuses it rather than fitting the same data again."""
     planned = max(settings.rounds, 1)
     looks_run = d.shape[1] - planned + 1
     if settings.adaptive_rounds == 0 or looks_run <= 1:  # one look: all the data, `fit` of it
@@ -470,7 +482,8 @@ def _sequential_verdicts(d: np.ndarray, settings: Settings, fit: NoiseFit | None
             continue
         upto = planned + look - 1
         at_look = decide(d[:, :upto], tie_band=settings.tie_band, alpha=settings.look_alpha,
-                         prior=prior, fixed=fixed, groups=groups,
+                         prior=prior, fit=fit if upto == d.shape[1] else None, fixed=fixed,
+                         groups=groups,
                          arms=None if arms is None else (arms[0][:, :upto], arms[1][:, :upto]))
         chosen.update((v.cell, v) for v in at_look if look_of_cell[v.cell] == look)
     return [chosen[i] for i in sorted(chosen)]
@@ -670,7 +683,7 @@ def cells_to_remeasure(measurements: Sequence[CellResult], plan: Plan, look: int
     # each cell is judged at its own last look, and the budget is the runner's to count.
     del look
     arms = [arm.name for arm in plan.arms]
-    verdicts = analyse_measurements(measurements, arms, Settings.of_plan(plan))
+    verdicts = _analyse(measurements, arms, Settings.of_plan(plan), describe=False)
     wanted: set[tuple[str, int]] = {p.key for p in verdicts.pairs if p.verdict == UNSURE}
     wanted |= outlier_cells(verdicts)
     order = [(s.name, c) for s in plan.scenarios for c in s.concurrencies]

@@ -463,19 +463,26 @@ def decide(d: np.ndarray, *, tie_band: float, alpha: float,
     counts = (~np.isnan(d)).sum(axis=1)
     means = np.where(counts > 0, np.nansum(d, axis=1) / np.maximum(counts, 1), 0.0)
     out = []
+    # Cells of one noise group share its variance, degrees of freedom and quantile rule.
+    of_group: dict[int | None, tuple[float, float, Quantile]] = {}
+    t_of: dict[Quantile, float] = {}
     for index in np.flatnonzero(counts):
         n, mean = int(counts[index]), float(means[index])
         if fit is None:
             out.append(PairVerdict(int(index), n, mean, None, None, SINGLE, None, None))
             continue
         group = None if groups is None else int(groups[index])
-        tau2, df_cell = fit.of_cell(group)
+        if group not in of_group:
+            tau2, df_cell = fit.of_cell(group)
+            of_group[group] = (tau2, df_cell, quantile_of(fit.parts_of(group), df_cell, fit.cells))
+        tau2, df_cell, rule = of_group[group]
         var = tau2 / n
-        rule = quantile_of(fit.parts_of(group), df_cell, fit.cells)
         if fixed is not None and fixed.var > 0:
             var = fixed.var + tau2 / n
             rule = Quantile(var**2 / (fixed.var**2 / fixed.df + (tau2 / n) ** 2 / df_cell))
-        t_cell = rule.at(alpha)
+        t_cell = t_of.get(rule)
+        if t_cell is None:
+            t_cell = t_of[rule] = rule.at(alpha)
         half = t_cell * math.sqrt(var)
         low, high = mean - half, mean + half
         verdict, winner = classify(low, high, band)

@@ -23,7 +23,7 @@ import pytest
 
 from tests.bench_module import load_bench
 
-# Slow though it starts no process: about 30 s of CPU in 200 runs written to disk and analysed.
+# Slow though it starts no process: about 25 s of CPU in 200 runs written to disk and analysed.
 pytestmark = pytest.mark.slow
 
 RUNS = 200

@@ -21,14 +21,15 @@ import pytest
 
 from tests.bench_module import load_bench
 
-# Slow though it starts no process: about 2 minutes of CPU in thousands of synthetic runs, more
-# than the whole fast loop's budget (README).
+# Slow though it starts no process: about 30 s of CPU in thousands of synthetic runs (about a
+# minute before 2026-12-03's faster analysis, the same runs and figures), half the whole fast
+# loop's budget (README).
 pytestmark = pytest.mark.slow
 
-SEEDS = 200  # the seed grid (18 cells): about 6 s of CPU a process; fails above 6.6 % / 12.4 %
-DEMO_SEEDS = 200  # the demo grid (5 cells): about 4 s a process; fails above 6.6 % false winners
+SEEDS = 200  # the seed grid (18 cells): about 2-3 s of CPU a process; fails above 6.6 % / 12.4 %
+DEMO_SEEDS = 200  # the demo grid (5 cells): about 1.5 s a process; fails above 6.6 % false winners
 RUN_SEEDS = 48  # run-level rates: binomial over runs
-SEVEN_ARM_SEEDS = 100  # seven arms on the seed grid: about 14 s; fails above 11.5 %
+SEVEN_ARM_SEEDS = 100  # seven arms on the seed grid: about 8 s; fails above 11.5 %
 FALSE_WINS, EXCLUSION, WRONG_SIGN, POWER_10 = 0.03, 0.07, 0.01, 0.75
 
 

@@ -34,9 +34,11 @@ def test_adaptive_agrees_with_the_full_design_at_less_cost(checks):
     assert result["cell_runs_adaptive"] < result["cell_runs_full"], result
 
 
-def test_the_check_can_fail(checks):
+def test_the_check_can_fail(checks, monkeypatch):
     """Without the per-look correction and with a lying variance (tau shrunk tenfold) the same
-    A-vs-A check must catch the over-confident intervals."""
+    A-vs-A check must catch the over-confident intervals. The lie goes to both names of the
+    fit: the analysis's (its last look's fit) and the one `decide` calls for earlier looks."""
+    from dspark_tui.analysis import verdicts
     from dspark_tui.stats import paired
 
     original = paired.fit_noise
@@ -47,9 +49,8 @@ def test_the_check_can_fail(checks):
         return None if fit is None else fit.__class__(
             **{**fit.__dict__, "tau2": fit.tau2 / 100, "group_tau2": None})
 
-    paired.fit_noise = overconfident
-    try:
-        result = checks.a_vs_a(seeds=20)
-    finally:
-        paired.fit_noise = original
+    monkeypatch.setattr(paired, "fit_noise", overconfident)
+    monkeypatch.setattr(verdicts, "fit_noise", overconfident)
+    result = checks.a_vs_a(seeds=20)
+    monkeypatch.undo()
     assert result["interval_excludes_1"] > 0.07
