@@ -165,11 +165,11 @@ def test_detach_ctl_attach_and_a_second_run_on_the_same_port(tmp_path: Path, por
 def test_kill_9_mid_cell_then_resume_redoes_nothing_and_loses_nothing(tmp_path: Path, port: int):
     # 2048 tokens: the second cell, which the kill must find in flight, lasts about 2 s; at
     # slow_cells' 512 it lasted 0.5 s, and a kill 0.5 s late (a stalled test process on a
-    # loaded box) found it saved. Only that cell is that long: the first (kept across the kill)
-    # is slow_cells' 1 s, over which the runner's once-a-second look records the server's
-    # workers; the last two, which only the resume measures, are 64 tokens (at 2048 the first
-    # and the last two were 4 s and 2 x 2 s the test only waited through).
-    cells = "\n".join([slow_cells((1,)),
+    # loaded box) found it saved. The first cell (kept across the kill) is 1024 tokens, ~2 s:
+    # two of the runner's once-a-second looks, which record the server's workers, fall in it.
+    # The last two, which only the resume measures, are 64 tokens (at 2048 the first and the
+    # last two were 4 s and 2 x 2 s the test only waited through).
+    cells = "\n".join([slow_cells((1,), output_len=1024),
                        slow_cells((2,), output_len=2048).replace('"slow"', '"long"'),
                        slow_cells((3, 4), output_len=64).replace('"slow"', '"quick"')])
     plan = write_sim_plan(tmp_path, port, "--spawn-workers", "2", arms=(3,), speed=2, warmup=0,
