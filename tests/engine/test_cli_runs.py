@@ -23,7 +23,17 @@ from dspark_tui.engine.servers.ports import port_is_free
 from dspark_tui.engine.start.launch import RunnerProcess
 from dspark_tui.model import load_plan
 from dspark_tui.results import RunStore, load_run, manifest_for_plan, scan_runs
-from tests.cli import CLI, attach_and_resume, cli_env, hold_paused, reaped, run_cli, slow_cells, wait_for
+from tests.cli import (
+    CLI,
+    attach_and_resume,
+    cli_env,
+    hold_paused,
+    reaped,
+    run_cli,
+    run_cli_here,
+    slow_cells,
+    wait_for,
+)
 from tests.conftest import SAMPLE_RUN
 from tests.disks import small_tmpfs
 from tests.engine.helpers import write_sim_plan
@@ -117,7 +127,7 @@ def test_detach_ctl_attach_and_a_second_run_on_the_same_port(tmp_path: Path, por
         time.sleep(1.5)
         assert _kinds(run_dir).count("cell_started") == current  # paused between cells
 
-        second = run_cli("run", str(plan), "--headless", "--results", str(results))
+        second = run_cli_here("run", str(plan), "--headless", "--results", str(results))
         assert second.returncode == 2
         assert f"port {port} is used by the live run enginetest ({run_dir}" in second.stderr
 
@@ -146,7 +156,7 @@ def test_detach_ctl_attach_and_a_second_run_on_the_same_port(tmp_path: Path, por
         wait_for(lambda: _status(run_dir) == "aborted", what="aborted status")
         wait_for(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie",
                  what="the runner to exit")
-        late = run_cli("ctl", str(run_dir), "pause")
+        late = run_cli_here("ctl", str(run_dir), "pause")
         assert late.returncode == 2 and "no runner is alive for this run" in late.stderr
     finally:
         if psutil.pid_exists(pid):
@@ -165,9 +175,15 @@ def test_detach_ctl_attach_and_a_second_run_on_the_same_port(tmp_path: Path, por
 def test_kill_9_mid_cell_then_resume_redoes_nothing_and_loses_nothing(tmp_path: Path, port: int):
     # 2048 tokens: the second cell, which the kill must find in flight, lasts about 2 s; at
     # slow_cells' 512 it lasted 0.5 s, and a kill 0.5 s late (a stalled test process on a
-    # loaded box) found it saved.
+    # loaded box) found it saved. The first cell (kept across the kill) is 1024 tokens, ~2 s:
+    # two of the runner's once-a-second looks, which record the server's workers, fall in it.
+    # The last two, which only the resume measures, are 64 tokens (at 2048 the first and the
+    # last two were 4 s and 2 x 2 s the test only waited through).
+    cells = "\n".join([slow_cells((1,), output_len=1024),
+                       slow_cells((2,), output_len=2048).replace('"slow"', '"long"'),
+                       slow_cells((3, 4), output_len=64).replace('"slow"', '"quick"')])
     plan = write_sim_plan(tmp_path, port, "--spawn-workers", "2", arms=(3,), speed=2, warmup=0,
-                          cells=slow_cells(output_len=2048))
+                          cells=cells)
     runner = RunnerProcess.start(str(plan), results_root=tmp_path / "results", detach=True)
     run_dir = runner.run_dir
     try:
@@ -184,7 +200,7 @@ def test_kill_9_mid_cell_then_resume_redoes_nothing_and_loses_nothing(tmp_path: 
         assert summary.status == "interrupted"
         before = _cell_files(run_dir)
         assert list(before) == ["cells/st_3/slow__c1__r1p1.json"]
-        fresh = run_cli("run", str(plan), "--headless", "--results", str(run_dir.parent))
+        fresh = run_cli_here("run", str(plan), "--headless", "--results", str(run_dir.parent))
         assert fresh.returncode == 2
         assert f"held by the server left behind by the interrupted run {run_dir}" in fresh.stderr
 
@@ -345,7 +361,7 @@ def test_secrets_never_reach_the_run_directory_yet_a_detached_runner_has_them(
             for secret in (b"sk-in-command", b"hf-secret", b"sk-bench-key"):
                 assert secret not in data, f"{secret!r} written to {path}"
     # A later resume without the secrets in the environment says what to export.
-    resumed = run_cli("run", "--resume", str(run_dir), "--headless")
+    resumed = run_cli_here("run", "--resume", str(run_dir), "--headless")
     assert resumed.returncode == 2
     assert "server.env.HF_TOKEN" in resumed.stderr and "Traceback" not in resumed.stderr
 
@@ -406,7 +422,7 @@ def test_attach_without_a_directory_follows_the_newest_running_run(tmp_path: Pat
     plan = write_sim_plan(tmp_path, port, arms=(3,), speed=2, warmup=0, cells=slow_cells())
     results = tmp_path / "results"
     env = {"DSPARK_CONFIG_DIR": str(tmp_path / "cfg"), "DSPARK_RESULTS_ROOT": str(results)}
-    nothing = run_cli("attach", "--headless", timeout=30, env=env)
+    nothing = run_cli_here("attach", "--headless", env=env)
     assert nothing.returncode == 2 and "attach: no running run in" in nothing.stderr
     runner = RunnerProcess.start(str(plan), results_root=results, detach=True)
     run_dir = runner.run_dir

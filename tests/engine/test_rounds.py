@@ -23,8 +23,13 @@ TINY = ('[[scenarios]]\nname = "chat"\ninput_len = 32\noutput_len = 8\n'
 SLOW = ('[[scenarios]]\nname = "slow"\ninput_len = 64\noutput_len = 512\nrange_ratio = 1.0\n'
         'concurrencies = [1, 2]\nnum_prompts = 2\n')
 # For a kill -9 that must find a c = 2 measurement in flight: about 2 s of it, not SLOW's 0.5 s,
-# which a kill 0.5 s late (a test process stalled on a loaded box) found already saved.
-IN_FLIGHT = SLOW.replace("output_len = 512", "output_len = 2048")
+# which a kill 0.5 s late (a test process stalled on a loaded box) found already saved. Only
+# that cell is long: the c = 1 cell before it in each round ("quick", 64 tokens) is a tenth of
+# a second, where at 2048 tokens it took 4 s a round that the test only waited through.
+IN_FLIGHT = ('[[scenarios]]\nname = "quick"\ninput_len = 64\noutput_len = 64\nrange_ratio = 1.0\n'
+             'concurrencies = [1]\nnum_prompts = 2\n\n'
+             + SLOW.replace("output_len = 512", "output_len = 2048")
+             .replace("concurrencies = [1, 2]", "concurrencies = [2]"))
 
 
 class ScriptedRemeasure:
@@ -174,7 +179,7 @@ def _kill_at_then_resume(runner: RunnerProcess, run_dir: Path, started: int, wha
     os.kill(runner.pid, signal.SIGKILL)
     runner.wait(5)
     before = _files(run_dir)
-    assert sorted(before) == ["cells/st_3/slow__c1__r1p1.json", "cells/st_3/slow__c1__r2p1.json",
+    assert sorted(before) == ["cells/st_3/quick__c1__r1p1.json", "cells/st_3/quick__c1__r2p1.json",
                               "cells/st_3/slow__c2__r1p1.json"]
     _resume_keeps_every_file(run_dir, before, added="cells/st_3/slow__c2__r2p1.json")
 
@@ -203,7 +208,7 @@ def _wait_until(predicate: Callable[[], bool], what: str, timeout: float = 30.0)
 async def test_kill_9_in_an_adaptive_round_then_resume_keeps_the_decision(tmp_path: Path, port: int):
     # A runner decides an adaptive round (both cells) and is stopped at its start; a detached
     # runner resumes it and is killed mid-round; the last resume finishes that round.
-    decide = ScriptedRemeasure([("slow", 1), ("slow", 2)])
+    decide = ScriptedRemeasure([("quick", 1), ("slow", 2)])
     runner, _ = _runner(tmp_path, port, decide, arms=(3,), speed=2, cells=IN_FLIGHT, rounds=1,
                         adaptive_rounds=1)
     runner.subscribe(lambda e: runner.abort() if e.kind == "cell_started" and e.round == 2 else None)

@@ -3,7 +3,11 @@ measurements made in memory from a small closed-form engine model, with server c
 
 from __future__ import annotations
 
+import atexit
+import functools
 import math
+import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -169,6 +173,28 @@ def stated_sweep(folder: Path, truth: dict[str, dict[int, float]], plan: str = "
 REQUESTS, TOKENS = 64, 768  # a cell's requests: 512 tokens in, 256 out
 
 
+# The raw files, written by the product's writer once per process and content, then copied (the
+# same bytes): an SLO sweep has 144, each an atomic write with two fsyncs, and test_slo_choice's
+# sweeps asked for ~4,800 fsyncs, which a busy disk made about a third of its wall time.
+@functools.cache
+def _cache_dir() -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="slo_raw_cache_"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
+@functools.cache
+def _raw_file(seconds: float, gap: float) -> Path:
+    """A raw file of REQUESTS requests over `seconds`: each a TTFT of 0.1 s, then 255 tokens
+    `gap` seconds apart."""
+    timings = [RequestTiming(index=i, input_tokens=512, requested_output_tokens=256,
+                             output_tokens=256, start_s=0.0, ttft_s=0.1, e2e_s=0.1 + 255 * gap,
+                             usage_reported=True, itl_count=255) for i in range(REQUESTS)]
+    path = _cache_dir() / f"{seconds!r}_{gap!r}.jsonl"
+    write_native_raw(path, NativeRaw(timings, seconds, None, 0))
+    return path
+
+
 def with_native_raw(folder: Path, run: LoadedRun, tpot_ms: Callable[[str], float]) -> LoadedRun:
     """`run` with a native raw file for each measurement, as the latency and goodput answers read
     them: every request TTFT 0.1 s, then 255 tokens `tpot_ms(arm)` apart; the client's p90 TPOT
@@ -179,12 +205,9 @@ def with_native_raw(folder: Path, run: LoadedRun, tpot_ms: Callable[[str], float
         assert total is not None
         seconds = REQUESTS * TOKENS / total
         gap = tpot_ms(m.arm) / 1000.0
-        timings = [RequestTiming(index=i, input_tokens=512, requested_output_tokens=256,
-                                 output_tokens=256, start_s=0.0, ttft_s=0.1, e2e_s=0.1 + 255 * gap,
-                                 usage_reported=True, itl_count=255) for i in range(REQUESTS)]
         relative = f"raw/{safe_name(m.arm)}__r{m.round}p1/{m.scenario}__c{m.concurrency}.jsonl"
         (folder / relative).parent.mkdir(parents=True, exist_ok=True)
-        write_native_raw(folder / relative, NativeRaw(timings, seconds, None, 0))
+        shutil.copyfile(_raw_file(seconds, gap), folder / relative)
         metrics = m.metrics.model_copy(update={"p90_tpot_ms": 5.0 * 1e5 / total})
         with_raw.append(m.model_copy(update={
             "metrics": metrics, "provenance": Provenance(driver="native", raw_output=relative)}))
