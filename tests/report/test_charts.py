@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from dspark_tui.analysis.analysis import analyse
+from dspark_tui.analysis.analysis import RunAnalysis, analyse
 from dspark_tui.analysis.decision import decide_k, family_alpha
 from dspark_tui.report.chart_drawing import arm_colours, chart_svg
 from dspark_tui.report.charts import acceptance_chart, chart_data, margin_chart, throughput_chart
 from dspark_tui.report.outputs import write_outputs
 from dspark_tui.results import load_run
+from dspark_tui.results.store import LoadedRun
 from tests.cli import run_cli
 from tests.conftest import REPO, SAMPLE_RUN
 from tests.report.k_sweep_builders import cumulative_acceptance, k_sweep_run
@@ -63,9 +64,15 @@ def test_the_charts_setting_off_draws_none_and_the_reports_link_none(tmp_path: P
         assert "](charts/" not in (tmp_path / "run" / name).read_text(encoding="utf-8")
 
 
-def test_the_charts_points_are_the_runs_numbers(tmp_path: Path):
-    run = k_sweep_run(tmp_path / "run", KS, SWEEP)
-    analysis = analyse(run)
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[LoadedRun, RunAnalysis]:
+    """The K sweep and its analysis, built once for the tests below, which only read them."""
+    run = k_sweep_run(tmp_path_factory.mktemp("sweep") / "run", KS, SWEEP)
+    return run, analyse(run)
+
+
+def test_the_charts_points_are_the_runs_numbers(sweep: tuple[LoadedRun, RunAnalysis]):
+    run, analysis = sweep
     throughput = throughput_chart(analysis)
     assert throughput is not None and [p.title for p in throughput.panels] == ["chat", "rag"]
     for panel in throughput.panels:
@@ -102,12 +109,12 @@ def test_the_charts_points_are_the_runs_numbers(tmp_path: Path):
     assert k4.y == pytest.approx([v * 100 for v in cumulative_acceptance(4)])
 
 
-def test_a_sweeps_bands_are_at_the_level_the_k_was_chosen_at(tmp_path: Path):
+def test_a_sweeps_bands_are_at_the_level_the_k_was_chosen_at(sweep: tuple[LoadedRun, RunAnalysis]):
     """Each K's band over the chosen K is the interval the choice rests on: the family level
     of the decision (family_alpha over the fixed-K arms, KDecision.ratio(family=True)), not
     one comparison's (the run's level), which is narrower and can clear the tie band where the
     choice did not. Before, the bands were the pair's own interval at 95 % (review)."""
-    analysis = analyse(k_sweep_run(tmp_path / "run", KS, SWEEP))
+    _, analysis = sweep
     decision = decide_k(analysis)
     assert decision is not None and analysis.verdicts is not None
     margin = margin_chart(analysis)
@@ -174,8 +181,8 @@ def _svg_texts_of(svg: str) -> list[str]:
     return ["".join(node.itertext()) for node in root.iter(f"{SVG}text")]
 
 
-def test_arm_colours_are_the_same_in_every_chart(tmp_path: Path):
-    charts = chart_data(analyse(k_sweep_run(tmp_path / "run", KS, SWEEP)))
+def test_arm_colours_are_the_same_in_every_chart(sweep: tuple[LoadedRun, RunAnalysis]):
+    charts = chart_data(sweep[1])
     assert len({c.arms for c in charts}) == 1  # one arm list, so one colour per arm
     colours = arm_colours(charts[0].arms)
     assert len(set(colours.values())) == len(KS)
