@@ -37,7 +37,6 @@ from dspark_tui.tui.screens.plan_picker import PlanPickerScreen, StartRequest
 from dspark_tui.tui.screens.quit_run import QuitRunScreen, detach_all
 from dspark_tui.tui.screens.refusal import RefusalScreen
 from dspark_tui.tui.screens.run_screen import RunScreen
-from dspark_tui.tui.stylesheet import SharedStylesheet
 from dspark_tui.tui.themes import load_themes
 from dspark_tui.tui.words import lang_of
 
@@ -71,8 +70,6 @@ class DsparkApp(App[None]):
                  config_file: Path | None = None, clock: Callable[[], float] | None = None,
                  remember_theme: bool = True) -> None:
         super().__init__()
-        # parsed CSS kept for the process: a theme switch (or another app) parses nothing again
-        self.stylesheet = SharedStylesheet(variables=self.get_css_variables())
         self.settings = settings
         self.startup_warnings = list(warnings)
         self.start = start
