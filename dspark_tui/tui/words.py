@@ -112,18 +112,18 @@ _ANY_TEXT = r"(?s:.+?)"
 
 
 def _pattern(template: str) -> re.Pattern[str]:
-    """The template's English as a pattern, each field any text on its line; `{{`/`}}` are
-    literal braces (a notice that names a `{affinity}` placeholder). Only a field that ends the
-    template (an error's text) may run over lines: a leading `{arm}` that could would swallow a
-    log line and read the rest of the message as another template's (review)."""
-    parts = list(string.Formatter().parse(template))
+    """The template's English as a pattern, each field any text; `{{`/`}}` are literal braces
+    (a notice that names a `{affinity}` placeholder). A field that opens the template (`{arm}`,
+    `{cell}`) stays on the first line: one that could run over lines would swallow a log tail
+    and read its last line as the whole notice (review); a field further in (an error's text,
+    a multi-line exception) may run over lines."""
     regex = ""
-    for i, (literal, name, _, _) in enumerate(parts):
+    for i, (literal, name, _, _) in enumerate(string.Formatter().parse(template)):
         regex += re.escape(literal)
         if name is None:
             continue
-        ends = i == len(parts) - 1
-        value = _NUMBERS if name in _NUMERIC else _ANY_TEXT if ends else _ONE_LINE
+        opens = i == 0 and not literal
+        value = _NUMBERS if name in _NUMERIC else _ONE_LINE if opens else _ANY_TEXT
         regex += f"(?P<{name}>{value})"
     return re.compile(f"{regex}$")
 

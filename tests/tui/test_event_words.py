@@ -302,6 +302,11 @@ def test_a_leading_field_never_runs_over_lines():
     tail = "INFO loading weights\nK=5: server log shows a fatal error: CUDA out of memory"
     said = event_words.notice_said("zh", f"K=3: server exited with code 1 while starting\n{tail}")
     assert said == f"K=3：服务器启动时退出，退出码 1\n{tail}"
+    # A field further in may: a multi-line exception inside "report.md not written" (review)
+    error = "ValidationError: 1 validation error for RunManifest\nstatus\n  Input should be 'completed'"
+    said = event_words.notice_said(
+        "zh", f"report.md not written: {error} (retry: dspark-tui report /runs/demo_1)")
+    assert said == f"report.md 未写入：{error}（重试：dspark-tui report /runs/demo_1）"
 
 
 def _engine_literals() -> set[str]:
