@@ -177,11 +177,21 @@ def main(argv: Sequence[str]) -> int:
         return 130
 
 
+# Fields of the configs no flag sets: they keep their defaults (the model's constants)
+_NO_FLAG = frozenset({"adaptive_overhead_s", "confidence_concentration"})
+
+
 def _from_flags(config: type[_Config], args: argparse.Namespace, **given: Any) -> _Config:
     """A config dataclass whose every field is the flag of its name (`--max-num-seqs` sets
-    max_num_seqs), `given` over them; a field with no flag of its name keeps its default."""
-    flags = {f.name: getattr(args, f.name) for f in fields(cast(Any, config))
-             if f.name not in given and hasattr(args, f.name)}
+    max_num_seqs), `given` over them; only the fields in _NO_FLAG may have no flag (a flag
+    renamed away from its field fails here, not by serving the default in silence)."""
+    flags: dict[str, Any] = {}
+    for f in fields(cast(Any, config)):
+        if f.name in given or f.name in _NO_FLAG:
+            continue
+        if not hasattr(args, f.name):
+            raise AttributeError(f"{config.__name__}.{f.name} has no --{f.name.replace('_', '-')} flag")
+        flags[f.name] = getattr(args, f.name)
     return config(**flags, **given)
 
 

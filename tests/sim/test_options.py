@@ -8,6 +8,7 @@ import sys
 import time
 
 import httpx
+import pytest
 
 from tests.sim._client import metric_sum, stream
 from tests.simulator import refusal_line, running_sim
@@ -98,3 +99,22 @@ def test_spec_tokens_0_is_a_plain_decoder():
         text = sim.metrics_text()
         assert metric_sum(text, "vllm:generation_tokens_total") == 12
         assert metric_sum(text, "vllm:spec_decode_num_drafts_total") == 0
+
+
+def test_a_config_field_without_its_flag_fails_at_start_not_by_its_default():
+    """The configs take each field from the flag of its name (sim/cli._from_flags): a flag
+    renamed away from its field would serve the default in silence, so it fails (review)."""
+    import argparse
+    import dataclasses
+
+    from dspark_tui.sim import cli
+
+    @dataclasses.dataclass
+    class Costs:
+        max_num_seqs: int = 1
+        renamed_away: float = 0.5
+
+    args = argparse.Namespace(max_num_seqs=8)
+    with pytest.raises(AttributeError, match=r"Costs\.renamed_away has no --renamed-away flag"):
+        cli._from_flags(Costs, args)
+    assert cli._from_flags(Costs, args, renamed_away=0.25) == Costs(8, 0.25)
