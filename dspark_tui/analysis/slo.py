@@ -159,10 +159,11 @@ def _quantile(values: list[float], share: float) -> float | None:
     return float(np.quantile(values, share)) if values else None
 
 
-# Per measurement read (by id: the caller holds the measurements): its requests meeting every
-# limit and its seconds, which slo_cells counts as it reads the raw file and goodput_rated
-# needs, so one SLO answer reads each raw file once.
-Tallies = dict[int, tuple[int, float]]
+# Per raw file read (by its path in the run, a measurement's own): its requests meeting every
+# limit and its seconds, which slo_cells counts as it reads the file and goodput_rated needs,
+# so one SLO answer reads each raw file once. Not by id(): a copy of a measurement made and
+# dropped between the two could leave its id to another (review).
+Tallies = dict[str, tuple[int, float]]
 
 
 def slo_cells(run: LoadedRun, slo: Slo, alpha: float,
@@ -218,8 +219,8 @@ def _cell(run: LoadedRun, slo: Slo, alpha: float, arm: str, scenario: str, concu
             tally["plain"] = tally.get("plain", 0) + int(plain_hit)
             tally["all"] = tally.get("all", 0) + int(all(each))
             hits += all(each)
-        if tallies is not None:
-            tallies[id(m)] = (hits, seconds)
+        if tallies is not None and m.provenance.raw_output:  # always, for a file read
+            tallies[m.provenance.raw_output] = (hits, seconds)
     rounds = sorted(sessions)
     totals = [sessions[r]["n"] for r in rounds]
 
@@ -648,7 +649,7 @@ def goodput_rated(run: LoadedRun, slo: Slo, measurements: Sequence[CellResult],
     for m in measurements:
         if not m.ok or m.client_behind:
             continue
-        known = None if tallies is None else tallies.get(id(m))
+        known = None if tallies is None else tallies.get(m.provenance.raw_output or "")
         if known is None:
             raw = _raw_of(run, m)
             if raw is None:
