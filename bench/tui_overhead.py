@@ -261,7 +261,9 @@ def measure_pair(folder: Path, plan: Path, run_args: list[str],
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one scenario, no start-up delay")
-    parser.add_argument("--smoke", action="store_true", help="--quick with one paint and one pair")
+    parser.add_argument("--smoke", action="store_true",
+                        help="--quick with one paint and one pair at --speed 8: proves the script "
+                             "works, judges nothing")
     args = parser.parse_args()
     args.quick = args.quick or args.smoke
     if shutil.which("tmux") is None:
