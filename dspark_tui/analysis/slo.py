@@ -426,7 +426,7 @@ def _slo_answer(analysis: RunAnalysis) -> SloAnswer | None:
     for c in cells:
         by_cell.setdefault(c.key, {})[c.arm] = c
     band_floor = analysis.band.floor
-    rated = goodput_rated(run, slo, measurements_of(run), tallies) if verdicts is not None else []
+    rated = goodput_rated(measurements_of(run), tallies) if verdicts is not None else []
     goodput = (goodput_verdicts(rated, analysis.arms, verdicts.settings)
                if verdicts is not None else None)
     choices = [choice for key, arms in sorted(by_cell.items())
@@ -641,25 +641,19 @@ def goodput_verdicts(rated: Sequence[CellResult], arms: Sequence[str],
     return analyse_measurements(rated, list(arms), own_noise(settings))
 
 
-def goodput_rated(run: LoadedRun, slo: Slo, measurements: Sequence[CellResult],
-                  tallies: Tallies | None = None) -> list[CellResult]:
+def goodput_rated(measurements: Sequence[CellResult], tallies: Tallies) -> list[CellResult]:
     """The measurements `goodput_verdicts` compares: each with per-request data, its goodput
-    in the place of its Total tok/s. A measurement in `tallies` (slo_cells') is not read again."""
+    in the place of its Total tok/s, from `tallies` (slo_cells' count of the requests meeting
+    every limit, the one home of that rule: a measurement slo_cells did not read, for want of
+    a raw file or because its client fell behind, has none)."""
     rated = []
     for m in measurements:
         if not m.ok or m.client_behind:
             continue
-        known = None if tallies is None else tallies.get(m.provenance.raw_output or "")
+        known = tallies.get(m.provenance.raw_output or "")
         if known is None:
-            raw = _raw_of(run, m)
-            if raw is None:
-                continue
-            requests, seconds = raw
-            limits = slo.limits_for(m.scenario)
-            hits = sum(1 for r in requests
-                       if all(_meets(request_values(r), lim, r.ok) for lim in limits))
-        else:
-            hits, seconds = known
+            continue
+        hits, seconds = known
         if seconds <= 0:
             continue
         metrics = m.metrics.model_copy(update={"total_throughput": max(hits, 0.5) / seconds})
