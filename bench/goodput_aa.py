@@ -44,6 +44,7 @@ import sys
 import tempfile
 import time
 import zlib
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,27 +128,15 @@ def write_replicate(folder: Path, process: Process, rng: np.random.Generator) ->
     return measured
 
 
-@dataclass
-class Counts:
-    runs: int = 0
-    pair_cells: int = 0
-    wins_own: int = 0
-    excluded_own: int = 0
-    wins_borrowed: int = 0
-    excluded_borrowed: int = 0
-    runs_with_win_own: int = 0
-    runs_with_win_borrowed: int = 0
-    choice_cells: int = 0  # cells with at least two arms shown to meet the SLO
-    claims_family: int = 0
-    claims_before: int = 0
-    runs_claiming_family: int = 0
-    runs_claiming_before: int = 0
-    cells: int = 0
-    meet_and_fail: int = 0
+class Counts(Counter[str]):
+    """What the runs counted, by name: runs, pair_cells, wins_/excluded_ (own noise, borrowed
+    prior), runs_with_win_*, choice_cells (two or more arms shown to meet the SLO), claims_* and
+    runs_claiming_* (family level, before), cells, meet_and_fail; cpu_s is set once at the end."""
+
     cpu_s: float = 0.0
 
     def rate(self, part: str, whole: str) -> str:
-        n, d = getattr(self, part), getattr(self, whole)
+        n, d = self[part], self[whole]
         return f"{n}/{d} = {100 * n / d:.2f} %" if d else f"{n}/0"
 
 
@@ -185,40 +174,40 @@ def replicate(folder: Path, process: Process, seed: int, counts: Counts) -> None
     assert settings.prior is not None and answer.goodput.settings.prior is None
     # The same rated measurements as the answer's goodput verdicts (slo.goodput_rated's).
     borrowed = analyse_measurements(answer.goodput_measurements, analysis.arms, settings)
-    counts.runs += 1
+    counts["runs"] += 1
     win_own = win_borrowed = claim_family = claim_before = False
     for own, lent in zip(answer.goodput.pairs, borrowed.pairs, strict=True):
         assert (own.key, own.a, own.b) == (lent.key, lent.a, lent.b)
-        counts.pair_cells += 1
+        counts["pair_cells"] += 1
         for pair, prefix in ((own, "own"), (lent, "borrowed")):
             wins = pair.verdict == Verdict.WINS
             excluded = pair.ci_low is not None and pair.ci_high is not None and not (
                 pair.ci_low <= 1.0 <= pair.ci_high)
-            setattr(counts, f"wins_{prefix}", getattr(counts, f"wins_{prefix}") + wins)
-            setattr(counts, f"excluded_{prefix}", getattr(counts, f"excluded_{prefix}") + excluded)
+            counts[f"wins_{prefix}"] += wins
+            counts[f"excluded_{prefix}"] += excluded
         win_own |= own.verdict == Verdict.WINS
         win_borrowed |= lent.verdict == Verdict.WINS
     floor = settings.band.floor
     for choice in answer.choices:
-        counts.cells += 1
+        counts["cells"] += 1
         statuses = {c.status for c in choice.cells.values()}
-        counts.meet_and_fail += {"meets", "fails"} <= statuses
+        counts["meet_and_fail"] += {"meets", "fails"} <= statuses
         meeting = [a for a, c in choice.cells.items() if c.status == "meets"]
         if len(meeting) < 2:
             continue
-        counts.choice_cells += 1
+        counts["choice_cells"] += 1
         speed = {a: choice.cells[a].goodput or 0.0 for a in meeting}
         chosen, family = _claims(answer.goodput, choice.key, meeting, speed, answer.choice_alpha, floor)
         assert chosen == choice.choice, (chosen, choice)  # the report's own choice, re-made here
         _, before = _claims(borrowed, choice.key, meeting, speed, None, floor)
-        counts.claims_family += family
-        counts.claims_before += before
+        counts["claims_family"] += family
+        counts["claims_before"] += before
         claim_family |= family
         claim_before |= before
-    counts.runs_with_win_own += win_own
-    counts.runs_with_win_borrowed += win_borrowed
-    counts.runs_claiming_family += claim_family
-    counts.runs_claiming_before += claim_before
+    counts["runs_with_win_own"] += win_own
+    counts["runs_with_win_borrowed"] += win_borrowed
+    counts["runs_claiming_family"] += claim_family
+    counts["runs_claiming_before"] += claim_before
 
 
 def run_process(process: Process, runs: int) -> Counts:
@@ -250,7 +239,7 @@ def main() -> int:
         process = PROCESSES[name]
         counts = run_process(process, runs)
         levels = nominal(process)
-        print(f"{name}: {counts.runs} runs, {counts.cpu_s:.1f} s CPU; look alpha "
+        print(f"{name}: {counts['runs']} runs, {counts.cpu_s:.1f} s CPU; look alpha "
               f"{levels['look_alpha']:.4f}, family alpha {levels['family_alpha']:.4f}")
         for label, part in (("goodput false winners, own noise", "wins_own"),
                             ("goodput false winners, borrowed prior", "wins_borrowed")):

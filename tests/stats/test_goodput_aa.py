@@ -44,18 +44,18 @@ def counts():
 
 
 def test_equal_arms_rarely_differ_in_goodput(counts):
-    assert counts.runs == RUNS and counts.pair_cells == RUNS * 3 * 3  # 3 cells x 3 pairs
-    assert counts.wins_own / counts.pair_cells <= FALSE_WINS + margin(FALSE_WINS, RUNS), counts
-    assert counts.excluded_own / counts.pair_cells <= EXCLUSION + margin(EXCLUSION, RUNS), counts
+    assert counts["runs"] == RUNS and counts["pair_cells"] == RUNS * 3 * 3  # 3 cells x 3 pairs
+    assert counts["wins_own"] / counts["pair_cells"] <= FALSE_WINS + margin(FALSE_WINS, RUNS), counts
+    assert counts["excluded_own"] / counts["pair_cells"] <= EXCLUSION + margin(EXCLUSION, RUNS), counts
 
 
 def test_the_choice_under_the_slo_rarely_claims_one_equal_arm_better(counts):
-    assert counts.choice_cells > RUNS  # most cells have two or more arms shown to meet the SLO
-    assert counts.runs_claiming_family / RUNS <= RUN_CLAIMS + margin(RUN_CLAIMS, RUNS), counts
+    assert counts["choice_cells"] > RUNS  # most cells have two or more arms shown to meet the SLO
+    assert counts["runs_claiming_family"] / RUNS <= RUN_CLAIMS + margin(RUN_CLAIMS, RUNS), counts
 
 
 def test_lending_throughputs_prior_to_goodput_narrows_its_intervals(counts):
     """The bench's peer, in the same runs: the goodput verdicts with the plan's prior (stated at
     Total tok/s's true session spread) exclude 1 more often than goodput's own (1000 runs:
     7.01 % against 2.87 %)."""
-    assert counts.excluded_borrowed > counts.excluded_own, counts
+    assert counts["excluded_borrowed"] > counts["excluded_own"], counts
