@@ -99,7 +99,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if real_vllm_skip is not None and item.get_closest_marker("realvllm") is not None:
             item.add_marker(real_vllm_skip)
-        if item.get_closest_marker("slow") is None and slow.starts_processes(item):
+        if item.get_closest_marker("slow") is None and (slow.starts_processes(item)
+                                                          or slow.drives_the_app(item)):
             item.add_marker(pytest.mark.slow)
     # Timing tests first and together: xdist hands the head of the list to one worker, which then
     # runs them back to back under one exclusive hold, so the others drain once, not per test.

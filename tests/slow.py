@@ -1,10 +1,12 @@
 """Which tests are slow, read from their code so that no test file has to say it.
 
 A test is slow when it starts Python processes (a simulator, a runner, the app in tmux, a bench
-script): seconds each. It is found by the names its code uses, followed through the helpers
-and fixtures of tests/ it calls, so a new test that calls `running_sim` or a helper that does is
-marked without anyone remembering to. A test this misses still cannot slip into the fast loop:
-the process audit in conftest fails a test that started Python without the mark.
+script), or drives the app in this process (Textual's `run_test`, a snapshot): seconds each,
+and in-process app tests were two thirds of the fast loop's CPU (2026-12-03). It is found by
+the names its code uses, followed through the helpers and fixtures of tests/ it calls, so a
+new test that calls `running_sim` or a helper that does is marked without anyone remembering
+to. A test this misses still cannot slip into the fast loop when it starts Python: the
+process audit in conftest fails a test that started Python without the mark.
 """
 
 from __future__ import annotations
@@ -23,16 +25,30 @@ STARTERS = frozenset({
     "ServerProcess", "Runner", "RunnerProcess", "StartRequest", "make_driver", "make_server",
     "preflight", "_start_of",  # preflight asks bench.python whether the client imports
 })
+# What drives the app in this process: Textual's pilot, and the snapshot plugin's fixture.
+APP_DRIVERS = frozenset({"run_test"})
+APP_FIXTURES = frozenset({"snap_compare"})
 OURS = "tests"
 
 
 def starts_processes(item: pytest.Item) -> bool:
+    return _uses(item, STARTERS)
+
+
+def drives_the_app(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is not None and APP_FIXTURES.intersection(info.names_closure):
+        return True
+    return _uses(item, APP_DRIVERS)
+
+
+def _uses(item: pytest.Item, names: frozenset[str]) -> bool:
     function = getattr(item, "function", None)
     if function is None:
         return False
     seen: set[int] = set()
     roots = [function, *_fixture_functions(item)]
-    return any(_uses_starter(root, seen) for root in roots)
+    return any(_uses_name(root, names, seen) for root in roots)
 
 
 def _fixture_functions(item: pytest.Item) -> Iterator[Callable[..., Any]]:
@@ -46,28 +62,29 @@ def _fixture_functions(item: pytest.Item) -> Iterator[Callable[..., Any]]:
                 yield func
 
 
-def _uses_starter(obj: Any, seen: set[int]) -> bool:
+def _uses_name(obj: Any, names: frozenset[str], seen: set[int]) -> bool:
     obj = inspect.unwrap(obj)
     if id(obj) in seen:
         return False
     seen.add(id(obj))
     if inspect.isclass(obj):
-        return any(_uses_starter(member, seen) for member in vars(obj).values()
+        return any(_uses_name(member, names, seen) for member in vars(obj).values()
                    if isinstance(member, FunctionType))
     if not isinstance(obj, FunctionType):
         return False
-    return _code_uses_starter(obj.__code__, obj.__globals__, seen)
+    return _code_uses_name(obj.__code__, obj.__globals__, names, seen)
 
 
-def _code_uses_starter(code: CodeType, scope: dict[str, Any], seen: set[int]) -> bool:
-    if STARTERS.intersection(code.co_names):
+def _code_uses_name(code: CodeType, scope: dict[str, Any], names: frozenset[str],
+                    seen: set[int]) -> bool:
+    if names.intersection(code.co_names):
         return True
     for const in code.co_consts:  # lambdas, nested functions, comprehensions
-        if isinstance(const, CodeType) and _code_uses_starter(const, scope, seen):
+        if isinstance(const, CodeType) and _code_uses_name(const, scope, names, seen):
             return True
     for name in code.co_names:
         helper = scope.get(name)
-        if _is_ours(helper) and _uses_starter(helper, seen):
+        if _is_ours(helper) and _uses_name(helper, names, seen):
             return True
     return False
 

@@ -43,14 +43,23 @@ class _Terminal:
         _starts_a_runner()
 
 
+async def _drives_the_app(app) -> None:  # type: ignore[no-untyped-def]
+    async with app.run_test():
+        pass
+
+
 # Looked up in a table, not called by name, so that the next test is not itself marked slow.
-SAMPLES = {"helper": _through_a_helper, "class": _Terminal, "pure": _pure}
+SAMPLES = {"helper": _through_a_helper, "class": _Terminal, "pure": _pure, "app": _drives_the_app}
 
 
 def test_slow_is_found_through_helpers_and_classes_of_tests():
-    assert slow._uses_starter(SAMPLES["helper"], set())
-    assert slow._uses_starter(SAMPLES["class"], set())
-    assert not slow._uses_starter(SAMPLES["pure"], set())
+    assert slow._uses_name(SAMPLES["helper"], slow.STARTERS, set())
+    assert slow._uses_name(SAMPLES["class"], slow.STARTERS, set())
+    assert not slow._uses_name(SAMPLES["pure"], slow.STARTERS, set())
+    # The in-process app: Textual's pilot, by its name; it starts no process.
+    assert slow._uses_name(SAMPLES["app"], slow.APP_DRIVERS, set())
+    assert not slow._uses_name(SAMPLES["app"], slow.STARTERS, set())
+    assert not slow._uses_name(SAMPLES["pure"], slow.APP_DRIVERS, set())
 
 
 def test_python_is_told_from_other_programs(tmp_path: Path):
