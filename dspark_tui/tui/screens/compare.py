@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import rich.text
+from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
@@ -86,11 +87,20 @@ class CompareScreen(LoadingScreen):
 
     def on_mount(self) -> None:
         self.lang = getattr(self.app, "lang", "") or locale_language()
+        self._add_columns([])
+        self._compare()
+
+    def _add_columns(self, rows: list[tuple[str, ...]]) -> None:
+        """The columns, each as wide as its label and its widest value. Given, not measured by
+        the table: DataTable (Textual 8.2) widens auto-width columns when idle without dropping
+        the rows it cached, so rows drawn before then stayed cut at the labels' widths for good
+        ("chat_sho", seen in the tests' draws)."""
         table = self.query_one(DataTable)
         t = Texts(lang_of(self.app), "screens")
-        for key, justify in COLUMNS:
-            table.add_column(rich.text.Text(t(f"compare.column.{key}"), justify=justify))  # type: ignore[arg-type]
-        self._compare()
+        for index, (key, justify) in enumerate(COLUMNS):
+            label = rich.text.Text(t(f"compare.column.{key}"), justify=justify)  # type: ignore[arg-type]
+            width = max([label.cell_len, *(cell_len(row[index]) for row in rows)])
+            table.add_column(label, width=width)
 
     def _compare(self) -> None:
         self.load(partial(compare_runs, self.run_a, self.run_b, self.lang), self._show,
@@ -100,7 +110,8 @@ class CompareScreen(LoadingScreen):
     async def _show(self, compared: Compared) -> None:
         await self.query_one("#compare-text", Markdown).update(compared.summary)
         table = self.query_one(DataTable)
-        table.clear()
+        table.clear(columns=True)
+        self._add_columns(compared.rows)
         for row in compared.rows:
             table.add_row(*[rich.text.Text(value, justify=justify)  # type: ignore[arg-type]
                             for value, (_, justify) in zip(row, COLUMNS, strict=True)])
