@@ -7,9 +7,10 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,33 @@ def slow_if_it_starts_processes(request: pytest.FixtureRequest) -> Iterator[None
     if started and request.node.get_closest_marker("slow") is None:
         pytest.fail(f"started {started} Python process(es) without the slow mark: add "
                     "@pytest.mark.slow, or the starter's name to tests/slow.py STARTERS")
+
+
+@pytest.fixture(autouse=True)
+def slow_if_it_drives_the_app(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+                              ) -> Iterator[None]:
+    """The same for the app run in this process (Textual's pilot): seconds each, so slow. Every
+    worker has imported textual by the time a test runs (collecting tests/tui does it)."""
+    app_module = sys.modules.get("textual.app")
+    if app_module is None:
+        yield
+        return
+    driven: list[object] = []
+    # By the names in APP_DRIVERS, not written here: slow.py reads every fixture's code, this
+    # autouse one's too, and would find the driver's name in it in every test.
+    for name in slow.APP_DRIVERS:
+        monkeypatch.setattr(app_module.App, name, _counting(getattr(app_module.App, name), driven))
+    yield
+    if driven and request.node.get_closest_marker("slow") is None:
+        pytest.fail("drove the app (run_test) without the slow mark: add @pytest.mark.slow, or "
+                    "the driver's name to tests/slow.py APP_DRIVERS")
+
+
+def _counting(method: Callable[..., Any], calls: list[object]) -> Callable[..., Any]:
+    def counted(self: object, *args: Any, **kwargs: Any) -> Any:
+        calls.append(self)
+        return method(self, *args, **kwargs)
+    return counted
 
 
 # The suite's runs draw no charts (the setting `charts`, README): matplotlib costs ~1.5 s of CPU

@@ -7,6 +7,8 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -60,6 +62,17 @@ def test_slow_is_found_through_helpers_and_classes_of_tests():
     assert slow._uses_name(SAMPLES["app"], slow.APP_DRIVERS, set())
     assert not slow._uses_name(SAMPLES["app"], slow.STARTERS, set())
     assert not slow._uses_name(SAMPLES["pure"], slow.APP_DRIVERS, set())
+
+
+def test_an_app_test_is_found_by_its_code_or_the_snapshot_fixture():
+    def item(function: object, fixtures: list[str]) -> Any:
+        return SimpleNamespace(function=function, _fixtureinfo=SimpleNamespace(
+            names_closure=fixtures, name2fixturedefs={}))
+
+    assert slow.drives_the_app(item(SAMPLES["app"], []))
+    assert slow.drives_the_app(item(SAMPLES["pure"], ["tmp_path", "snap_compare"]))
+    assert not slow.drives_the_app(item(SAMPLES["pure"], ["tmp_path"]))
+    assert not slow.starts_processes(item(SAMPLES["app"], []))
 
 
 def test_python_is_told_from_other_programs(tmp_path: Path):

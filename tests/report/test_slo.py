@@ -124,8 +124,8 @@ def test_the_fastest_k_fails_the_tpot_slo_and_the_choice_is_the_k_that_meets_it(
     (tpot,) = [v for v in slo["latency"] if {v["a"], v["b"]} == {"st=1", "st=3"}]
     assert tpot["metric"] == "p90_tpot_ms"
     assert (tpot["verdict"], tpot["lower"]) == ("wins", "st=1"), tpot
-    # The same counts from the raw files on disk, by hand: every request of the cell's two
-    # sessions, a request meeting the limit when its TPOT is at most 7 ms.
+    # The same counts from the raw files on disk, by hand: every request of the cell's
+    # three sessions, a request meeting the limit when its TPOT is at most 7 ms.
     for arm, cell in cells.items():
         folder = "st_" + arm.split("=")[1]
         lines = []
