@@ -26,7 +26,13 @@ os.environ[SESSION_MARK] = uuid.uuid4().hex
 # psutil's start times rest on the kernel's boot time, which in a container can disagree with
 # the wall clock by more than any margin (CI's run found no child at all with a wall-clock
 # cutoff). Every process a test starts is younger than the pytest process that starts it.
-_MARKED_SINCE = psutil.Process().create_time() - 1.0
+# The cutoff is read again at each look: the boot time the kernel reports moves when the
+# clock is stepped, and a start time read once, at import, was later than every child's
+# read afterwards (a fresh machine here found no process at all, its own child included).
+
+
+def _marked_since() -> float:
+    return psutil.Process().create_time() - 1.0  # a new Process: its start time read now
 
 _python_starts = 0
 
@@ -77,11 +83,12 @@ def marked_processes() -> dict[int, psutil.Process]:
     token = os.environ[SESSION_MARK]
     me = os.getpid()
     found: dict[int, psutil.Process] = {}
+    since = _marked_since()
     for proc in psutil.process_iter():
         if proc.pid == me:
             continue
         try:
-            if proc.create_time() < _MARKED_SINCE:
+            if proc.create_time() < since:
                 continue
             if proc.environ().get(SESSION_MARK) == token and alive(proc):
                 found[proc.pid] = proc
