@@ -36,13 +36,13 @@ import psutil
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from dspark_tui.engine.servers.procs import TOKEN_VAR, live_processes  # noqa: E402
 from dspark_tui.model.cell import CellResult  # noqa: E402
 from dspark_tui.results import RunStore  # noqa: E402
 from tests.plan_text import scenario_table, spec_token_arms  # noqa: E402
 
 SIGNALS = {"KILL": signal.SIGKILL, "INT": signal.SIGINT, "TERM": signal.SIGTERM,
            "HUP": signal.SIGHUP}
-TOKEN_VAR = "DSPARK_SERVER_TOKEN"
 RUN_LIMIT_S = 180
 
 PLAN = f"""name = "probe"
@@ -123,7 +123,7 @@ def _tokens(run_dir: Path) -> set[str]:
 
 def _carrying(tokens: set[str]) -> list[psutil.Process]:
     found = []
-    for proc in psutil.process_iter():
+    for proc in live_processes():
         with contextlib.suppress(psutil.Error):
             if proc.environ().get(TOKEN_VAR) in tokens:
                 found.append(proc)

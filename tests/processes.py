@@ -15,6 +15,8 @@ from typing import Any
 
 import psutil
 
+from dspark_tui.engine.servers.procs import live_processes
+
 # Every process started under this pytest process inherits this marker, even after it is
 # reparented (daemonized workers, orphans of a killed parent), so leaks cannot hide. Each
 # xdist worker imports this module itself and so marks its own children with its own token.
@@ -24,11 +26,11 @@ os.environ[SESSION_MARK] = uuid.uuid4().hex
 # newer ones (reading every process's environment twice per test cost ~6 ms a test on a busy
 # machine). The cutoff is this process's own start time as psutil reads it, not time.time():
 # psutil's start times rest on the kernel's boot time, which in a container can disagree with
-# the wall clock by more than any margin (CI's run found no child at all with a wall-clock
-# cutoff). Every process a test starts is younger than the pytest process that starts it.
-# The cutoff is read again at each look: the boot time the kernel reports moves when the
-# clock is stepped, and a start time read once, at import, was later than every child's
-# read afterwards (a fresh machine here found no process at all, its own child included).
+# the wall clock by more than any margin. Every process a test starts is younger than the
+# pytest process that starts it. The processes are read afresh at each look (live_processes):
+# psutil.process_iter() kept the start time of a pid's earlier owner once the kernel reused the
+# pid, so after a few thousand processes (pid_max 32768) the guard missed new ones, its own
+# test's child included ('assert 20118 in {}'; tests/engine/test_pid_reuse.py).
 
 
 def _marked_since() -> float:
@@ -84,7 +86,7 @@ def marked_processes() -> dict[int, psutil.Process]:
     me = os.getpid()
     found: dict[int, psutil.Process] = {}
     since = _marked_since()
-    for proc in psutil.process_iter():
+    for proc in live_processes():
         if proc.pid == me:
             continue
         try:

@@ -9,7 +9,7 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import psutil
@@ -60,17 +60,29 @@ def descendants(pid: int) -> list[ProcRef]:
     return refs
 
 
+def live_processes() -> Iterator[psutil.Process]:
+    """Every process there is now, each read afresh. Not `psutil.process_iter()`: it keeps one
+    Process per pid between calls, and a pid the kernel has since given to a new process keeps
+    the old one's start time there, so psutil refuses to signal it (it checks that start time
+    first) and a start-time cutoff skips it. With pid_max 32768 a box reuses pids within hours
+    of runs (the suite's leak guard found no child at all after a few thousand processes)."""
+    for pid in psutil.pids():
+        try:
+            yield psutil.Process(pid)
+        except psutil.Error:
+            continue
+
+
 def processes_with_token(token: str) -> list[psutil.Process]:
     """Every live process of this user whose environment carries the server token."""
     found: list[psutil.Process] = []
     me = os.getpid()
     uid = os.getuid()
-    for proc in psutil.process_iter(["uids"]):
+    for proc in live_processes():
         if proc.pid == me:
             continue
         try:
-            uids = proc.info.get("uids")
-            if uids is not None and uids.real != uid:
+            if proc.uids().real != uid:
                 continue
             if proc.environ().get(TOKEN_VAR) == token and _alive(proc):
                 found.append(proc)
@@ -105,7 +117,7 @@ def live_in_group(pgid: int) -> bool:
     reported nothing killed (docs/vllm-cpu.md)."""
     if not group_alive(pgid):
         return False
-    for proc in psutil.process_iter():
+    for proc in live_processes():
         try:
             if os.getpgid(proc.pid) == pgid and _alive(proc):
                 return True
@@ -178,7 +190,7 @@ def _tracked(pgid: int | None, refs: Iterable[ProcRef], token: str | None) -> li
         for proc in processes_with_token(token):
             procs.setdefault(proc.pid, proc)
     if pgid is not None:
-        for proc in psutil.process_iter():
+        for proc in live_processes():
             try:
                 if os.getpgid(proc.pid) == pgid and _alive(proc):
                     procs.setdefault(proc.pid, proc)
